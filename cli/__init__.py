@@ -1,0 +1,1 @@
+"""The tfjob command-line interface (``tfjob``)."""

@@ -1,0 +1,5 @@
+"""tfjob init commands."""
+
+from __future__ import annotations
+
+from .main import app  # noqa: F401

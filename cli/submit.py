@@ -1,0 +1,218 @@
+"""``tfjob submit`` and ``tfjob render``: one job description, any backend.
+
+The options follow gcloud's (``--master-machine-type``, ``--parameter-server-count``,
+``--worker-count``, ``--package-path``, ``--master-image-uri``… are accepted as
+aliases). Everything after ``--`` is passed to the trainer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, List, Optional
+
+import typer
+from typer.core import TyperCommand
+
+from tfjob.errors import UsageError
+
+from .main import app
+
+_USER_ARGS = "tfjob_user_args"
+
+
+class _UserArgsCommand(TyperCommand):
+    """Keeps everything after the first ``--`` aside for the trainer."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if "--" in args:
+            i = args.index("--")
+            ctx.meta[_USER_ARGS] = args[i + 1 :]
+            args = args[:i]
+        return super().parse_args(ctx, args)
+
+
+def dump(data: Any, output: str) -> str:
+    """``data`` as ``json`` (indented) or ``yaml`` text."""
+    if output == "yaml":
+        import yaml
+
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+    return json.dumps(data, indent=2)
+
+
+_EXAMPLES = """
+Examples:
+
+  tfjob submit trainer/ --module-name trainer.task --workers 4 --ps 2 -- --train-steps 1000
+
+  tfjob submit trainer/ -m trainer.task --scale-tier STANDARD_1 --backend vertex --dry-run
+
+  tfjob submit --image gcr.io/p/trainer:1 --module-name trainer.task --workers 2 --backend kubeflow
+
+  tfjob submit trainer/ -m trainer.task --config config.yaml --region us-central1
+"""
+
+
+def submit(
+    ctx: typer.Context,
+    package_path: Optional[str] = typer.Argument(
+        None, metavar="[PACKAGE_PATH]", help="The trainer's source directory (a Python package, or a project holding one)."
+    ),
+    package_path_opt: Optional[str] = typer.Option(None, "--package-path", help="Same as PACKAGE_PATH (gcloud spelling)."),
+    module_name: Optional[str] = typer.Option(None, "--module-name", "-m", help="The trainer module to run, e.g. trainer.task."),
+    workers: Optional[int] = typer.Option(None, "--workers", "--worker-count", help="Number of workers (Vertex pool 1)."),
+    ps: Optional[int] = typer.Option(None, "--ps", "--parameter-server-count", help="Number of parameter servers (pool 2); needs --workers."),
+    evaluators: Optional[int] = typer.Option(None, "--evaluators", "--evaluator-count", help="Number of evaluators (pool 3)."),
+    scale_tier: Optional[str] = typer.Option(
+        None,
+        "--scale-tier",
+        help=(
+            "BASIC (1 x n1-standard-4), STANDARD_1 (1+4 n1-highcpu-8, 3 ps n1-standard-4), "
+            "PREMIUM_1 (1+19 n1-highcpu-16, 11 ps n1-highmem-8), BASIC_GPU (1 x n1-standard-8 with one "
+            "NVIDIA T4: the tier's K80 is retired), BASIC_TPU (chief + a Cloud TPU v2-8) or CUSTOM."
+        ),
+    ),
+    chief_machine_type: Optional[str] = typer.Option(None, "--chief-machine-type", "--master-machine-type", help="Machine of the chief (Compute Engine type or legacy name)."),
+    worker_machine_type: Optional[str] = typer.Option(None, "--worker-machine-type", help="Machine of each worker."),
+    ps_machine_type: Optional[str] = typer.Option(None, "--ps-machine-type", "--parameter-server-machine-type", help="Machine of each parameter server."),
+    evaluator_machine_type: Optional[str] = typer.Option(None, "--evaluator-machine-type", help="Machine of each evaluator."),
+    accelerator: Optional[str] = typer.Option(None, "--accelerator", help="type=NVIDIA_TESLA_T4,count=1 for the chief, workers and evaluators."),
+    chief_accelerator: Optional[str] = typer.Option(None, "--chief-accelerator", "--master-accelerator", help="Accelerator of the chief only."),
+    worker_accelerator: Optional[str] = typer.Option(None, "--worker-accelerator", help="Accelerator of the workers only."),
+    ps_accelerator: Optional[str] = typer.Option(None, "--ps-accelerator", "--parameter-server-accelerator", help="Accelerator of the parameter servers."),
+    evaluator_accelerator: Optional[str] = typer.Option(None, "--evaluator-accelerator", help="Accelerator of the evaluators only."),
+    image: Optional[str] = typer.Option(None, "--image", "--image-uri", help="Container image every task runs (custom container)."),
+    chief_image: Optional[str] = typer.Option(None, "--chief-image", "--master-image-uri", help="Container image of the chief only."),
+    worker_image: Optional[str] = typer.Option(None, "--worker-image", "--worker-image-uri", help="Container image of the workers only."),
+    ps_image: Optional[str] = typer.Option(None, "--ps-image", "--parameter-server-image-uri", help="Container image of the parameter servers."),
+    evaluator_image: Optional[str] = typer.Option(None, "--evaluator-image", "--evaluator-image-uri", help="Container image of the evaluators."),
+    packages: Optional[List[str]] = typer.Option(None, "--packages", help="Extra built tarballs or wheels to install (repeat, or comma-separate)."),
+    job_dir: Optional[str] = typer.Option(None, "--job-dir", help="Where the trainer writes; passed to it as --job-dir."),
+    config: Optional[str] = typer.Option(None, "--config", help="A gcloud trainingInput or Vertex CustomJobSpec YAML/JSON file; flags override it."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="local, vertex or kubeflow (default: local unless a cloud project is configured)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Google Cloud project (else GOOGLE_CLOUD_PROJECT / config)."),
+    region: Optional[str] = typer.Option(None, "--region", help="Google Cloud region, e.g. us-central1."),
+    staging_bucket: Optional[str] = typer.Option(None, "--staging-bucket", help="gs://BUCKET for the trainer package."),
+    api_endpoint: Optional[str] = typer.Option(None, "--api-endpoint", help="Vertex AI endpoint (default {region}-aiplatform.googleapis.com)."),
+    executor_image: Optional[str] = typer.Option(None, "--executor-image", help="Vertex prebuilt training image for a Python package."),
+    display_name: Optional[str] = typer.Option(None, "--display-name", "--name", help="The job's name (default: MODULE-DATE-TIME)."),
+    labels: Optional[List[str]] = typer.Option(None, "--labels", help="key=value[,key=value] labels for the job."),
+    env: Optional[List[str]] = typer.Option(None, "--env", help="KEY=VALUE set in every task (repeat)."),
+    service_account: Optional[str] = typer.Option(None, "--service-account", help="Service account the tasks run as."),
+    network: Optional[str] = typer.Option(None, "--network", help="VPC network to peer with (projects/N/global/networks/NAME)."),
+    timeout: Optional[str] = typer.Option(None, "--timeout", help="Maximum running time: seconds, or 2h, 30m, 1h30m."),
+    restart_job_on_worker_restart: Optional[bool] = typer.Option(None, "--restart-job-on-worker-restart/--no-restart-job-on-worker-restart", help="Restart all tasks when a worker restarts."),
+    enable_web_access: Optional[bool] = typer.Option(None, "--enable-web-access/--no-enable-web-access", help="Vertex interactive shell into the tasks."),
+    tensorboard: Optional[str] = typer.Option(None, "--tensorboard", help="Vertex TensorBoard resource to stream to."),
+    runtime_version: Optional[str] = typer.Option(None, "--runtime-version", help="Legacy AI Platform runtime version."),
+    python_version: Optional[str] = typer.Option(None, "--python-version", help="Legacy AI Platform Python version."),
+    use_chief: Optional[bool] = typer.Option(None, "--use-chief/--use-master", "--use-chief-in-tf-config/--no-use-chief-in-tf-config", help="Name the primary task chief or master in the legacy TF_CONFIG."),
+    dialect: Optional[str] = typer.Option(None, "--dialect", help="local: TF_CONFIG/CLUSTER_SPEC dialect, vertex (default), ai-platform or kubeflow."),
+    python: Optional[str] = typer.Option(None, "--python", help="local: the Python interpreter the tasks run (default: this one)."),
+    install: Optional[bool] = typer.Option(None, "--install/--no-install", help="local: pip-install the built sdist in a throw-away venv, as the cloud does."),
+    strategy: Optional[str] = typer.Option(None, "--strategy", help="parameter-server, multi-worker or auto (parameter-server when there are ps tasks)."),
+    grace: Optional[float] = typer.Option(None, "--grace", help="local: seconds between SIGTERM and SIGKILL at teardown (default 5)."),
+    quiet: Optional[bool] = typer.Option(None, "--quiet", "-q", help="local: show only the summary, not the task logs."),
+    detach: Optional[bool] = typer.Option(None, "--detach", "-d", help="local: run in the background and print the job id at once."),
+    namespace: Optional[str] = typer.Option(None, "--namespace", help="kubeflow: the Kubernetes namespace."),
+    kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeflow: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."),
+    kube_context: Optional[str] = typer.Option(None, "--context", help="kubeflow: the kubeconfig context."),
+    restart_policy: Optional[str] = typer.Option(None, "--restart-policy", help="kubeflow: Never, OnFailure, ExitCode or Always."),
+    run_async: bool = typer.Option(False, "--async", help="Return the job id once submitted; do not wait for the end."),
+    cancel_on_interrupt: bool = typer.Option(False, "--cancel-on-interrupt", help="Cancel a cloud job when waiting is interrupted by Ctrl-C."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the request the backend would send, and exit."),
+    output: str = typer.Option("json", "--output", "-o", help="Format of --dry-run: json or yaml."),
+) -> None:
+    """Submit a training job (locally by default) and follow it to its end."""
+    from tfjob.job import Job
+    from tfjob.spec import parse_duration, parse_key_values
+
+    if output not in ("json", "yaml"):
+        raise UsageError(f"--output {output!r} must be json or yaml")
+    if package_path and package_path_opt and package_path != package_path_opt:
+        raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
+    rendering = ctx.info_name == "render"
+    user_args = ctx.meta.get(_USER_ARGS, [])
+    extra_packages = [p for item in packages or [] for p in item.split(",") if p]
+    values: dict[str, Any] = {
+        "module": module_name,
+        "workers": workers,
+        "ps": ps,
+        "evaluators": evaluators,
+        "scale_tier": scale_tier,
+        "chief_machine_type": chief_machine_type,
+        "worker_machine_type": worker_machine_type,
+        "ps_machine_type": ps_machine_type,
+        "evaluator_machine_type": evaluator_machine_type,
+        "accelerator": accelerator,
+        "chief_accelerator": chief_accelerator,
+        "worker_accelerator": worker_accelerator,
+        "ps_accelerator": ps_accelerator,
+        "evaluator_accelerator": evaluator_accelerator,
+        "image": image,
+        "chief_image": chief_image,
+        "worker_image": worker_image,
+        "ps_image": ps_image,
+        "evaluator_image": evaluator_image,
+        "packages": extra_packages or None,
+        "job_dir": job_dir,
+        "config": config,
+        "backend": backend,
+        "project": project,
+        "region": region,
+        "staging_bucket": staging_bucket,
+        "api_endpoint": api_endpoint,
+        "executor_image": executor_image,
+        "name": display_name,
+        "labels": parse_key_values(labels, "--labels") or None,
+        "env": parse_key_values(env, "--env") or None,
+        "service_account": service_account,
+        "network": network,
+        "timeout": parse_duration(timeout) if timeout is not None else None,
+        "restart_job_on_worker_restart": restart_job_on_worker_restart,
+        "enable_web_access": enable_web_access,
+        "tensorboard": tensorboard,
+        "runtime_version": runtime_version,
+        "python_version": python_version,
+        "use_chief": use_chief,
+        "dialect": dialect,
+        "python": python,
+        "install": install,
+        "strategy": strategy,
+        "grace": grace,
+        "quiet": quiet,
+        "detach": detach,
+        "namespace": namespace,
+        "kubeconfig": kubeconfig,
+        "context": kube_context,
+        "restart_policy": restart_policy,
+        "cancel_on_interrupt": cancel_on_interrupt or None,
+        "dry_run": (dry_run or rendering) or None,
+    }
+    if user_args:
+        values["args"] = user_args
+    job = Job(package_path or package_path_opt, **{k: v for k, v in values.items() if v is not None})
+    if dry_run or rendering:
+        typer.echo(dump(job.render(), output))
+        return
+    if job.backend_name == "local" and backend is None and job.settings.backend is None:
+        typer.echo(
+            "tfjob: no cloud project configured, so the cluster runs on this machine "
+            "(--backend vertex --project P --region R runs it on Vertex AI)",
+            err=True,
+        )
+    if detach or run_async:
+        handle = job.submit()
+    else:
+        handle = job.run()
+    typer.echo(handle.id)
+    sys.stdout.flush()
+
+
+app.command("submit", cls=_UserArgsCommand, epilog=_EXAMPLES, no_args_is_help=False)(submit)
+app.command(
+    "render",
+    cls=_UserArgsCommand,
+    help="Print the request a backend would send for a job (vertex, ai-platform, kubeflow), without submitting.",
+)(submit)

@@ -1,0 +1,127 @@
+"""The backend protocol, job states and the options a submission carries.
+
+A backend renders a :class:`~tfjob.spec.JobSpec` into its native request (a pure
+function), submits it and answers for a job id: ``status``, ``logs``, ``cancel`` and
+``list``. Each backend maps its native states to :class:`JobState` in one pure function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterator, Protocol, runtime_checkable
+
+from ..spec import JobSpec
+
+
+class JobState(str, Enum):
+    """The states a job goes through, on every backend."""
+
+    QUEUED = "QUEUED"
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLING = "CANCELLING"
+    CANCELLED = "CANCELLED"
+    #: The process that supervised a local job died without recording an end.
+    LOST = "LOST"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST)
+
+
+@dataclass
+class TaskStatus:
+    """One task of a job (``worker-1``) as last seen."""
+
+    name: str
+    state: JobState
+    exit_code: int | None = None
+    signal: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    log_path: str | None = None
+
+
+@dataclass
+class JobStatus:
+    """A job as last seen by its backend."""
+
+    id: str
+    backend: str
+    name: str
+    state: JobState
+    message: str = ""
+    created: float | None = None
+    started: float | None = None
+    ended: float | None = None
+    failed_task: str | None = None
+    tasks: list[TaskStatus] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (for ``--json``)."""
+        out = {k: v for k, v in self.__dict__.items() if k != "tasks"}
+        out["state"] = self.state.value
+        out["tasks"] = [{**t.__dict__, "state": t.state.value} for t in self.tasks]
+        return out
+
+
+@dataclass
+class SubmitOptions:
+    """Where and how to submit, beyond the job description itself.
+
+    Each backend reads the fields it knows and ignores the rest.
+    """
+
+    # cloud settings (vertex)
+    project: str | None = None
+    region: str | None = None
+    staging_bucket: str | None = None
+    api_endpoint: str | None = None
+    executor_image: str | None = None
+    # kubeflow
+    namespace: str | None = None
+    kubeconfig: str | None = None
+    context: str | None = None
+    restart_policy: str | None = None
+    # local
+    dialect: str = "vertex"
+    python: str | None = None
+    install: bool = False
+    strategy: str = "auto"
+    grace: float = 5.0
+    quiet: bool = False
+    detach: bool = False
+    # all
+    wait: bool = True
+    cancel_on_interrupt: bool = False
+    poll_interval: float | None = None
+    dry_run: bool = False
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What every backend module provides (as module-level functions or an object)."""
+
+    name: str
+
+    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """The request the backend would send for ``spec`` (pure; no I/O)."""
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Start the job; return its id."""
+
+    def status(self, job_id: str) -> JobStatus:
+        """The job's current status."""
+
+    def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The job's log lines, each prefixed ``[worker-1]``; follow until the job ends."""
+
+    def cancel(self, job_id: str) -> None:
+        """Ask the job to stop."""
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        """Known jobs, newest first."""

@@ -1,0 +1,109 @@
+"""The one exception tree of tfjob.
+
+Every error tfjob raises on purpose is a :class:`TfjobError`; the CLI catches it in
+one place, prints ``error: <message>`` on stderr and exits with ``exit_code``:
+2 for a mistake of the user's (fix the input and try again), 1 for a failure at run
+time (the job, the service or the machine).
+
+::
+
+    TfjobError (exit 1)
+    ├── UsageError (exit 2)                  the input is wrong; nothing was started
+    │   ├── SpecError (+ValueError)          a job description that cannot run
+    │   │   └── ConfigFileError              a --config / --hparams file that cannot be read
+    │   ├── ClusterConfigError (+ValueError) TF_CONFIG / CLUSTER_SPEC that cannot be parsed
+    │   ├── PackagingError                   a trainer directory that cannot be packaged
+    │   └── JobNotFoundError (+LookupError)  no job with that id
+    ├── BackendError                         a backend (service, cluster, launcher) failed
+    │   ├── AuthError                        missing or expired credentials, no permission
+    │   └── BackendUnavailableError          the backend's client library is missing
+    ├── JobFailedError                       the job ran and failed (names the task)
+    ├── JobCancelledError (exit 130)         the job was cancelled
+    └── JobTimeoutError (+TimeoutError)      waiting ran out of time
+
+Messages name the field, the value and the fix.
+"""
+
+from __future__ import annotations
+
+
+class TfjobError(Exception):
+    """Base of every error tfjob raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UsageError(TfjobError):
+    """The user's input is wrong; nothing was started."""
+
+    exit_code = 2
+
+
+class SpecError(UsageError, ValueError):
+    """A job description that cannot run (bad count, machine, tier, name…)."""
+
+
+class ConfigFileError(SpecError):
+    """A configuration file (``--config``, ``--hparams``) that cannot be used."""
+
+
+class ClusterConfigError(UsageError, ValueError):
+    """A ``TF_CONFIG`` / ``CLUSTER_SPEC`` value that cannot be parsed."""
+
+
+class PackagingError(UsageError):
+    """A trainer directory that cannot be packaged."""
+
+
+class JobNotFoundError(UsageError, LookupError):
+    """No job with the given id is known."""
+
+
+class BackendError(TfjobError):
+    """A backend (cloud service, Kubernetes API, local launcher) failed."""
+
+
+class AuthError(BackendError):
+    """Credentials are missing or expired, or a permission is lacking."""
+
+
+class BackendUnavailableError(BackendError):
+    """The client library a backend needs is not installed."""
+
+    exit_code = 2
+
+
+class JobFailedError(TfjobError):
+    """The job ran and failed.
+
+    Attributes:
+        job_id: the job's id.
+        task: the task that failed first (``worker-1``), when known.
+        exit_code_of_task: the failing task's exit code, when known.
+        log_tail: the last lines of the failing task's log.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        job_id: str | None = None,
+        task: str | None = None,
+        exit_code_of_task: int | None = None,
+        log_tail: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.task = task
+        self.exit_code_of_task = exit_code_of_task
+        self.log_tail = log_tail
+
+
+class JobCancelledError(TfjobError):
+    """The job was cancelled before it finished (exit 130, as for Ctrl-C)."""
+
+    exit_code = 130
+
+
+class JobTimeoutError(TfjobError, TimeoutError):
+    """Waiting for a job (or a task) ran out of time."""

@@ -1,0 +1,256 @@
+"""What to run (:class:`Job`) and the handle of a submitted job (:class:`JobHandle`).
+
+``Job(...)`` collects the job description and the submission options, resolves the
+backend (``local`` unless a cloud project is configured) and offers ``render()``,
+``submit()`` (a handle at once) and ``run()`` (blocks until the end, raises
+:class:`~tfjob.errors.JobFailedError` on failure).
+
+A handle is only ``(backend, id)``, so ``get_job(ID)`` rebuilds it in any process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import time
+from typing import Any, Callable, Iterator
+
+from .backends import JobState, JobStatus, SubmitOptions, get_backend
+from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
+from .machines import did_you_mean
+from .settings import Settings, load_settings
+from .spec import JobSpec, build_spec
+
+_BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
+_SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
+_OPTION_FIELDS = [f.name for f in dataclasses.fields(SubmitOptions)]
+_SETTING_FIELDS = [f.name for f in dataclasses.fields(Settings)]
+#: Every keyword :class:`Job` accepts.
+JOB_KEYWORDS = sorted({*_BUILD_PARAMS, *_SPEC_FIELDS, *_OPTION_FIELDS, *_SETTING_FIELDS, "config"})
+
+
+def default_job_name(module: str | None, image: str | None, now: float | None = None) -> str:
+    """``trainer-20261122-153000``: valid on Vertex AI and as a Kubernetes name."""
+    stem = (module or "").split(".")[0] or (image or "job").rsplit("/", 1)[-1].split(":")[0].split("@")[0]
+    stem = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")
+    if not stem or not stem[0].isalpha():
+        stem = "job-" + stem if stem else "job"
+    return f"{stem[:40]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
+
+
+class Job:
+    """A training job to render, submit or run.
+
+    Args:
+        package: the trainer source directory (or sdist / ``gs://`` URI).
+        module: the trainer module, e.g. ``trainer.task``.
+        backend: ``local``, ``vertex`` or ``kubeflow``; default ``local`` unless a
+            cloud project is configured (then ``vertex``).
+        config: a legacy ``trainingInput`` or Vertex ``CustomJobSpec`` YAML/JSON file;
+            keyword arguments override what it says.
+        **kwargs: anything :func:`tfjob.spec.build_spec` takes (workers, ps,
+            evaluators, scale_tier, machine types, accelerators, images, args, env,
+            job_dir, labels, timeout, …) and the submission options of
+            :class:`~tfjob.backends.SubmitOptions` (project, region, staging_bucket,
+            dialect, strategy, grace, …).
+
+    Example:
+        >>> Job(package="trainer/", module="trainer.task", workers=4, ps=2).run()  # doctest: +SKIP
+    """
+
+    def __init__(self, package: str | None = None, module: str | None = None, **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - set(JOB_KEYWORDS))
+        if unknown:
+            key = unknown[0]
+            raise SpecError(
+                f"Job() got an unknown argument {key!r}{did_you_mean(key, JOB_KEYWORDS)}; "
+                f"valid ones are: {', '.join(JOB_KEYWORDS)}"
+            )
+        values: dict[str, Any] = {}
+        config = kwargs.pop("config", None)
+        if config is not None:
+            from .config import load_job_config
+
+            values.update(load_job_config(config))
+        values.update({k: v for k, v in kwargs.items() if v is not None})
+        if package is not None:
+            values["package"] = str(package)
+        if module is not None:
+            values["module"] = module
+
+        setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
+        self.settings = load_settings(**setting_values)
+        option_values = {k: values.pop(k) for k in _OPTION_FIELDS if k in values}
+        for name in ("project", "region", "staging_bucket", "api_endpoint", "namespace"):
+            option_values.setdefault(name, getattr(self.settings, name))
+        self.options = SubmitOptions(**option_values)
+        self.backend_name = self.settings.backend or ("vertex" if self.settings.project else "local")
+        values.setdefault("name", default_job_name(values.get("module"), values.get("image")))
+        for name in ("args", "packages"):
+            if name in values:
+                values[name] = tuple(values[name])
+        self.spec: JobSpec = build_spec(**values)
+
+    @property
+    def backend(self) -> Any:
+        return get_backend(self.backend_name)
+
+    def render(self) -> dict[str, Any]:
+        """The request the backend would send (no I/O, no credentials)."""
+        return self.backend.render(self.spec, self.options)
+
+    def submit(self) -> "JobHandle":
+        """Start the job and return its handle at once."""
+        options = dataclasses.replace(self.options, wait=False)
+        job_id = self.backend.submit(self.spec, options)
+        return JobHandle(self.backend_name, job_id)
+
+    def run(self, timeout: float | None = None) -> "JobHandle":
+        """Run the job to its end, streaming progress; return the finished handle.
+
+        Raises:
+            JobFailedError: the job failed (names the failing task and its log tail).
+            JobCancelledError: the job was cancelled.
+        """
+        backend = self.backend
+        run = getattr(backend, "run", None)
+        if run is not None:
+            job_id = run(self.spec, self.options)
+            handle = JobHandle(self.backend_name, job_id)
+        else:
+            handle = JobHandle(self.backend_name, backend.submit(self.spec, self.options))
+            handle.wait(timeout)
+        handle.result()
+        return handle
+
+
+class JobHandle:
+    """A submitted job, known by ``(backend, id)`` alone.
+
+    Args:
+        backend: the backend's name.
+        id: the job's id on that backend.
+        clock, sleep: injected for tests of :meth:`wait`.
+    """
+
+    def __init__(
+        self,
+        backend: str,
+        id: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.backend_name = backend
+        self.id = id
+        self._clock = clock
+        self._sleep = sleep
+
+    def __repr__(self) -> str:
+        return f"JobHandle(backend={self.backend_name!r}, id={self.id!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JobHandle) and (self.backend_name, self.id) == (other.backend_name, other.id)
+
+    def __hash__(self) -> int:
+        return hash((self.backend_name, self.id))
+
+    @property
+    def _backend(self) -> Any:
+        return get_backend(self.backend_name)
+
+    def status(self) -> JobStatus:
+        """The job's status as its backend sees it now."""
+        return self._backend.status(self.id)
+
+    @property
+    def state(self) -> JobState:
+        return self.status().state
+
+    def wait(
+        self,
+        timeout: float | None = None,
+        poll_interval: float = 0.2,
+        max_interval: float = 10.0,
+        on_change: Callable[[JobStatus], None] | None = None,
+    ) -> JobStatus:
+        """Block until the job ends; return its final status.
+
+        Polls with a growing interval (×1.5 up to ``max_interval``).
+
+        Raises:
+            JobTimeoutError: ``timeout`` seconds passed first (the job keeps running).
+        """
+        deadline = None if timeout is None else self._clock() + timeout
+        interval = poll_interval
+        last: JobState | None = None
+        while True:
+            status = self.status()
+            if status.state is not last:
+                last = status.state
+                if on_change is not None:
+                    on_change(status)
+            if status.state.is_terminal:
+                return status
+            if deadline is not None and self._clock() >= deadline:
+                raise JobTimeoutError(
+                    f"job {self.id} is still {status.state.value} after {timeout:g}s; "
+                    f"`tfjob wait {self.id}` waits again, `tfjob cancel {self.id}` stops it"
+                )
+            pause = interval if deadline is None else max(0.0, min(interval, deadline - self._clock()))
+            self._sleep(pause)
+            interval = min(interval * 1.5, max_interval)
+
+    def result(self) -> JobStatus:
+        """The final status if the job SUCCEEDED; raise otherwise.
+
+        Raises:
+            JobFailedError: the job failed or was lost.
+            JobCancelledError: the job was cancelled.
+            JobTimeoutError: never; the job is waited for without limit.
+        """
+        status = self.wait()
+        if status.state is JobState.SUCCEEDED:
+            return status
+        if status.state is JobState.CANCELLED:
+            raise JobCancelledError(f"job {self.id} was cancelled{': ' + status.message if status.message else ''}")
+        tail = str(status.extra.get("log_tail", ""))
+        raise JobFailedError(
+            f"job {self.id} {status.state.value}: {status.message or 'no message'}",
+            job_id=self.id,
+            task=status.failed_task,
+            exit_code_of_task=status.extra.get("task_exit_code"),
+            log_tail=tail,
+        )
+
+    def logs(self, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The job's log lines (``[worker-1] …``), optionally of one task, following until it ends."""
+        return self._backend.logs(self.id, task=task, follow=follow, tail=tail)
+
+    def cancel(self) -> None:
+        """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED)."""
+        self._backend.cancel(self.id)
+
+
+def get_job(job_id: str, backend: str | None = None) -> JobHandle:
+    """The handle of a job submitted earlier, from any process.
+
+    The backend is looked up in the job store unless given; an id may be a unique
+    prefix of a stored id.
+    """
+    from .store import JobStore
+
+    store = JobStore()
+    try:
+        record = store.resolve(job_id)
+    except JobNotFoundError:
+        if backend is None:
+            raise
+        return JobHandle(backend, job_id)
+    finally:
+        store.close()
+    if backend is not None and backend != record.backend:
+        raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {backend}")
+    return JobHandle(record.backend, record.id)
+

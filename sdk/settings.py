@@ -1,0 +1,81 @@
+"""Where tfjob keeps its state, and the cloud settings that do not belong to one job.
+
+Precedence, highest first: command-line flags (or keyword arguments), environment
+variables, then ``$TFJOB_HOME/config.yaml`` (``project``, ``region``,
+``staging_bucket``, ``api_endpoint``, ``backend``, ``namespace``). ``TFJOB_HOME``
+defaults to ``~/.tfjob``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Mapping
+
+from .errors import ConfigFileError
+
+#: Environment variables read for each setting, in order.
+ENV_VARS: dict[str, tuple[str, ...]] = {
+    "project": ("TFJOB_PROJECT", "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT"),
+    "region": ("TFJOB_REGION", "CLOUDSDK_AI_REGION", "GOOGLE_CLOUD_REGION"),
+    "staging_bucket": ("TFJOB_STAGING_BUCKET",),
+    "api_endpoint": ("TFJOB_API_ENDPOINT",),
+    "backend": ("TFJOB_BACKEND",),
+    "namespace": ("TFJOB_NAMESPACE",),
+}
+
+
+@dataclass
+class Settings:
+    """Settings that outlive one job."""
+
+    project: str | None = None
+    region: str | None = None
+    staging_bucket: str | None = None
+    api_endpoint: str | None = None
+    backend: str | None = None
+    namespace: str | None = None
+
+
+def tfjob_home(env: Mapping[str, str] | None = None) -> Path:
+    """``$TFJOB_HOME``, else ``~/.tfjob`` (not created here)."""
+    env = os.environ if env is None else env
+    home = env.get("TFJOB_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".tfjob"
+
+
+def load_settings(env: Mapping[str, str] | None = None, **flags: str | None) -> Settings:
+    """Resolve the settings from flags, then the environment, then the config file."""
+    env = os.environ if env is None else env
+    values: dict[str, str | None] = {f.name: None for f in fields(Settings)}
+    path = tfjob_home(env) / "config.yaml"
+    if path.is_file():
+        values.update(_read_config(path))
+    for name, variables in ENV_VARS.items():
+        for var in variables:
+            if env.get(var):
+                values[name] = env[var]
+                break
+    for name, value in flags.items():
+        if name not in values:
+            raise TypeError(f"unknown setting {name!r}")
+        if value is not None:
+            values[name] = value
+    return Settings(**values)
+
+
+def _read_config(path: Path) -> dict[str, str]:
+    import yaml  # only when the file exists
+
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigFileError(f"{path}: cannot read it as YAML: {e}") from e
+    if not isinstance(data, dict):
+        raise ConfigFileError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigFileError(f"{path}: unknown key {unknown[0]!r}; known keys are {', '.join(sorted(known))}")
+    return {k: str(v) for k, v in data.items() if v is not None}

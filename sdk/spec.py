@@ -1,0 +1,574 @@
+"""The job description: pure, validated data.
+
+A :class:`JobSpec` holds up to four :class:`Pool` s (``chief``, ``worker``, ``ps``,
+``evaluator``), each a replica count on a :class:`Machine`, plus what every task runs
+(a trainer package and module, or a container image) and the job's settings.
+Everything is checked on construction; a :class:`~tfjob.errors.SpecError` names the
+field, the value and the fix.
+
+:func:`build_spec` is the one way the CLI and :class:`tfjob.Job` turn options (scale
+tier, counts, machine types, accelerators) into a spec; config files go through
+:mod:`tfjob.config`, which ends in the same function.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import SpecError
+from .machines import (
+    ACCELERATORS,
+    DEFAULT_MACHINE,
+    K80_REPLACEMENT,
+    LEGACY_MACHINES,
+    MACHINES,
+    RETIRED_ACCELERATORS,
+    did_you_mean,
+    normalize_accelerator,
+)
+
+#: The canonical roles, in the order of Vertex worker pools 0..3.
+ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
+
+#: The CLI flag that sets each role's replica count (used in messages).
+COUNT_FLAGS = {"chief": "--chief", "worker": "--workers", "ps": "--ps", "evaluator": "--evaluators"}
+#: The CLI flag that sets each role's machine type (used in messages).
+MACHINE_FLAGS = {
+    "chief": "--chief-machine-type",
+    "worker": "--worker-machine-type",
+    "ps": "--ps-machine-type",
+    "evaluator": "--evaluator-machine-type",
+}
+
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_NAME_LENGTH = 128
+
+
+class ScaleTier(str, Enum):
+    """Legacy AI Platform scale tiers; each expands to pools (see :func:`tier_pools`)."""
+
+    BASIC = "BASIC"
+    STANDARD_1 = "STANDARD_1"
+    PREMIUM_1 = "PREMIUM_1"
+    BASIC_GPU = "BASIC_GPU"
+    BASIC_TPU = "BASIC_TPU"
+    CUSTOM = "CUSTOM"
+
+    @classmethod
+    def parse(cls, value: "str | ScaleTier") -> "ScaleTier":
+        """Accept any case and ``-`` for ``_`` (``standard-1`` → ``STANDARD_1``)."""
+        if isinstance(value, ScaleTier):
+            return value
+        key = str(value).strip().upper().replace("-", "_")
+        try:
+            return cls(key)
+        except ValueError:
+            names = [t.value for t in cls]
+            raise SpecError(
+                f"--scale-tier {value!r} is not a scale tier{did_you_mean(key, names)}; "
+                f"choose one of {', '.join(names)}"
+            ) from None
+
+
+#: What each predefined tier means: role → (replicas, machine type, accelerator, count).
+#: BASIC_GPU had one NVIDIA K80; K80s are retired, so it gets an NVIDIA T4 today.
+TIERS: dict[ScaleTier, dict[str, tuple[int, str, str | None, int]]] = {
+    ScaleTier.BASIC: {"chief": (1, "n1-standard-4", None, 0)},
+    ScaleTier.STANDARD_1: {
+        "chief": (1, "n1-highcpu-8", None, 0),
+        "worker": (4, "n1-highcpu-8", None, 0),
+        "ps": (3, "n1-standard-4", None, 0),
+    },
+    ScaleTier.PREMIUM_1: {
+        "chief": (1, "n1-highcpu-16", None, 0),
+        "worker": (19, "n1-highcpu-16", None, 0),
+        "ps": (11, "n1-highmem-8", None, 0),
+    },
+    ScaleTier.BASIC_GPU: {"chief": (1, "n1-standard-8", K80_REPLACEMENT, 1)},
+    ScaleTier.BASIC_TPU: {
+        "chief": (1, "n1-standard-4", None, 0),
+        "worker": (1, "cloud-tpu", "TPU_V2", 8),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An accelerator attached to each machine of a pool.
+
+    Attributes:
+        type: a Vertex ``AcceleratorType`` name, e.g. ``NVIDIA_TESLA_T4``.
+        count: how many per machine.
+    """
+
+    type: str
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        name = normalize_accelerator(self.type)
+        if name in RETIRED_ACCELERATORS:
+            raise SpecError(
+                f"accelerator {self.type!r} is retired on Google Cloud; "
+                f"use {RETIRED_ACCELERATORS[name]} instead"
+            )
+        if name not in ACCELERATORS:
+            raise SpecError(
+                f"accelerator {self.type!r} is not known{did_you_mean(name, ACCELERATORS)}; "
+                f"choose one of {', '.join(ACCELERATORS)}"
+            )
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise SpecError(f"accelerator count {self.count!r} must be a whole number ≥ 1")
+        object.__setattr__(self, "type", name)
+
+    @classmethod
+    def parse(cls, text: str) -> "Accelerator":
+        """Parse gcloud's ``type=nvidia-tesla-t4,count=2`` (or just ``NVIDIA_TESLA_T4``)."""
+        text = text.strip()
+        if not text:
+            raise SpecError("--accelerator is empty; write it as type=NVIDIA_TESLA_T4,count=1")
+        if "=" not in text:
+            return cls(text, 1)
+        fields: dict[str, str] = {}
+        for part in text.split(","):
+            key, sep, value = part.partition("=")
+            key = key.strip().lower()
+            if not sep or key not in ("type", "count") or key in fields:
+                raise SpecError(
+                    f"--accelerator {text!r}: cannot read {part!r}; write it as type=NVIDIA_TESLA_T4,count=1"
+                )
+            fields[key] = value.strip()
+        if "type" not in fields:
+            raise SpecError(f"--accelerator {text!r} has no type=; write it as type=NVIDIA_TESLA_T4,count=1")
+        count_text = fields.get("count", "1")
+        if not count_text.isdigit():
+            raise SpecError(f"--accelerator {text!r}: count={count_text!r} is not a whole number ≥ 1")
+        return cls(fields["type"], int(count_text))
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A Compute Engine machine type, with the accelerator each machine carries.
+
+    Use :meth:`resolve` to accept legacy AI Platform names too.
+    """
+
+    type: str
+    accelerator: Accelerator | None = None
+
+    def __post_init__(self) -> None:
+        info = MACHINES.get(self.type)
+        if info is None:
+            raise SpecError(
+                f"machine type {self.type!r} is not known"
+                f"{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}; "
+                "use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)"
+            )
+        acc = self.accelerator
+        if acc is None:
+            if info.builtin is not None:
+                # A2/A3/G2 machines always carry their GPUs; Vertex wants them spelt out.
+                object.__setattr__(self, "accelerator", Accelerator(*info.builtin))
+            elif info.name == "cloud-tpu":
+                raise SpecError("machine type 'cloud-tpu' needs an accelerator: type=TPU_V2,count=8 or type=TPU_V3,count=8")
+            return
+        counts = info.allowed_counts(acc.type)
+        if not counts:
+            takes = sorted({name for name, _ in info.gpus} | ({info.builtin[0]} if info.builtin else set()))
+            fix = (
+                f"it takes only {', '.join(takes)}"
+                if takes
+                else "use an n1-* machine type (e.g. n1-standard-8) for NVIDIA T4/P4/P100/V100, "
+                "or an accelerator-optimized type (a2-highgpu-1g, g2-standard-8)"
+            )
+            raise SpecError(f"machine type {self.type!r} cannot take accelerator {acc.type}: {fix}")
+        if acc.count not in counts:
+            raise SpecError(
+                f"{self.type} takes {acc.type} in counts of {', '.join(map(str, counts))}, not {acc.count}"
+            )
+
+    @classmethod
+    def resolve(cls, name: str, accelerator: Accelerator | None = None) -> "Machine":
+        """A machine from a Compute Engine type or a legacy name (``complex_model_m_gpu``).
+
+        A legacy GPU name brings its accelerator; an explicit ``accelerator`` wins.
+        """
+        key = name.strip()
+        legacy = LEGACY_MACHINES.get(key.lower())
+        if legacy is not None:
+            machine_type, acc_type, count = legacy
+            if accelerator is None and acc_type is not None:
+                accelerator = Accelerator(acc_type, count)
+            return cls(machine_type, accelerator)
+        return cls(key.lower(), accelerator)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        if self.accelerator is not None:
+            out["accelerator"] = {"type": self.accelerator.type, "count": self.accelerator.count}
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Machine":
+        acc = data.get("accelerator")
+        return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """``replicas`` tasks of one role on one kind of machine.
+
+    Attributes:
+        role: ``chief``, ``worker``, ``ps`` or ``evaluator``.
+        replicas: how many tasks (≥ 1; exactly 1 for the chief).
+        machine: what each task runs on.
+        image: a container image for this pool only (else the job's image or package).
+    """
+
+    role: str
+    replicas: int
+    machine: Machine = field(default_factory=lambda: Machine(DEFAULT_MACHINE))
+    image: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise SpecError(f"pool role {self.role!r} is not one of {', '.join(ROLES)}{did_you_mean(self.role, ROLES)}")
+        flag = COUNT_FLAGS[self.role]
+        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int):
+            raise SpecError(f"{flag} {self.replicas!r} must be a whole number")
+        if self.replicas < 1:
+            raise SpecError(f"{flag} {self.replicas} must be ≥ 1; leave {flag} out for a job without that role")
+        if self.role == "chief" and self.replicas != 1:
+            raise SpecError(f"the chief runs exactly 1 replica, not {self.replicas}; add the others as --workers")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "replicas": self.replicas, "machine": self.machine.to_dict()}
+        if self.image:
+            out["image"] = self.image
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Pool":
+        return cls(data["role"], data["replicas"], Machine.from_dict(data["machine"]), data.get("image"))
+
+
+def _check_labels(labels: Mapping[str, str]) -> None:
+    if len(labels) > 64:
+        raise SpecError(f"--labels has {len(labels)} labels; Vertex AI and Kubernetes allow at most 64")
+    for key, value in labels.items():
+        if not isinstance(key, str) or not _LABEL_KEY_RE.match(key):
+            raise SpecError(
+                f"label key {key!r} is not valid: start with a lower-case letter, then up to 62 "
+                "lower-case letters, digits, '_' or '-'"
+            )
+        if not isinstance(value, str) or not _LABEL_VALUE_RE.match(value):
+            raise SpecError(
+                f"label {key}={value!r}: values are up to 63 lower-case letters, digits, '_' or '-'"
+            )
+
+
+def check_job_name(name: str) -> None:
+    """Raise SpecError unless Vertex AI would take ``name`` as a display name."""
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError("the job name is empty; pass --display-name NAME")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SpecError(f"job name {name[:20]!r}… has {len(name)} characters; Vertex AI allows at most {MAX_NAME_LENGTH}")
+    bad = [c for c in name if ord(c) < 32 or ord(c) == 127]
+    if bad:
+        raise SpecError(f"job name {name!r} contains control characters; use letters, digits, '-' and '_'")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """A whole training job.
+
+    Attributes:
+        name: display name (Vertex), job id stem (AI Platform), object name (Kubeflow).
+        pools: the pools, in role order; the chief is required.
+        module: the trainer's Python module (``trainer.task``).
+        package: the trainer source directory, an sdist path, or a ``gs://`` URI.
+        packages: extra already-built tarballs or wheels installed next to the trainer.
+        image: a container image every pool runs (unless the pool names its own).
+        args: arguments given to every task's trainer.
+        env: environment variables set in every task.
+        job_dir: where the trainer writes (passed as ``--job-dir``; Vertex ``baseOutputDirectory``).
+        labels: labels for the cloud resource.
+        service_account: the service account the tasks run as.
+        network: the VPC network to peer with.
+        timeout: maximum running time in seconds.
+        restart_job_on_worker_restart: restart the whole job when a worker restarts.
+        scale_tier: the tier the pools came from, if any.
+        region: the region from a config file (flags and settings may override it).
+        runtime_version, python_version: legacy AI Platform runtime settings.
+        use_chief: name the primary task ``chief`` (True) or ``master`` (False) in the
+            legacy AI Platform TF_CONFIG; None leaves it to the runtime version.
+        enable_web_access: Vertex interactive shell access to the tasks.
+        tensorboard: a Vertex TensorBoard resource name to stream to.
+    """
+
+    name: str
+    pools: tuple[Pool, ...]
+    module: str | None = None
+    package: str | None = None
+    packages: tuple[str, ...] = ()
+    image: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    job_dir: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    service_account: str | None = None
+    network: str | None = None
+    timeout: float | None = None
+    restart_job_on_worker_restart: bool = False
+    scale_tier: ScaleTier | None = None
+    region: str | None = None
+    runtime_version: str | None = None
+    python_version: str | None = None
+    use_chief: bool | None = None
+    enable_web_access: bool = False
+    tensorboard: str | None = None
+
+    def __post_init__(self) -> None:
+        check_job_name(self.name)
+        pools = tuple(self.pools)
+        roles = [p.role for p in pools]
+        for role in set(roles):
+            if roles.count(role) > 1:
+                what = "two chiefs" if role == "chief" else f"two {role} pools"
+                raise SpecError(f"the job has {what}; give each role one pool")
+        if "chief" not in roles:
+            raise SpecError("the job has no chief pool (Vertex worker pool 0); every job needs exactly one chief")
+        pools = tuple(sorted(pools, key=lambda p: ROLES.index(p.role)))
+        object.__setattr__(self, "pools", pools)
+        if "ps" in roles and "worker" not in roles:
+            raise SpecError("--ps needs --workers ≥ 1: a parameter-server job has no one to serve")
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "packages", tuple(self.packages))
+        object.__setattr__(self, "env", dict(self.env))
+        object.__setattr__(self, "labels", dict(self.labels))
+        if self.scale_tier is not None:
+            object.__setattr__(self, "scale_tier", ScaleTier.parse(self.scale_tier))
+        has_image = bool(self.image) or all(p.image for p in pools)
+        if self.module is None and not has_image:
+            raise SpecError("--module-name is required to run a trainer package (or give --image for a container)")
+        if self.module is not None and not _MODULE_RE.match(self.module):
+            raise SpecError(f"--module-name {self.module!r} is not a dotted Python module name like trainer.task")
+        for key in self.env:
+            if not _ENV_RE.match(key):
+                raise SpecError(f"--env {key!r} is not a valid environment variable name")
+        _check_labels(self.labels)
+        if self.timeout is not None and (isinstance(self.timeout, bool) or self.timeout <= 0):
+            raise SpecError(f"--timeout {self.timeout!r} must be a positive number of seconds")
+
+    # -- views -------------------------------------------------------------------
+    def pool(self, role: str) -> Pool | None:
+        """The pool of ``role``, or None."""
+        for p in self.pools:
+            if p.role == role:
+                return p
+        return None
+
+    def count(self, role: str) -> int:
+        """How many tasks of ``role`` the job has (0 when none)."""
+        p = self.pool(role)
+        return p.replicas if p else 0
+
+    def tasks(self) -> list[tuple[str, int]]:
+        """Every task as (role, index), chief first."""
+        return [(p.role, i) for p in self.pools for i in range(p.replicas)]
+
+    def image_for(self, role: str) -> str | None:
+        """The container image tasks of ``role`` run, if any."""
+        p = self.pool(role)
+        return (p.image if p else None) or self.image
+
+    def replace(self, **changes: Any) -> "JobSpec":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    # -- serialization (job store, detached supervisor) -----------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict; :meth:`from_dict` rebuilds an equal spec."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name == "pools":
+                value = [p.to_dict() for p in value]
+            elif isinstance(value, ScaleTier):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise SpecError(f"unknown job spec fields: {', '.join(sorted(unknown))}")
+        values = dict(data)
+        values["pools"] = tuple(Pool.from_dict(p) for p in data["pools"])
+        for name in ("args", "packages"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+def tier_pools(tier: ScaleTier) -> list[Pool]:
+    """The pools a predefined tier stands for (not CUSTOM)."""
+    pools = []
+    for role, (replicas, machine_type, acc, count) in TIERS[tier].items():
+        accelerator = Accelerator(acc, count) if acc else None
+        pools.append(Pool(role, replicas, Machine(machine_type, accelerator)))
+    return pools
+
+
+def parse_key_values(items: Iterable[str] | str | None, flag: str) -> dict[str, str]:
+    """``["a=1,b=2", "c=3"]`` → ``{"a": "1", "b": "2", "c": "3"}`` for --labels / --env."""
+    if items is None:
+        return {}
+    if isinstance(items, str):
+        items = [items]
+    out: dict[str, str] = {}
+    for item in items:
+        for part in item.split(",") if flag == "--labels" else [item]:
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise SpecError(f"{flag} {part!r} must be KEY=VALUE")
+            out[key.strip()] = value
+    return out
+
+
+def build_spec(
+    *,
+    name: str,
+    module: str | None = None,
+    package: str | None = None,
+    packages: Sequence[str] = (),
+    image: str | None = None,
+    scale_tier: str | ScaleTier | None = None,
+    workers: int | None = None,
+    ps: int | None = None,
+    evaluators: int | None = None,
+    chief_machine_type: str | None = None,
+    worker_machine_type: str | None = None,
+    ps_machine_type: str | None = None,
+    evaluator_machine_type: str | None = None,
+    accelerator: Accelerator | str | None = None,
+    chief_accelerator: Accelerator | str | None = None,
+    worker_accelerator: Accelerator | str | None = None,
+    ps_accelerator: Accelerator | str | None = None,
+    evaluator_accelerator: Accelerator | str | None = None,
+    chief_image: str | None = None,
+    worker_image: str | None = None,
+    ps_image: str | None = None,
+    evaluator_image: str | None = None,
+    **settings: Any,
+) -> JobSpec:
+    """Build a :class:`JobSpec` from the options users give.
+
+    Without a tier every pool defaults to ``n1-standard-4``. A predefined tier
+    (BASIC … BASIC_TPU) fixes the pools; counts or machine types next to it are an
+    error. ``CUSTOM`` takes counts and requires a machine type for each pool used, as
+    AI Platform did. ``accelerator`` applies to the chief, worker and evaluator pools;
+    the ``<role>_accelerator`` options to one pool.
+
+    ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
+    """
+    tier = ScaleTier.parse(scale_tier) if scale_tier is not None else None
+    counts = {"worker": workers, "ps": ps, "evaluator": evaluators}
+    machines = {
+        "chief": chief_machine_type,
+        "worker": worker_machine_type,
+        "ps": ps_machine_type,
+        "evaluator": evaluator_machine_type,
+    }
+    images = {"chief": chief_image, "worker": worker_image, "ps": ps_image, "evaluator": evaluator_image}
+
+    def as_acc(value: Accelerator | str | None) -> Accelerator | None:
+        return Accelerator.parse(value) if isinstance(value, str) else value
+
+    shared = as_acc(accelerator)
+    accs = {
+        "chief": as_acc(chief_accelerator) or shared,
+        "worker": as_acc(worker_accelerator) or shared,
+        "ps": as_acc(ps_accelerator),
+        "evaluator": as_acc(evaluator_accelerator) or shared,
+    }
+    for role, n in counts.items():
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+            raise SpecError(f"{COUNT_FLAGS[role]} {n!r} must be a whole number")
+        if n is not None and n < 1:
+            raise SpecError(f"{COUNT_FLAGS[role]} {n} must be ≥ 1; leave {COUNT_FLAGS[role]} out for a job without that role")
+
+    if tier is not None and tier is not ScaleTier.CUSTOM:
+        given = [COUNT_FLAGS[r] for r, n in counts.items() if n is not None]
+        given += [MACHINE_FLAGS[r] for r, m in machines.items() if m is not None]
+        given += ["--accelerator"] if any(accs.values()) else []
+        if given:
+            raise SpecError(
+                f"--scale-tier {tier.value} fixes the cluster, so {', '.join(given)} cannot be set; "
+                "use --scale-tier CUSTOM to choose counts and machine types"
+            )
+        pools = [dataclasses.replace(p, image=images[p.role]) for p in tier_pools(tier)]
+    else:
+        if tier is ScaleTier.CUSTOM:
+            if machines["chief"] is None:
+                raise SpecError("--scale-tier CUSTOM needs --chief-machine-type (alias --master-machine-type)")
+            for role, n in counts.items():
+                if n is not None and machines[role] is None:
+                    raise SpecError(
+                        f"--scale-tier CUSTOM with {COUNT_FLAGS[role]} {n} needs {MACHINE_FLAGS[role]}"
+                    )
+        else:
+            for role, machine in machines.items():
+                if role != "chief" and machine is not None and counts[role] is None:
+                    raise SpecError(f"{MACHINE_FLAGS[role]} {machine} is set but {COUNT_FLAGS[role]} is not")
+        pools = [Pool("chief", 1, Machine.resolve(machines["chief"] or DEFAULT_MACHINE, accs["chief"]), images["chief"])]
+        for role, n in counts.items():
+            if n is not None:
+                machine = Machine.resolve(machines[role] or DEFAULT_MACHINE, accs[role])
+                pools.append(Pool(role, n, machine, images[role]))
+    return JobSpec(
+        name=name,
+        pools=tuple(pools),
+        module=module,
+        package=package,
+        packages=tuple(packages),
+        image=image,
+        scale_tier=tier,
+        **settings,
+    )
+
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms]?)", re.IGNORECASE)
+_DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
+
+
+def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
+    """``"7200"``, ``"7200s"`` (Google's Duration), ``"2h"``, ``"1h30m"`` → seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        s = str(text).strip().replace(" ", "")
+        pos, value = 0, 0.0
+        while pos < len(s):
+            m = _DURATION_RE.match(s, pos)
+            if not m or m.end() == pos:
+                raise SpecError(f"{flag} {text!r} is not a duration; write seconds (3600) or 1h30m, 45m, 90s")
+            value += float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+            pos = m.end()
+        if not s:
+            raise SpecError(f"{flag} is empty; write seconds (3600) or 1h30m, 45m, 90s")
+    if value <= 0:
+        raise SpecError(f"{flag} {text!r} must be longer than 0 seconds")
+    return value

@@ -1,0 +1,318 @@
+"""The job store: one SQLite file under ``$TFJOB_HOME`` that every backend records in.
+
+``tfjob list / status / logs / cancel`` work across processes because every job,
+its state history and its tasks are written here. The file is shared by concurrent
+``tfjob`` processes: WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` around
+every write so that a read-modify-write (a state change) is atomic.
+
+Terminal states are final: once a job has SUCCEEDED, FAILED, been CANCELLED or LOST,
+a later state change is ignored (the first word wins, as in a race between a chief
+that exits and a cancel).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterator
+
+from .backends.base import JobState, JobStatus, TaskStatus
+from .errors import JobNotFoundError, UsageError
+from .settings import tfjob_home
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    name TEXT NOT NULL,
+    state TEXT NOT NULL,
+    spec TEXT NOT NULL DEFAULT '{}',
+    options TEXT NOT NULL DEFAULT '{}',
+    message TEXT NOT NULL DEFAULT '',
+    failed_task TEXT,
+    exit_code INTEGER,
+    created REAL NOT NULL,
+    started REAL,
+    ended REAL,
+    supervisor_pid INTEGER,
+    log_dir TEXT,
+    extra TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs (created);
+CREATE TABLE IF NOT EXISTS events (
+    job_id TEXT NOT NULL,
+    ts REAL NOT NULL,
+    state TEXT NOT NULL,
+    message TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS events_job ON events (job_id, ts);
+CREATE TABLE IF NOT EXISTS tasks (
+    job_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    pid INTEGER,
+    exit_code INTEGER,
+    signal INTEGER,
+    started REAL,
+    ended REAL,
+    log_path TEXT,
+    PRIMARY KEY (job_id, name)
+);
+"""
+
+
+@dataclass
+class JobRecord:
+    """One row of the jobs table."""
+
+    id: str
+    backend: str
+    name: str
+    state: JobState
+    spec: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    failed_task: str | None = None
+    exit_code: int | None = None
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    ended: float | None = None
+    supervisor_pid: int | None = None
+    log_dir: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_status(self, tasks: list[TaskStatus] | None = None) -> JobStatus:
+        """The record as the backend-neutral :class:`JobStatus`."""
+        return JobStatus(
+            id=self.id,
+            backend=self.backend,
+            name=self.name,
+            state=self.state,
+            message=self.message,
+            created=self.created,
+            started=self.started,
+            ended=self.ended,
+            failed_task=self.failed_task,
+            tasks=tasks or [],
+            extra=dict(self.extra),
+        )
+
+
+@dataclass
+class TaskRecord:
+    """One row of the tasks table (a task of a local job)."""
+
+    name: str
+    role: str
+    index: int
+    state: JobState
+    pid: int | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    started: float | None = None
+    ended: float | None = None
+    log_path: str | None = None
+
+    def to_status(self) -> TaskStatus:
+        return TaskStatus(self.name, self.state, self.exit_code, self.signal, self.started, self.ended, self.log_path)
+
+
+_JSON_COLUMNS = ("spec", "options", "extra")
+
+
+def _row_to_job(row: sqlite3.Row) -> JobRecord:
+    data = dict(row)
+    for col in _JSON_COLUMNS:
+        data[col] = json.loads(data[col] or "{}")
+    data["state"] = JobState(data["state"])
+    return JobRecord(**data)
+
+
+def _row_to_task(row: sqlite3.Row) -> TaskRecord:
+    data = dict(row)
+    data.pop("job_id")
+    data["index"] = data.pop("idx")
+    data["state"] = JobState(data["state"])
+    return TaskRecord(**data)
+
+
+class JobStore:
+    """The SQLite job store (``$TFJOB_HOME/jobs.db`` unless ``path`` is given)."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else tfjob_home() / "jobs.db"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA busy_timeout = 30000")
+        mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":  # e.g. a file system without shared memory
+            self._conn.execute("PRAGMA journal_mode = DELETE")
+        with self._lock:
+            self._conn.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    # -- jobs ----------------------------------------------------------------------------
+    def add(self, record: JobRecord) -> None:
+        """Insert a new job (its first state becomes its first event)."""
+        data = asdict(record)
+        data["state"] = record.state.value
+        for col in _JSON_COLUMNS:
+            data[col] = json.dumps(data[col], sort_keys=True)
+        cols = ", ".join(data)
+        marks = ", ".join("?" for _ in data)
+        with self._write() as c:
+            c.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", tuple(data.values()))
+            c.execute(
+                "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
+                (record.id, record.created, record.state.value, record.message),
+            )
+
+    def get(self, job_id: str) -> JobRecord | None:
+        """The job with exactly this id, or None."""
+        rows = self._read("SELECT * FROM jobs WHERE id = ?", (job_id,))
+        return _row_to_job(rows[0]) if rows else None
+
+    def resolve(self, id_or_prefix: str) -> JobRecord:
+        """The job with this id, or the only one whose id starts with it.
+
+        Raises:
+            JobNotFoundError: no job matches.
+            UsageError: the prefix matches several jobs.
+        """
+        exact = self.get(id_or_prefix)
+        if exact is not None:
+            return exact
+        escaped = id_or_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._read("SELECT * FROM jobs WHERE id LIKE ? ESCAPE '\\' ORDER BY created DESC LIMIT 5", (escaped + "%",))
+        if not rows:
+            raise JobNotFoundError(f"no job {id_or_prefix!r} in {self.path}; `tfjob list` shows the known jobs")
+        if len(rows) > 1:
+            ids = ", ".join(r["id"] for r in rows)
+            raise UsageError(f"job id {id_or_prefix!r} is ambiguous ({ids}); give more of it")
+        return _row_to_job(rows[0])
+
+    def list(self, limit: int | None = None, backend: str | None = None) -> list[JobRecord]:
+        """Jobs, newest first."""
+        sql = "SELECT * FROM jobs"
+        params: tuple[Any, ...] = ()
+        if backend:
+            sql += " WHERE backend = ?"
+            params = (backend,)
+        sql += " ORDER BY created DESC, id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_row_to_job(r) for r in self._read(sql, params)]
+
+    def update(self, job_id: str, **values: Any) -> None:
+        """Set columns of a job (not its state: use :meth:`set_state`)."""
+        allowed = {f.name for f in fields(JobRecord)} - {"id", "state"}
+        unknown = set(values) - allowed
+        if unknown:
+            raise TypeError(f"unknown job columns: {sorted(unknown)}")
+        if not values:
+            return
+        data = {k: json.dumps(v, sort_keys=True) if k in _JSON_COLUMNS else v for k, v in values.items()}
+        sets = ", ".join(f"{k} = ?" for k in data)
+        with self._write() as c:
+            c.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*data.values(), job_id))
+
+    def set_state(self, job_id: str, state: JobState, message: str = "", **values: Any) -> bool:
+        """Move a job to ``state`` (with other columns) unless it already ended.
+
+        Returns:
+            True if the state changed, False if the job was already in a terminal
+            state (the change is dropped) or already in ``state``.
+        """
+        now = time.time()
+        with self._write() as c:
+            row = c.execute("SELECT state, started FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
+            current = JobState(row["state"])
+            if current.is_terminal or (current is state and not message and not values):
+                return False
+            data: dict[str, Any] = {"state": state.value, **values}
+            if message:
+                data["message"] = message
+            if state is JobState.RUNNING and row["started"] is None:
+                data.setdefault("started", now)
+            if state.is_terminal:
+                data.setdefault("ended", now)
+            for col in _JSON_COLUMNS:
+                if col in data:
+                    data[col] = json.dumps(data[col], sort_keys=True)
+            sets = ", ".join(f"{k} = ?" for k in data)
+            c.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*data.values(), job_id))
+            if current is not state:
+                c.execute(
+                    "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
+                    (job_id, now, state.value, message),
+                )
+            return True
+
+    def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
+        """The job's state history, oldest first."""
+        rows = self._read("SELECT ts, state, message FROM events WHERE job_id = ? ORDER BY ts, rowid", (job_id,))
+        return [(r["ts"], JobState(r["state"]), r["message"]) for r in rows]
+
+    # -- tasks ---------------------------------------------------------------------------
+    def put_task(self, job_id: str, task: TaskRecord) -> None:
+        """Insert or replace one task of a job."""
+        with self._write() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO tasks (job_id, name, role, idx, state, pid, exit_code, signal, started, ended, log_path)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    job_id,
+                    task.name,
+                    task.role,
+                    task.index,
+                    task.state.value,
+                    task.pid,
+                    task.exit_code,
+                    task.signal,
+                    task.started,
+                    task.ended,
+                    task.log_path,
+                ),
+            )
+
+    def tasks(self, job_id: str) -> list[TaskRecord]:
+        """The job's tasks, chief first."""
+        rows = self._read(
+            "SELECT * FROM tasks WHERE job_id = ? ORDER BY "
+            "CASE role WHEN 'chief' THEN 0 WHEN 'worker' THEN 1 WHEN 'ps' THEN 2 ELSE 3 END, idx",
+            (job_id,),
+        )
+        return [_row_to_task(r) for r in rows]
+
+    def status(self, job_id: str) -> JobStatus:
+        """The job and its tasks as a :class:`JobStatus`."""
+        record = self.resolve(job_id)
+        return record.to_status([t.to_status() for t in self.tasks(record.id)])

@@ -1,0 +1,1 @@
+"""Trainer templates copied by ``tfjob init`` (package data)."""
