@@ -93,6 +93,7 @@ def _register() -> None:
     from . import jobs  # noqa: F401
     from . import init  # noqa: F401
     from . import tune  # noqa: F401
+    from . import catalog  # noqa: F401
 
 
 _register()
