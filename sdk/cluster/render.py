@@ -1,0 +1,348 @@
+"""Render the cluster variables each platform sets for a task (pure; no I/O).
+
+The local backend reproduces a platform faithfully by starting every task with
+exactly the environment that platform would give it. The formats, from the
+platforms' documentation and the Kubeflow training operator's source:
+
+* **Vertex AI** sets ``CLUSTER_SPEC`` on every replica: worker pools named
+  ``workerpool0``..``workerpool3`` (chief, workers, parameter servers, evaluators;
+  an unused pool is absent), the task as ``{"type": "workerpoolN", "index": i}``
+  (plus ``trial`` when tuning), ``"environment": "cloud"`` and the CustomJobSpec as
+  ``job``. For a distributed job it also sets ``TF_CONFIG`` with TensorFlow's names
+  (``chief``, ``worker``, ``ps``); evaluators get ``"type": "evaluator"`` but are not
+  in ``cluster``. A single-replica job gets no ``TF_CONFIG`` at all. With a base
+  output directory it sets ``AIP_MODEL_DIR``, ``AIP_CHECKPOINT_DIR`` and
+  ``AIP_TENSORBOARD_LOG_DIR`` (under ``<trial>/`` for a tuning trial).
+* **AI Platform Training (legacy)** sets ``TF_CONFIG`` on every VM: the primary
+  replica is ``master`` (``chief`` with runtime ≥ 2.1 or ``useChiefInTfConfig``),
+  evaluators are never in ``cluster``, ``job`` is the TrainingInput and
+  ``environment`` is ``cloud``. Custom containers also get ``CLUSTER_SPEC``, the
+  framework-neutral view: always ``master``, evaluators included.
+* **Kubeflow TFJob** (training operator ``genTFConfigJSONStr``): lower-case replica
+  types, every type in ``cluster`` (evaluators too), ``"environment": "cloud"``,
+  serialised by Go (compact, sorted map keys). With ``enableDynamicWorker`` the
+  operator writes ``sparseCluster`` instead: a worker sees the ps list and only its
+  own worker entry, a ps only its own address, and there is no ``environment``.
+* **gcloud ai-platform local train**: ``{"job": {"job_name", "args"}, "task",
+  "cluster", "environment": "cloud"}``; ``chief`` (with TensorFlow 2) first, then
+  ``ps`` and ``worker`` (always present, maybe empty); evaluators not in ``cluster``;
+  a non-distributed run has empty ``task`` and ``cluster``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from ..errors import ClusterConfigError
+
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
+
+#: The canonical roles, in the order of Vertex worker pools 0..3.
+ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
+#: The dialects :func:`render_task_env` can produce.
+DIALECTS: tuple[str, ...] = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
+#: Where ``gcloud ai-platform local train --distributed`` starts numbering ports.
+GCLOUD_LOCAL_START_PORT = 27182
+#: The port every Kubeflow TFJob replica listens on unless the pod says otherwise.
+KUBEFLOW_DEFAULT_PORT = 2222
+
+
+def _check_cluster(cluster: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """The cluster with canonical roles only, empty roles dropped; else ClusterConfigError."""
+    out: dict[str, list[str]] = {}
+    for role, addresses in cluster.items():
+        if role not in ROLES:
+            raise ClusterConfigError(
+                f"cluster role {role!r} is not one of {', '.join(ROLES)}; name the primary replica 'chief'"
+            )
+        if isinstance(addresses, (str, bytes)) or not all(isinstance(a, str) and a for a in addresses):
+            raise ClusterConfigError(
+                f"cluster[{role!r}] = {addresses!r}: give a list of 'host:port' strings"
+            )
+        if addresses:
+            out[role] = list(addresses)
+    if "chief" in out and len(out["chief"]) != 1:
+        raise ClusterConfigError(f"cluster['chief'] has {len(out['chief'])} addresses; a job has exactly one chief")
+    return out
+
+
+def _check_task(cluster: dict[str, list[str]], role: str, index: int) -> None:
+    if role not in ROLES:
+        raise ClusterConfigError(f"task role {role!r} is not one of {', '.join(ROLES)}")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ClusterConfigError(f"task index {index!r} must be a whole number ≥ 0")
+    count = len(cluster.get(role, ()))
+    if not 0 <= index < count:
+        raise ClusterConfigError(
+            f"task {role}-{index} is not in the cluster: {role!r} has {count} task(s)"
+            + (f", indices 0..{count - 1}" if count else "")
+        )
+
+
+def _dump(value: Any) -> str:
+    # Google's services write TF_CONFIG with Python's default JSON separators.
+    return json.dumps(value)
+
+
+def _dump_go(value: Any) -> str:
+    # The Kubeflow operator is Go: encoding/json writes compact JSON, struct fields in
+    # declaration order (callers build dicts in that order) and map keys sorted
+    # (callers sort the cluster map).
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _primary(use_chief: bool | None, default: bool) -> str:
+    return "chief" if (default if use_chief is None else use_chief) else "master"
+
+
+def _rename(cluster: dict[str, list[str]], primary: str, *, evaluators: bool) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for role in ROLES:
+        if role in cluster and (evaluators or role != "evaluator"):
+            out[primary if role == "chief" else role] = list(cluster[role])
+    return out
+
+
+def _task(task_type: str, index: int, trial: str | None) -> dict[str, Any]:
+    task: dict[str, Any] = {"type": task_type, "index": index}
+    if trial is not None:
+        task["trial"] = str(trial)
+    return task
+
+
+def render_task_env(
+    cluster: Mapping[str, Sequence[str]],
+    role: str,
+    index: int,
+    dialect: str,
+    *,
+    job: Mapping[str, Any] | None = None,
+    trial: str | None = None,
+    use_chief: bool | None = None,
+    job_dir: str | None = None,
+    dynamic_workers: bool = False,
+) -> dict[str, str]:
+    """The cluster environment variables a platform would set for one task.
+
+    Args:
+        cluster: canonical role → addresses, e.g. ``{"chief": ["127.0.0.1:4001"],
+            "worker": [...], "ps": [...], "evaluator": [...]}``; empty roles may be
+            left out. Evaluators need addresses too (Kubeflow lists them).
+        role: this task's canonical role (``chief``, ``worker``, ``ps``, ``evaluator``).
+        index: this task's index within its role.
+        dialect: ``vertex``, ``ai-platform``, ``kubeflow`` or ``gcloud-local``.
+        job: the platform's ``job`` entry (Vertex CustomJobSpec, AI Platform
+            TrainingInput, gcloud's ``{"job_name": module, "args": [...]}``).
+        trial: the hyperparameter-tuning trial id (Vertex and AI Platform only).
+        use_chief: the primary replica's name: ``chief`` (True) or ``master``
+            (False). ``None`` means the platform's default: ``master`` on AI
+            Platform, ``chief`` on Kubeflow and gcloud local train (TensorFlow 2).
+        job_dir: Vertex's base output directory, from which the ``AIP_*_DIR``
+            variables are derived.
+        dynamic_workers: Kubeflow's ``enableDynamicWorker`` (sparse TF_CONFIG).
+
+    Returns:
+        Variable name → value, exactly the cluster variables the platform sets.
+
+    Raises:
+        ClusterConfigError: an unknown dialect or role, an index outside the
+            cluster, or a cluster that is not role → list of addresses.
+    """
+    if dialect not in DIALECTS:
+        raise ClusterConfigError(f"dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
+    roles = _check_cluster(cluster)
+    _check_task(roles, role, index)
+    if dialect == "vertex":
+        return _render_vertex(roles, role, index, job=job, trial=trial, job_dir=job_dir)
+    if dialect == "ai-platform":
+        return _render_ai_platform(roles, role, index, job=job, trial=trial, use_chief=use_chief)
+    if dialect == "kubeflow":
+        return _render_kubeflow(roles, role, index, use_chief=use_chief, dynamic_workers=dynamic_workers)
+    return _render_gcloud_local(roles, role, index, job=job, use_chief=use_chief)
+
+
+def _render_vertex(
+    cluster: dict[str, list[str]],
+    role: str,
+    index: int,
+    *,
+    job: Mapping[str, Any] | None,
+    trial: str | None,
+    job_dir: str | None,
+) -> dict[str, str]:
+    if "chief" not in cluster:
+        raise ClusterConfigError(
+            "a Vertex AI job needs a chief: worker pool 0 (workerPoolSpecs[0]) runs the primary replica"
+        )
+    pools = {f"workerpool{n}": cluster[r] for n, r in enumerate(ROLES) if r in cluster}
+    job_entry = dict(job) if job is not None else {}
+    env = {
+        "CLUSTER_SPEC": _dump(
+            {
+                "cluster": pools,
+                "environment": "cloud",
+                "task": _task(f"workerpool{ROLES.index(role)}", index, trial),
+                "job": job_entry,
+            }
+        )
+    }
+    if sum(len(addresses) for addresses in cluster.values()) > 1:
+        env["TF_CONFIG"] = _dump(
+            {
+                "cluster": _rename(cluster, "chief", evaluators=False),
+                "task": _task(role, index, trial),
+                "job": job_entry,
+                "environment": "cloud",
+            }
+        )
+    if job_dir:
+        base = job_dir.rstrip("/") + "/" + (f"{trial}/" if trial is not None else "")
+        env["AIP_MODEL_DIR"] = base + "model/"
+        env["AIP_CHECKPOINT_DIR"] = base + "checkpoints/"
+        env["AIP_TENSORBOARD_LOG_DIR"] = base + "logs/"
+    return env
+
+
+def _render_ai_platform(
+    cluster: dict[str, list[str]],
+    role: str,
+    index: int,
+    *,
+    job: Mapping[str, Any] | None,
+    trial: str | None,
+    use_chief: bool | None,
+) -> dict[str, str]:
+    primary = _primary(use_chief, default=False)
+    job_entry = dict(job) if job is not None else {}
+    tf_config = {
+        "cluster": _rename(cluster, primary, evaluators=False),
+        "task": _task(primary if role == "chief" else role, index, trial),
+        "job": job_entry,
+        "environment": "cloud",
+    }
+    cluster_spec = {
+        "cluster": _rename(cluster, "master", evaluators=True),
+        "environment": "cloud",
+        "task": _task("master" if role == "chief" else role, index, trial),
+        "job": job_entry,
+    }
+    return {"TF_CONFIG": _dump(tf_config), "CLUSTER_SPEC": _dump(cluster_spec)}
+
+
+def _render_kubeflow(
+    cluster: dict[str, list[str]], role: str, index: int, *, use_chief: bool | None, dynamic_workers: bool
+) -> dict[str, str]:
+    primary = _primary(use_chief, default=True)
+    task_type = primary if role == "chief" else role
+    full = _rename(cluster, primary, evaluators=True)
+    task = {"type": task_type, "index": index}
+    if not dynamic_workers:
+        body = {"cluster": dict(sorted(full.items())), "task": task, "environment": "cloud"}
+        return {"TF_CONFIG": _dump_go(body)}
+    # The operator's SparseClusterSpec: a Go struct (worker, then ps) whose nil ps
+    # slice is written as null when the job has no parameter servers.
+    sparse: dict[str, Any] = {"worker": {}, "ps": []}
+    if task_type == "ps":
+        sparse["ps"] = [full["ps"][index]]
+    elif task_type == "worker":
+        sparse["ps"] = full.get("ps")
+        sparse["worker"] = {str(index): full["worker"][index]}
+    return {"TF_CONFIG": _dump_go({"sparseCluster": sparse, "task": task})}
+
+
+def _render_gcloud_local(
+    cluster: dict[str, list[str]], role: str, index: int, *, job: Mapping[str, Any] | None, use_chief: bool | None
+) -> dict[str, str]:
+    primary = _primary(use_chief, default=True)
+    job_entry = dict(job) if job is not None else {"job_name": None, "args": []}
+    distributed = any(r != "chief" for r in cluster)
+    if not distributed:
+        config: dict[str, Any] = {"job": job_entry, "task": {}, "cluster": {}, "environment": "cloud"}
+    else:
+        config = {
+            "job": job_entry,
+            "task": {"type": primary if role == "chief" else role, "index": index},
+            "cluster": {
+                primary: list(cluster.get("chief", ())),
+                "ps": list(cluster.get("ps", ())),
+                "worker": list(cluster.get("worker", ())),
+            },
+            "environment": "cloud",
+        }
+    return {"TF_CONFIG": _dump(config)}
+
+
+def device_filters(role: str, index: int) -> list[str]:
+    """The device filters the platform docs give a task (empty: no filter).
+
+    The primary replica talks only to the parameter servers and itself; worker
+    ``i`` only to the parameter servers and itself, so a job survives a worker that
+    goes away. Parameter servers and evaluators get no filter.
+
+    Args:
+        role: ``chief``, ``master``, ``worker``, ``ps`` or ``evaluator``.
+        index: the task's index within its role.
+
+    Raises:
+        ClusterConfigError: an unknown role or a negative index.
+    """
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise ClusterConfigError(f"task index {index!r} must be a whole number ≥ 0")
+    if role in ("chief", "master"):
+        return ["/job:ps", f"/job:{role}"]
+    if role == "worker":
+        return ["/job:ps", f"/job:worker/task:{index}"]
+    if role in ("ps", "evaluator"):
+        return []
+    raise ClusterConfigError(f"task role {role!r} is not one of chief, master, worker, ps, evaluator")
+
+
+def render_kubeflow_cluster(
+    job_name: str,
+    namespace: str,
+    replicas: Mapping[str, int],
+    *,
+    port: int = KUBEFLOW_DEFAULT_PORT,
+    cluster_domain: str | None = None,
+) -> dict[str, list[str]]:
+    """The addresses the Kubeflow operator gives a TFJob's replicas.
+
+    Each replica ``i`` of type ``t`` is reached through its headless service
+    ``{job}-{t}-{i}.{namespace}.svc[.{cluster_domain}]:{port}``.
+
+    Args:
+        job_name: the TFJob's ``metadata.name``.
+        namespace: its namespace.
+        replicas: canonical role → replica count.
+        port: the replicas' ``tfjob-port`` (2222 by default).
+        cluster_domain: the operator's ``CUSTOM_CLUSTER_DOMAIN``, if set.
+    """
+    out: dict[str, list[str]] = {}
+    for role, count in replicas.items():
+        hosts = []
+        for i in range(count):
+            host = f"{job_name}-{role}-{i}".replace("/", "-") + f".{namespace}.svc"
+            if cluster_domain:
+                host += f".{cluster_domain}"
+            hosts.append(f"{host}:{port}")
+        out[role] = hosts
+    return out
+
+
+def render_gcloud_local_cluster(
+    workers: int, ps: int, *, start_port: int = GCLOUD_LOCAL_START_PORT
+) -> dict[str, list[str]]:
+    """The addresses ``gcloud ai-platform local train --distributed`` assigns.
+
+    One contiguous block of ``localhost`` ports from ``start_port``: the chief
+    first, then the parameter servers, then the workers (evaluators get none).
+    """
+    ports = list(range(start_port, start_port + ps + workers + 1))
+    out = {"chief": [f"localhost:{ports[0]}"]}
+    if ps:
+        out["ps"] = [f"localhost:{p}" for p in ports[1 : ps + 1]]
+    if workers:
+        out["worker"] = [f"localhost:{p}" for p in ports[ps + 1 :]]
+    return out
