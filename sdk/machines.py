@@ -144,6 +144,8 @@ LEGACY_MACHINES: dict[str, tuple[str, str | None, int]] = {
     "large_model_v100": ("n1-highmem-8", "NVIDIA_TESLA_V100", 1),
     "complex_model_m_v100": ("n1-standard-16", "NVIDIA_TESLA_V100", 4),
     "complex_model_l_v100": ("n1-standard-32", "NVIDIA_TESLA_V100", 8),
+    # The worker of a legacy CUSTOM TPU job; its acceleratorConfig picks TPU_V2 or TPU_V3.
+    "cloud_tpu": ("cloud-tpu", "TPU_V2", 8),
 }
 
 #: The machine type used when none is given.

@@ -1,0 +1,163 @@
+"""JobSpec → the legacy AI Platform Training ``Job`` body (ml.googleapis.com v1). Pure.
+
+AI Platform Training shut down on 2025-01-31; this rendering exists for migration and
+review: ``tfjob render --backend ai-platform`` shows what an old
+``gcloud ai-platform jobs submit training`` call would have sent for the same job, and
+its output is a ``--config`` file tfjob reads back (:mod:`tfjob.config`).
+
+The body is camelCase JSON as the API wrote it: int64 counts are strings
+(``"workerCount": "9"``), durations are ``"7200s"``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePath
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError
+from ..spec import ROLES, JobSpec, ScaleTier
+
+if TYPE_CHECKING:
+    from ..backends.base import SubmitOptions
+
+#: The name of each role in legacy field names (``masterType``, ``parameterServerCount``).
+ROLE_PREFIX: dict[str, str] = {"chief": "master", "worker": "worker", "ps": "parameterServer", "evaluator": "evaluator"}
+#: Compute Engine names that AI Platform spelt differently.
+LEGACY_MACHINE_NAMES: dict[str, str] = {"cloud-tpu": "cloud_tpu"}
+MAX_JOB_ID_LENGTH = 128
+
+
+def build_job_id(name: str) -> str:
+    """A legacy job id from a job name: letters, digits and ``_``, starting with a letter.
+
+    ``census-ps-20261122-153000`` → ``census_ps_20261122_153000``.
+    """
+    job_id = re.sub(r"[^A-Za-z0-9_]", "_", name.strip())
+    if not job_id[:1].isalpha():
+        job_id = "job_" + job_id
+    return job_id[:MAX_JOB_ID_LENGTH]
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds as a Google ``Duration`` string: ``7200`` → ``"7200s"``, ``1.5`` → ``"1.5s"``."""
+    if float(seconds).is_integer():
+        return f"{int(seconds)}s"
+    return f"{seconds:.9f}".rstrip("0") + "s"
+
+
+def _staged_uri(path: str, root: str | None, job_id: str) -> str:
+    """Where a local package would be uploaded, as gcloud did: ``{root}/{job_id}/packages/{file}``.
+
+    With no Cloud Storage location known (no ``--staging-bucket``, no ``gs://`` job
+    dir) the local path stays as given: the service is gone, so the body is for
+    review, and it still reads back as a tfjob ``--config`` file.
+    """
+    if path.startswith("gs://") or root is None:
+        return path
+    name = PurePath(path.rstrip("/\\")).name or "trainer"
+    if not name.endswith((".tar.gz", ".whl", ".zip")):
+        name += ".tar.gz"  # a source directory is uploaded as the sdist built from it
+    return f"{root.rstrip('/')}/{job_id}/packages/{name}"
+
+
+def _staging_root(spec: JobSpec, options: "SubmitOptions") -> str | None:
+    bucket = options.staging_bucket
+    if bucket:
+        return bucket if bucket.startswith("gs://") else f"gs://{bucket}"
+    if spec.job_dir and spec.job_dir.startswith("gs://"):
+        return spec.job_dir  # gcloud stages under --job-dir when no bucket is given
+    return None
+
+
+def _check_expressible(spec: JobSpec) -> None:
+    """Refuse what the legacy API has no field for, rather than dropping it silently."""
+    vertex_only = {
+        "--env": bool(spec.env),
+        "--restart-job-on-worker-restart": spec.restart_job_on_worker_restart,
+        "--tensorboard": bool(spec.tensorboard),
+    }
+    for flag, used in vertex_only.items():
+        if used:
+            raise SpecError(f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex")
+
+
+def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, Any]:
+    """The ``trainingInput`` of the legacy ``Job`` for ``spec`` (camelCase; pure).
+
+    A predefined tier renders as that ``scaleTier`` alone; otherwise ``scaleTier`` is
+    ``CUSTOM`` with every pool's machine type and count. Per-role ``*Config`` carries
+    the accelerator and the container image.
+
+    Args:
+        spec: the job.
+        options: ``region`` and ``staging_bucket`` are read (the region falls back to
+            the spec's, from a config file).
+
+    Raises:
+        SpecError: the job uses something legacy AI Platform cannot express (env
+            variables, a TensorBoard, restart-on-worker-restart).
+    """
+    _check_expressible(spec)
+    job_id = build_job_id(spec.name)
+    tier = spec.scale_tier
+    predefined = tier is not None and tier is not ScaleTier.CUSTOM
+    body: dict[str, Any] = {"scaleTier": tier.value if predefined else ScaleTier.CUSTOM.value}
+    for role in ROLES:
+        pool = spec.pool(role)
+        if pool is None:
+            continue
+        prefix = ROLE_PREFIX[role]
+        if not predefined:
+            body[f"{prefix}Type"] = LEGACY_MACHINE_NAMES.get(pool.machine.type, pool.machine.type)
+            if role != "chief":
+                body[f"{prefix}Count"] = str(pool.replicas)
+        config: dict[str, Any] = {}
+        acc = pool.machine.accelerator
+        if acc is not None and not predefined:
+            config["acceleratorConfig"] = {"count": str(acc.count), "type": acc.type}
+        image = spec.image_for(role)
+        if image:
+            config["imageUri"] = image
+        if config:
+            body[f"{prefix}Config"] = config
+    if spec.module is not None and not spec.image:
+        root = _staging_root(spec, options)
+        uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []
+        uris += [_staged_uri(p, root, job_id) for p in spec.packages]
+        if uris:
+            body["packageUris"] = uris
+        body["pythonModule"] = spec.module
+    if spec.args:
+        body["args"] = list(spec.args)
+    region = options.region or spec.region
+    if region:
+        body["region"] = region
+    optional = {
+        "jobDir": spec.job_dir,
+        "runtimeVersion": spec.runtime_version,
+        "pythonVersion": spec.python_version,
+    }
+    body.update({key: value for key, value in optional.items() if value})
+    if spec.timeout is not None:
+        body["scheduling"] = {"maxRunningTime": format_duration(spec.timeout)}
+    if spec.network:
+        body["network"] = spec.network
+    if spec.service_account:
+        body["serviceAccount"] = spec.service_account
+    if spec.use_chief is not None:
+        body["useChiefInTfConfig"] = spec.use_chief
+    if spec.enable_web_access:
+        body["enableWebAccess"] = True
+    return body
+
+
+def render_job(spec: JobSpec, options: "SubmitOptions") -> dict[str, Any]:
+    """The whole legacy ``Job`` body: ``{"jobId", "trainingInput", "labels"}`` (pure).
+
+    ``labels`` is left out when the job has none, as the API's JSON does.
+    """
+    body: dict[str, Any] = {"jobId": build_job_id(spec.name), "trainingInput": render_training_input(spec, options)}
+    if spec.labels:
+        body["labels"] = dict(spec.labels)
+    return body
