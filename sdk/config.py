@@ -191,7 +191,8 @@ class _Reader:
         if value is None:
             return None
         if not isinstance(value, str):
-            raise self.error(path, f"{value!r} must be text; put it in quotes: {path.rsplit('.', 1)[-1]}: '{value}'")
+            # YAML reads `runtimeVersion: 2.10` as the number 2.1: only quotes keep what was written.
+            raise self.error(path, f"{value!r} must be text; put the value in quotes in the file")
         return value
 
     def count(self, value: Any, path: str) -> int:
@@ -235,7 +236,10 @@ class _Reader:
     def duration(self, value: Any, path: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.error(path, f"{value!r} must be a duration such as '7200s'")
-        return parse_duration(value, flag=f"{self.source}: {path}")
+        try:
+            return parse_duration(value, flag=f"{self.source}: {path}")
+        except SpecError as e:  # its message already names the file and the key
+            raise ConfigFileError(str(e)) from None
 
     def machine(self, value: Any, path: str, accelerator: Accelerator | None) -> str:
         name = self.text(value, path)
