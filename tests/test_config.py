@@ -194,7 +194,7 @@ BAD_CONFIGS = [
     ("trainingInput:\n  masterConfig: {acceleratorConfig: {count: 2}}\n", r"acceleratorConfig.count 2 is set but .*acceleratorConfig.type is not"),
     ("trainingInput:\n  workerCount: -2\n", r"trainingInput.workerCount -2 must be a whole number ≥ 0"),
     ("trainingInput:\n  workerCount: many\n", r"trainingInput.workerCount 'many' must be a whole number"),
-    ("trainingInput:\n  runtimeVersion: 2.10\n", r"trainingInput.runtimeVersion 2.1 must be text; put it in quotes"),
+    ("trainingInput:\n  runtimeVersion: 2.10\n", r"trainingInput.runtimeVersion 2.1 must be text; put the value in quotes"),
     ("trainingInput:\n  args: --epochs 3\n", r"trainingInput.args must be a list"),
     ("trainingInput:\n  useChiefInTfConfig: 'yes'\n", r"useChiefInTfConfig 'yes' must be true or false"),
     ("trainingInput:\n  scheduling: {maxRunningTime: forever}\n", r"maxRunningTime 'forever' is not a duration"),
