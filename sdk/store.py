@@ -8,11 +8,19 @@ every write so that a read-modify-write (a state change) is atomic.
 Terminal states are final: once a job has SUCCEEDED, FAILED, been CANCELLED or LOST,
 a later state change is ignored (the first word wins, as in a race between a chief
 that exits and a cancel).
+
+A job that a process on this machine supervises (a local job, or a cloud job being
+followed) records that process (``supervisor_pid`` and its start time). When the
+process is gone and the job never reached a terminal state, :meth:`JobStore.reap_lost`
+marks it LOST, so a killed launcher never leaves a job "running" forever.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
 import sqlite3
 import threading
 import time
@@ -40,6 +48,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     started REAL,
     ended REAL,
     supervisor_pid INTEGER,
+    supervisor_start INTEGER,
     log_dir TEXT,
     extra TEXT NOT NULL DEFAULT '{}'
 );
@@ -85,11 +94,15 @@ class JobRecord:
     started: float | None = None
     ended: float | None = None
     supervisor_pid: int | None = None
+    supervisor_start: int | None = None
     log_dir: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_status(self, tasks: list[TaskStatus] | None = None) -> JobStatus:
         """The record as the backend-neutral :class:`JobStatus`."""
+        extra = dict(self.extra)
+        if self.log_dir:
+            extra.setdefault("log_dir", self.log_dir)
         return JobStatus(
             id=self.id,
             backend=self.backend,
@@ -101,7 +114,7 @@ class JobRecord:
             ended=self.ended,
             failed_task=self.failed_task,
             tasks=tasks or [],
-            extra=dict(self.extra),
+            extra=extra,
         )
 
 
@@ -125,6 +138,62 @@ class TaskRecord:
 
 
 _JSON_COLUMNS = ("spec", "options", "extra")
+# Columns added after the first release: added to an older database on open.
+_ADDED_COLUMNS = {"supervisor_start": "INTEGER"}
+_DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
+
+
+def make_job_id(name: str, token: str | None = None) -> str:
+    """A short id users can type: ``trainer-3fa9c1`` for job ``trainer-20261122-153000``.
+
+    The job name's default date suffix is dropped (the store keeps the name and the
+    time), the rest is reduced to 20 lower-case letters, digits and ``-``, and six
+    random hex digits make it unique (the store refuses a duplicate; draw again).
+
+    Args:
+        name: the job's display name.
+        token: the random part; drawn here when not given.
+    """
+    stem = _DATE_SUFFIX.sub("", name.lower())
+    stem = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:20].strip("-") or "job"
+    return f"{stem}-{token or secrets.token_hex(3)}"
+
+
+def process_start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), or None if it is not running.
+
+    A zombie (exited, not yet reaped by its parent) counts as not running. Paired
+    with the pid, the start time tells a live supervisor from a later process that
+    happens to reuse its pid. Without ``/proc`` the start time is 0 for any live pid.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return 0
+        return 0
+    # The command name (field 2) may hold spaces and parentheses: split after its last ")".
+    rest = stat[stat.rindex(b")") + 2 :].split()
+    if rest[0] in (b"Z", b"X"):
+        return None
+    return int(rest[19])
+
+
+def process_alive(pid: int | None, start: int | None = None) -> bool:
+    """True if ``pid`` runs and, when ``start`` is given, is the process that started then."""
+    if not pid:
+        return False
+    now = process_start_time(pid)
+    if now is None:
+        return False
+    return start is None or now == 0 or now == start
 
 
 def _row_to_job(row: sqlite3.Row) -> JobRecord:
@@ -156,11 +225,28 @@ class JobStore:
         mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":  # e.g. a file system without shared memory
             self._conn.execute("PRAGMA journal_mode = DELETE")
+        else:
+            # Safe with WAL (no corruption on a crash) and no fsync per state change.
+            self._conn.execute("PRAGMA synchronous = NORMAL")
         with self._lock:
             self._conn.executescript(_SCHEMA)
+            have = {r["name"] for r in self._conn.execute("PRAGMA table_info(jobs)")}
+            for column, kind in _ADDED_COLUMNS.items():
+                if column not in have:
+                    try:
+                        self._conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+                    except sqlite3.OperationalError:  # another process added it first
+                        pass
 
     def close(self) -> None:
+        """Close the connection."""
         self._conn.close()
+
+    def __enter__(self) -> "JobStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -178,8 +264,23 @@ class JobStore:
             return self._conn.execute(sql, params).fetchall()
 
     # -- jobs ----------------------------------------------------------------------------
+    def add_new(self, record: JobRecord, attempts: int = 20) -> JobRecord:
+        """Insert ``record`` under a fresh :func:`make_job_id` id from its name; return it."""
+        for _ in range(attempts):
+            record.id = make_job_id(record.name)
+            try:
+                self.add(record)
+            except UsageError:
+                continue  # six hex digits collided: draw again
+            return record
+        raise UsageError(f"could not find a free job id for {record.name!r} in {self.path}")
+
     def add(self, record: JobRecord) -> None:
-        """Insert a new job (its first state becomes its first event)."""
+        """Insert a new job (its first state becomes its first event).
+
+        Raises:
+            UsageError: a job with this id exists already.
+        """
         data = asdict(record)
         data["state"] = record.state.value
         for col in _JSON_COLUMNS:
@@ -187,7 +288,10 @@ class JobStore:
         cols = ", ".join(data)
         marks = ", ".join("?" for _ in data)
         with self._write() as c:
-            c.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", tuple(data.values()))
+            try:
+                c.execute(f"INSERT INTO jobs ({cols}) VALUES ({marks})", tuple(data.values()))
+            except sqlite3.IntegrityError as e:
+                raise UsageError(f"job id {record.id!r} exists already in {self.path}; choose another id") from e
             c.execute(
                 "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
                 (record.id, record.created, record.state.value, record.message),
@@ -242,12 +346,28 @@ class JobStore:
         with self._write() as c:
             c.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*data.values(), job_id))
 
-    def set_state(self, job_id: str, state: JobState, message: str = "", **values: Any) -> bool:
+    def set_state(
+        self,
+        job_id: str,
+        state: JobState,
+        message: str = "",
+        *,
+        only_from: tuple[JobState, ...] | None = None,
+        **values: Any,
+    ) -> bool:
         """Move a job to ``state`` (with other columns) unless it already ended.
+
+        Args:
+            job_id: the job.
+            state: the new state.
+            message: why (kept in the job and in its history).
+            only_from: change only from one of these states (e.g. PENDING → RUNNING
+                must not undo a CANCELLING that came first).
+            **values: other columns to set in the same transaction.
 
         Returns:
             True if the state changed, False if the job was already in a terminal
-            state (the change is dropped) or already in ``state``.
+            state (the change is dropped), already in ``state``, or not in ``only_from``.
         """
         now = time.time()
         with self._write() as c:
@@ -256,6 +376,8 @@ class JobStore:
                 raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
             current = JobState(row["state"])
             if current.is_terminal or (current is state and not message and not values):
+                return False
+            if only_from is not None and current not in only_from:
                 return False
             data: dict[str, Any] = {"state": state.value, **values}
             if message:
@@ -276,6 +398,13 @@ class JobStore:
                 )
             return True
 
+    def state(self, job_id: str) -> JobState:
+        """The job's current state (one cheap read, for a launcher that watches for a cancel)."""
+        rows = self._read("SELECT state FROM jobs WHERE id = ?", (job_id,))
+        if not rows:
+            raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
+        return JobState(rows[0]["state"])
+
     def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""
         rows = self._read("SELECT ts, state, message FROM events WHERE job_id = ? ORDER BY ts, rowid", (job_id,))
@@ -284,23 +413,19 @@ class JobStore:
     # -- tasks ---------------------------------------------------------------------------
     def put_task(self, job_id: str, task: TaskRecord) -> None:
         """Insert or replace one task of a job."""
+        self.put_tasks(job_id, [task])
+
+    def put_tasks(self, job_id: str, tasks: list[TaskRecord]) -> None:
+        """Insert or replace several tasks of a job in one transaction."""
+        rows = [
+            (job_id, t.name, t.role, t.index, t.state.value, t.pid, t.exit_code, t.signal, t.started, t.ended, t.log_path)
+            for t in tasks
+        ]
         with self._write() as c:
-            c.execute(
+            c.executemany(
                 "INSERT OR REPLACE INTO tasks (job_id, name, role, idx, state, pid, exit_code, signal, started, ended, log_path)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    job_id,
-                    task.name,
-                    task.role,
-                    task.index,
-                    task.state.value,
-                    task.pid,
-                    task.exit_code,
-                    task.signal,
-                    task.started,
-                    task.ended,
-                    task.log_path,
-                ),
+                rows,
             )
 
     def tasks(self, job_id: str) -> list[TaskRecord]:
@@ -313,6 +438,32 @@ class JobStore:
         return [_row_to_task(r) for r in rows]
 
     def status(self, job_id: str) -> JobStatus:
-        """The job and its tasks as a :class:`JobStatus`."""
-        record = self.resolve(job_id)
+        """The job and its tasks as a :class:`JobStatus` (a dead supervisor's job is LOST)."""
+        record = self.reap_lost(self.resolve(job_id))
         return record.to_status([t.to_status() for t in self.tasks(record.id)])
+
+    # -- supervisors ---------------------------------------------------------------------
+    def reap_lost(self, record: JobRecord) -> JobRecord:
+        """Mark the job LOST if its supervising process died before recording an end.
+
+        Returns:
+            The record as it is now (unchanged when the job ended, has no supervisor,
+            or its supervisor still runs).
+        """
+        if record.state.is_terminal or not record.supervisor_pid:
+            return record
+        if process_alive(record.supervisor_pid, record.supervisor_start):
+            return record
+        message = (
+            f"the process that supervised the job (pid {record.supervisor_pid}) ended without "
+            "recording how the job ended; its tasks were stopped with it"
+        )
+        if not self.set_state(record.id, JobState.LOST, message):
+            return self.get(record.id) or record  # it ended just now, after all
+        with self._write() as c:
+            # Tasks still marked as running went down with their supervisor.
+            c.execute(
+                "UPDATE tasks SET state = ?, ended = COALESCE(ended, ?) WHERE job_id = ? AND state IN (?, ?, ?)",
+                (JobState.LOST.value, time.time(), record.id, JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value),
+            )
+        return self.get(record.id) or record

@@ -1,0 +1,157 @@
+"""The local backend, the embedded default: a real multi-process cluster on 127.0.0.1.
+
+A thin object over :mod:`tfjob.local`: ``run`` supervises the job in the calling
+process (``tfjob submit``, ``Job.run()``); ``submit`` hands it to a detached
+supervisor and returns at once (``--detach``, ``Job.submit()``). Jobs are recorded
+in the job store, so ``status``, ``logs``, ``cancel`` and ``list`` work from any
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+from ..errors import UsageError
+from ..spec import JobSpec
+from ..store import JobStore, process_start_time
+from .base import JobState, JobStatus, SubmitOptions
+
+
+class LocalBackend:
+    """Runs jobs as processes on this machine (see :mod:`tfjob.local`)."""
+
+    name = "local"
+
+    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """What each task would run: command, working directory, cluster variables (pure).
+
+        Ports are illustrative (from 27182, as ``gcloud ai-platform local train``);
+        a real run picks free ones.
+        """
+        from ..cluster import GCLOUD_LOCAL_START_PORT
+        from ..local.plan import build_cluster, build_task_plans, check_dialect, resolve_strategy
+
+        check_dialect(options.dialect)
+        strategy = resolve_strategy(spec, options.strategy)
+        ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
+        plans = build_task_plans(
+            spec,
+            build_cluster(spec, ports),
+            dialect=options.dialect,
+            strategy=strategy,
+            python=options.python or "python",
+            source_root=spec.package or ".",
+            environ={},
+            job_id="<job-id>",
+        )
+        return {
+            "backend": "local",
+            "dialect": options.dialect,
+            "strategy": strategy,
+            "tasks": [{"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env} for p in plans],
+        }
+
+    def run(
+        self,
+        spec: JobSpec,
+        options: SubmitOptions,
+        *,
+        console: TextIO | None = None,
+        summary: TextIO | None = None,
+        port_picker: Any = None,
+    ) -> str:
+        """Run the job in this process to its end; return its id whatever the outcome.
+
+        Task lines stream to ``console`` (default stderr; nothing with ``quiet``) and
+        the summary to ``summary`` (default stderr). SIGINT/SIGTERM cancel the job.
+        """
+        from ..local.ports import pick_ports
+        from ..local.runner import check_job, create_record, run_job
+
+        prepared = check_job(spec, options)
+        with JobStore() as store:
+            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
+            run_job(
+                record,
+                store,
+                prepared,
+                console=None if options.quiet else (console or sys.stderr),
+                summary=summary or sys.stderr,
+                port_picker=port_picker or pick_ports,
+            )
+        return record.id
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Start the job under a detached supervisor process; return its id at once."""
+        from ..local.runner import check_job, create_record
+
+        prepared = check_job(spec, options)
+        with JobStore() as store:
+            # Until the supervisor runs, this process answers for the job.
+            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=True)
+            assert record.log_dir is not None
+            with open(Path(record.log_dir) / "supervisor.log", "ab") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "tfjob.local.supervisor", record.id],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # Ctrl-C in the submitting shell must not reach it
+                    close_fds=True,
+                )
+            store.update(record.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
+        return record.id
+
+    def status(self, job_id: str) -> JobStatus:
+        """The job and its tasks; a job whose supervisor died unrecorded is LOST."""
+        with JobStore() as store:
+            return store.status(job_id)
+
+    def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The job's log lines (``[worker-1] …``), of one task if given, following until it ends."""
+        from ..local.logs import JOB_LOG, read_lines, task_log_name
+
+        with JobStore() as store:
+            record = store.resolve(job_id)
+            names = [t.name for t in store.tasks(record.id)] or [
+                f"{role}-{i}" for role, i in JobSpec.from_dict(record.spec).tasks()
+            ]
+        if not record.log_dir:
+            raise UsageError(f"job {record.id} has no log directory")
+        log_dir = Path(record.log_dir)
+        if task is not None and task not in names:
+            raise UsageError(f"--task {task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
+        path = log_dir / (task_log_name(task) if task else JOB_LOG)
+        prefix = f"[{task}] " if task else ""
+
+        def is_done() -> bool:
+            with JobStore() as s:
+                current = s.get(record.id)
+                return current is None or s.reap_lost(current).state.is_terminal
+
+        return read_lines(path, prefix=prefix, tail=tail, follow=follow, is_done=is_done)
+
+    def cancel(self, job_id: str) -> None:
+        """Ask the job's supervisor to cancel it (it stops every task within a moment)."""
+        with JobStore() as store:
+            record = store.reap_lost(store.resolve(job_id))
+            if record.state.is_terminal:
+                return
+            store.set_state(
+                record.id,
+                JobState.CANCELLING,
+                "cancel requested",
+                only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
+            )
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        """Local jobs, newest first."""
+        with JobStore() as store:
+            return [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=self.name)]
+
+
+BACKEND = LocalBackend()

@@ -1,0 +1,245 @@
+"""Logs of a local job: live prefixed lines, per-task files, the summary table, reading back.
+
+While a job runs, every line a task prints goes to three places: its own file
+``<log_dir>/<task>.log`` (as printed), the job's file ``<log_dir>/job.log`` (prefixed
+``[worker-1]``, in the order the launcher saw the lines) and, unless ``--quiet``, the
+console (prefixed, coloured on a TTY only). ``tfjob logs`` reads the files back.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator, TextIO
+
+#: The combined, prefixed log of a job.
+JOB_LOG = "job.log"
+#: A line longer than this is cut (a progress bar without newlines must still show).
+MAX_LINE = 64 * 1024
+_COLOURS = {"chief": "\033[1;32m", "worker": "\033[36m", "ps": "\033[35m", "evaluator": "\033[33m"}
+_NOTE_COLOUR = "\033[1m"
+_RESET = "\033[0m"
+
+
+def task_log_name(task: str) -> str:
+    """The file name of a task's log in the job's log directory."""
+    return f"{task}.log"
+
+
+def use_colour(stream: TextIO | None, environ: dict[str, str] | None = None) -> bool:
+    """Colours on a terminal only, and never with ``NO_COLOR`` set (no-color.org)."""
+    env = os.environ if environ is None else environ
+    if stream is None or env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class TaskOutput:
+    """The output of one task: split into lines, written to its file."""
+
+    def __init__(self, name: str, role: str, path: Path, prefix: str) -> None:
+        self.name = name
+        self.role = role
+        self.path = path
+        self.prefix = prefix
+        self._pending = b""
+        self._file: BinaryIO = open(path, "ab", buffering=0)
+
+    def split(self, data: bytes, final: bool = False) -> list[bytes]:
+        """Complete lines in ``data`` (and, when ``final``, whatever is left), written to the file."""
+        if data:
+            self._file.write(data)
+        buf = self._pending + data
+        lines = buf.split(b"\n")
+        self._pending = lines.pop()
+        if len(self._pending) > MAX_LINE or (final and self._pending):
+            lines.append(self._pending)
+            self._pending = b""
+        return lines
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class LogRouter:
+    """Routes task output to the per-task files, ``job.log`` and the console.
+
+    Args:
+        log_dir: the job's log directory (created).
+        console: where live lines go (None: nowhere, as with ``--quiet``).
+        colour: colour the prefixes (only on a TTY; see :func:`use_colour`).
+        names: every task's name, to align the prefixes.
+    """
+
+    def __init__(self, log_dir: Path, console: TextIO | None, colour: bool, names: list[str]) -> None:
+        self.log_dir = log_dir
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.console = console
+        self.colour = colour
+        self.width = max((len(n) for n in names), default=0) + 2
+        self._job_log: BinaryIO = open(log_dir / JOB_LOG, "ab", buffering=0)
+
+    def open_task(self, name: str, role: str) -> TaskOutput:
+        """The output of task ``name`` (its file is appended to across restarts)."""
+        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}]".ljust(self.width) + " ")
+
+    def feed(self, task: TaskOutput, data: bytes, final: bool = False) -> list[str]:
+        """Take a chunk of a task's output (``final`` at end of file); return its complete lines."""
+        lines = task.split(data, final)
+        if not lines:
+            return []
+        self._emit(task.prefix, task.role, lines)
+        return [line.decode("utf-8", "replace") for line in lines]
+
+    def note(self, text: str, console: bool = True) -> None:
+        """Lines of the launcher's own (``[tfjob] restarting…``), in the job log and on the console."""
+        lines = [line.encode() for line in text.splitlines()]
+        self._emit("[tfjob]".ljust(self.width) + " ", None, lines, console)
+
+    def _emit(self, prefix: str, role: str | None, lines: list[bytes], console: bool = True) -> None:
+        raw = prefix.encode()
+        self._job_log.write(b"".join(raw + line + b"\n" for line in lines))
+        if self.console is None or not console:
+            return
+        shown = prefix
+        if self.colour:
+            shown = f"{_COLOURS.get(role or '', _NOTE_COLOUR)}{prefix.rstrip()}{_RESET} "
+        text = "".join(shown + line.decode("utf-8", "replace") + "\n" for line in lines)
+        try:
+            self.console.write(text)
+            self.console.flush()
+        except (BrokenPipeError, ValueError):
+            self.console = None  # the reader went away; files keep everything
+
+    def close(self) -> None:
+        self._job_log.close()
+
+
+# -- the summary ---------------------------------------------------------------------------
+@dataclass
+class SummaryRow:
+    """One task in the summary table."""
+
+    task: str
+    state: str
+    exit_code: int | None
+    signal: int | None
+    duration: float | None
+
+
+def describe_exit(exit_code: int | None, sig: int | None) -> str:
+    """``0``, ``3`` or ``SIGKILL``; ``-`` while unknown."""
+    if sig is not None:
+        try:
+            return signal.Signals(sig).name
+        except ValueError:
+            return f"signal {sig}"
+    return "-" if exit_code is None else str(exit_code)
+
+
+def format_duration(seconds: float | None) -> str:
+    """``0.4s``, ``12.0s``, ``3m04s``, ``2h05m``."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def render_summary(rows: list[SummaryRow]) -> str:
+    """The summary table (task, state, exit code, duration), one line per task."""
+    table = [("TASK", "STATE", "EXIT", "DURATION")]
+    table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
+
+
+# -- reading back --------------------------------------------------------------------------
+def read_tail(path: Path, n: int, end: int | None = None, block: int = 8192) -> list[str]:
+    """The last ``n`` lines of a file (up to byte ``end``), decoded leniently; [] if there is no file."""
+    if n <= 0:
+        return []
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return []
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        end = size if end is None else min(end, size)
+        pos, data = end, b""
+        while pos > 0 and data.count(b"\n") <= n:
+            step = min(block, pos)
+            pos -= step
+            f.seek(pos)
+            data = f.read(step) + data
+    lines = data.decode("utf-8", "replace").splitlines()
+    return lines[-n:]
+
+
+def read_lines(
+    path: Path,
+    *,
+    prefix: str = "",
+    tail: int | None = None,
+    follow: bool = False,
+    is_done: Callable[[], bool] = lambda: True,
+    poll_interval: float = 0.1,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[str]:
+    """Lines of a log file, optionally only the last ``tail``, optionally following it.
+
+    Following stops once ``is_done()`` is true and the file holds nothing new: the
+    writer has finished. A missing file counts as empty (the task has not started).
+
+    Args:
+        path: the log file.
+        prefix: put before every line (``[worker-1] `` for a task's own file).
+        tail: only the last ``tail`` lines present now.
+        follow: keep reading what is appended until ``is_done()``.
+        is_done: true once nothing more will be written.
+        poll_interval: how long to wait for more when following.
+        sleep: injected for tests.
+    """
+    offset = 0
+    if tail is not None:
+        try:
+            offset = path.stat().st_size
+        except FileNotFoundError:
+            offset = 0
+        for line in read_tail(path, tail, end=offset):
+            yield prefix + line
+    pending = b""
+    while True:
+        chunk = b""
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            pass
+        offset += len(chunk)
+        buf = pending + chunk
+        lines = buf.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            yield prefix + line.decode("utf-8", "replace")
+        if not follow:
+            break
+        if not chunk:
+            if is_done():
+                # One more read: lines written between the last read and the end.
+                follow = False
+                continue
+            sleep(poll_interval)
+    if pending:
+        yield prefix + pending.decode("utf-8", "replace")

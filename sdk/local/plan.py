@@ -1,0 +1,237 @@
+"""What each task of a local cluster runs: command line, environment, working directory.
+
+Everything here is pure except :func:`find_source_root`, which looks at the trainer
+directory. The environment of a task is what the platform named by the dialect
+would set (``TF_CONFIG``, ``CLUSTER_SPEC``, ``AIP_*``), rendered by
+:func:`tfjob.cluster.render_task_env`, on top of the caller's environment.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ..errors import SpecError, UsageError
+from ..machines import did_you_mean
+from ..spec import ROLES, JobSpec
+from .ports import HOST
+
+#: The platforms whose task environment a local cluster can reproduce.
+DIALECTS = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
+STRATEGIES = ("auto", "parameter-server", "multi-worker")
+
+#: Variables a platform sets per task: never inherited from the caller's environment.
+_PLATFORM_VARS = ("TF_CONFIG", "CLUSTER_SPEC", "TFJOB_TASK_TYPE", "TFJOB_TASK_INDEX", "TFJOB_IS_CHIEF", "TFJOB_TRIAL")
+_PLATFORM_PREFIXES = ("AIP_", "CLOUD_ML_")
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """One task of a local cluster, ready to start.
+
+    Attributes:
+        name: ``chief-0``, ``worker-3``…
+        role: the canonical role.
+        index: the task's index within its role.
+        address: ``127.0.0.1:PORT`` it listens on.
+        argv: the command line (the bootstrap, then the trainer's arguments).
+        env: the task's whole environment.
+        cwd: where it runs.
+    """
+
+    name: str
+    role: str
+    index: int
+    address: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = "."
+
+    @property
+    def port(self) -> int:
+        return int(self.address.rsplit(":", 1)[1])
+
+
+def task_name(role: str, index: int) -> str:
+    """``worker-3``: how a task is named in logs, files and messages."""
+    return f"{role}-{index}"
+
+
+def check_dialect(dialect: str) -> str:
+    """The dialect if known; else a SpecError that lists the known ones."""
+    if dialect not in DIALECTS:
+        raise SpecError(f"--dialect {dialect!r} is not known{did_you_mean(dialect, DIALECTS)}; choose one of {', '.join(DIALECTS)}")
+    return dialect
+
+
+def resolve_strategy(spec: JobSpec, strategy: str) -> str:
+    """``auto`` → ``parameter-server`` when the job has ps tasks, else ``multi-worker``."""
+    if strategy not in STRATEGIES:
+        raise SpecError(f"--strategy {strategy!r} is not known{did_you_mean(strategy, STRATEGIES)}; choose one of {', '.join(STRATEGIES)}")
+    if strategy == "auto":
+        return "parameter-server" if spec.count("ps") else "multi-worker"
+    if strategy == "parameter-server" and not (spec.count("ps") and spec.count("worker")):
+        raise SpecError("--strategy parameter-server needs --workers ≥ 1 and --ps ≥ 1; use --strategy multi-worker or add them")
+    return strategy
+
+
+def build_cluster(spec: JobSpec, ports: list[int], host: str = HOST) -> dict[str, list[str]]:
+    """Canonical roles → ``host:port`` addresses, one port per task in :meth:`JobSpec.tasks` order."""
+    tasks = spec.tasks()
+    if len(ports) != len(tasks):
+        raise ValueError(f"{len(tasks)} tasks need {len(tasks)} ports, got {len(ports)}")
+    cluster: dict[str, list[str]] = {}
+    for (role, _), port in zip(tasks, ports):
+        cluster.setdefault(role, []).append(f"{host}:{port}")
+    return cluster
+
+
+def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
+    """The ``job`` part of TF_CONFIG / CLUSTER_SPEC as the platform of ``dialect`` writes it.
+
+    AI Platform puts the job's ``trainingInput``, Vertex AI its ``CustomJobSpec``,
+    ``gcloud ai-platform local train`` the module and arguments; Kubeflow puts none.
+    """
+    if dialect == "kubeflow":
+        return None
+    if dialect == "gcloud-local":
+        return {"job_name": spec.module, "args": list(spec.args)}
+    if dialect == "ai-platform":
+        info: dict[str, object] = {"scale_tier": (spec.scale_tier.value if spec.scale_tier else "CUSTOM")}
+        info["master_type"] = spec.pools[0].machine.type
+        for role, key in (("worker", "worker"), ("ps", "parameter_server"), ("evaluator", "evaluator")):
+            pool = spec.pool(role)
+            if pool is not None:
+                info[f"{key}_type"] = pool.machine.type
+                info[f"{key}_count"] = str(pool.replicas)
+        info["package_uris"] = [spec.package] if spec.package else []
+        info["python_module"] = spec.module
+        info["args"] = list(spec.args)
+        if spec.job_dir:
+            info["job_dir"] = spec.job_dir
+        info["region"] = spec.region or "local"
+        if spec.runtime_version:
+            info["runtime_version"] = spec.runtime_version
+        return info
+    pools: list[dict[str, object]] = []
+    for role in ROLES:
+        pool = spec.pool(role)
+        if pool is None:
+            pools.append({})
+            continue
+        pools.append(
+            {
+                "machineSpec": {"machineType": pool.machine.type},
+                "replicaCount": str(pool.replicas),
+                "pythonPackageSpec": {
+                    "packageUris": [spec.package] if spec.package else [],
+                    "pythonModule": spec.module,
+                    "args": list(spec.args),
+                },
+            }
+        )
+    while pools and not pools[-1]:
+        pools.pop()
+    vertex: dict[str, object] = {"workerPoolSpecs": pools}
+    if spec.job_dir:
+        vertex["baseOutputDirectory"] = {"outputUriPrefix": spec.job_dir}
+    return vertex
+
+
+def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The caller's environment without the per-task variables a platform sets."""
+    return {
+        k: v
+        for k, v in environ.items()
+        if k not in _PLATFORM_VARS and not k.startswith(_PLATFORM_PREFIXES)
+    }
+
+
+def build_task_plans(
+    spec: JobSpec,
+    cluster: Mapping[str, list[str]],
+    *,
+    dialect: str,
+    strategy: str,
+    python: str,
+    source_root: str | None,
+    environ: Mapping[str, str],
+    job_id: str,
+    cwd: str | None = None,
+) -> list[TaskPlan]:
+    """One :class:`TaskPlan` per task, chief first.
+
+    Args:
+        spec: the job.
+        cluster: canonical roles → addresses (see :func:`build_cluster`).
+        dialect: ``vertex``, ``ai-platform`` or ``kubeflow``.
+        strategy: ``parameter-server`` or ``multi-worker`` (already resolved).
+        python: the interpreter that runs the bootstrap and the trainer.
+        source_root: the directory the trainer's top-level package is in (prepended
+            to PYTHONPATH and used as the working directory); None when the trainer
+            is installed in ``python``'s environment.
+        environ: the environment the tasks start from (the caller's).
+        job_id: the job's id (``TFJOB_JOB_ID`` in every task).
+        cwd: where the tasks run (default: ``source_root``).
+    """
+    from ..cluster import render_task_env
+
+    if spec.module is None:
+        raise SpecError("--module-name is required to run a trainer locally")
+    base = base_environment(environ)
+    base.update(spec.env)
+    base["PYTHONUNBUFFERED"] = "1"  # live logs: a pipe would make Python buffer by blocks
+    base["TFJOB_JOB_ID"] = job_id
+    if source_root is not None:
+        base["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, base.get("PYTHONPATH", "")) if p)
+    job_info = render_job_info(spec, dialect)
+    plans = []
+    for role, index in spec.tasks():
+        address = cluster[role][index]
+        argv = [python, "-m", "tfjob.container.bootstrap", "--module", spec.module, "--strategy", strategy, "--check-port"]
+        if spec.job_dir:
+            argv += ["--job-dir", spec.job_dir]
+        argv += ["--", *spec.args]
+        env = dict(base)
+        env.update(
+            render_task_env(
+                dict(cluster),
+                role,
+                index,
+                dialect,
+                job=job_info,
+                use_chief=spec.use_chief,
+                job_dir=spec.job_dir,
+            )
+        )
+        plans.append(TaskPlan(task_name(role, index), role, index, address, argv, env, cwd or source_root or "."))
+    return plans
+
+
+def find_source_root(package: str | None, module: str) -> str:
+    """The directory to put on PYTHONPATH so that ``module`` imports from ``package``.
+
+    ``package`` may be the project directory holding the top-level package
+    (``my_trainer/`` with ``my_trainer/trainer/task.py``) or, as gcloud's
+    ``--package-path`` is, the package itself (``my_trainer/trainer``).
+
+    Raises:
+        UsageError: the directory does not exist or does not hold the module.
+    """
+    top = module.split(".")[0]
+    root = Path(package or ".").expanduser().resolve()
+    if package and package.startswith("gs://"):
+        raise UsageError(f"package {package!r} is in Cloud Storage; the local backend runs a local trainer directory")
+    if not root.is_dir():
+        raise UsageError(f"trainer directory {package!r} does not exist; give the directory that holds {top}/")
+    for candidate in (root, root.parent):
+        if (candidate / top).is_dir() or (candidate / f"{top}.py").is_file():
+            if candidate == root.parent and root.name != top:
+                break
+            return str(candidate)
+    raise UsageError(
+        f"module {module!r} is not in trainer directory {package or '.'!r}: expected {top}/ or {top}.py in it "
+        "(give the directory that holds the package, or the package itself)"
+    )

@@ -1,0 +1,195 @@
+"""One local job from its record to its end: checks, records, launcher, summary.
+
+Shared by the foreground run (``tfjob submit``, ``Job.run()``: the calling process
+supervises the job) and the detached supervisor (``tfjob submit --detach``,
+``Job.submit()``: :mod:`tfjob.local.supervisor` does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+from ..backends.base import JobState, SubmitOptions
+from ..errors import SpecError, UsageError
+from ..settings import tfjob_home
+from ..spec import JobSpec
+from ..store import JobRecord, JobStore, process_start_time
+from .launcher import Launcher, Outcome
+from .logs import LogRouter, render_summary, use_colour
+from .plan import check_dialect, find_source_root, resolve_strategy
+from .ports import PortPicker, pick_ports
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a local job runs with, checked before anything starts."""
+
+    spec: JobSpec
+    python: str
+    strategy: str
+    source_root: str | None
+
+
+def jobs_dir() -> Path:
+    """Where local jobs keep their logs: ``$TFJOB_HOME/jobs``."""
+    return tfjob_home() / "jobs"
+
+
+def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
+    """Check that the local backend can run ``spec``; raise a UsageError naming the fix if not.
+
+    Relative paths (trainer directory, ``--job-dir``) are made absolute here, from
+    the caller's working directory, because the tasks run elsewhere.
+    """
+    images = [role for role, _ in spec.tasks() if spec.image_for(role)]
+    if images:
+        raise SpecError(
+            "the local backend runs trainer packages, not container images (--image); "
+            "use --backend vertex or --backend kubeflow for a container, or give PACKAGE_PATH and --module-name"
+        )
+    if spec.module is None:
+        raise SpecError("--module-name is required: the trainer module every task runs, e.g. trainer.task")
+    check_dialect(options.dialect)
+    strategy = resolve_strategy(spec, options.strategy)
+    if options.grace is None or options.grace < 0:
+        raise SpecError(f"--grace {options.grace!r} must be a number of seconds ≥ 0")
+    python = options.python or sys.executable
+    if os.sep not in python:
+        python = shutil.which(python) or python
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UsageError(f"--python {options.python!r} is not an executable interpreter; give a path like /usr/bin/python3")
+    if options.python:
+        probe = subprocess.run([python, "-c", "import tfjob.container.bootstrap"], capture_output=True)
+        if probe.returncode != 0:
+            raise UsageError(
+                f"--python {options.python!r} cannot import tfjob (needed for the bootstrap in every task); "
+                f"install it there: {python} -m pip install --no-deps tfjob"
+            )
+    package = spec.package
+    if package and package.endswith((".tar.gz", ".zip", ".whl")) and not options.install:
+        raise UsageError(f"package {package!r} is a built archive; add --install to run it from a throw-away venv")
+    changes: dict[str, Any] = {}
+    if spec.job_dir and "://" not in spec.job_dir:
+        changes["job_dir"] = os.path.abspath(os.path.expanduser(spec.job_dir))
+    source_root = None
+    if not options.install:
+        source_root = find_source_root(package, spec.module)
+    elif package and not package.endswith((".tar.gz", ".zip", ".whl")):
+        changes["package"] = str(Path(package).expanduser().resolve())
+        if not Path(changes["package"]).is_dir():
+            raise UsageError(f"trainer directory {package!r} does not exist")
+    if changes:
+        spec = spec.replace(**changes)
+    return Prepared(spec, python, strategy, source_root)
+
+
+def create_record(
+    spec: JobSpec, options: SubmitOptions, store: JobStore, *, supervisor_pid: int, detached: bool
+) -> JobRecord:
+    """Add the job to the store (PENDING) with a fresh id and its log directory."""
+    record = JobRecord(
+        id="",
+        backend="local",
+        name=spec.name,
+        state=JobState.PENDING,
+        spec=spec.to_dict(),
+        options=dataclasses.asdict(options),
+        supervisor_pid=supervisor_pid,
+        supervisor_start=process_start_time(supervisor_pid),
+        extra={"detached": detached},
+    )
+    store.add_new(record)
+    log_dir = jobs_dir() / record.id
+    log_dir.mkdir(parents=True, exist_ok=True)
+    store.update(record.id, log_dir=str(log_dir))
+    record.log_dir = str(log_dir)
+    return record
+
+
+@contextmanager
+def cancel_on_signals(launcher: Launcher) -> Iterator[None]:
+    """Turn SIGINT, SIGTERM and SIGHUP into a cancel while the launcher runs.
+
+    Only the main thread can set signal handlers; elsewhere (``Job.run()`` in a
+    thread) a cancel comes through the store, ``tfjob cancel`` / ``handle.cancel()``.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        launcher.request_cancel(signal.Signals(signum).name)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            previous[sig] = signal.signal(sig, handler)
+        except (OSError, ValueError):
+            pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def run_job(
+    record: JobRecord,
+    store: JobStore,
+    prepared: Prepared,
+    *,
+    console: TextIO | None,
+    summary: TextIO | None,
+    port_picker: PortPicker = pick_ports,
+) -> Outcome:
+    """Run a recorded local job to its end in this process; print the summary.
+
+    Args:
+        record: the job (PENDING, or CANCELLING if it was cancelled before it started).
+        store: the job store.
+        prepared: from :func:`check_job`.
+        console: where live task lines go (None: ``--quiet`` or detached).
+        summary: where the summary table and a failed task's last lines go.
+        port_picker: picks free ports (injectable to test a stolen port).
+    """
+    options = SubmitOptions(**record.options)
+    log_dir = Path(record.log_dir or jobs_dir() / record.id)
+    names = [f"{role}-{index}" for role, index in prepared.spec.tasks()]
+    router = LogRouter(log_dir, console, use_colour(console), names)
+    try:
+        launcher = Launcher(
+            prepared.spec,
+            options,
+            record.id,
+            store,
+            router,
+            python=prepared.python,
+            strategy=prepared.strategy,
+            source_root=prepared.source_root,
+            port_picker=port_picker,
+        )
+        with cancel_on_signals(launcher):
+            outcome = launcher.run()
+    finally:
+        router.close()
+    if summary is not None:
+        text = f"job {record.id} {outcome.state.value}: {outcome.message}\n{render_summary(outcome.rows)}\n"
+        if outcome.failed_task and outcome.log_tail:
+            tail = "\n".join("  " + line for line in outcome.log_tail.splitlines())
+            text += f"last lines of {outcome.failed_task}:\n{tail}\n"
+        try:
+            summary.write(text)
+            summary.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    return outcome
