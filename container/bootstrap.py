@@ -1,0 +1,275 @@
+"""``tfjob-bootstrap``: the first thing every task of a tfjob job runs.
+
+::
+
+    tfjob-bootstrap --module trainer.task [--package PATH_OR_GS_URI ...]
+                    [--strategy parameter-server|multi-worker|auto] [--job-dir DIR]
+                    [--check-port] -- TRAINER_ARGS...
+
+It reads the task's ``TF_CONFIG`` / ``CLUSTER_SPEC`` in whatever dialect the platform
+wrote (:mod:`tfjob.cluster`), exports a ``TF_CONFIG`` TensorFlow 2 accepts
+(``master`` → ``chief``, evaluators out of the cluster) and ``TFJOB_TASK_TYPE``,
+``TFJOB_TASK_INDEX``, ``TFJOB_IS_CHIEF``, ``TFJOB_TRIAL``, installs ``--package``
+archives with pip, then dispatches:
+
+* with the parameter-server strategy, ``ps`` and ``worker`` tasks run a
+  ``tf.distribute.Server`` for their task in this process and join it (the job ends
+  when the chief ends; the launcher stops them);
+* every other task *becomes* the trainer: the bootstrap ``exec``\\ s
+  ``python -m MODULE ARGS``, so signals reach the trainer directly, its exit code is
+  the task's, and no extra process stands between the launcher and the trainer.
+
+Only the standard library is imported until dispatch (a test checks), so start-up
+costs a few milliseconds. A bad configuration prints one ``error:`` line and exits
+2; ``--check-port`` exits 75 (``EX_TEMPFAIL``) when this task's 127.0.0.1 port is
+already taken, which the local launcher answers by restarting on fresh ports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from tfjob.cluster import TaskInfo, render_tf2_env, task_info_from_env
+from tfjob.errors import TfjobError, UsageError
+
+if TYPE_CHECKING:
+    from typing import Mapping, NoReturn, Sequence
+
+#: Exit status for "port taken between pick and bind": try again on fresh ports.
+EX_PORT_IN_USE = 75
+STRATEGIES = ("auto", "parameter-server", "multi-worker")
+_LOCAL_HOSTS = ("127.0.0.1", "localhost")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line, like every other tfjob error; argparse's usage block is noise here.
+        self.exit(2, f"error: {message} (see tfjob-bootstrap --help)\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="tfjob-bootstrap",
+        description=(
+            "Start one task of a distributed TensorFlow job: read TF_CONFIG / CLUSTER_SPEC "
+            "(Vertex AI, AI Platform, Kubeflow, SageMaker, gcloud local, TonY), export a "
+            "TensorFlow 2 TF_CONFIG and TFJOB_* variables, then run the trainer module "
+            "(or, under the parameter-server strategy, a tf.distribute.Server for ps and worker tasks)."
+        ),
+        epilog="Arguments after -- are passed to the trainer unchanged.",
+    )
+    parser.add_argument("--module", "-m", required=True, help="the trainer's Python module, e.g. trainer.task")
+    parser.add_argument(
+        "--package",
+        action="append",
+        default=[],
+        metavar="PATH_OR_GS_URI",
+        help="a trainer archive (sdist or wheel) to pip-install first; local path or gs:// URI; repeatable",
+    )
+    parser.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="auto",
+        help="parameter-server: ps and worker tasks serve, the chief and evaluators run the module; "
+        "multi-worker: every task runs the module; auto (default): parameter-server when the cluster has ps tasks",
+    )
+    parser.add_argument(
+        "--job-dir",
+        help="passed to the trainer as --job-dir (default on Vertex AI: the directory above AIP_MODEL_DIR)",
+    )
+    parser.add_argument(
+        "--check-port",
+        action="store_true",
+        help=f"exit {EX_PORT_IN_USE} if this task's own 127.0.0.1 port is already in use",
+    )
+    return parser
+
+
+def _split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    argv = list(argv)
+    if "--" in argv:
+        cut = argv.index("--")
+        return argv[:cut], argv[cut + 1 :]
+    return argv, []
+
+
+def resolve_strategy(strategy: str, info: TaskInfo) -> str:
+    """``auto`` → ``parameter-server`` when the cluster has ps tasks, else ``multi-worker``.
+
+    Raises:
+        UsageError: ``parameter-server`` for a cluster without a worker or a ps.
+    """
+    jobs = info.cluster.jobs
+    if strategy == "auto":
+        return "parameter-server" if "ps" in jobs else "multi-worker"
+    if strategy == "parameter-server" and info.is_distributed and not ("ps" in jobs and "worker" in jobs):
+        raise UsageError(
+            f"--strategy parameter-server needs at least 1 worker and 1 ps, but the cluster has {', '.join(jobs)}; "
+            "add workers and parameter servers, or use --strategy multi-worker"
+        )
+    return strategy
+
+
+def derive_job_dir(job_dir: str | None, env: Mapping[str, str]) -> str | None:
+    """The ``--job-dir`` to pass: the user's, else the base above Vertex's ``AIP_MODEL_DIR``."""
+    if job_dir:
+        return job_dir
+    model_dir = env.get("AIP_MODEL_DIR", "").rstrip("/")
+    if not model_dir:
+        return None
+    return model_dir[: -len("/model")] if model_dir.endswith("/model") else model_dir
+
+
+def _has_job_dir(args: Sequence[str]) -> bool:
+    # The trainer's own --job-dir wins; argparse users spell it either way.
+    return any(a.split("=", 1)[0] in ("--job-dir", "--job_dir") for a in args)
+
+
+def port_in_use(address: str) -> bool:
+    """True when ``address`` is on this machine's loopback and its port cannot be bound.
+
+    Addresses on other hosts are not this machine's to check and count as free.
+    """
+    host, _, port = address.rpartition(":")
+    if host.strip("[]") not in _LOCAL_HOSTS or not port.isdigit():
+        return False
+    import socket  # only with --check-port: it costs start-up time
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # SO_REUSEADDR so a port in TIME_WAIT (a previous run's) is not mistaken for taken;
+    # a listening socket still makes bind fail.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", int(port)))
+    except OSError:
+        return True
+    finally:
+        sock.close()
+    return False
+
+
+def _check_module(module: str) -> None:
+    # Only the top-level package is looked up: finding a submodule would import
+    # (run) the trainer's package here. `python -m` puts the cwd first on sys.path.
+    from importlib.machinery import PathFinder
+
+    top = module.split(".")[0]
+    if top in sys.builtin_module_names or PathFinder.find_spec(top, [os.getcwd(), *sys.path]) is not None:
+        return
+    raise UsageError(
+        f"--module {module}: no module named {top!r} in {os.getcwd()} or on PYTHONPATH; "
+        "run from the trainer's source directory, add it to PYTHONPATH, or install it with --package"
+    )
+
+
+def install_packages(packages: Sequence[str]) -> None:
+    """pip-install trainer archives (downloading ``gs://`` ones first).
+
+    Raises:
+        UsageError: a local package that does not exist.
+        TfjobError: pip failed (exit 1).
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tfjob-packages-") as tmp:
+        paths = []
+        for package in packages:
+            if package.startswith("gs://"):
+                paths.append(_download_gcs(package, tmp))
+            elif os.path.exists(package):
+                paths.append(os.path.abspath(package))
+            else:
+                raise UsageError(f"--package {package}: no such file or directory; give a local path or a gs:// URI")
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", *paths]
+        done = subprocess.run(cmd, stdout=sys.stderr, check=False)
+        if done.returncode != 0:
+            raise TfjobError(f"pip could not install {', '.join(packages)} (pip exited {done.returncode}; its output is above)")
+
+
+def _download_gcs(uri: str, directory: str) -> str:
+    bucket_name, _, blob_name = uri[len("gs://") :].partition("/")
+    if not bucket_name or not blob_name or blob_name.endswith("/"):
+        raise UsageError(f"--package {uri}: name one object, e.g. gs://BUCKET/path/trainer-0.1.tar.gz")
+    try:
+        from google.cloud import storage  # only for gs:// packages (not in the base image's needs)
+    except ImportError:
+        raise UsageError(
+            f"--package {uri}: reading gs:// needs google-cloud-storage; pip install google-cloud-storage"
+        ) from None
+    from google.api_core import exceptions as gexc
+
+    dest = os.path.join(directory, os.path.basename(blob_name))
+    try:
+        storage.Client().bucket(bucket_name).blob(blob_name).download_to_filename(dest)
+    except gexc.NotFound:
+        raise UsageError(f"--package {uri}: no such object in Cloud Storage") from None
+    except gexc.GoogleAPIError as e:
+        raise TfjobError(f"--package {uri}: could not download it: {e}") from e
+    return dest
+
+
+def run_server(info: TaskInfo) -> int:
+    """Serve this ps/worker task with ``tf.distribute.Server`` until the job stops it."""
+    import signal
+
+    # join() blocks inside TensorFlow's C++ code, where Python signal handlers never
+    # run: let SIGINT/SIGTERM end the process the default way instead.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    import tensorflow as tf
+
+    cluster = {job: tasks for job, tasks in info.cluster.as_dict().items() if job != "evaluator"}
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec(cluster), job_name=info.role, task_index=info.index, protocol="grpc", start=True
+    )
+    server.join()
+    return 0
+
+
+def run_module(module: str, args: Sequence[str]) -> NoReturn:
+    """Become ``python -m module args`` (same interpreter, same environment)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", module, *args])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bootstrap; returns the exit status (when it does not become the trainer)."""
+    options, trainer_args = _split_argv(sys.argv[1:] if argv is None else argv)
+    args = _build_parser().parse_args(options)
+    try:
+        info = task_info_from_env()
+        strategy = resolve_strategy(args.strategy, info)
+        if args.check_port and info.address is not None and port_in_use(info.address):
+            print(
+                f"error: port of task {info.role}-{info.index} ({info.address}) is already in use",
+                file=sys.stderr,
+            )
+            return EX_PORT_IN_USE
+        if args.package:
+            install_packages(args.package)
+        serve = strategy == "parameter-server" and info.is_distributed and info.role in ("ps", "worker")
+        if not serve:
+            _check_module(args.module)
+        for name, value in render_tf2_env(info).items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        job_dir = derive_job_dir(args.job_dir, os.environ)
+        if job_dir and not _has_job_dir(trainer_args):
+            trainer_args = [*trainer_args, "--job-dir", job_dir]
+    except TfjobError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    if serve:
+        return run_server(info)
+    run_module(args.module, trainer_args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
