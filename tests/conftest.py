@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# ParameterServerStrategy with Keras fit needs Keras 2 (tf-keras); set before anything imports TF.
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 #: The console scripts of the interpreter running the tests.
