@@ -1,0 +1,136 @@
+"""Report metrics for hyperparameter tuning, in the file format of cloudml-hypertune.
+
+A trainer calls :func:`report_metric` after an evaluation; the tuning service (Vertex
+AI, AI Platform, or ``tfjob tune`` locally) reads the metrics file of each trial.
+One JSON object per line, keys sorted, values as strings, as ``cloudml-hypertune``
+writes them::
+
+    {"accuracy": "0.8391", "global_step": "40", "timestamp": 1732291200.5, "trial": "3"}
+
+The file is ``$CLOUD_ML_HP_METRIC_FILE``, else ``/tmp/hypertune/output.metrics``; the
+trial is ``$CLOUD_ML_TRIAL_ID``, else the ``trial`` of ``TF_CONFIG``'s task, else 0.
+Only the last :data:`MAX_LINES` lines are kept. Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Mapping
+
+#: Where cloudml-hypertune writes when ``CLOUD_ML_HP_METRIC_FILE`` is unset.
+DEFAULT_METRIC_FILE = "/tmp/hypertune/output.metrics"
+#: The tag used when none is given (cloudml-hypertune's default).
+DEFAULT_TAG = "training/hptuning/metric"
+#: Lines kept in the file (cloudml-hypertune keeps the last 100 reports).
+MAX_LINES = 100
+
+
+def metric_file(env: Mapping[str, str] | None = None) -> Path:
+    """The metrics file a trainer writes to, from ``env`` (default ``os.environ``)."""
+    env = os.environ if env is None else env
+    return Path(env.get("CLOUD_ML_HP_METRIC_FILE") or DEFAULT_METRIC_FILE)
+
+
+def trial_id(env: Mapping[str, str] | None = None) -> str:
+    """The id of the running trial: ``CLOUD_ML_TRIAL_ID``, else ``TF_CONFIG``'s task trial, else ``"0"``."""
+    env = os.environ if env is None else env
+    if env.get("CLOUD_ML_TRIAL_ID"):
+        return str(env["CLOUD_ML_TRIAL_ID"])
+    try:
+        trial = json.loads(env.get("TF_CONFIG") or "{}").get("task", {}).get("trial")
+    except (ValueError, AttributeError):
+        trial = None
+    return str(trial) if trial not in (None, "") else "0"
+
+
+def render_metric_line(tag: str, value: float, step: int | None, trial: str, timestamp: float) -> str:
+    """One line of the metrics file (without the newline).
+
+    Raises:
+        ValueError: ``value`` is not a finite number; the message names the tag.
+    """
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"metric {tag!r} is {number}: report a finite number (a NaN loss means training diverged)")
+    body = {
+        "timestamp": timestamp,
+        "trial": str(trial),
+        tag or DEFAULT_TAG: str(number),
+        "global_step": str(int(step) if step else 0),
+    }
+    return json.dumps(body, sort_keys=True)
+
+
+def parse_metric_lines(text: str) -> list[dict[str, Any]]:
+    """The reports in a metrics file's text, oldest first.
+
+    Each report is ``{"tag": ..., "value": float, "global_step": int, "trial": str,
+    "timestamp": float}``. Lines that are not reports (blank, truncated by a crash)
+    are skipped.
+    """
+    reports = []
+    for line in text.splitlines():
+        try:
+            body = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(body, dict):
+            continue
+        tags = [k for k in body if k not in ("timestamp", "trial", "global_step", "checkpoint_path")]
+        if len(tags) != 1:
+            continue
+        try:
+            value = float(body[tags[0]])
+            step = int(float(body.get("global_step", 0)))
+        except (TypeError, ValueError):
+            continue
+        reports.append(
+            {
+                "tag": tags[0],
+                "value": value,
+                "global_step": step,
+                "trial": str(body.get("trial", "0")),
+                "timestamp": float(body.get("timestamp", 0.0)),
+            }
+        )
+    return reports
+
+
+def report_metric(tag: str, value: float, step: int | None = None) -> Path:
+    """Append one metric report to the metrics file; return the file's path.
+
+    Args:
+        tag: the metric's name, as the tuning job's ``hyperparameterMetricTag``
+            (Vertex: the ``metric_id``) names it, e.g. ``accuracy``.
+        value: its value (finite).
+        step: the training step it was measured at.
+
+    Raises:
+        ValueError: ``value`` is not finite.
+
+    Example:
+        >>> report_metric("accuracy", 0.84, step=40)  # doctest: +SKIP
+    """
+    path = metric_file()
+    line = render_metric_line(tag, value, step, trial_id(), time.time())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        previous = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        previous = []
+    kept = [ln for ln in previous if ln.strip()][-(MAX_LINES - 1) :] + [line]
+    # Replace the file in one step so a reader never sees half a line.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(kept) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

@@ -1,0 +1,1 @@
+"""Census income classifier trainer (ParameterServerStrategy)."""

@@ -1,0 +1,229 @@
+"""What every distribution strategy shares: arguments, job-dir layout, checkpoints, metrics, export.
+
+Layout of ``--job-dir`` (a local directory or a ``gs://`` prefix)::
+
+    checkpoints/ckpt-<step>.*   tf.train.Checkpoint(model, optimizer); a restarted chief resumes here
+    eval/metrics.json           the final evaluation: loss, accuracy, auc, global_step, …
+    model/                      the SavedModel (signatures serving_default and predict_csv)
+    data/                       the generated CSV files, when no --train-files are given
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import time
+from typing import Any, Sequence
+
+from . import data
+
+log = logging.getLogger("trainer")
+
+
+def _default_job_dir() -> str:
+    # Vertex AI sets AIP_MODEL_DIR to <baseOutputDirectory>/model; the job dir is its parent.
+    model_dir = os.environ.get("AIP_MODEL_DIR", "").rstrip("/")
+    if model_dir.endswith("/model"):
+        return model_dir[: -len("/model")]
+    return "census-output"
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def _units(text: str) -> tuple[int, ...]:
+    try:
+        units = tuple(int(u) for u in text.split(",") if u.strip())
+    except ValueError:
+        units = ()
+    if not units or min(units) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of layer sizes, e.g. 64,32")
+    return units
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The trainer's command line (every task of a job gets the same arguments)."""
+    p = argparse.ArgumentParser(prog="trainer.task", description="Train the census income classifier.")
+    p.add_argument("--job-dir", default=_default_job_dir(), help="Where checkpoints, metrics and the model go (local or gs://).")
+    p.add_argument("--train-files", nargs="+", help="Training CSV files or globs (UCI Adult layout). Default: generated data.")
+    p.add_argument("--eval-files", nargs="+", help="Evaluation CSV files or globs. Default: generated data.")
+    p.add_argument("--train-steps", type=_positive_int, default=1000, help="Total training steps (batches), across restarts.")
+    p.add_argument("--eval-steps", type=_positive_int, default=20, help="Batches in each evaluation.")
+    p.add_argument("--batch-size", type=_positive_int, default=64, help="Rows per training step.")
+    p.add_argument("--learning-rate", type=float, default=0.01, help="Adam's learning rate.")
+    p.add_argument("--hidden-units", type=_units, default=(64, 32), help="Hidden layer sizes, e.g. 64,32.")
+    p.add_argument("--steps-per-checkpoint", type=_positive_int, help="Steps between checkpoints (default: a quarter of --train-steps).")
+    p.add_argument("--seed", type=int, default=42, help="Seed of the generated data.")
+    args = p.parse_args(argv)
+    if args.steps_per_checkpoint is None:
+        args.steps_per_checkpoint = max(1, math.ceil(args.train_steps / 4))
+    return args
+
+
+class JobDir:
+    """The paths under ``--job-dir``."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.checkpoints = os.path.join(root, "checkpoints")
+        self.eval = os.path.join(root, "eval")
+        self.metrics = os.path.join(root, "eval", "metrics.json")
+        self.model = os.path.join(root, "model")
+        self.data = os.path.join(root, "data")
+
+
+def input_files(args: argparse.Namespace, job_dir: JobDir) -> tuple[list[str], list[str]]:
+    """The training and evaluation files: the given ones, or generated data in the job dir.
+
+    Generated data goes to the job dir (not a local temp dir) because under the
+    parameter-server strategy the workers read it, and they may be other machines.
+    """
+    if args.train_files and args.eval_files:
+        return list(args.train_files), list(args.eval_files)
+    train, evaluation = data.ensure_generated_data(job_dir.data, seed=args.seed)
+    return list(args.train_files or [train]), list(args.eval_files or [evaluation])
+
+
+def new_checkpoint(model: Any) -> Any:
+    """The checkpoint of a training run: the model and its optimizer (whose ``iterations`` is the step).
+
+    The same structure is what ``tf.keras.utils.SidecarEvaluator`` restores.
+    """
+    import tensorflow as tf
+
+    return tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+
+
+def restore_latest(model: Any, checkpoint_dir: str) -> int:
+    """Restore the newest checkpoint in ``checkpoint_dir``, if any; return the step reached.
+
+    The optimizer's variables are built first so that every saved value has a
+    variable to land in now, not at some later first step.
+    """
+    import tensorflow as tf
+
+    model.optimizer.build(model.trainable_variables)
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if latest is None:
+        return 0
+    new_checkpoint(model).restore(latest).assert_existing_objects_matched()
+    step = int(model.optimizer.iterations.numpy())
+    log.info("resuming from %s at step %d", latest, step)
+    return step
+
+
+def checkpoint_callback(model: Any, directory: str) -> Any:
+    """A callback saving ``ckpt-<step>`` to ``directory`` at the end of every epoch.
+
+    Epochs are ``--steps-per-checkpoint`` steps long, so this is the checkpoint
+    interval. Under MultiWorkerMirroredStrategy every worker must call it (saving
+    takes part in collectives); each gives its own ``directory``.
+    """
+    import tensorflow as tf
+
+    manager = tf.train.CheckpointManager(new_checkpoint(model), directory, max_to_keep=3)
+
+    class _SaveEveryEpoch(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            step = int(model.optimizer.iterations.numpy())
+            path = manager.save(checkpoint_number=step)
+            log.info("step %d: checkpoint %s", step, path)
+
+    return _SaveEveryEpoch()
+
+
+def fit_steps(model: Any, train_input: Any, start_step: int, args: argparse.Namespace, callbacks: list[Any]) -> int:
+    """Train from ``start_step`` to ``args.train_steps`` with Keras ``fit``; return the final step.
+
+    One epoch is one checkpoint interval; a last, shorter epoch covers the steps
+    that do not fill an interval, so the step count is exact across restarts.
+    """
+    remaining = args.train_steps - start_step
+    interval = args.steps_per_checkpoint
+    if remaining >= interval:
+        first = start_step // interval
+        model.fit(
+            train_input,
+            initial_epoch=first,
+            epochs=first + remaining // interval,
+            steps_per_epoch=interval,
+            callbacks=callbacks,
+            verbose=2,
+        )
+    if remaining % interval:
+        model.fit(train_input, epochs=1, steps_per_epoch=remaining % interval, callbacks=callbacks, verbose=2)
+    return int(model.optimizer.iterations.numpy())
+
+
+def render_metrics(
+    results: dict[str, Any], *, global_step: int, args: argparse.Namespace, resumed_from_step: int | None = None
+) -> dict[str, Any]:
+    """The evaluation record written to ``eval/metrics.json``.
+
+    ``resumed_from_step`` is the step training restarted from (0 for a fresh run).
+    """
+    record: dict[str, Any] = {name: float(value) for name, value in results.items()}
+    if resumed_from_step is not None:
+        record["resumed_from_step"] = resumed_from_step
+    record.update(
+        global_step=global_step,
+        train_steps=args.train_steps,
+        eval_steps=args.eval_steps,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    )
+    return record
+
+
+def write_json(path: str, record: dict[str, Any]) -> None:
+    """Write ``record`` as JSON to a local or ``gs://`` path."""
+    import tensorflow as tf
+
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def report_metrics(results: dict[str, Any], step: int) -> None:
+    """Report each metric for hyperparameter tuning (cloudml-hypertune's file format).
+
+    Uses ``tfjob.hypertune`` when tfjob is installed (local runs, tfjob images),
+    else the ``cloudml-hypertune`` package when present (Vertex AI prebuilt images:
+    add it to the dependencies in pyproject.toml to tune there).
+    """
+    try:
+        from tfjob.hypertune import report_metric
+    except ImportError:
+        try:
+            import hypertune  # type: ignore[import-not-found]
+        except ImportError:
+            log.info("neither tfjob nor cloudml-hypertune is installed: metrics are not reported for tuning")
+            return
+        reporter = hypertune.HyperTune()
+
+        def report_metric(tag: str, value: float, step: int | None = None) -> None:
+            reporter.report_hyperparameter_tuning_metric(hyperparameter_metric_tag=tag, metric_value=value, global_step=step)
+
+    for name, value in results.items():
+        report_metric(name, float(value), step)
+
+
+def export_model(model: Any, export_dir: str) -> None:
+    """Save ``model`` as a SavedModel with the serving signatures of :mod:`trainer.model`."""
+    from .model import serving_signatures
+
+    model.save(export_dir, save_format="tf", include_optimizer=False, signatures=serving_signatures(model))
+    log.info("exported the model to %s", export_dir)
+
+
+def setup_logging() -> None:
+    """Log lines with a timestamp on stderr (the task's log), TensorFlow's own kept quiet."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
