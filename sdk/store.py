@@ -398,6 +398,12 @@ class JobStore:
                 )
             return True
 
+    def remove(self, job_id: str) -> None:
+        """Forget a job, its history and its tasks (a cluster reused its name for a new job)."""
+        with self._write() as c:
+            for table, column in (("events", "job_id"), ("tasks", "job_id"), ("jobs", "id")):
+                c.execute(f"DELETE FROM {table} WHERE {column} = ?", (job_id,))
+
     def state(self, job_id: str) -> JobState:
         """The job's current state (one cheap read, for a launcher that watches for a cancel)."""
         rows = self._read("SELECT state FROM jobs WHERE id = ?", (job_id,))

@@ -1,0 +1,350 @@
+"""JobSpec → Kubeflow ``TFJob`` (kubeflow.org/v1) manifest, and the operator's admission rules.
+
+Pure functions, no I/O and no ``kubernetes`` import: :func:`render_tfjob` builds the
+manifest ``tfjob render --backend kubeflow`` prints and the backend creates;
+:func:`validate_tfjob` applies the rules the training operator's validating webhook
+enforces, so a manifest it would refuse is refused here, before anything is sent.
+
+What the operator does with the manifest (training-operator 1.9) shapes it:
+
+- one pod per replica, named ``{job}-{type}-{index}`` and labelled
+  ``training.kubeflow.org/job-name`` / ``replica-type`` / ``replica-index``;
+- ``TF_CONFIG`` in every pod lists each task as ``{job}-{type}-{i}.{ns}.svc:PORT``,
+  where PORT is the container port named ``tfjob-port`` (2222 by default), so the
+  headless service names must be valid DNS-1035 labels too;
+- the job succeeds when the Chief succeeds; with ``cleanPodPolicy: Running`` the
+  parameter servers (which never exit) are deleted then, finished pods are kept for logs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Mapping
+
+from ..errors import SpecError, UsageError
+from ..machines import MACHINES, did_you_mean
+from ..spec import JobSpec, Pool
+
+GROUP = "kubeflow.org"
+VERSION = "v1"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "TFJob"
+PLURAL = "tfjobs"
+
+#: The container the operator looks for in every replica (it injects TF_CONFIG there).
+CONTAINER_NAME = "tensorflow"
+#: The port name the operator reads the cluster port from, and its default.
+PORT_NAME = "tfjob-port"
+PORT = 2222
+
+#: Our role → the operator's replica type (the key of ``tfReplicaSpecs``).
+REPLICA_TYPES: dict[str, str] = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
+#: Every replica type the TFJob controller knows (``Master`` is the legacy chief).
+VALID_REPLICA_TYPES: tuple[str, ...] = ("Chief", "Master", "Worker", "PS", "Evaluator")
+#: ``restartPolicy`` values of a replica spec.
+RESTART_POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
+#: ``runPolicy.cleanPodPolicy`` values.
+CLEAN_POD_POLICIES: tuple[str, ...] = ("None", "Running", "All")
+#: ``runPolicy.managedBy`` values the webhook accepts.
+MANAGED_BY: tuple[str, ...] = ("kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue")
+
+# ExitCode restarts a pod whose container died of a signal (exit 128+: preemption,
+# eviction, OOM kill) and fails the job on an ordinary error exit (1-127): a bug in the
+# trainer fails fast, as it does locally, while a lost node does not end the job.
+DEFAULT_RESTART_POLICY = "ExitCode"
+DEFAULT_BACKOFF_LIMIT = 3
+# Running: when the chief ends, delete the pods still running (parameter servers never
+# exit by themselves) and keep the finished ones, so `tfjob logs` still reads them.
+DEFAULT_CLEAN_POD_POLICY = "Running"
+# A finished TFJob (with its pods) is garbage-collected after a week.
+DEFAULT_TTL_SECONDS = 7 * 24 * 3600
+
+#: Label put on every TFJob tfjob creates; ``tfjob list`` selects on it.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "tfjob"
+#: The labels the operator puts on each pod.
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+
+MAX_NAME_LENGTH = 63
+_DNS1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE_RE = re.compile(r"^([a-z0-9]([-a-z0-9_.]*[a-z0-9])?)?$")
+_STRATEGIES = ("auto", "parameter-server", "multi-worker")
+
+
+def suggest_k8s_name(name: str, max_length: int = MAX_NAME_LENGTH) -> str:
+    """The closest valid DNS-1035 label to ``name`` (``My_Job.v2`` → ``my-job-v2``)."""
+    stem = re.sub(r"[^a-z0-9-]+", "-", name.lower())
+    stem = re.sub(r"-{2,}", "-", stem).strip("-")
+    if not stem or not stem[0].isalpha():
+        stem = "job-" + stem if stem else "job"
+    return stem[:max_length].rstrip("-")
+
+
+def check_k8s_name(name: str, field: str = "job name", max_length: int = MAX_NAME_LENGTH) -> None:
+    """Raise SpecError unless ``name`` is a DNS-1035 label of at most ``max_length`` characters.
+
+    The message suggests a valid name.
+    """
+    if len(name) <= max_length and _DNS1035_RE.match(name):
+        return
+    why = (
+        f"has {len(name)} characters (at most {max_length})"
+        if len(name) > max_length
+        else "is not a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, not ending with '-')"
+    )
+    raise SpecError(
+        f"{field} {name!r} {why}, as Kubernetes requires for a TFJob; "
+        f"use --display-name {suggest_k8s_name(name, max_length)}"
+    )
+
+
+def _longest_service_suffix(spec: JobSpec) -> str:
+    # The operator names a service per task `{job}-{type}-{index}`; the longest decides.
+    return max((f"-{pool.role}-{pool.replicas - 1}" for pool in spec.pools), key=len)
+
+
+def check_restart_policy(value: str | None) -> str:
+    """``--restart-policy`` in the operator's spelling (any case accepted); default ExitCode."""
+    if value is None:
+        return DEFAULT_RESTART_POLICY
+    for policy in RESTART_POLICIES:
+        if value.strip().lower() == policy.lower():
+            return policy
+    raise UsageError(
+        f"--restart-policy {value!r} is not a restart policy{did_you_mean(value, RESTART_POLICIES)}; "
+        f"choose one of {', '.join(RESTART_POLICIES)}"
+    )
+
+
+def render_resources(pool: Pool) -> dict[str, Any]:
+    """Requests and limits of one replica, from its machine type.
+
+    CPU and memory are the machine's (memory in MiB, as Compute Engine's "GB" are
+    GiB); GPUs become ``nvidia.com/gpu`` limits. Requests equal limits, so every task
+    gets the whole machine it asked for (Guaranteed QoS), as on Vertex AI.
+
+    Raises:
+        SpecError: the pool asks for a Cloud TPU, which a TFJob cannot schedule.
+    """
+    info = MACHINES[pool.machine.type]
+    acc = pool.machine.accelerator
+    if acc is not None and acc.type.startswith("TPU_"):
+        raise SpecError(
+            f"the {pool.role} pool asks for {acc.type} on {pool.machine.type}: Cloud TPUs cannot run in a "
+            "Kubeflow TFJob; use --backend vertex for TPUs, or a GPU accelerator (type=NVIDIA_TESLA_T4,count=1)"
+        )
+    amounts: dict[str, Any] = {"cpu": str(info.vcpus), "memory": f"{int(round(info.memory_gb * 1024))}Mi"}
+    resources: dict[str, Any] = {"requests": dict(amounts), "limits": dict(amounts)}
+    if acc is not None:
+        # Extended resources are given as limits; Kubernetes sets the request equal.
+        resources["limits"]["nvidia.com/gpu"] = acc.count
+    return resources
+
+
+def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
+    """The ``tensorflow`` container of one replica type."""
+    image = spec.image_for(pool.role)
+    trainer_args = list(spec.args)
+    if spec.job_dir:
+        trainer_args += ["--job-dir", spec.job_dir]
+    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": image}
+    if spec.module is not None:
+        # Every task starts through the bootstrap, which reads the operator's TF_CONFIG.
+        command_args = ["--module", spec.module]
+        strategy = getattr(options, "strategy", "auto") or "auto"
+        if strategy != "auto":
+            command_args += ["--strategy", strategy]
+        container["command"] = ["tfjob-bootstrap"]
+        container["args"] = [*command_args, "--", *trainer_args]
+    elif trainer_args:
+        # A custom container keeps its own entrypoint; the args replace its CMD.
+        container["args"] = trainer_args
+    if spec.env:
+        container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(spec.env.items())]
+    container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
+    container["resources"] = render_resources(pool)
+    return container
+
+
+def _check_spec(spec: JobSpec, options: Any) -> None:
+    check_k8s_name(spec.name)
+    suffix = _longest_service_suffix(spec)
+    if len(spec.name) + len(suffix) > MAX_NAME_LENGTH:
+        room = MAX_NAME_LENGTH - len(suffix)
+        raise SpecError(
+            f"job name {spec.name!r} is too long for its task services ({spec.name}{suffix} has "
+            f"{len(spec.name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH}); "
+            f"use --display-name {suggest_k8s_name(spec.name, room)}"
+        )
+    missing = [pool.role for pool in spec.pools if not spec.image_for(pool.role)]
+    if missing:
+        raise SpecError(
+            f"--backend kubeflow runs container images, and the {', '.join(missing)} pool has none: pass --image "
+            "(a trainer image built FROM the tfjob base image)"
+        )
+    if spec.package or spec.packages:
+        what = "PACKAGE_PATH" if spec.package else "--packages"
+        raise SpecError(
+            f"--backend kubeflow runs the --image as it is and cannot ship {what}: build the trainer into the "
+            f"image (FROM the tfjob base image) and drop {what}"
+        )
+    if spec.service_account and not (
+        len(spec.service_account) <= 253 and _DNS1123_SUBDOMAIN_RE.match(spec.service_account)
+    ):
+        raise SpecError(
+            f"--service-account {spec.service_account!r} is not a Kubernetes service account name; on Kubeflow "
+            "give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail"
+        )
+    for key, value in spec.labels.items():
+        # Vertex takes a trailing '-' or '_'; Kubernetes wants both ends alphanumeric.
+        if not _LABEL_VALUE_RE.match(key) or not _LABEL_VALUE_RE.match(value):
+            raise SpecError(
+                f"label {key}={value!r} is not valid on Kubernetes: keys and values must start and end with a "
+                f"letter or digit; use {suggest_k8s_name(key)}={value.strip('-_')}"
+            )
+    strategy = getattr(options, "strategy", "auto") or "auto"
+    if strategy not in _STRATEGIES:
+        raise UsageError(
+            f"--strategy {strategy!r} is not a strategy{did_you_mean(strategy, _STRATEGIES)}; "
+            f"choose one of {', '.join(_STRATEGIES)}"
+        )
+
+
+def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
+    """The TFJob manifest for ``spec``.
+
+    Args:
+        spec: the job.
+        options: a :class:`~tfjob.backends.base.SubmitOptions` (``namespace``,
+            ``restart_policy`` and ``strategy`` are read); None for the defaults.
+
+    Returns:
+        A JSON-able dict, already checked by :func:`validate_tfjob`.
+
+    Raises:
+        SpecError: the job cannot run as a TFJob (no image, a name Kubernetes refuses,
+            a TPU, a trainer package to ship); the message says what to change.
+        UsageError: a bad ``--restart-policy`` or ``--strategy``.
+    """
+    _check_spec(spec, options)
+    restart_policy = check_restart_policy(getattr(options, "restart_policy", None))
+    labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    metadata: dict[str, Any] = {"name": spec.name}
+    namespace = getattr(options, "namespace", None)
+    if namespace:
+        check_k8s_name(namespace, field="--namespace")
+        metadata["namespace"] = namespace
+    metadata["labels"] = labels
+
+    replica_specs: dict[str, Any] = {}
+    for pool in spec.pools:
+        pod_spec: dict[str, Any] = {"containers": [render_container(spec, pool, options)]}
+        if spec.service_account:
+            pod_spec["serviceAccountName"] = spec.service_account
+        template: dict[str, Any] = {"spec": pod_spec}
+        if spec.labels:
+            template = {"metadata": {"labels": dict(spec.labels)}, **template}
+        replica_specs[REPLICA_TYPES[pool.role]] = {
+            "replicas": pool.replicas,
+            "restartPolicy": restart_policy,
+            "template": template,
+        }
+
+    run_policy: dict[str, Any] = {
+        "cleanPodPolicy": DEFAULT_CLEAN_POD_POLICY,
+        "backoffLimit": DEFAULT_BACKOFF_LIMIT,
+        "ttlSecondsAfterFinished": DEFAULT_TTL_SECONDS,
+    }
+    if spec.timeout is not None:
+        run_policy["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
+    manifest = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": {"runPolicy": run_policy, "tfReplicaSpecs": replica_specs},
+    }
+    validate_tfjob(manifest)
+    return manifest
+
+
+def find_tfjob_problems(manifest: Mapping[str, Any]) -> list[str]:
+    """Every rule of the operator's TFJob webhook that ``manifest`` breaks (empty: none).
+
+    The rules: the name is a DNS-1035 label; ``tfReplicaSpecs`` is there; every
+    replica type is one the controller knows and has containers, each with an image,
+    one of them named ``tensorflow``; at most one Chief or Master; restart policies,
+    ``cleanPodPolicy`` and ``managedBy`` take known values; counts are not negative.
+    """
+    problems: list[str] = []
+    if manifest.get("apiVersion") != API_VERSION or manifest.get("kind") != KIND:
+        problems.append(
+            f"apiVersion/kind is {manifest.get('apiVersion')!r}/{manifest.get('kind')!r}, not {API_VERSION}/{KIND}"
+        )
+    name = (manifest.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        problems.append("metadata.name is missing")
+    elif len(name) > MAX_NAME_LENGTH or not _DNS1035_RE.match(name):
+        problems.append(
+            f"metadata.name {name!r} is not a DNS-1035 label of at most {MAX_NAME_LENGTH} characters "
+            f"(try {suggest_k8s_name(name)!r})"
+        )
+    spec = manifest.get("spec") or {}
+    replica_specs = spec.get("tfReplicaSpecs")
+    if not isinstance(replica_specs, Mapping) or not replica_specs:
+        problems.append("spec.tfReplicaSpecs is required (at least a Chief or a Worker)")
+        replica_specs = {}
+    chiefs = [rtype for rtype in replica_specs if rtype in ("Chief", "Master")]
+    if len(chiefs) > 1:
+        problems.append(f"spec.tfReplicaSpecs has {' and '.join(chiefs)}: at most one Chief or Master role")
+    for rtype, rspec in replica_specs.items():
+        path = f"spec.tfReplicaSpecs.{rtype}"
+        if rtype not in VALID_REPLICA_TYPES:
+            problems.append(
+                f"{path}: {rtype!r} is not a replica type{did_you_mean(rtype, VALID_REPLICA_TYPES)}; "
+                f"use {', '.join(VALID_REPLICA_TYPES)}"
+            )
+        rspec = rspec or {}
+        replicas = rspec.get("replicas", 1)
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            problems.append(f"{path}.replicas {replicas!r} must be a whole number ≥ 0")
+        elif rtype in ("Chief", "Master") and replicas > 1:
+            problems.append(f"{path}.replicas is {replicas}: a {rtype} runs at most 1 replica")
+        policy = rspec.get("restartPolicy")
+        if policy is not None and policy not in RESTART_POLICIES:
+            problems.append(f"{path}.restartPolicy {policy!r} is not one of {', '.join(RESTART_POLICIES)}")
+        containers = (((rspec.get("template") or {}).get("spec")) or {}).get("containers") or []
+        if not containers:
+            problems.append(f"{path}.template.spec.containers must be specified")
+        for i, container in enumerate(containers):
+            if not (container or {}).get("image"):
+                problems.append(f"{path}.template.spec.containers[{i}].image is required")
+        if containers and not any((c or {}).get("name") == CONTAINER_NAME for c in containers):
+            problems.append(f"{path}.template.spec.containers must have a container named {CONTAINER_NAME!r}")
+    run_policy = spec.get("runPolicy") or {}
+    clean = run_policy.get("cleanPodPolicy")
+    if clean is not None and clean not in CLEAN_POD_POLICIES:
+        problems.append(f"spec.runPolicy.cleanPodPolicy {clean!r} is not one of {', '.join(CLEAN_POD_POLICIES)}")
+    managed = run_policy.get("managedBy")
+    if managed is not None and managed not in MANAGED_BY:
+        problems.append(f"spec.runPolicy.managedBy {managed!r} is not one of {', '.join(MANAGED_BY)}")
+    for key in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"):
+        value = run_policy.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            problems.append(f"spec.runPolicy.{key} {value!r} must be a whole number ≥ 0")
+    return problems
+
+
+def validate_tfjob(manifest: Mapping[str, Any]) -> None:
+    """Raise SpecError if the training operator's webhook would refuse ``manifest``.
+
+    Raises:
+        SpecError: names every broken rule (see :func:`find_tfjob_problems`).
+    """
+    problems = find_tfjob_problems(manifest)
+    if problems:
+        name = (manifest.get("metadata") or {}).get("name", "?")
+        raise SpecError(f"TFJob {name!r} would be refused by the training operator: {'; '.join(problems)}")

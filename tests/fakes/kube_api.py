@@ -1,0 +1,597 @@
+"""A local HTTP server speaking enough of the Kubernetes REST API for the kubeflow backend.
+
+It serves what the official ``kubernetes`` client calls for TFJobs: the
+``kubeflow.org/v1`` discovery document, ``tfjobs`` create / get / list / delete,
+pods listed by label selector, and pod logs (``tailLines``, and ``follow`` streamed
+with chunked encoding until the container ends). Answers are the API server's own
+shapes: objects with ``metadata.uid`` / ``resourceVersion`` / ``creationTimestamp``,
+``Status`` bodies for errors (404 NotFound, 409 AlreadyExists, 422 Invalid, …).
+
+A test plays the training operator with :meth:`FakeKube.advance` (conditions Created →
+Running → Succeeded/Failed, with the pods the operator would make, labelled
+``training.kubeflow.org/replica-type`` / ``replica-index``), scripts those steps to
+happen on the next reads of a TFJob with :meth:`FakeKube.script`, writes pod logs with
+:meth:`FakeKube.write_log`, and injects errors (403, 409, 500…) with
+:meth:`FakeKube.inject`. Every request is recorded in :attr:`FakeKube.requests`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+GROUP_VERSION = "kubeflow.org/v1"
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "AlreadyExists",
+    422: "Invalid",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+_TYPES = {"Chief": "chief", "Master": "master", "Worker": "worker", "PS": "ps", "Evaluator": "evaluator"}
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status_body(code: int, message: str, reason: str | None = None, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``meta/v1 Status`` failure body, as the API server sends with every error."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason or _REASONS.get(code, "Unknown"),
+        "code": code,
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
+def match_labels(labels: dict[str, str], selector: str | None) -> bool:
+    """Equality-based label selectors (``a=b,c==d,e!=f``), as ``labelSelector`` takes."""
+    for term in filter(None, (selector or "").split(",")):
+        if "!=" in term:
+            key, value = term.split("!=", 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif "=" in term:
+            key, value = term.replace("==", "=").split("=", 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.strip() not in labels:
+            return False
+    return True
+
+
+@dataclass
+class _Pod:
+    obj: dict[str, Any]
+    log: str = ""
+    done: bool = False
+
+
+@dataclass
+class _Injection:
+    code: int
+    method: str | None
+    path: str | None
+    times: int
+    message: str | None
+    reason: str | None
+
+
+@dataclass
+class FakeKube:
+    """The server's state, and the test's handles on it.
+
+    Attributes:
+        namespaces: namespaces that exist (creating into another one is a 404).
+        crd_installed: False answers 404 for everything under ``kubeflow.org/v1``.
+        schema: the TFJob CRD's openAPIV3Schema; when given, creates are validated
+            against it (422 Invalid otherwise), as the API server does.
+        requests: ``(method, path?query)`` of every request, in order.
+        bodies: the JSON bodies of POST requests, in order.
+    """
+
+    namespaces: set[str] = field(default_factory=lambda: {"default"})
+    crd_installed: bool = True
+    schema: dict[str, Any] | None = None
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    bodies: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tfjobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.pods: dict[tuple[str, str], _Pod] = {}
+        self._scripts: dict[tuple[str, str], list[Callable[[], None]]] = {}
+        self._injections: list[_Injection] = []
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._resource_version = 1000
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> "FakeKube":
+        fake = self
+
+        class Handler(_Handler):
+            kube = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-kube", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "FakeKube":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() the fake first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def write_kubeconfig(self, path: Path, namespace: str = "default", context: str = "fake") -> Path:
+        """A kubeconfig whose context points the client at this server (no credentials)."""
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "fake-cluster", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {}}],
+            "contexts": [
+                {"name": context, "context": {"cluster": "fake-cluster", "user": "tester", "namespace": namespace}}
+            ],
+            "current-context": context,
+        }
+        path.write_text(json.dumps(config, indent=2))  # JSON is YAML
+        return path
+
+    # -- test controls ---------------------------------------------------------------
+    def inject(
+        self,
+        code: int,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        times: int = 1,
+        message: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Answer the next ``times`` matching requests with ``code`` (a Status body).
+
+        ``path`` is a regular expression searched in the request path.
+        """
+        with self._cond:
+            self._injections.append(_Injection(code, method, path, times, message, reason))
+
+    def script(self, namespace: str, name: str, *steps: str | tuple[str, dict[str, Any]]) -> None:
+        """Apply one :meth:`advance` step before each following GET of the TFJob.
+
+        A step is a condition (``"Running"``) or ``(condition, keyword arguments)``.
+        """
+        calls = []
+        for step in steps:
+            condition, kwargs = (step, {}) if isinstance(step, str) else step
+            calls.append(lambda c=condition, k=kwargs: self.advance(namespace, name, c, **k))
+        with self._cond:
+            self._scripts.setdefault((namespace, name), []).extend(calls)
+
+    def pod_name(self, name: str, task: str) -> str:
+        """The operator's pod name for a task (``worker-1`` → ``NAME-worker-1``)."""
+        return f"{name}-{task}"
+
+    def advance(
+        self,
+        namespace: str,
+        name: str,
+        condition: str,
+        *,
+        message: str | None = None,
+        failed_task: str = "worker-0",
+        exit_code: int = 1,
+    ) -> None:
+        """Do what the training operator does when the TFJob reaches ``condition``.
+
+        Created makes the pods (Pending); Running starts them; Succeeded ends the chief
+        with exit 0; Failed ends ``failed_task`` with ``exit_code``; both then delete
+        the pods still running (cleanPodPolicy Running). Restarting flips Running off.
+        """
+        with self._cond:
+            job = self.tfjobs[(namespace, name)]
+            status = job.setdefault("status", {})
+            conditions = status.setdefault("conditions", [])
+            now = _now()
+            if condition in ("Running", "Restarting", "Succeeded", "Failed"):
+                for c in conditions:
+                    if c["type"] in ("Running", "Restarting") and c["type"] != condition:
+                        c["status"] = "False"
+            default = {
+                "Created": f"TFJob {name} is created.",
+                "Running": f"TFJob {namespace}/{name} is running.",
+                "Restarting": f"TFJob {name} is restarting because 1 Worker replica(s) failed.",
+                "Succeeded": f"TFJob {namespace}/{name} successfully completed.",
+                "Failed": f"TFJob {namespace}/{name} has failed because 1 "
+                f"{_type_of(failed_task)} replica(s) failed.",
+            }[condition]
+            conditions.append(
+                {
+                    "type": condition,
+                    "status": "True",
+                    "reason": f"TFJob{condition}",
+                    "message": message or default,
+                    "lastUpdateTime": now,
+                    "lastTransitionTime": now,
+                }
+            )
+            pods = {k: p for k, p in self.pods.items() if p.obj["metadata"]["labels"].get(_JOB) == name and k[0] == namespace}
+            if condition == "Created":
+                self._make_pods(namespace, job)
+            elif condition == "Running":
+                status["startTime"] = now
+                for pod in pods.values():
+                    _set_phase(pod.obj, "Running", now)
+            elif condition in ("Succeeded", "Failed"):
+                status["completionTime"] = now
+                ended = self.pod_name(name, "chief-0") if condition == "Succeeded" else self.pod_name(name, failed_task)
+                for key, pod in list(pods.items()):
+                    if key[1] == ended:
+                        code = 0 if condition == "Succeeded" else exit_code
+                        _set_phase(pod.obj, "Succeeded" if code == 0 else "Failed", now, exit_code=code)
+                        pod.done = True
+                    elif pod.obj["status"]["phase"] in ("Running", "Pending"):
+                        del self.pods[key]
+                        pod.done = True
+            self._bump(job)
+            self._cond.notify_all()
+
+    def write_log(self, namespace: str, pod: str, text: str) -> None:
+        """Append ``text`` to a pod's log (followers see it at once)."""
+        with self._cond:
+            self.pods[(namespace, pod)].log += text
+            self._cond.notify_all()
+
+    def finish_pod(self, namespace: str, pod: str, exit_code: int = 0) -> None:
+        """End a pod's container (its log stream closes)."""
+        with self._cond:
+            p = self.pods[(namespace, pod)]
+            _set_phase(p.obj, "Succeeded" if exit_code == 0 else "Failed", _now(), exit_code=exit_code)
+            p.done = True
+            self._cond.notify_all()
+
+    def count(self, method: str, pattern: str) -> int:
+        """How many requests with ``method`` had a path matching ``pattern``."""
+        return sum(1 for m, p in self.requests if m == method and re.search(pattern, p))
+
+    # -- internals -------------------------------------------------------------------
+    def _bump(self, obj: dict[str, Any]) -> None:
+        self._resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self._resource_version)
+
+    def _make_pods(self, namespace: str, job: dict[str, Any]) -> None:
+        name = job["metadata"]["name"]
+        for rtype, rspec in job["spec"]["tfReplicaSpecs"].items():
+            for i in range(rspec.get("replicas", 1)):
+                kind = _TYPES.get(rtype, rtype.lower())
+                labels = {
+                    **((rspec.get("template") or {}).get("metadata") or {}).get("labels", {}),
+                    "training.kubeflow.org/operator-name": "tfjob-controller",
+                    _JOB: name,
+                    "training.kubeflow.org/replica-type": kind,
+                    "training.kubeflow.org/replica-index": str(i),
+                }
+                if kind in ("chief", "master"):
+                    labels["training.kubeflow.org/job-role"] = "master"
+                pod_name = f"{name}-{kind}-{i}"
+                pod = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": pod_name,
+                        "namespace": namespace,
+                        "uid": str(uuid.uuid4()),
+                        "labels": labels,
+                        "creationTimestamp": _now(),
+                        "ownerReferences": [{"apiVersion": GROUP_VERSION, "kind": "TFJob", "name": name, "uid": job["metadata"]["uid"]}],
+                    },
+                    "spec": rspec["template"]["spec"],
+                    "status": {"phase": "Pending", "containerStatuses": [
+                        {"name": "tensorflow", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                    ]},
+                }
+                self.pods[(namespace, pod_name)] = _Pod(pod)
+
+    def _injected(self, method: str, path: str) -> _Injection | None:
+        with self._cond:
+            for inj in self._injections:
+                if inj.times > 0 and (inj.method in (None, method)) and (inj.path is None or re.search(inj.path, path)):
+                    inj.times -= 1
+                    return inj
+        return None
+
+    def _run_script(self, namespace: str, name: str) -> None:
+        with self._cond:
+            steps = self._scripts.get((namespace, name))
+            step = steps.pop(0) if steps else None
+        if step is not None:
+            step()
+
+
+_JOB = "training.kubeflow.org/job-name"
+
+
+def _type_of(task: str) -> str:
+    role = task.rsplit("-", 1)[0]
+    return {v: k for k, v in _TYPES.items()}.get(role, role)
+
+
+def _set_phase(pod: dict[str, Any], phase: str, now: str, exit_code: int | None = None) -> None:
+    status = pod["status"]
+    status["phase"] = phase
+    cs = status["containerStatuses"][0]
+    if phase == "Running":
+        status["startTime"] = now
+        cs["state"] = {"running": {"startedAt": now}}
+        cs["ready"] = True
+    elif phase in ("Succeeded", "Failed"):
+        status.setdefault("startTime", now)
+        cs["state"] = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error", "finishedAt": now}}
+        cs["ready"] = False
+
+
+_ROUTES: list[tuple[str, re.Pattern[str]]] = [
+    ("discovery", re.compile(r"^/apis/kubeflow\.org/v1/?$")),
+    ("groups", re.compile(r"^/apis/?$")),
+    ("tfjobs_all", re.compile(r"^/apis/kubeflow\.org/v1/tfjobs/?$")),
+    ("tfjobs", re.compile(r"^/apis/kubeflow\.org/v1/namespaces/(?P<ns>[^/]+)/tfjobs/?$")),
+    ("tfjob", re.compile(r"^/apis/kubeflow\.org/v1/namespaces/(?P<ns>[^/]+)/tfjobs/(?P<name>[^/]+)/?$")),
+    ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/?$")),
+    ("log", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log/?$")),
+]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    kube: FakeKube
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    # -- plumbing --------------------------------------------------------------------
+    def _send(self, code: int, body: Any, content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, code: int, message: str, reason: str | None = None, details: dict[str, Any] | None = None) -> None:
+        self._send(code, status_body(code, message, reason, details))
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        return json.loads(raw) if raw else None
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        body = self._body() if method in ("POST", "PUT", "PATCH", "DELETE") else None
+        kube = self.kube
+        with kube._cond:
+            kube.requests.append((method, self.path))
+            if method == "POST":
+                kube.bodies.append(body)
+        inj = kube._injected(method, url.path)
+        if inj is not None:
+            self._error(inj.code, inj.message or f"injected {inj.code} for {method} {url.path}", inj.reason)
+            return
+        for route, pattern in _ROUTES:
+            m = pattern.match(url.path)
+            if m:
+                getattr(self, f"_{route}")(method, query, body, **m.groupdict())
+                return
+        self._error(404, "the server could not find the requested resource")
+
+    # -- routes ----------------------------------------------------------------------
+    def _groups(self, method: str, query: dict[str, str], body: Any) -> None:
+        groups = []
+        if self.kube.crd_installed:
+            version = {"groupVersion": GROUP_VERSION, "version": "v1"}
+            groups.append({"name": "kubeflow.org", "versions": [version], "preferredVersion": version})
+        self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+    def _discovery(self, method: str, query: dict[str, str], body: Any) -> None:
+        if not self.kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        verbs = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+        self._send(
+            200,
+            {
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": GROUP_VERSION,
+                "resources": [
+                    {"name": "tfjobs", "singularName": "tfjob", "namespaced": True, "kind": "TFJob", "verbs": verbs},
+                    {"name": "tfjobs/status", "singularName": "", "namespaced": True, "kind": "TFJob", "verbs": ["get", "patch", "update"]},
+                ],
+            },
+        )
+
+    def _list(self, items: list[dict[str, Any]], kind: str, query: dict[str, str]) -> None:
+        items = [i for i in items if match_labels(i["metadata"].get("labels", {}), query.get("labelSelector"))]
+        items.sort(key=lambda i: (i["metadata"].get("namespace", ""), i["metadata"]["name"]))
+        if query.get("limit"):
+            items = items[: int(query["limit"])]
+        version = "v1" if kind == "PodList" else GROUP_VERSION
+        self._send(200, {"apiVersion": version, "kind": kind, "metadata": {"resourceVersion": str(self.kube._resource_version)}, "items": items})
+
+    def _tfjobs_all(self, method: str, query: dict[str, str], body: Any) -> None:
+        if not self.kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        with self.kube._cond:
+            items = json.loads(json.dumps(list(self.kube.tfjobs.values())))
+        self._list(items, "TFJobList", query)
+
+    def _tfjobs(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        kube = self.kube
+        if not kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        if method == "GET":
+            with kube._cond:
+                items = json.loads(json.dumps([j for (n, _), j in kube.tfjobs.items() if n == ns]))
+            self._list(items, "TFJobList", query)
+            return
+        if method != "POST":
+            self._error(405, f"method {method} not allowed", "MethodNotAllowed")
+            return
+        if ns not in kube.namespaces:
+            self._error(404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"})
+            return
+        meta = (body or {}).get("metadata") or {}
+        name = meta.get("name", "")
+        if meta.get("namespace") not in (None, ns):
+            self._error(400, "the namespace of the provided object does not match the namespace sent on the request")
+            return
+        if kube.schema is not None:
+            import jsonschema
+
+            errors = sorted(jsonschema.Draft7Validator(kube.schema).iter_errors(body), key=lambda e: list(e.path))
+            if errors:
+                first = errors[0]
+                where = ".".join(str(p) for p in first.path)
+                self._error(422, f'TFJob.kubeflow.org "{name}" is invalid: {where}: {first.message}')
+                return
+        with kube._cond:
+            if (ns, name) in kube.tfjobs:
+                self._error(
+                    409,
+                    f'tfjobs.kubeflow.org "{name}" already exists',
+                    details={"name": name, "group": "kubeflow.org", "kind": "tfjobs"},
+                )
+                return
+            obj = json.loads(json.dumps(body))
+            obj["metadata"].update(
+                namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1
+            )
+            kube._bump(obj)
+            kube.tfjobs[(ns, name)] = obj
+            answer = json.loads(json.dumps(obj))
+        self._send(201, answer)
+
+    def _tfjob(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        kube = self.kube
+        if not kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        if method == "GET":
+            kube._run_script(ns, name)
+        with kube._cond:
+            obj = kube.tfjobs.get((ns, name))
+            if obj is None:
+                self._error(404, f'tfjobs.kubeflow.org "{name}" not found', details={"name": name, "group": "kubeflow.org", "kind": "tfjobs"})
+                return
+            if method == "DELETE":
+                del kube.tfjobs[(ns, name)]
+                for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOB) == name]:
+                    kube.pods.pop(key).done = True
+                kube._cond.notify_all()
+                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                               "details": {"name": name, "group": "kubeflow.org", "kind": "tfjobs", "uid": obj["metadata"]["uid"]}}
+            else:
+                answer = json.loads(json.dumps(obj))
+        self._send(200, answer)
+
+    def _pods(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        with self.kube._cond:
+            items = json.loads(json.dumps([p.obj for (n, _), p in self.kube.pods.items() if n == ns]))
+        self._list(items, "PodList", query)
+
+    def _log(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        kube = self.kube
+        with kube._cond:
+            pod = kube.pods.get((ns, name))
+            if pod is None:
+                self._error(404, f'pods "{name}" not found', details={"name": name, "kind": "pods"})
+                return
+            container = query.get("container", "tensorflow")
+            if container != "tensorflow":
+                self._error(400, f"container {container} is not valid for pod {name}")
+                return
+            if pod.obj["status"]["phase"] == "Pending":
+                self._error(400, f'container "tensorflow" in pod "{name}" is waiting to start: ContainerCreating')
+                return
+            text = pod.log
+        tail = query.get("tailLines")
+        if tail is not None:
+            lines = text.splitlines(keepends=True)
+            text = "".join(lines[-int(tail):]) if int(tail) > 0 else ""
+        if query.get("follow") != "true":
+            self._send(200, text, "text/plain")
+            return
+        # Follow: stream what is there, then every new write, until the container ends.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        offset = len(pod.log)
+        self._chunk(text.encode())
+        while True:
+            with kube._cond:
+                kube._cond.wait_for(lambda: len(pod.log) > offset or pod.done or kube._stopping, timeout=1.0)
+                new, offset = pod.log[offset:], len(pod.log)
+                finished = pod.done or kube._stopping
+            try:
+                self._chunk(new.encode())
+                if finished:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                    return
+            except (BrokenPipeError, ConnectionResetError):
+                return
+
+    def _chunk(self, data: bytes) -> None:
+        if data:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
