@@ -311,9 +311,11 @@ def parse_training_input(data: Mapping[str, Any], reader: _Reader, path: str = "
         if data.get(f"{prefix}Type") is not None:
             values[f"{role}_machine_type"] = reader.machine(data[f"{prefix}Type"], f"{path}.{prefix}Type", accelerator)
         image = reader.text(cfg.get("imageUri"), f"{cfg_path}.imageUri")
-        if image:
+        if image and role == "chief":
+            values["image"] = image
+        elif image and image != values.get("image"):
             # The master's image is every task's unless a role names its own, as on AI Platform.
-            values["image" if role == "chief" else f"{role}_image"] = image
+            values[f"{role}_image"] = image
         if role != "chief" and data.get(f"{prefix}Count") is not None:
             n = reader.count(data[f"{prefix}Count"], f"{path}.{prefix}Count")
             if n:  # 0 is the API's default: no such tasks
