@@ -1,0 +1,268 @@
+"""One Vertex AI submission, worked out before anything is sent: no network, no credentials.
+
+:func:`plan_submission` resolves the project, region and staging bucket, builds the
+trainer sdist (to know its sha256 and so its content-addressed URI), picks the
+prebuilt TensorFlow image and renders the ``CustomJob`` body. A dry run stops here
+and prints the body; a real submission stages :attr:`Submission.uploads` and sends
+:attr:`Submission.body` to :attr:`Submission.parent`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..backends.base import SubmitOptions
+from ..errors import PackagingError, SpecError, UsageError
+from ..render.vertex import PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
+from ..spec import JobSpec
+
+#: The region used when none is given (as the Vertex AI SDK does).
+DEFAULT_REGION = "us-central1"
+#: Shown instead of a staging bucket in a dry run that has none (never sent).
+PLACEHOLDER_BUCKET = "YOUR_STAGING_BUCKET"
+#: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
+PACKAGE_PREFIX = "tfjob/packages"
+
+_REGION_RE = re.compile(r"^[a-z]+(-[a-z]+)+\d+$")
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,221}$")
+_PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".whl")
+_TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
+_TF_REQ_RE = re.compile(r"""["'\s,\[]?(?:tensorflow|tensorflow-cpu|tensorflow-gpu)\s*(?:==|~=|>=|===)\s*(\d+\.\d+)""")
+
+
+@dataclass(frozen=True)
+class LocalPackage:
+    """A local file to stage.
+
+    Attributes:
+        path: the file.
+        sha256: digest of its bytes.
+        uri: where it goes (``gs://BUCKET/tfjob/packages/<sha256>/<file>``).
+        size: bytes.
+    """
+
+    path: Path
+    sha256: str
+    uri: str
+    size: int
+
+
+@dataclass
+class Submission:
+    """Everything one submission sends, worked out locally.
+
+    Attributes:
+        project: the project (None in a dry run without one).
+        region: the region.
+        parent: ``projects/P/locations/R`` (a placeholder project in a dry run).
+        bucket: the staging bucket's name (None when nothing is staged).
+        bucket_source: which setting gave the bucket (for messages).
+        body: the ``CustomJob`` request body.
+        uploads: the local packages to stage, trainer first.
+        submission_id: the value of the ``tfjob-submission-id`` label.
+        notes: things to tell the user on stderr (placeholders, excluded secrets, image choice).
+    """
+
+    project: str | None
+    region: str
+    parent: str
+    bucket: str | None
+    bucket_source: str | None
+    body: dict[str, Any]
+    uploads: list[LocalPackage] = field(default_factory=list)
+    submission_id: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_gcs_uri(uri: str, flag: str) -> tuple[str, str]:
+    """``gs://bucket/some/path`` (or a bare bucket name) → ``("bucket", "some/path")``."""
+    text = uri.strip()
+    rest = text[5:] if text.startswith("gs://") else text
+    bucket, _, path = rest.partition("/")
+    if not _BUCKET_RE.match(bucket) or ".." in bucket:
+        raise SpecError(f"{flag} {uri!r} is not a Cloud Storage location; write gs://BUCKET or gs://BUCKET/PATH")
+    return bucket, path.strip("/")
+
+
+def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str] | None:
+    """The staging bucket, path prefix and where they came from: ``--staging-bucket``, then ``--job-dir``."""
+    if options.staging_bucket:
+        bucket, prefix = parse_gcs_uri(options.staging_bucket, "--staging-bucket")
+        return bucket, prefix, "--staging-bucket"
+    if spec.job_dir and spec.job_dir.startswith("gs://"):
+        bucket, _ = parse_gcs_uri(spec.job_dir, "--job-dir")
+        return bucket, "", "--job-dir"
+    return None
+
+
+def check_region(region: str) -> str:
+    """The region if it looks like one (``us-central1``); else a SpecError."""
+    if not _REGION_RE.match(region):
+        raise SpecError(f"--region {region!r} is not a Google Cloud region; write it like us-central1 or europe-west4")
+    return region
+
+
+def declared_tf_version(source: Path) -> tuple[int, int] | None:
+    """The TensorFlow version a trainer project pins or requires at least, if it says."""
+    for name in ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"):
+        path = source / name
+        if path.is_file():
+            m = _TF_REQ_RE.search(path.read_text(errors="replace"))
+            if m:
+                return parse_tf_version(m.group(1))
+    return None
+
+
+def installed_tf_version() -> tuple[int, int] | None:
+    """The installed TensorFlow's version, from its metadata (TensorFlow is not imported)."""
+    from importlib import metadata
+
+    for dist in _TF_DISTS:
+        try:
+            return parse_tf_version(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def detect_tf_version(source: Path | None) -> tuple[tuple[int, int] | None, str]:
+    """The trainer's TensorFlow version and where it was read (``declared`` / ``installed``)."""
+    if source is not None and source.is_dir():
+        declared = declared_tf_version(source)
+        if declared is not None:
+            return declared, "declared by the trainer"
+    installed = installed_tf_version()
+    return (installed, "installed here") if installed else (None, "not known")
+
+
+def file_package(path: Path, base_uri: str) -> LocalPackage:
+    """A built tarball or wheel to stage as it is."""
+    if not path.is_file():
+        raise PackagingError(f"--packages {str(path)!r} does not exist; give built .tar.gz or .whl files")
+    if not path.name.endswith(_PACKAGE_SUFFIXES):
+        raise PackagingError(f"--packages {str(path)!r} is not a .tar.gz, .zip or .whl package")
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
+
+
+def _needs_package(spec: JobSpec) -> bool:
+    return any(not spec.image_for(p.role) for p in spec.pools)
+
+
+def plan_submission(
+    spec: JobSpec,
+    options: SubmitOptions,
+    *,
+    dry_run: bool,
+    submission_id: str | None = None,
+    build_dir: Path | None = None,
+) -> Submission:
+    """Work out a submission: settings, packages (built here), image and request body.
+
+    Args:
+        spec: the job.
+        options: project, region, staging bucket, executor image…
+        dry_run: allow a missing project and bucket (placeholders, with a note).
+        submission_id: the label value (default: a fresh random id).
+        build_dir: where sdists are built (default ``$TFJOB_HOME/build``).
+
+    Raises:
+        UsageError: no project or staging bucket for a real submission.
+        SpecError, PackagingError: the job or the trainer cannot be sent.
+    """
+    notes: list[str] = []
+    region = check_region(options.region or spec.region or DEFAULT_REGION)
+    if not (options.region or spec.region):
+        notes.append(f"region {DEFAULT_REGION} (the default; --region or GOOGLE_CLOUD_REGION to change it)")
+    project = options.project
+    if not project:
+        if not dry_run:
+            raise UsageError(
+                "--project is needed for --backend vertex; pass --project, set GOOGLE_CLOUD_PROJECT, "
+                "or put `project: ID` in $TFJOB_HOME/config.yaml"
+            )
+        notes.append("no project set: the request would go to projects/YOUR_PROJECT (--project to set it)")
+    parent = f"projects/{project or 'YOUR_PROJECT'}/locations/{region}"
+    submission_id = submission_id or uuid.uuid4().hex
+
+    uploads: list[LocalPackage] = []
+    uris: list[str] = []
+    bucket = source_of_bucket = None
+    tf_version: tuple[int, int] | None = None
+    if _needs_package(spec) or spec.packages:
+        found = resolve_bucket(spec, options)
+        if found is None and not dry_run:
+            raise UsageError(
+                "a staging bucket is needed to upload the trainer package; pass --staging-bucket gs://BUCKET, "
+                "a --job-dir gs://BUCKET/…, or put `staging_bucket: gs://BUCKET` in $TFJOB_HOME/config.yaml"
+            )
+        if found is None:
+            bucket, prefix, source_of_bucket = PLACEHOLDER_BUCKET, "", None
+            notes.append(f"no staging bucket set: package URIs show gs://{PLACEHOLDER_BUCKET} (--staging-bucket gs://BUCKET)")
+        else:
+            bucket, prefix, source_of_bucket = found
+        base_uri = f"gs://{bucket}/" + (f"{prefix}/" if prefix else "") + PACKAGE_PREFIX
+        if _needs_package(spec):
+            main, source_dir = _trainer_package(spec, base_uri, build_dir, notes)
+            if main is not None:
+                uploads.append(main)
+                uris.append(main.uri)
+            else:
+                uris.append(spec.package or "")
+            tf_version, origin = detect_tf_version(source_dir)
+            if not options.executor_image:
+                chosen = prebuilt_tf_version(tf_version)
+                if tf_version is not None and chosen != tf_version:
+                    notes.append(
+                        f"TensorFlow {tf_version[0]}.{tf_version[1]} ({origin}) has no Vertex AI prebuilt image; "
+                        f"using {chosen[0]}.{chosen[1]} (prebuilt: {', '.join(f'{a}.{b}' for a, b in PREBUILT_TF_VERSIONS)}); "
+                        "--executor-image chooses another"
+                    )
+        for extra in spec.packages:
+            if extra.startswith("gs://"):
+                uris.append(extra)
+            else:
+                pkg = file_package(Path(extra).expanduser(), base_uri)
+                uploads.append(pkg)
+                uris.append(pkg.uri)
+
+    body = render_custom_job(spec, options, uris, submission_id=submission_id, tf_version=tf_version)
+    return Submission(
+        project=project,
+        region=region,
+        parent=parent,
+        bucket=None if bucket == PLACEHOLDER_BUCKET else bucket,
+        bucket_source=source_of_bucket,
+        body=body,
+        uploads=uploads,
+        submission_id=submission_id,
+        notes=notes,
+    )
+
+
+def _trainer_package(
+    spec: JobSpec, base_uri: str, build_dir: Path | None, notes: list[str]
+) -> tuple[LocalPackage | None, Path | None]:
+    """The trainer package to stage (None for a ``gs://`` one) and its source directory."""
+    from ..packaging import build_sdist
+
+    package = spec.package
+    if not package:
+        raise SpecError("the trainer package is missing: pass its directory as PACKAGE_PATH (or --image for a container)")
+    if package.startswith("gs://"):
+        return None, None
+    path = Path(package).expanduser()
+    if path.is_file():
+        return file_package(path, base_uri), None
+    built = build_sdist(path, build_dir, module=spec.module)
+    if built.excluded_secrets:
+        notes.append(
+            "left out of the package because they look like secrets: " + ", ".join(built.excluded_secrets)
+        )
+    return LocalPackage(built.path, built.sha256, f"{base_uri}/{built.sha256}/{built.filename}", built.size), path.resolve()

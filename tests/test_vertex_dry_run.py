@@ -1,0 +1,116 @@
+"""``tfjob submit --backend vertex --dry-run``: the CustomJob body, with no credentials and no network."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tfjob.cli.main import app
+from tfjob.packaging import build_sdist
+
+from test_render_vertex import strict_roundtrip
+
+# Any attempt to reach a network or find credentials would fail loudly with these.
+OFFLINE = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/credentials.json",
+}
+
+
+@pytest.fixture
+def trainer(tmp_path: Path) -> Path:
+    pkg = tmp_path / "work" / "trainer"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text("print('training')\n")
+    return pkg
+
+
+def test_dry_run_subprocess_prints_a_strict_custom_job(trainer: Path, tfjob_exe: str) -> None:
+    cmd = [tfjob_exe, "submit", "trainer/", "--module-name", "trainer.task", "--workers", "4", "--ps", "2", "--backend", "vertex", "--dry-run"]
+    out = subprocess.run(cmd, cwd=trainer.parent, capture_output=True, text=True, env={**os.environ, **OFFLINE}, timeout=120)
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert strict_roundtrip(body) == body
+    assert [p["replicaCount"] for p in body["jobSpec"]["workerPoolSpecs"]] == ["1", "4", "2"]
+    uri = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"][0]
+    assert uri.startswith("gs://YOUR_STAGING_BUCKET/tfjob/packages/")
+    assert "no staging bucket set: package URIs show gs://YOUR_STAGING_BUCKET" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_dry_run_uri_carries_the_package_digest(trainer: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--project", "p", "--region", "europe-west4",
+         "--staging-bucket", "gs://my-bucket", "--dry-run", "--output", "yaml", "--", "--steps", "5"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    import yaml
+
+    body = yaml.safe_load(result.stdout)
+    pool = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
+    built = build_sdist(trainer, tmp_path / "expected", module="trainer.task")
+    assert pool["packageUris"] == [f"gs://my-bucket/tfjob/packages/{built.sha256}/trainer-0.0.0.tar.gz"]
+    assert pool["args"] == ["--steps", "5"]
+    assert pool["executorImageUri"].startswith("europe-docker.pkg.dev/vertex-ai/training/tf-cpu.")
+    assert "projects/p/locations/europe-west4" in result.stderr
+
+
+def test_dry_run_warns_about_secrets(trainer: Path) -> None:
+    (trainer / ".env").write_text("TOKEN=abc\n")
+    result = CliRunner().invoke(app, ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--dry-run"])
+    assert result.exit_code == 0, result.output
+    assert "left out of the package because they look like secrets: .env" in result.stderr
+    assert "TOKEN=abc" not in result.output
+
+
+def test_dry_run_of_a_container_needs_no_bucket(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["submit", "--image", "gcr.io/p/t:1", "-m", "trainer.task", "--workers", "2", "--backend", "vertex", "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] == ["tfjob-bootstrap", "--module", "trainer.task", "--"]
+    assert "staging bucket" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        (["--job-dir", "/tmp/out"], r"error: --job-dir '/tmp/out': Vertex AI writes its output to Cloud Storage"),
+        (["--region", "central"], r"error: --region 'central' is not a Google Cloud region"),
+        (["--staging-bucket", "gs://Bad Bucket"], r"error: --staging-bucket 'gs://Bad Bucket' is not a Cloud Storage location"),
+        (["--packages", "missing.whl"], r"error: --packages 'missing.whl' does not exist"),
+    ],
+)
+def test_dry_run_usage_errors(trainer: Path, args: list[str], match: str) -> None:
+    result = CliRunner().invoke(app, ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--dry-run", *args])
+    assert result.exit_code == 2, result.output
+    import re
+
+    assert re.search(match, result.stderr), result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_dry_run_path_imports_no_google_client(trainer: Path) -> None:
+    code = (
+        "import sys; before = set(sys.modules)\n"
+        "from tfjob.backends import get_backend\n"
+        "from tfjob.backends.base import SubmitOptions\n"
+        "from tfjob.spec import build_spec\n"
+        f"spec = build_spec(name='x', module='trainer.task', package={str(trainer)!r}, workers=1)\n"
+        "get_backend('vertex').render(spec, SubmitOptions(staging_bucket='gs://b'))\n"
+        "print(sorted(m for m in set(sys.modules) - before if m.startswith('google.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **OFFLINE}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
