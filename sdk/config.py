@@ -59,7 +59,7 @@ TRAINING_INPUT_KEYS = (
     "useChiefInTfConfig",
     "enableWebAccess",
 )
-REPLICA_CONFIG_KEYS = ("acceleratorConfig", "imageUri")
+REPLICA_CONFIG_KEYS = ("acceleratorConfig", "imageUri", "containerCommand")
 ACCELERATOR_CONFIG_KEYS = ("count", "type")
 LEGACY_SCHEDULING_KEYS = ("maxRunningTime",)
 
@@ -74,7 +74,9 @@ CUSTOM_JOB_SPEC_KEYS = (
 )
 WORKER_POOL_KEYS = ("machineSpec", "replicaCount", "containerSpec", "pythonPackageSpec")
 MACHINE_SPEC_KEYS = ("machineType", "acceleratorType", "acceleratorCount")
-CONTAINER_SPEC_KEYS = ("imageUri", "args", "env")
+CONTAINER_SPEC_KEYS = ("imageUri", "command", "args", "env")
+#: The console script of every tfjob image; ``[BOOTSTRAP, "--module", M, "--"]`` runs module M.
+BOOTSTRAP = "tfjob-bootstrap"
 PYTHON_PACKAGE_KEYS = ("executorImageUri", "packageUris", "pythonModule", "args", "env")
 VERTEX_SCHEDULING_KEYS = ("timeout", "restartJobOnWorkerRestart")
 #: A Vertex ``HyperparameterTuningJob``: the trial's job is ``trialJobSpec``, the rest is tuning.
@@ -82,7 +84,6 @@ TUNING_JOB_KEYS = ("displayName", "labels", "trialJobSpec", "studySpec", "maxTri
 TUNING_JOB_OUTPUT_ONLY = (*CUSTOM_JOB_OUTPUT_ONLY, "trials")
 
 _NO_DISK = "tfjob uses the platform's default boot disk (100 GB pd-ssd); remove it"
-_NO_CONTAINER_COMMAND = "tfjob containers start through the image's entrypoint (tfjob-bootstrap); put trainer arguments in args"
 #: Platform fields tfjob cannot honour, with what to do instead. Keyed by the field's
 #: name where it appears (the same reason applies at every level it can appear).
 UNSUPPORTED: dict[str, str] = {
@@ -91,8 +92,6 @@ UNSUPPORTED: dict[str, str] = {
     "encryptionSpec": "customer-managed encryption keys are not supported by tfjob; remove it",
     "diskConfig": _NO_DISK,
     "diskSpec": _NO_DISK,
-    "containerCommand": _NO_CONTAINER_COMMAND,
-    "command": _NO_CONTAINER_COMMAND,
     "containerArgs": "use trainingInput.args: tfjob gives every task the same arguments",
     "tpuTfVersion": "tfjob runs TPU jobs on Vertex AI, which takes the TensorFlow version from the image; remove it",
     "maxWaitTime": "tfjob does not limit queueing time; remove it",
@@ -260,6 +259,18 @@ class _Reader:
             return Accelerator(name, n)
 
 
+def _bootstrap_module(reader: _Reader, value: Any, path: str) -> str:
+    """The module of a container command ``[tfjob-bootstrap, --module, M, --]``, as tfjob renders it."""
+    command = reader.strings(value, path)
+    if len(command) in (3, 4) and command[:2] == [BOOTSTRAP, "--module"] and command[3:] in ([], ["--"]):
+        return command[2]
+    raise reader.error(
+        path,
+        f"{command!r} is not supported: tfjob starts containers through their entrypoint, or as "
+        f"[{BOOTSTRAP}, --module, MODULE, --]; put trainer arguments in args",
+    )
+
+
 def _scale_tier(reader: _Reader, value: Any, path: str) -> ScaleTier:
     text = reader.text(value, path) or ""
     try:
@@ -281,6 +292,7 @@ def parse_training_input(data: Mapping[str, Any], reader: _Reader, path: str = "
     """A legacy ``trainingInput`` → (Job keyword arguments, its ``hyperparameters`` or None)."""
     reader.check_keys(data, path, TRAINING_INPUT_KEYS)
     values: dict[str, Any] = {}
+    shared: dict[str, tuple[str, Any]] = {}
     tier = _scale_tier(reader, data["scaleTier"], f"{path}.scaleTier") if data.get("scaleTier") is not None else None
     typed = [role for role in ROLES if data.get(f"{LEGACY_ROLE_PREFIX[role]}Type") is not None]
     if tier is None and typed:
@@ -310,6 +322,9 @@ def parse_training_input(data: Mapping[str, Any], reader: _Reader, path: str = "
             values[f"{role}_accelerator"] = accelerator
         if data.get(f"{prefix}Type") is not None:
             values[f"{role}_machine_type"] = reader.machine(data[f"{prefix}Type"], f"{path}.{prefix}Type", accelerator)
+        if cfg.get("containerCommand") is not None:
+            module = _bootstrap_module(reader, cfg["containerCommand"], f"{cfg_path}.containerCommand")
+            _same(reader, shared, "module", f"{cfg_path}.containerCommand", module)
         image = reader.text(cfg.get("imageUri"), f"{cfg_path}.imageUri")
         if image and role == "chief":
             values["image"] = image
@@ -321,8 +336,12 @@ def parse_training_input(data: Mapping[str, Any], reader: _Reader, path: str = "
             if n:  # 0 is the API's default: no such tasks
                 values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = n
     values.update(_package_values(reader.strings(data.get("packageUris"), f"{path}.packageUris")))
+    module = reader.text(data.get("pythonModule"), f"{path}.pythonModule")
+    if module is not None:
+        _same(reader, shared, "module", f"{path}.pythonModule", module)
+    if "module" in shared:
+        values["module"] = shared["module"][1]
     simple = {
-        "pythonModule": "module",
         "region": "region",
         "jobDir": "job_dir",
         "runtimeVersion": "runtime_version",
@@ -431,6 +450,9 @@ def _parse_pool(reader: _Reader, pool: dict[str, Any], role: str, path: str, val
         image = reader.text(spec.get("imageUri"), f"{spec_path}.imageUri")
         if not image:
             raise reader.error(spec_path, "has no imageUri; name the container image")
+        if spec.get("command") is not None:
+            module = _bootstrap_module(reader, spec["command"], f"{spec_path}.command")
+            _same(reader, shared, "pythonModule", f"{spec_path}.command", module)
     else:
         spec_path = f"{path}.pythonPackageSpec"
         spec = reader.mapping(pool["pythonPackageSpec"], spec_path)
@@ -498,6 +520,9 @@ def parse_custom_job_spec(data: Mapping[str, Any], reader: _Reader, path: str = 
     job_dir = reader.text(output.get("outputUriPrefix"), f"{out_path}.outputUriPrefix")
     if job_dir:
         values["job_dir"] = job_dir
+        if values.get("args", [])[-2:] == ["--job-dir", job_dir]:
+            # tfjob's Vertex rendering passes the job dir on, as AI Platform did; it will again.
+            values["args"] = values["args"][:-2]
     sched_path = f"{at}scheduling"
     scheduling = reader.mapping(data.get("scheduling"), sched_path)
     reader.check_keys(scheduling, sched_path, VERTEX_SCHEDULING_KEYS)

@@ -206,7 +206,7 @@ BAD_CONFIGS = [
     ("workerPoolSpecs:\n  - {machineSpec: {machineTyp: n1-standard-4}}\n", r"unknown key 'workerPoolSpecs\[0\].machineSpec.machineTyp' \(did you mean 'machineType'\?\)"),
     ("workerPoolSpecs:\n  - {replicaCount: 1, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].machineSpec has no machineType"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}}\n", r"workerPoolSpecs\[0\] has neither containerSpec nor pythonPackageSpec"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i, command: [python]}}\n", r"containerSpec.command is not supported: tfjob containers start through"),
+    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i, command: [python]}}\n", r"containerSpec.command \['python'\] is not supported: tfjob starts containers through their entrypoint, or as \[tfjob-bootstrap, --module, MODULE, --\]"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].diskSpec is not supported"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T9}, containerSpec: {imageUri: i}}\n", r"acceleratorType: accelerator 'NVIDIA_TESLA_T9' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, pythonPackageSpec: {pythonModule: a.b}}\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 2, pythonPackageSpec: {pythonModule: a.c}}\n", r"workerPoolSpecs\[1\].pythonPackageSpec.pythonModule 'a.c' differs from workerPoolSpecs\[0\].pythonPackageSpec.pythonModule 'a.b'"),
@@ -260,3 +260,27 @@ def test_bad_labels_in_a_file_are_caught_by_the_spec(tmp_path: Path) -> None:
     assert load_job_config(path)["labels"] == {"Team": "ml"}
     with pytest.raises(SpecError, match=r"label key 'Team' is not valid"):
         Job(config=str(path))
+
+
+def test_containers_started_through_the_bootstrap_give_the_module() -> None:
+    command = ["tfjob-bootstrap", "--module", "trainer.task", "--"]
+    legacy = {"trainingInput": {"masterType": "n1-standard-4", "masterConfig": {"imageUri": "gcr.io/p/t:1", "containerCommand": command}}}
+    assert parse_job_config(legacy).values["module"] == "trainer.task"
+    pool = {"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": "gcr.io/p/t:1", "command": command}}
+    values = parse_job_config({"workerPoolSpecs": [pool]}).values
+    assert (values["module"], values["image"]) == ("trainer.task", "gcr.io/p/t:1")
+    other = dict(pool, containerSpec={"imageUri": "gcr.io/p/t:1", "command": ["tfjob-bootstrap", "--module", "other.task", "--"]})
+    with pytest.raises(ConfigFileError, match=r"workerPoolSpecs\[1\].containerSpec.command 'other.task' differs from"):
+        parse_job_config({"workerPoolSpecs": [pool, other]})
+    with pytest.raises(ConfigFileError, match=r"trainingInput.pythonModule 'b.c' differs from trainingInput.masterConfig.containerCommand 'trainer.task'"):
+        parse_job_config({"trainingInput": {**legacy["trainingInput"], "pythonModule": "b.c"}})
+
+
+def test_the_job_dir_argument_tfjob_adds_on_vertex_is_not_doubled() -> None:
+    package = {"packageUris": ["gs://b/t.tar.gz"], "pythonModule": "trainer.task", "args": ["--epochs", "3", "--job-dir", "gs://b/out"]}
+    data = {
+        "workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1", "pythonPackageSpec": package}],
+        "baseOutputDirectory": {"outputUriPrefix": "gs://b/out"},
+    }
+    values = parse_job_config(data).values
+    assert (values["args"], values["job_dir"]) == (["--epochs", "3"], "gs://b/out")

@@ -98,9 +98,10 @@ CASES: dict[str, Callable[[], tuple[JobSpec, SubmitOptions]]] = {
         ),
         SubmitOptions(region="us-central1"),
     ),
-    # One image for every task: each *Config names it, and it reads back as the job's image.
+    # One image for every task, given a module: each *Config names the image and starts the
+    # module through the bootstrap; it reads back as the job's image and module.
     "container_shared_image": lambda: (
-        spec(module=None, image="gcr.io/census-project/trainer:1", workers=3, ps=1, evaluators=1),
+        spec(image="gcr.io/census-project/trainer:1", workers=3, ps=1, evaluators=1),
         SubmitOptions(region="us-central1"),
     ),
     # Nowhere to stage a local trainer: the body keeps the path (it reads back as a --config).

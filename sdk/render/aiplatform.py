@@ -26,6 +26,8 @@ ROLE_PREFIX: dict[str, str] = {"chief": "master", "worker": "worker", "ps": "par
 #: Compute Engine names that AI Platform spelt differently.
 LEGACY_MACHINE_NAMES: dict[str, str] = {"cloud-tpu": "cloud_tpu"}
 MAX_JOB_ID_LENGTH = 128
+#: The console script of every tfjob image: a container given a module starts it through it.
+BOOTSTRAP = "tfjob-bootstrap"
 
 
 def build_job_id(name: str) -> str:
@@ -119,6 +121,8 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
         image = spec.image_for(role)
         if image:
             config["imageUri"] = image
+            if spec.module:
+                config["containerCommand"] = [BOOTSTRAP, "--module", spec.module, "--"]
         if config:
             body[f"{prefix}Config"] = config
     if spec.module is not None and not spec.image:
