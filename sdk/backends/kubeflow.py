@@ -103,7 +103,7 @@ class KubeflowBackend:
         client = self._connect(options.kubeconfig, options.context)
         try:
             namespace = options.namespace or client.namespace
-            check_k8s_name(namespace, field="namespace")
+            check_k8s_name(namespace, field="namespace", flag="--namespace")
             manifest["metadata"]["namespace"] = namespace
             created = client.create_tfjob(namespace, manifest)
         finally:

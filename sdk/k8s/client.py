@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
-from ..render.kubeflow import GROUP, PLURAL, VERSION
+from ..render.kubeflow import GROUP, PLURAL, VERSION, validate_tfjob
 
 #: Seconds to wait for an answer to an ordinary request.
 REQUEST_TIMEOUT = 30.0
@@ -198,7 +198,12 @@ class KubeClient:
 
     # -- TFJobs ----------------------------------------------------------------------------
     def create_tfjob(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Create the TFJob; return it as the API server stored it."""
+        """Create the TFJob; return it as the API server stored it.
+
+        Raises:
+            SpecError: the manifest breaks the operator's admission rules; nothing is sent.
+        """
+        validate_tfjob(manifest)
         name = manifest["metadata"]["name"]
         try:
             return self._custom.create_namespaced_custom_object(

@@ -16,18 +16,12 @@ from typing import Any, Iterable, Mapping
 
 from ..backends.base import JobState, JobStatus, TaskStatus
 from ..errors import UsageError
-from ..render.kubeflow import (
-    CONTAINER_NAME,
-    JOB_NAME_LABEL,
-    MAX_NAME_LENGTH,
-    REPLICA_INDEX_LABEL,
-    REPLICA_TYPE_LABEL,
-    check_k8s_name,
-)
+from ..render.kubeflow import CONTAINER_NAME, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 #: Our roles in the order tasks are shown; ``master`` is the operator's legacy chief.
 _ROLE_ORDER = ("chief", "worker", "ps", "evaluator")
 _ROLE_ALIASES = {"chief": "chief", "master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _TASK_RE = re.compile(r"^(?P<role>[a-z]+)(?:-(?P<index>\d+))?$")
 _FAILED_REPLICA_RE = re.compile(r"\b\d+\s+(?P<type>Chief|Master|Worker|PS|Evaluator)\s+replica\(s\) failed", re.I)
 _POD_STATES = {
@@ -45,14 +39,11 @@ def parse_job_id(job_id: str) -> tuple[str | None, str]:
         UsageError: the id is not ``[NAMESPACE/]NAME`` with Kubernetes names.
     """
     namespace, sep, name = job_id.strip().rpartition("/")
-    if sep and not namespace:
-        raise UsageError(f"job id {job_id!r} has an empty namespace; write it as NAMESPACE/NAME")
-    try:
-        check_k8s_name(name, field="TFJob name")
-        if namespace:
-            check_k8s_name(namespace, field="namespace", max_length=MAX_NAME_LENGTH)
-    except UsageError as e:
-        raise UsageError(f"job id {job_id!r} is not NAMESPACE/NAME of a TFJob: {e}") from None
+    if not _NAME_RE.match(name) or (sep and not _NAME_RE.match(namespace)):
+        raise UsageError(
+            f"job id {job_id!r} is not NAMESPACE/NAME of a TFJob (each a DNS label: lower-case letters, digits "
+            "and '-'); `tfjob list` shows the known jobs"
+        )
     return (namespace or None), name
 
 

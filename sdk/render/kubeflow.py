@@ -84,10 +84,16 @@ def suggest_k8s_name(name: str, max_length: int = MAX_NAME_LENGTH) -> str:
     return stem[:max_length].rstrip("-")
 
 
-def check_k8s_name(name: str, field: str = "job name", max_length: int = MAX_NAME_LENGTH) -> None:
+def check_k8s_name(
+    name: str,
+    field: str = "job name",
+    max_length: int = MAX_NAME_LENGTH,
+    suggest_length: int | None = None,
+    flag: str = "--display-name",
+) -> None:
     """Raise SpecError unless ``name`` is a DNS-1035 label of at most ``max_length`` characters.
 
-    The message suggests a valid name.
+    The message suggests a valid name (of at most ``suggest_length`` characters).
     """
     if len(name) <= max_length and _DNS1035_RE.match(name):
         return
@@ -98,7 +104,7 @@ def check_k8s_name(name: str, field: str = "job name", max_length: int = MAX_NAM
     )
     raise SpecError(
         f"{field} {name!r} {why}, as Kubernetes requires for a TFJob; "
-        f"use --display-name {suggest_k8s_name(name, max_length)}"
+        f"use {flag} {suggest_k8s_name(name, suggest_length or max_length)}"
     )
 
 
@@ -171,10 +177,10 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
 
 
 def _check_spec(spec: JobSpec, options: Any) -> None:
-    check_k8s_name(spec.name)
     suffix = _longest_service_suffix(spec)
-    if len(spec.name) + len(suffix) > MAX_NAME_LENGTH:
-        room = MAX_NAME_LENGTH - len(suffix)
+    room = MAX_NAME_LENGTH - len(suffix)
+    check_k8s_name(spec.name, suggest_length=room)
+    if len(spec.name) > room:
         raise SpecError(
             f"job name {spec.name!r} is too long for its task services ({spec.name}{suffix} has "
             f"{len(spec.name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH}); "
@@ -182,8 +188,9 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
         )
     missing = [pool.role for pool in spec.pools if not spec.image_for(pool.role)]
     if missing:
+        pools = f"{' and '.join(missing)} pool{'s have' if len(missing) > 1 else ' has'}"
         raise SpecError(
-            f"--backend kubeflow runs container images, and the {', '.join(missing)} pool has none: pass --image "
+            f"--backend kubeflow runs container images, and the {pools} none: pass --image "
             "(a trainer image built FROM the tfjob base image)"
         )
     if spec.package or spec.packages:
@@ -236,7 +243,7 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": spec.name}
     namespace = getattr(options, "namespace", None)
     if namespace:
-        check_k8s_name(namespace, field="--namespace")
+        check_k8s_name(namespace, field="--namespace", flag="--namespace")
         metadata["namespace"] = namespace
     metadata["labels"] = labels
 
