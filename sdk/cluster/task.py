@@ -229,8 +229,14 @@ def _task_info(
     rename: Mapping[str, str],
     task: Mapping[str, Any],
     dialect: str,
+    *,
+    sparse: bool = False,
 ) -> TaskInfo:
-    """The TaskInfo of a cluster and a task that has both type and index."""
+    """The TaskInfo of a cluster and a task that has both type and index.
+
+    ``sparse``: Kubeflow's ``sparseCluster``, which lists only what the task needs
+    (a chief or a ps of a dynamic-worker job may be absent from it).
+    """
     task_type = task.get("type")
     if not isinstance(task_type, str):
         raise ClusterConfigError(f"{variable} task type must be a string: \"task\": {_quote(task)}")
@@ -249,7 +255,7 @@ def _task_info(
     cluster = _canonical(variable, jobs, rename)
     if task_type not in jobs:
         # TensorFlow lets an evaluator sit outside the cluster; nothing else.
-        if role != "evaluator":
+        if role != "evaluator" and not sparse:
             raise ClusterConfigError(
                 f"{variable} task type {task_type!r} is not in the cluster (jobs: {_quote(list(jobs))}): "
                 f"\"task\": {_quote(task)}"
@@ -295,7 +301,7 @@ def parse_tf_config(text: str, env: Mapping[str, str] | None = None) -> TaskInfo
     dialect = _tf_config_dialect(data, jobs, env)
     if task.get("type") is None or task.get("index") is None:
         return local_task(dialect, source="TF_CONFIG", job=data.get("job"), environment=data.get("environment"))
-    return _task_info("TF_CONFIG", data, jobs, _ROLE_OF, task, dialect)
+    return _task_info("TF_CONFIG", data, jobs, _ROLE_OF, task, dialect, sparse=key == "sparseCluster")
 
 
 def parse_cluster_spec(text: str, env: Mapping[str, str] | None = None) -> TaskInfo:
