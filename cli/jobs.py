@@ -1,5 +1,186 @@
-"""tfjob jobs commands."""
+"""``tfjob list / status / logs / cancel / wait``: the life of a submitted job, on any backend.
+
+Every command works from a job id (or a unique prefix of one) through
+:func:`tfjob.job.get_job`, so it does not matter which process or backend started
+the job. Results go to stdout (``--json`` for machines); progress to stderr.
+"""
 
 from __future__ import annotations
 
-from .main import app  # noqa: F401
+import json
+import time
+from typing import Any, Optional
+
+import typer
+
+from tfjob.backends.base import JobState, JobStatus
+from tfjob.errors import JobFailedError
+
+from .main import app
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def render_duration(status: JobStatus, now: float | None = None) -> str:
+    """How long the job ran (so far, while it runs); ``-`` before it started. Pure."""
+    from tfjob.local.logs import format_duration
+
+    if status.started is None:
+        return "-"
+    end = status.ended if status.ended is not None else (now if now is not None else time.time())
+    return format_duration(max(0.0, end - status.started))
+
+
+def render_table(header: list[str], rows: list[list[str]]) -> str:
+    """Aligned columns; the last one is not padded. Pure."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows])
+
+
+def render_job_list(statuses: list[JobStatus], now: float | None = None) -> str:
+    """The ``tfjob list`` table. Pure."""
+    rows = [
+        [s.id, s.name, s.backend, s.state.value, _when(s.created), render_duration(s, now)]
+        for s in statuses
+    ]
+    return render_table(["ID", "NAME", "BACKEND", "STATE", "CREATED", "DURATION"], rows)
+
+
+def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], now: float | None = None) -> str:
+    """The ``tfjob status`` text: the job, its history and its tasks. Pure."""
+    from tfjob.local.logs import SummaryRow, render_summary
+
+    lines = [
+        f"job       {status.id}",
+        f"name      {status.name}",
+        f"backend   {status.backend}",
+        f"state     {status.state.value}",
+    ]
+    if status.message:
+        lines.append(f"message   {status.message}")
+    if status.failed_task:
+        lines.append(f"failed    {status.failed_task}")
+    lines += [
+        f"created   {_when(status.created)}",
+        f"started   {_when(status.started)}",
+        f"ended     {_when(status.ended)}",
+        f"duration  {render_duration(status, now)}",
+    ]
+    if status.extra.get("log_dir"):
+        lines.append(f"logs      {status.extra['log_dir']}")
+    if events:
+        lines.append("history")
+        for ts, state, message in events:
+            lines.append(f"  {_when(ts)}  {state.value}" + (f"  {message}" if message else ""))
+    if status.tasks:
+        rows = [
+            SummaryRow(t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None)
+            for t in status.tasks
+        ]
+        lines.append("tasks")
+        lines += ["  " + line for line in render_summary(rows).splitlines()]
+    tail = status.extra.get("log_tail")
+    if tail and status.failed_task:
+        lines.append(f"last lines of {status.failed_task}")
+        lines += ["  " + line for line in str(tail).splitlines()]
+    return "\n".join(lines)
+
+
+def _events(job_id: str) -> list[tuple[float, JobState, str]]:
+    from tfjob.store import JobStore
+
+    with JobStore() as store:
+        return store.events(job_id)
+
+
+@app.command("list")
+def list_jobs(
+    as_json: bool = typer.Option(False, "--json", help="Print the jobs as JSON."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="Only jobs of this backend (local, vertex, kubeflow)."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many jobs, newest first."),
+) -> None:
+    """List known jobs, newest first (a local job whose supervisor died shows as LOST)."""
+    from tfjob.backends import get_backend
+    from tfjob.store import JobStore
+
+    if backend is not None:
+        get_backend(backend)  # a misspelt backend is a usage error, not an empty list
+    with JobStore() as store:
+        statuses = [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=backend)]
+    if as_json:
+        typer.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
+    elif statuses:
+        typer.echo(render_job_list(statuses))
+    else:
+        typer.echo("no jobs yet; `tfjob submit TRAINER_DIR --module-name trainer.task` runs one", err=True)
+
+
+@app.command("status")
+def status(
+    job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Show a job's state, history, tasks and, if it failed, the failing task's last lines."""
+    from tfjob.job import get_job
+
+    handle = get_job(job_id)
+    current = handle.status()
+    events = _events(handle.id)
+    if as_json:
+        data: dict[str, Any] = current.to_dict()
+        data["events"] = [{"time": ts, "state": state.value, "message": message} for ts, state, message in events]
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        typer.echo(render_status(current, events))
+
+
+@app.command("logs")
+def logs(
+    job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it."),
+    task: Optional[str] = typer.Option(None, "--task", "-t", help="Only this task's lines, e.g. worker-1."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the job ends."),
+    tail: Optional[int] = typer.Option(None, "--tail", min=0, help="Start with only the last N lines."),
+) -> None:
+    """Print a job's log lines, prefixed [chief-0], [worker-1]…"""
+    from tfjob.job import get_job
+
+    for line in get_job(job_id).logs(task=task, follow=follow, tail=tail):
+        typer.echo(line)
+
+
+@app.command("cancel")
+def cancel(job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it.")) -> None:
+    """Cancel a job: its tasks are stopped and it ends as CANCELLED (`tfjob wait` to see it end)."""
+    from tfjob.job import get_job
+
+    handle = get_job(job_id)
+    current = handle.status()
+    if current.state.is_terminal:
+        typer.echo(f"job {handle.id} already ended: {current.state.value}; nothing to cancel", err=True)
+        return
+    handle.cancel()
+    typer.echo(f"cancelling job {handle.id}", err=True)
+
+
+@app.command("wait")
+def wait(
+    job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it."),
+    timeout: Optional[str] = typer.Option(None, "--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running."),
+) -> None:
+    """Wait for a job to end. Exit 0 if it SUCCEEDED, 1 if it failed or was lost, 130 if cancelled."""
+    from tfjob.job import get_job
+    from tfjob.spec import parse_duration
+
+    seconds = parse_duration(timeout) if timeout is not None else None
+    handle = get_job(job_id)
+    final = handle.wait(seconds)
+    typer.echo(f"job {handle.id} {final.state.value}" + (f": {final.message}" if final.message else ""), err=True)
+    try:
+        handle.result()
+    except JobFailedError as e:
+        if e.log_tail:
+            typer.echo(f"last lines of {e.task}:\n" + "\n".join("  " + l for l in e.log_tail.splitlines()), err=True)
+        raise
+    typer.echo(handle.id)

@@ -172,16 +172,19 @@ class JobHandle:
         self,
         timeout: float | None = None,
         poll_interval: float = 0.2,
-        max_interval: float = 10.0,
+        max_interval: float | None = None,
         on_change: Callable[[JobStatus], None] | None = None,
     ) -> JobStatus:
         """Block until the job ends; return its final status.
 
-        Polls with a growing interval (×1.5 up to ``max_interval``).
+        Polls with a growing interval (×1.5 up to ``max_interval``; default: the
+        backend's ``max_poll_interval``, else 10 s).
 
         Raises:
             JobTimeoutError: ``timeout`` seconds passed first (the job keeps running).
         """
+        if max_interval is None:
+            max_interval = float(getattr(self._backend, "max_poll_interval", 10.0))
         deadline = None if timeout is None else self._clock() + timeout
         interval = poll_interval
         last: JobState | None = None

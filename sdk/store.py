@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import sqlite3
 import threading
 import time
@@ -72,6 +73,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     started REAL,
     ended REAL,
     log_path TEXT,
+    proc_start INTEGER,
     PRIMARY KEY (job_id, name)
 );
 """
@@ -132,6 +134,8 @@ class TaskRecord:
     started: float | None = None
     ended: float | None = None
     log_path: str | None = None
+    #: The process' start time (see :func:`process_start_time`): tells it from a later pid.
+    proc_start: int | None = None
 
     def to_status(self) -> TaskStatus:
         return TaskStatus(self.name, self.state, self.exit_code, self.signal, self.started, self.ended, self.log_path)
@@ -139,7 +143,7 @@ class TaskRecord:
 
 _JSON_COLUMNS = ("spec", "options", "extra")
 # Columns added after the first release: added to an older database on open.
-_ADDED_COLUMNS = {"supervisor_start": "INTEGER"}
+_ADDED_COLUMNS = {"jobs": {"supervisor_start": "INTEGER"}, "tasks": {"proc_start": "INTEGER"}}
 _DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
 
 
@@ -196,6 +200,26 @@ def process_alive(pid: int | None, start: int | None = None) -> bool:
     return start is None or now == 0 or now == start
 
 
+def stop_orphan_group(pid: int, start: int | None) -> None:
+    """SIGKILL what is left of a lost task's process group (pgid = the task's pid).
+
+    A task dies with its supervisor (``PR_SET_PDEATHSIG``), but processes it started
+    stay in its group. The group is killed only if it is provably the task's: the
+    task itself still runs (same start time), or no process has its pid any more —
+    the kernel never hands out a pid still in use as a group id, so a group without
+    its leader can only be what is left of the task.
+    """
+    if not pid or pid <= 1 or pid == os.getpid():
+        return
+    now = process_start_time(pid)
+    if now is not None and (start is None or now == 0 or now != start):
+        return  # a live process we cannot prove is the task: not ours to touch
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
 def _row_to_job(row: sqlite3.Row) -> JobRecord:
     data = dict(row)
     for col in _JSON_COLUMNS:
@@ -230,13 +254,14 @@ class JobStore:
             self._conn.execute("PRAGMA synchronous = NORMAL")
         with self._lock:
             self._conn.executescript(_SCHEMA)
-            have = {r["name"] for r in self._conn.execute("PRAGMA table_info(jobs)")}
-            for column, kind in _ADDED_COLUMNS.items():
-                if column not in have:
-                    try:
-                        self._conn.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
-                    except sqlite3.OperationalError:  # another process added it first
-                        pass
+            for table, columns in _ADDED_COLUMNS.items():
+                have = {r["name"] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+                for column, kind in columns.items():
+                    if column not in have:
+                        try:
+                            self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                        except sqlite3.OperationalError:  # another process added it first
+                            pass
 
     def close(self) -> None:
         """Close the connection."""
@@ -424,13 +449,14 @@ class JobStore:
     def put_tasks(self, job_id: str, tasks: list[TaskRecord]) -> None:
         """Insert or replace several tasks of a job in one transaction."""
         rows = [
-            (job_id, t.name, t.role, t.index, t.state.value, t.pid, t.exit_code, t.signal, t.started, t.ended, t.log_path)
+            (job_id, t.name, t.role, t.index, t.state.value, t.pid, t.exit_code, t.signal, t.started, t.ended, t.log_path, t.proc_start)
             for t in tasks
         ]
         with self._write() as c:
             c.executemany(
-                "INSERT OR REPLACE INTO tasks (job_id, name, role, idx, state, pid, exit_code, signal, started, ended, log_path)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO tasks"
+                " (job_id, name, role, idx, state, pid, exit_code, signal, started, ended, log_path, proc_start)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
@@ -466,10 +492,17 @@ class JobStore:
         )
         if not self.set_state(record.id, JobState.LOST, message):
             return self.get(record.id) or record  # it ended just now, after all
+        live = (JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value)
+        orphans = self._read(
+            "SELECT pid, proc_start FROM tasks WHERE job_id = ? AND state IN (?, ?, ?) AND pid IS NOT NULL",
+            (record.id, *live),
+        )
         with self._write() as c:
             # Tasks still marked as running went down with their supervisor.
             c.execute(
                 "UPDATE tasks SET state = ?, ended = COALESCE(ended, ?) WHERE job_id = ? AND state IN (?, ?, ?)",
-                (JobState.LOST.value, time.time(), record.id, JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value),
+                (JobState.LOST.value, time.time(), record.id, *live),
             )
+        for row in orphans:
+            stop_orphan_group(row["pid"], row["proc_start"])
         return self.get(record.id) or record

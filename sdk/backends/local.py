@@ -25,6 +25,8 @@ class LocalBackend:
     """Runs jobs as processes on this machine (see :mod:`tfjob.local`)."""
 
     name = "local"
+    #: A local job's state is one SQLite read away: waiting polls at least this often.
+    max_poll_interval = 0.5
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """What each task would run: command, working directory, cluster variables (pure).

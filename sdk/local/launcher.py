@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import json
 import os
 import selectors
 import signal
@@ -29,13 +30,15 @@ from typing import Any, Callable, Mapping, TextIO
 from ..backends.base import JobState, SubmitOptions
 from ..errors import BackendError
 from ..spec import JobSpec
-from ..store import JobStore, TaskRecord
+from ..store import JobStore, TaskRecord, process_start_time
 from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
-from .plan import TaskPlan, build_cluster, build_task_plans
+from .plan import TaskPlan, build_cluster, build_task_plans, platform_variables
 from .ports import PortPicker, pick_ports
 
 #: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL).
 PORT_TAKEN_EXIT = 75
+#: Per task: command line, working directory, pid and the platform variables it got.
+TASKS_FILE = "tasks.json"
 #: How many lines of a failed task's log its message carries.
 TAIL_LINES = 20
 _PR_SET_PDEATHSIG = 1
@@ -72,6 +75,7 @@ class _Task:
     output: TaskOutput
     proc: subprocess.Popen[bytes]
     started: float
+    proc_start: int | None = None
     pidfd: int | None = None
     pipe: int | None = None
     ended: float | None = None
@@ -95,7 +99,7 @@ class _Task:
     def record(self) -> TaskRecord:
         return TaskRecord(
             self.plan.name, self.plan.role, self.plan.index, self.state, self.proc.pid,
-            self.exit_code, self.signal, self.started, self.ended, str(self.output.path),
+            self.exit_code, self.signal, self.started, self.ended, str(self.output.path), self.proc_start,
         )
 
 
@@ -118,6 +122,24 @@ class Outcome:
     task_exit_code: int | None = None
     log_tail: str = ""
     rows: list[SummaryRow] = field(default_factory=list)
+
+
+def write_task_manifest(path: Path, tasks: list[_Task]) -> None:
+    """Record what each task was started with (only the platform variables: no secrets)."""
+    manifest = [
+        {
+            "name": t.plan.name,
+            "address": t.plan.address,
+            "pid": t.proc.pid,
+            "argv": t.plan.argv,
+            "cwd": t.plan.cwd,
+            "env": platform_variables(t.plan.env),
+        }
+        for t in tasks
+    ]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1))
+    os.replace(tmp, path)
 
 
 class _Restart(Exception):
@@ -284,7 +306,7 @@ class Launcher:
                 )
             except OSError as e:
                 raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e
-            task = _Task(plan, output, proc, time.time())
+            task = _Task(plan, output, proc, time.time(), process_start_time(proc.pid))
             self.tasks.append(task)
             assert proc.stdout is not None
             task.pipe = proc.stdout.fileno()
@@ -297,6 +319,7 @@ class Launcher:
             else:
                 self._sel.register(task.pidfd, selectors.EVENT_READ, ("exit", task))
         self.store.put_tasks(self.job_id, [t.record() for t in self.tasks])
+        write_task_manifest(self.router.log_dir / TASKS_FILE, self.tasks)
 
     # -- watch ------------------------------------------------------------------------------
     def _watch(self, deadline: float | None) -> None:
@@ -319,13 +342,13 @@ class Launcher:
                 return
             now = self.clock()
             if self._cancel_reason is not None:
-                self._outcome = Outcome(JobState.CANCELLED, f"cancelled by {self._cancel_reason}")
+                self._outcome = Outcome(JobState.CANCELLED, f"interrupted by {self._cancel_reason}")
             elif deadline is not None and now >= deadline:
                 self._outcome = self._timed_out()
             elif now >= next_poll:
                 next_poll = now + self.cancel_poll
                 if self.store.state(self.job_id) is JobState.CANCELLING:
-                    self._outcome = Outcome(JobState.CANCELLED, "cancelled by `tfjob cancel`")
+                    self._outcome = Outcome(JobState.CANCELLED, "cancel requested with `tfjob cancel`")
 
     def _dispatch(self, events: list[tuple[selectors.SelectorKey, int]], watching: bool) -> None:
         for key, _ in events:

@@ -140,6 +140,11 @@ def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
     return vertex
 
 
+def platform_variables(env: Mapping[str, str]) -> dict[str, str]:
+    """Only the per-task variables a platform sets (TF_CONFIG, CLUSTER_SPEC, AIP_*…)."""
+    return {k: v for k, v in env.items() if k in _PLATFORM_VARS or k.startswith(_PLATFORM_PREFIXES)}
+
+
 def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The caller's environment without the per-task variables a platform sets."""
     return {
@@ -226,7 +231,7 @@ def find_source_root(package: str | None, module: str) -> str:
         raise UsageError(f"package {package!r} is in Cloud Storage; the local backend runs a local trainer directory")
     if not root.is_dir():
         raise UsageError(f"trainer directory {package!r} does not exist; give the directory that holds {top}/")
-    for candidate in (root, root.parent):
+    for candidate in (root, root / "src", root.parent):
         if (candidate / top).is_dir() or (candidate / f"{top}.py").is_file():
             if candidate == root.parent and root.name != top:
                 break

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator, TextIO
 
 from ..backends.base import JobState, SubmitOptions
-from ..errors import SpecError, UsageError
+from ..errors import SpecError, TfjobError, UsageError
 from ..settings import tfjob_home
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore, process_start_time
@@ -166,6 +166,21 @@ def run_job(
     log_dir = Path(record.log_dir or jobs_dir() / record.id)
     names = [f"{role}-{index}" for role, index in prepared.spec.tasks()]
     router = LogRouter(log_dir, console, use_colour(console), names)
+    cwd = None
+    if options.install:
+        from .install import install_trainer
+
+        router.note("--install: building the trainer's sdist and installing it in a throw-away venv")
+        try:
+            python = install_trainer(prepared.spec, prepared.python, log_dir / "install")
+        except TfjobError as e:
+            router.close()
+            outcome = Outcome(JobState.FAILED, f"could not install the trainer: {e}")
+            store.set_state(record.id, JobState.FAILED, outcome.message)
+            _print_summary(summary, record.id, outcome)
+            return outcome
+        prepared = dataclasses.replace(prepared, python=python, source_root=None)
+        cwd = str(log_dir / "install")  # not the source directory: the installed copy must be the one imported
     try:
         launcher = Launcher(
             prepared.spec,
@@ -176,14 +191,26 @@ def run_job(
             python=prepared.python,
             strategy=prepared.strategy,
             source_root=prepared.source_root,
+            cwd=cwd,
             port_picker=port_picker,
         )
         with cancel_on_signals(launcher):
             outcome = launcher.run()
     finally:
         router.close()
+        if options.install:
+            from .install import remove_venv
+
+            remove_venv(log_dir / "install")
+    _print_summary(summary, record.id, outcome)
+    return outcome
+
+
+def _print_summary(summary: TextIO | None, job_id: str, outcome: Outcome) -> None:
     if summary is not None:
-        text = f"job {record.id} {outcome.state.value}: {outcome.message}\n{render_summary(outcome.rows)}\n"
+        text = f"job {job_id} {outcome.state.value}: {outcome.message}\n"
+        if outcome.rows:
+            text += render_summary(outcome.rows) + "\n"
         if outcome.failed_task and outcome.log_tail:
             tail = "\n".join("  " + line for line in outcome.log_tail.splitlines())
             text += f"last lines of {outcome.failed_task}:\n{tail}\n"
@@ -192,4 +219,3 @@ def run_job(
             summary.flush()
         except (BrokenPipeError, ValueError):
             pass
-    return outcome

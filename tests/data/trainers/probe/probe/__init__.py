@@ -1,0 +1,1 @@
+"""A trivial trainer for the local backend's tests (see probe.task)."""
