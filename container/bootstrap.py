@@ -188,6 +188,8 @@ def install_packages(packages: Sequence[str]) -> None:
         done = subprocess.run(cmd, stdout=sys.stderr, check=False)
         if done.returncode != 0:
             raise TfjobError(f"pip could not install {', '.join(packages)} (pip exited {done.returncode}; its output is above)")
+    # Directories pip just created or filled were cached as empty (or absent) at start-up.
+    sys.path_importer_cache.clear()
 
 
 def _download_gcs(uri: str, directory: str) -> str:
