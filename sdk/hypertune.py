@@ -8,7 +8,8 @@ writes them::
     {"accuracy": "0.8391", "global_step": "40", "timestamp": 1732291200.5, "trial": "3"}
 
 The file is ``$CLOUD_ML_HP_METRIC_FILE``, else ``/tmp/hypertune/output.metrics``; the
-trial is ``$CLOUD_ML_TRIAL_ID``, else the ``trial`` of ``TF_CONFIG``'s task, else 0.
+trial is ``$CLOUD_ML_TRIAL_ID``, else ``$TFJOB_TRIAL`` (set by the tfjob bootstrap), else
+the ``trial`` of the task in ``TF_CONFIG`` or ``CLUSTER_SPEC``, else 0.
 Only the last :data:`MAX_LINES` lines are kept. Standard library only.
 """
 
@@ -37,15 +38,20 @@ def metric_file(env: Mapping[str, str] | None = None) -> Path:
 
 
 def trial_id(env: Mapping[str, str] | None = None) -> str:
-    """The id of the running trial: ``CLOUD_ML_TRIAL_ID``, else ``TF_CONFIG``'s task trial, else ``"0"``."""
+    """The id of the running trial (see the module docstring), ``"0"`` outside tuning."""
     env = os.environ if env is None else env
-    if env.get("CLOUD_ML_TRIAL_ID"):
-        return str(env["CLOUD_ML_TRIAL_ID"])
-    try:
-        trial = json.loads(env.get("TF_CONFIG") or "{}").get("task", {}).get("trial")
-    except (ValueError, AttributeError):
-        trial = None
-    return str(trial) if trial not in (None, "") else "0"
+    for name in ("CLOUD_ML_TRIAL_ID", "TFJOB_TRIAL"):
+        if env.get(name):
+            return str(env[name])
+    for name in ("TF_CONFIG", "CLUSTER_SPEC"):
+        try:
+            task = json.loads(env.get(name) or "{}").get("task") or {}
+            trial = task.get("trial")
+        except (ValueError, AttributeError):
+            continue
+        if trial not in (None, ""):
+            return str(trial)
+    return "0"
 
 
 def render_metric_line(tag: str, value: float, step: int | None, trial: str, timestamp: float) -> str:

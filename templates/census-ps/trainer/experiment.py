@@ -1,4 +1,4 @@
-"""What every distribution strategy shares: arguments, job-dir layout, checkpoints, metrics, export.
+"""What every role and strategy shares: arguments, job-dir layout, input, training, evaluation.
 
 Layout of ``--job-dir`` (a local directory or a ``gs://`` prefix)::
 
@@ -19,6 +19,8 @@ import time
 from typing import Any, Sequence
 
 from . import data
+from . import model as census_model
+from .checkpoints import checkpoint_callback, export_model, restore_latest
 
 log = logging.getLogger("trainer")
 
@@ -38,6 +40,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+    return value
+
+
 def _units(text: str) -> tuple[int, ...]:
     try:
         units = tuple(int(u) for u in text.split(",") if u.strip())
@@ -49,17 +58,21 @@ def _units(text: str) -> tuple[int, ...]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The trainer's command line (every task of a job gets the same arguments)."""
+    """The trainer's command line (every task of a job gets the same arguments).
+
+    Each option is also accepted with underscores (``--learning_rate=0.1``), as
+    hyperparameter tuning services pass ``--<parameter name>=<value>``.
+    """
     p = argparse.ArgumentParser(prog="trainer.task", description="Train the census income classifier.")
-    p.add_argument("--job-dir", default=_default_job_dir(), help="Where checkpoints, metrics and the model go (local or gs://).")
-    p.add_argument("--train-files", nargs="+", help="Training CSV files or globs (UCI Adult layout). Default: generated data.")
-    p.add_argument("--eval-files", nargs="+", help="Evaluation CSV files or globs. Default: generated data.")
-    p.add_argument("--train-steps", type=_positive_int, default=1000, help="Total training steps (batches), across restarts.")
-    p.add_argument("--eval-steps", type=_positive_int, default=20, help="Batches in each evaluation.")
-    p.add_argument("--batch-size", type=_positive_int, default=64, help="Rows per training step.")
-    p.add_argument("--learning-rate", type=float, default=0.01, help="Adam's learning rate.")
-    p.add_argument("--hidden-units", type=_units, default=(64, 32), help="Hidden layer sizes, e.g. 64,32.")
-    p.add_argument("--steps-per-checkpoint", type=_positive_int, help="Steps between checkpoints (default: a quarter of --train-steps).")
+    p.add_argument("--job-dir", "--job_dir", default=_default_job_dir(), help="Where checkpoints, metrics and the model go (local or gs://).")
+    p.add_argument("--train-files", "--train_files", nargs="+", help="Training CSV files or globs (UCI Adult layout). Default: generated data.")
+    p.add_argument("--eval-files", "--eval_files", nargs="+", help="Evaluation CSV files or globs. Default: generated data.")
+    p.add_argument("--train-steps", "--train_steps", type=_positive_int, default=1000, help="Total training steps (batches), across restarts.")
+    p.add_argument("--eval-steps", "--eval_steps", type=_positive_int, default=20, help="Batches in each evaluation.")
+    p.add_argument("--batch-size", "--batch_size", type=_positive_int, default=64, help="Rows per training step.")
+    p.add_argument("--learning-rate", "--learning_rate", type=_positive_float, default=0.01, help="Adam's learning rate.")
+    p.add_argument("--hidden-units", "--hidden_units", type=_units, default=(64, 32), help="Hidden layer sizes, e.g. 64,32.")
+    p.add_argument("--steps-per-checkpoint", "--steps_per_checkpoint", type=_positive_int, help="Steps between checkpoints (default: a quarter of --train-steps).")
     p.add_argument("--seed", type=int, default=42, help="Seed of the generated data.")
     args = p.parse_args(argv)
     if args.steps_per_checkpoint is None:
@@ -89,54 +102,6 @@ def input_files(args: argparse.Namespace, job_dir: JobDir) -> tuple[list[str], l
         return list(args.train_files), list(args.eval_files)
     train, evaluation = data.ensure_generated_data(job_dir.data, seed=args.seed)
     return list(args.train_files or [train]), list(args.eval_files or [evaluation])
-
-
-def new_checkpoint(model: Any) -> Any:
-    """The checkpoint of a training run: the model and its optimizer (whose ``iterations`` is the step).
-
-    The same structure is what ``tf.keras.utils.SidecarEvaluator`` restores.
-    """
-    import tensorflow as tf
-
-    return tf.train.Checkpoint(model=model, optimizer=model.optimizer)
-
-
-def restore_latest(model: Any, checkpoint_dir: str) -> int:
-    """Restore the newest checkpoint in ``checkpoint_dir``, if any; return the step reached.
-
-    The optimizer's variables are built first so that every saved value has a
-    variable to land in now, not at some later first step.
-    """
-    import tensorflow as tf
-
-    model.optimizer.build(model.trainable_variables)
-    latest = tf.train.latest_checkpoint(checkpoint_dir)
-    if latest is None:
-        return 0
-    new_checkpoint(model).restore(latest).assert_existing_objects_matched()
-    step = int(model.optimizer.iterations.numpy())
-    log.info("resuming from %s at step %d", latest, step)
-    return step
-
-
-def checkpoint_callback(model: Any, directory: str) -> Any:
-    """A callback saving ``ckpt-<step>`` to ``directory`` at the end of every epoch.
-
-    Epochs are ``--steps-per-checkpoint`` steps long, so this is the checkpoint
-    interval. Under MultiWorkerMirroredStrategy every worker must call it (saving
-    takes part in collectives); each gives its own ``directory``.
-    """
-    import tensorflow as tf
-
-    manager = tf.train.CheckpointManager(new_checkpoint(model), directory, max_to_keep=3)
-
-    class _SaveEveryEpoch(tf.keras.callbacks.Callback):
-        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
-            step = int(model.optimizer.iterations.numpy())
-            path = manager.save(checkpoint_number=step)
-            log.info("step %d: checkpoint %s", step, path)
-
-    return _SaveEveryEpoch()
 
 
 def fit_steps(model: Any, train_input: Any, start_step: int, args: argparse.Namespace, callbacks: list[Any]) -> int:
@@ -216,14 +181,90 @@ def report_metrics(results: dict[str, Any], step: int) -> None:
         report_metric(name, float(value), step)
 
 
-def export_model(model: Any, export_dir: str) -> None:
-    """Save ``model`` as a SavedModel with the serving signatures of :mod:`trainer.model`."""
-    from .model import serving_signatures
-
-    model.save(export_dir, save_format="tf", include_optimizer=False, signatures=serving_signatures(model))
-    log.info("exported the model to %s", export_dir)
-
-
 def setup_logging() -> None:
     """Log lines with a timestamp on stderr (the task's log), TensorFlow's own kept quiet."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def make_input(files: list[str], batch_size: int, *, training: bool) -> Any:
+    """Keras ``fit``/``evaluate`` input under any strategy: each worker builds its own pipeline.
+
+    A ``DatasetCreator`` is what ParameterServerStrategy requires; it also lets
+    MultiWorkerMirroredStrategy give each worker its own shard of the rows.
+    Training rows are shuffled without a seed, so that parameter-server workers
+    do not all feed the same batches.
+    """
+    import tensorflow as tf
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        ds = data.make_dataset(
+            files,
+            context.get_per_replica_batch_size(batch_size),
+            shuffle=training,
+            repeat=True,
+            num_shards=context.num_input_pipelines,
+            shard_index=context.input_pipeline_id,
+            seed=None if training else 0,
+        )
+        return ds.map(lambda features, label: (census_model.to_model_inputs(features), label))
+
+    return tf.keras.utils.experimental.DatasetCreator(dataset_fn)
+
+
+def train_and_evaluate(args: argparse.Namespace, strategy: Any, scratch: str | None = None) -> dict[str, Any]:
+    """Train (resuming from the job dir's checkpoint), evaluate, export; return the metrics record.
+
+    Args:
+        args: the parsed command line.
+        strategy: the distribution strategy (the default one for a single process).
+        scratch: on a non-chief MultiWorkerMirroredStrategy worker, the directory it
+            saves to and deletes (it must save, but only the chief's files are kept);
+            None on the chief, which writes checkpoints, metrics and the model.
+    """
+    job_dir = JobDir(args.job_dir)
+    train_files, eval_files = input_files(args, job_dir)
+    with strategy.scope():
+        model = census_model.build_model(args.learning_rate, args.hidden_units)
+        start_step = restore_latest(model, job_dir.checkpoints)
+    callbacks = [checkpoint_callback(model, job_dir.checkpoints, scratch)]
+    step = fit_steps(model, make_input(train_files, args.batch_size, training=True), start_step, args, callbacks)
+    results = model.evaluate(make_input(eval_files, args.batch_size, training=False), steps=args.eval_steps, return_dict=True, verbose=2)
+    record = render_metrics(results, global_step=step, resumed_from_step=start_step, args=args)
+    if scratch is None:
+        write_json(job_dir.metrics, record)
+        report_metrics(results, step)
+        log.info("evaluation at step %d: %s", step, {k: round(float(v), 4) for k, v in results.items()})
+    export_model(model, job_dir.model, scratch)
+    return record
+
+
+def evaluate_continuously(args: argparse.Namespace) -> None:
+    """The evaluator task: evaluate each checkpoint the chief writes, up to the final one.
+
+    Results go to ``eval/evaluator.json`` and to hyperparameter tuning.
+    """
+    import tensorflow as tf
+
+    job_dir = JobDir(args.job_dir)
+    _, eval_files = input_files(args, job_dir)
+    model = census_model.build_model(args.learning_rate, args.hidden_units)
+    eval_data = data.make_dataset(eval_files, args.batch_size, shuffle=False, repeat=True).map(
+        lambda features, label: (census_model.to_model_inputs(features), label)
+    )
+
+    class _Record(tf.keras.callbacks.Callback):
+        def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+            step = int(model.optimizer.iterations.numpy())
+            results = dict(logs or {})
+            write_json(os.path.join(job_dir.eval, "evaluator.json"), render_metrics(results, global_step=step, args=args))
+            report_metrics(results, step)
+
+    tf.keras.utils.SidecarEvaluator(
+        model,
+        data=eval_data,
+        checkpoint_dir=job_dir.checkpoints,
+        steps=args.eval_steps,
+        # Checkpoints are named ckpt-<step>: stop after evaluating the final one.
+        max_evaluations=args.train_steps,
+        callbacks=[_Record()],
+    ).start()
