@@ -1,0 +1,163 @@
+"""The wheel: built from the source tree, installed into a fresh venv, its console scripts run.
+
+The suite itself runs on the editable install; this checks what users get from
+``pip install tfjob``: the folder → package mapping of pyproject.toml, the package data
+(trainer templates, the base image Dockerfile) and both console scripts.
+
+No network: the wheel is built with the setuptools of the running interpreter, and the
+fresh venv sees only the runtime closure of typer and pyyaml (linked from this
+interpreter's site-packages), so the scripts also prove they need nothing else to start.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+#: What a wheel is built from (tests, benchmarks and the venv are not part of it).
+SOURCES = ("pyproject.toml", "README.md", "sdk", "cli", "container", "templates")
+_JUNK = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build", "dist")
+
+
+def run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, **kwargs)  # type: ignore[call-overload]
+
+
+def runtime_closure(*names: str) -> list[metadata.Distribution]:
+    """The installed distributions ``names`` need at run time (extras left out)."""
+    seen: dict[str, metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        dist = metadata.distribution(todo.pop())
+        key = dist.metadata["Name"].lower()
+        if key in seen:
+            continue
+        seen[key] = dist
+        for text in dist.requires or []:
+            req = Requirement(text)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return list(seen.values())
+
+
+def link_distributions(dists: list[metadata.Distribution], target: Path) -> None:
+    """Make the top-level modules and metadata of ``dists`` visible in ``target``."""
+    target.mkdir()
+    for dist in dists:
+        tops = {Path(str(f)).parts[0] for f in dist.files or [] if not str(f).startswith("..")}
+        for top in tops:
+            source = Path(str(dist.locate_file(top)))
+            if source.exists() and not (target / top).exists():
+                (target / top).symlink_to(source)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tfjob wheel built from a copy of the source tree (the tree itself stays clean)."""
+    src = tmp_path_factory.mktemp("src")
+    for name in SOURCES:
+        path = ROOT / name
+        assert path.exists(), f"{name} is missing: pyproject.toml needs it to build the wheel"
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=_JUNK)
+        else:
+            shutil.copy2(path, src / name)
+    out = tmp_path_factory.mktemp("dist")
+    # --no-isolation: build with this interpreter's setuptools instead of fetching one.
+    proc = run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check", "--outdir", str(out), str(src)])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (built,) = out.glob("tfjob-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel installed (--no-deps), plus typer and pyyaml."""
+    env_dir = tmp_path_factory.mktemp("venv") / "env"
+    proc = run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)])
+    assert proc.returncode == 0, proc.stderr
+    python = env_dir / "bin" / "python"
+    proc = run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)])
+    assert proc.returncode == 0, proc.stderr
+    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    deps = env_dir / "deps"
+    link_distributions(runtime_closure("typer", "pyyaml"), deps)
+    (Path(purelib) / "tfjob-test-deps.pth").write_text(f"{deps}\n")
+    return env_dir
+
+
+def clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PATH"] = os.defpath
+    return env
+
+
+def test_wheel_holds_every_package_the_templates_and_the_dockerfile(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for package in ("tfjob", "tfjob/cli", "tfjob/container", "tfjob/templates", "tfjob/backends", "tfjob/render"):
+        assert f"{package}/__init__.py" in names, package
+    assert {"tfjob/config.py", "tfjob/spec.py", "tfjob/cli/main.py", "tfjob/container/bootstrap.py"} <= names
+    assert "tfjob/container/Dockerfile" in names, "the base image Dockerfile must ship in the wheel"
+    templates = {
+        "tfjob/templates/" + p.relative_to(ROOT / "templates").as_posix()
+        for p in (ROOT / "templates").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+    assert len(templates) > 1
+    assert templates <= names, sorted(templates - names)
+    assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "tfjob = tfjob.cli.main:main" in entry_points
+    assert "tfjob-bootstrap = tfjob.container.bootstrap:main" in entry_points
+
+
+def test_console_scripts_run_from_the_fresh_venv(venv: Path) -> None:
+    proc = run([str(venv / "bin" / "tfjob"), "--help"], env=clean_env(), cwd=venv)
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage: tfjob" in proc.stdout and "submit" in proc.stdout
+    proc = run([str(venv / "bin" / "tfjob-bootstrap"), "--help"], env=clean_env(), cwd=venv)
+    assert proc.returncode == 0, proc.stderr
+    assert "tfjob-bootstrap" in proc.stdout and "--module" in proc.stdout
+
+
+def test_the_installed_package_is_the_wheel_and_finds_its_data(venv: Path) -> None:
+    code = (
+        "import importlib.resources as r, tfjob, tfjob.templates, tfjob.container; "
+        "print(tfjob.__file__); "
+        "print(r.files('tfjob.container').joinpath('Dockerfile').is_file()); "
+        "print(sorted(p.name for p in r.files('tfjob.templates').iterdir() if p.is_dir() and not p.name.startswith('_')))"
+    )
+    proc = run([str(venv / "bin" / "python"), "-c", code], env=clean_env(), cwd=venv)
+    assert proc.returncode == 0, proc.stderr
+    location, dockerfile, templates = proc.stdout.splitlines()
+    assert Path(location).resolve().is_relative_to(venv.resolve()), location
+    assert dockerfile == "True"
+    expected = sorted(p.name for p in (ROOT / "templates").iterdir() if p.is_dir() and not p.name.startswith("_"))
+    assert templates == str(expected)
+
+
+def test_a_render_runs_from_the_fresh_venv(venv: Path) -> None:
+    argv = ["render", "gs://b/trainer-0.1.tar.gz", "-m", "trainer.task", "--scale-tier", "STANDARD_1", "--backend", "ai-platform", "--name", "wheel"]
+    proc = run([str(venv / "bin" / "tfjob"), *argv], env=clean_env(), cwd=venv)
+    assert proc.returncode == 0, proc.stderr
+    assert '"scaleTier": "STANDARD_1"' in proc.stdout
+
+
+def test_the_venv_sees_no_heavy_library(venv: Path) -> None:
+    # What the console scripts did above, they did without Google clients or TensorFlow.
+    code = "import importlib.util as u; print([m for m in ('google.cloud.aiplatform', 'tensorflow', 'kubernetes') if u.find_spec(m.split('.')[0]) and u.find_spec(m)])"
+    proc = run([str(venv / "bin" / "python"), "-c", code], env=clean_env(), cwd=venv)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "[]"), proc.stderr
+
