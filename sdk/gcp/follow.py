@@ -1,0 +1,111 @@
+"""Vertex AI job states → tfjob's, and waiting for a job with backoff.
+
+:func:`parse_state` and :func:`job_status` are pure; :func:`wait_for_job` polls a
+``get`` function with a growing interval and reports each change of state. The
+clock and the sleep are injected, so tests wait for nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any, Callable
+
+from ..backends.base import JobState, JobStatus
+
+#: Vertex AI ``JobState`` names → tfjob's states.
+VERTEX_STATES: dict[str, JobState] = {
+    "JOB_STATE_UNSPECIFIED": JobState.QUEUED,
+    "JOB_STATE_QUEUED": JobState.QUEUED,
+    "JOB_STATE_PENDING": JobState.PENDING,
+    "JOB_STATE_RUNNING": JobState.RUNNING,
+    "JOB_STATE_SUCCEEDED": JobState.SUCCEEDED,
+    "JOB_STATE_FAILED": JobState.FAILED,
+    "JOB_STATE_CANCELLING": JobState.CANCELLING,
+    "JOB_STATE_CANCELLED": JobState.CANCELLED,
+    "JOB_STATE_PAUSED": JobState.PENDING,
+    "JOB_STATE_EXPIRED": JobState.FAILED,
+    "JOB_STATE_UPDATING": JobState.RUNNING,
+    "JOB_STATE_PARTIALLY_SUCCEEDED": JobState.FAILED,
+}
+# The enum's numbers, for a response written with integer enums.
+_BY_NUMBER = {i: name for i, name in enumerate(VERTEX_STATES)}
+
+#: First and longest pause between two polls of a job, seconds.
+POLL_INTERVAL = 5.0
+MAX_POLL_INTERVAL = 60.0
+
+
+def parse_state(value: str | int | None) -> JobState:
+    """A Vertex AI state (``JOB_STATE_RUNNING``, or its number) as a :class:`JobState`."""
+    if isinstance(value, int):
+        value = _BY_NUMBER.get(value, "JOB_STATE_UNSPECIFIED")
+    return VERTEX_STATES.get(value or "JOB_STATE_UNSPECIFIED", JobState.QUEUED)
+
+
+def parse_time(text: str | None) -> float | None:
+    """An RFC 3339 timestamp (``2026-11-22T15:30:00.123456Z``) as epoch seconds."""
+    if not text:
+        return None
+    text = text.replace("Z", "+00:00")
+    # Python's parser takes at most 6 fractional digits; the API may send 9.
+    head, dot, rest = text.partition(".")
+    if dot:
+        digits = "".join(c for c in rest if c.isdigit())
+        rest = digits[:6] + rest[len(digits) :]
+        text = f"{head}.{rest}"
+    return datetime.fromisoformat(text).timestamp()
+
+
+def console_url(project: str, region: str, job_id: str) -> str:
+    """Where the job is shown in the Google Cloud console."""
+    return f"https://console.cloud.google.com/vertex-ai/locations/{region}/training/{job_id}/cpu?project={project}"
+
+
+def job_status(job: dict[str, Any], job_id: str) -> JobStatus:
+    """A ``CustomJob`` dict as a :class:`JobStatus` (the error message in ``message``)."""
+    state = parse_state(job.get("state"))
+    error = job.get("error") or {}
+    message = str(error.get("message", "")) if error else ""
+    extra: dict[str, Any] = {"resource_name": job.get("name", ""), "vertex_state": job.get("state", "")}
+    if job.get("webAccessUris"):
+        extra["web_access_uris"] = dict(job["webAccessUris"])
+    return JobStatus(
+        id=job_id,
+        backend="vertex",
+        name=job.get("displayName", ""),
+        state=state,
+        message=message,
+        created=parse_time(job.get("createTime")),
+        started=parse_time(job.get("startTime")),
+        ended=parse_time(job.get("endTime")),
+        extra=extra,
+    )
+
+
+def wait_for_job(
+    get: Callable[[], dict[str, Any]],
+    *,
+    on_change: Callable[[dict[str, Any], JobState], None],
+    poll_interval: float = POLL_INTERVAL,
+    max_interval: float = MAX_POLL_INTERVAL,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
+    """Poll ``get()`` until the job reaches a terminal state; return the last answer.
+
+    The pause grows ×1.5 from ``poll_interval`` to ``max_interval`` and starts
+    again from ``poll_interval`` after each change of state.
+    """
+    last: JobState | None = None
+    interval = poll_interval
+    while True:
+        job = get()
+        state = parse_state(job.get("state"))
+        if state is not last:
+            last = state
+            interval = poll_interval
+            on_change(job, state)
+        if state.is_terminal:
+            return job
+        sleep(interval)
+        interval = min(interval * 1.5, max_interval)

@@ -1,0 +1,301 @@
+"""A local HTTP server that speaks the Vertex AI REST API for custom jobs, and Cloud Logging's entries:list.
+
+The real client libraries talk to it through ``api_endpoint="http://127.0.0.1:PORT"``:
+
+- ``POST /v1/projects/P/locations/R/customJobs`` — the body is parsed strictly into
+  ``aiplatform_v1.types.CustomJob`` (an unknown field is a 400, as the service does);
+- ``GET …/customJobs/ID`` — each read moves the job one step along :attr:`FakeVertex.script`
+  (QUEUED → PENDING → RUNNING → SUCCEEDED by default; a FAILED end carries
+  :attr:`FakeVertex.failure_message`);
+- ``GET …/customJobs?filter=…&pageSize=…&pageToken=…`` — filters ``labels.K="V"``,
+  ``labels.K:*`` and ``display_name="N"``, paged;
+- ``POST …/customJobs/ID:cancel`` — CANCELLING, then CANCELLED on the next read;
+- ``POST /v2/entries:list`` — the entries of :meth:`FakeVertex.add_log`, filtered by
+  job id, task name and ``timestamp>=``.
+
+Faults are queued with :meth:`FakeVertex.fail`: an HTTP status with a JSON error, a
+connection reset, or ``"lost"`` (the job is created, then the connection is reset
+before the answer, as when a response is lost on the way back).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+_JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs$")
+_JOB = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel)?$")
+_TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
+DEFAULT_SCRIPT = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
+
+
+def _now(offset: float = 0.0) -> str:
+    return (datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass
+class Fault:
+    """One queued fault: for requests whose ``METHOD path`` matches ``pattern``."""
+
+    pattern: str
+    status: int | str
+    message: str = "injected"
+    details: list[dict[str, Any]] = field(default_factory=list)
+    reason: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+class FakeVertex:
+    """The server's state; start it with :meth:`start` (or as a context manager)."""
+
+    def __init__(self, projects: tuple[str, ...] = ("p",)) -> None:
+        self.projects = set(projects)
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.steps: dict[str, int] = {}
+        self.script: tuple[str, ...] = DEFAULT_SCRIPT
+        self.failure_message = "The replica workerpool1-0 exited with a non-zero status of 1."
+        self.requests: list[tuple[str, str, Any]] = []
+        self.faults: list[Fault] = []
+        self.logs: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self._next_id = 7000000000000000000
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- control ---------------------------------------------------------------------
+    def fail(self, pattern: str, status: int | str, message: str = "injected", **kw: Any) -> None:
+        """Queue a fault for the next request matching ``pattern`` (a regex on ``METHOD path``)."""
+        self.faults.append(Fault(pattern, status, message, **kw))
+
+    def add_log(self, job_id: str, task_name: str, text: str, second: float) -> None:
+        with self.lock:
+            n = len(self.logs)
+            self.logs.append(
+                {
+                    "logName": "projects/p/logs/workerpool",
+                    "resource": {"type": "ml_job", "labels": {"job_id": job_id, "task_name": task_name, "project_id": "p"}},
+                    "textPayload": text,
+                    "timestamp": _now(second),
+                    "insertId": f"e{n:06d}",
+                }
+            )
+
+    @property
+    def endpoint(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> "FakeVertex":
+        fake = self
+
+        class Handler(_Handler):
+            state = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> "FakeVertex":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def created_bodies(self) -> list[dict[str, Any]]:
+        return [body for method, path, body in self.requests if method == "POST" and _JOBS.match(path)]
+
+    # -- behaviour -------------------------------------------------------------------
+    def create(self, project: str, region: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self.lock:
+            self._next_id += 1
+            job_id = str(self._next_id)
+            job = {
+                **body,
+                "name": f"projects/{project}/locations/{region}/customJobs/{job_id}",
+                "state": self.script[0],
+                "createTime": _now(),
+                "updateTime": _now(),
+            }
+            self.jobs[job_id] = job
+            self.steps[job_id] = 0
+            return job
+
+    def advance(self, job_id: str) -> dict[str, Any]:
+        with self.lock:
+            job = self.jobs[job_id]
+            if job["state"] == "JOB_STATE_CANCELLING":
+                job["state"] = "JOB_STATE_CANCELLED"
+            elif job["state"] not in _TERMINAL:
+                self.steps[job_id] = min(self.steps[job_id] + 1, len(self.script) - 1)
+                job["state"] = self.script[self.steps[job_id]]
+                if job["state"] == "JOB_STATE_RUNNING" and "startTime" not in job:
+                    job["startTime"] = _now(5)
+            if job["state"] in _TERMINAL and "endTime" not in job:
+                job["endTime"] = _now(60)
+                if job["state"] == "JOB_STATE_FAILED":
+                    job["error"] = {"code": 3, "message": self.failure_message}
+            return dict(job)
+
+
+def _matches(job: dict[str, Any], filter_: str) -> bool:
+    for clause in [c.strip() for c in re.split(r"\s+AND\s+", filter_) if c.strip()]:
+        m = re.match(r'^labels\.([\w-]+)\s*=\s*"([^"]*)"$', clause)
+        if m:
+            if job.get("labels", {}).get(m.group(1)) != m.group(2):
+                return False
+            continue
+        m = re.match(r"^labels\.([\w-]+):\*$", clause)
+        if m:
+            if m.group(1) not in job.get("labels", {}):
+                return False
+            continue
+        m = re.match(r'^display_name\s*=\s*"([^"]*)"$', clause)
+        if m:
+            if job.get("displayName") != m.group(1):
+                return False
+            continue
+        raise ValueError(f"unsupported filter clause {clause!r}")
+    return True
+
+
+class _Handler(BaseHTTPRequestHandler):
+    state: FakeVertex
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    # -- replies ---------------------------------------------------------------------
+    def _reply(self, status: int, data: Any) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _error(self, status: int, message: str, grpc: str, details: list[dict[str, Any]] | None = None) -> None:
+        self._reply(status, {"error": {"code": status, "message": message, "status": grpc, "details": details or []}})
+
+    def _reset(self) -> None:
+        # Close without an answer: the client sees the connection reset.
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        finally:
+            self.connection.close()
+
+    def _fault(self, key: str) -> Fault | None:
+        with self.state.lock:
+            for i, fault in enumerate(self.state.faults):
+                if re.search(fault.pattern, key):
+                    return self.state.faults.pop(i)
+        return None
+
+    # -- dispatch --------------------------------------------------------------------
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def _handle(self, method: str) -> None:
+        url = urlparse(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        self.state.requests.append((method, url.path, body))
+        fault = self._fault(f"{method} {url.path}")
+        if fault is not None and fault.status != "lost":
+            if fault.status == "reset":
+                return self._reset()
+            details = list(fault.details)
+            if fault.reason:
+                details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": fault.reason, "domain": "googleapis.com", "metadata": fault.metadata})
+            grpc = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}.get(int(fault.status), "INTERNAL")
+            return self._error(int(fault.status), fault.message, grpc, details)
+        if url.path == "/v2/entries:list" and method == "POST":
+            return self._entries(body or {})
+        m = _JOBS.match(url.path)
+        if m:
+            project, region = m.groups()
+            if project not in self.state.projects:
+                return self._error(404, f"Project '{project}' not found or permission denied.", "NOT_FOUND")
+            if method == "POST":
+                return self._create(project, region, body or {}, lost=fault is not None)
+            return self._list(project, region, parse_qs(url.query))
+        m = _JOB.match(url.path)
+        if m:
+            project, region, job_id, cancel = m.groups()
+            if job_id not in self.state.jobs:
+                return self._error(404, f"CustomJob projects/{project}/locations/{region}/customJobs/{job_id} does not exist.", "NOT_FOUND")
+            if cancel and method == "POST":
+                with self.state.lock:
+                    job = self.state.jobs[job_id]
+                    if job["state"] not in _TERMINAL:
+                        job["state"] = "JOB_STATE_CANCELLING"
+                return self._reply(200, {})
+            if method == "GET":
+                return self._reply(200, self.state.advance(job_id))
+        self._error(404, f"no route for {method} {url.path}", "NOT_FOUND")
+
+    def _create(self, project: str, region: str, body: dict[str, Any], lost: bool) -> None:
+        from google.cloud import aiplatform_v1
+        from google.protobuf import json_format
+
+        try:  # strictly, as the service: an unknown or misspelt field is refused
+            json_format.ParseDict(body, aiplatform_v1.types.CustomJob()._pb)
+        except json_format.ParseError as e:
+            return self._error(400, f"Invalid JSON payload received. {e}", "INVALID_ARGUMENT")
+        job = self.state.create(project, region, body)
+        if lost:
+            return self._reset()
+        self._reply(200, job)
+
+    def _list(self, project: str, region: str, query: dict[str, list[str]]) -> None:
+        filter_ = query.get("filter", [""])[0]
+        size = int(query.get("pageSize", ["100"])[0] or 100)
+        start = int(query.get("pageToken", ["0"])[0] or 0)
+        prefix = f"projects/{project}/locations/{region}/"
+        try:
+            jobs = [j for j in self.state.jobs.values() if j["name"].startswith(prefix) and _matches(j, filter_)]
+        except ValueError as e:
+            return self._error(400, str(e), "INVALID_ARGUMENT")
+        page = jobs[start : start + size]
+        out: dict[str, Any] = {"customJobs": page}
+        if start + size < len(jobs):
+            out["nextPageToken"] = str(start + size)
+        self._reply(200, out)
+
+    def _entries(self, body: dict[str, Any]) -> None:
+        filter_ = body.get("filter", "")
+        job = re.search(r'resource\.labels\.job_id="([^"]+)"', filter_)
+        task = re.search(r'resource\.labels\.task_name="([^"]+)"', filter_)
+        since = re.search(r'timestamp>="([^"]+)"', filter_)
+        with self.state.lock:
+            entries = [
+                e for e in self.state.logs
+                if (not job or e["resource"]["labels"]["job_id"] == job.group(1))
+                and (not task or e["resource"]["labels"]["task_name"] == task.group(1))
+                and (not since or e["timestamp"] >= since.group(1))
+            ]  # fmt: skip
+        if body.get("orderBy", "").endswith("desc"):
+            entries = entries[::-1]
+        size = int(body.get("pageSize") or 1000)
+        start = int(body.get("pageToken") or 0)
+        out: dict[str, Any] = {"entries": entries[start : start + size]}
+        if start + size < len(entries):
+            out["nextPageToken"] = str(start + size)
+        self._reply(200, out)
