@@ -587,6 +587,36 @@ def parse_job_config(data: Any, source: str = "config") -> JobConfig:
     raise ConfigFileError(f"{source}: has no trainingInput: (AI Platform) or workerPoolSpecs: (Vertex AI) section; nothing to run")
 
 
+#: Keys that describe the cluster's shape; a predefined --scale-tier flag replaces them all.
+_SHAPE_KEYS = (
+    "workers", "ps", "evaluators",
+    *(f"{role}_{what}" for role in ROLES for what in ("machine_type", "accelerator")),
+)
+
+
+def merge_config_values(file_values: Mapping[str, Any], explicit: Mapping[str, Any]) -> dict[str, Any]:
+    """The file's values overridden by explicit ones (flags, keywords), as gcloud merges them. Pure.
+
+    Beyond key-by-key replacement, a flag that stands for several keys replaces them
+    all: a predefined ``scale_tier`` drops the file's counts, machine types and
+    accelerators; ``accelerator`` drops the file's per-role accelerators (not the
+    parameter servers', which it does not cover); ``image`` drops per-role images.
+    """
+    merged = dict(file_values)
+    tier = explicit.get("scale_tier")
+    if tier is not None and ScaleTier.parse(tier) is not ScaleTier.CUSTOM:
+        for key in _SHAPE_KEYS:
+            merged.pop(key, None)
+    if explicit.get("accelerator") is not None:
+        for role in ("chief", "worker", "evaluator"):
+            merged.pop(f"{role}_accelerator", None)
+    if explicit.get("image") is not None:
+        for role in ROLES:
+            merged.pop(f"{role}_image", None)
+    merged.update({k: v for k, v in explicit.items() if v is not None})
+    return merged
+
+
 def read_config_file(path: str | Path) -> Any:
     """The document in a YAML or JSON file (``.json`` is read as JSON, anything else as YAML)."""
     path = Path(path)

@@ -67,13 +67,12 @@ class Job:
                 f"Job() got an unknown argument {key!r}{did_you_mean(key, JOB_KEYWORDS)}; "
                 f"valid ones are: {', '.join(JOB_KEYWORDS)}"
             )
-        values: dict[str, Any] = {}
         config = kwargs.pop("config", None)
+        values: dict[str, Any] = {k: v for k, v in kwargs.items() if v is not None}
         if config is not None:
-            from .config import load_job_config
+            from .config import load_job_config, merge_config_values
 
-            values.update(load_job_config(config))
-        values.update({k: v for k, v in kwargs.items() if v is not None})
+            values = merge_config_values(load_job_config(config), values)
         if package is not None:
             values["package"] = str(package)
         if module is not None:

@@ -284,3 +284,31 @@ def test_the_job_dir_argument_tfjob_adds_on_vertex_is_not_doubled() -> None:
     }
     values = parse_job_config(data).values
     assert (values["args"], values["job_dir"]) == (["--epochs", "3"], "gs://b/out")
+
+
+def test_a_flag_that_stands_for_several_keys_replaces_them_all() -> None:
+    legacy_full = str(CONFIGS / "legacy_full.json")
+    # A predefined tier replaces the file's whole cluster (its CUSTOM types, counts, GPUs).
+    tier = Job(config=legacy_full, scale_tier="STANDARD_1").spec
+    assert [(p.role, p.replicas, p.machine.type, p.machine.accelerator) for p in tier.pools] == [
+        ("chief", 1, "n1-highcpu-8", None),
+        ("worker", 4, "n1-highcpu-8", None),
+        ("ps", 3, "n1-standard-4", None),
+    ]
+    # --accelerator is every chief/worker/evaluator's, so it replaces the file's per-role ones.
+    gpus = Job(config=legacy_full, accelerator="type=NVIDIA_TESLA_P100,count=1").spec
+    assert [p.machine.accelerator for p in gpus.pools] == [Accelerator("NVIDIA_TESLA_P100", 1)] * 2 + [None]
+    # --image replaces per-role images too.
+    image = Job(config=str(CONFIGS / "legacy_container_tpu.yaml"), image="gcr.io/p/new:2").spec
+    assert [image.image_for(r) for r in ("chief", "worker")] == ["gcr.io/p/new:2", "gcr.io/p/new:2"]
+
+
+def test_merge_config_values_is_key_by_key_otherwise() -> None:
+    from tfjob.config import merge_config_values
+
+    file_values = {"scale_tier": "CUSTOM", "workers": 9, "worker_accelerator": Accelerator("NVIDIA_TESLA_T4", 1), "args": ["a"]}
+    assert merge_config_values(file_values, {"workers": 2, "args": None, "scale_tier": "custom"}) == {
+        **file_values,
+        "workers": 2,
+        "scale_tier": "custom",
+    }
