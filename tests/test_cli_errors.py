@@ -54,6 +54,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("bad-accelerator-syntax", [*SUBMIT, "--accelerator", "kind=t4"], r"--accelerator 'kind=t4': cannot read 'kind=t4'; write it as type="),
     ("long-name", [*SUBMIT, "--display-name", "n" * 129], r"has 129 characters; Vertex AI allows at most 128"),
     ("control-in-name", [*SUBMIT, "--display-name", "census\tjob"], r"contains control characters"),
+    (
+        "kubernetes-name",
+        ["render", "--image", "gcr.io/p/t:1", "-m", "trainer.task", "--backend", "kubeflow", "--name", "Census_Job"],
+        r"job name 'Census_Job' is not a DNS-1035 label .* use --display-name census-job",
+    ),
     ("bad-label-key", [*SUBMIT, "--labels", "Team=ml"], r"label key 'Team' is not valid"),
     ("bad-label-value", [*SUBMIT, "--labels", "team=Data Science"], r"label team='Data Science': values are up to 63"),
     ("label-not-key-value", [*SUBMIT, "--labels", "oops"], r"--labels 'oops' must be KEY=VALUE"),
