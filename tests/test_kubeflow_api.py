@@ -9,7 +9,6 @@ per read of the TFJob) and an injected sleep: no test sleeps.
 from __future__ import annotations
 
 import copy
-import os
 import re
 from pathlib import Path
 from typing import Iterator
@@ -17,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from conftest import SHARED
-from fakes.kube_api import FakeKube, load_tfjob_schema
+from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.backends import JobState, SubmitOptions
 from tfjob.backends.kubeflow import KubeflowBackend
 from tfjob.errors import AuthError, BackendError, JobFailedError, JobNotFoundError, SpecError, UsageError
@@ -34,14 +33,7 @@ CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
 @pytest.fixture
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
     """A started fake API server that validates creates against the CRD schema when it is here."""
-    schema = load_tfjob_schema(CRD)
-    if schema is None and os.environ.get("CI") == "true":
-        pytest.fail(f"{CRD} is missing; CI must have the TFJob CRD (see ../shared/data/README.md)")
-    # No ~/.kube/config of the machine running the tests may be picked up.
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with FakeKube(namespaces={"default", "ml"}, schema=schema) as server:
-        yield server
+    yield from kube_fixture(CRD, tmp_path, monkeypatch)
 
 
 @pytest.fixture

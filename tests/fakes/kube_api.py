@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
 
 GROUP_VERSION = "kubeflow.org/v1"
@@ -618,3 +618,23 @@ def load_tfjob_schema(crd_path: Path) -> dict[str, Any] | None:
     if not crd_path.is_file():
         return None
     return _load_crd(crd_path)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def kube_fixture(crd_path: Path, tmp_path: Path, monkeypatch: Any) -> Iterator[FakeKube]:
+    """Body of a pytest fixture: a started fake with two namespaces (``default``, ``ml``).
+
+    Creates are validated against the CRD schema when the file is here; under CI
+    (``CI=true``) a missing CRD fails the test. ``HOME`` points at ``tmp_path`` so no
+    ``~/.kube/config`` of the machine is picked up, and in-cluster config is off.
+    """
+    import os
+
+    import pytest
+
+    schema = load_tfjob_schema(crd_path)
+    if schema is None and os.environ.get("CI") == "true":
+        pytest.fail(f"{crd_path} is missing; CI must have the TFJob CRD (see ../shared/data/README.md)")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with FakeKube(namespaces={"default", "ml"}, schema=schema) as server:
+        yield server
