@@ -95,6 +95,9 @@ class SubmitOptions:
     grace: float = 5.0
     quiet: bool = False
     detach: bool = False
+    #: The hyperparameter-tuning trial this job is (``tfjob tune``): its id goes in every
+    #: task's TF_CONFIG / CLUSTER_SPEC task and CLOUD_ML_TRIAL_ID, and its --job-dir is DIR/<trial>.
+    trial: str | None = None
     # all
     wait: bool = True
     cancel_on_interrupt: bool = False

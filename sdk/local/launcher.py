@@ -285,6 +285,7 @@ class Launcher:
             environ=self.environ,
             job_id=self.job_id,
             cwd=self.cwd,
+            trial=self.options.trial,
         )
         self.tasks = []
         self._attempt_started = self.clock()

@@ -165,6 +165,7 @@ def build_task_plans(
     environ: Mapping[str, str],
     job_id: str,
     cwd: str | None = None,
+    trial: str | None = None,
 ) -> list[TaskPlan]:
     """One :class:`TaskPlan` per task, chief first.
 
@@ -180,6 +181,9 @@ def build_task_plans(
         environ: the environment the tasks start from (the caller's).
         job_id: the job's id (``TFJOB_JOB_ID`` in every task).
         cwd: where the tasks run (default: ``source_root``).
+        trial: the hyperparameter-tuning trial id, as the platforms give it: in
+            TF_CONFIG's (and CLUSTER_SPEC's) task and ``CLOUD_ML_TRIAL_ID``; the
+            trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
     """
     from ..cluster import render_task_env
 
@@ -189,6 +193,8 @@ def build_task_plans(
     base.update(spec.env)
     base["PYTHONUNBUFFERED"] = "1"  # live logs: a pipe would make Python buffer by blocks
     base["TFJOB_JOB_ID"] = job_id
+    if trial is not None:
+        base["CLOUD_ML_TRIAL_ID"] = str(trial)
     if source_root is not None:
         base["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, base.get("PYTHONPATH", "")) if p)
     job_info = render_job_info(spec, dialect)
@@ -197,7 +203,9 @@ def build_task_plans(
         address = cluster[role][index]
         argv = [python, "-m", "tfjob.container.bootstrap", "--module", spec.module, "--strategy", strategy, "--check-port"]
         if spec.job_dir:
-            argv += ["--job-dir", spec.job_dir]
+            # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
+            trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if trial is not None else spec.job_dir
+            argv += ["--job-dir", trial_dir]
         argv += ["--", *spec.args]
         env = dict(base)
         env.update(
@@ -207,6 +215,7 @@ def build_task_plans(
                 index,
                 dialect,
                 job=job_info,
+                trial=trial,
                 use_chief=spec.use_chief,
                 job_dir=spec.job_dir,
             )
