@@ -45,12 +45,19 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
         words = [info.name, *(a["type"] for a in accelerators), *([builtin["type"]] if builtin else [])]
         if _matches(words, pattern):
             machine_types.append(
-                {"name": info.name, "vcpus": info.vcpus, "memory_gb": info.memory_gb, "accelerators": accelerators, "builtin_accelerator": builtin}
+                {
+                    "name": info.name,
+                    "vcpus": info.vcpus,
+                    "memory_gb": info.memory_gb,
+                    "accelerators": accelerators,
+                    "builtin_accelerator": builtin,
+                }
             )
     legacy = []
     for name, (machine_type, acc, count) in LEGACY_MACHINES.items():
         if _matches([name, machine_type, acc or ""], pattern):
-            row: dict[str, Any] = {"name": name, "machine_type": machine_type, "accelerator": {"type": acc, "count": count} if acc else None}
+            accelerator = {"type": acc, "count": count} if acc else None
+            row: dict[str, Any] = {"name": name, "machine_type": machine_type, "accelerator": accelerator}
             if name in _K80_NAMES:
                 row["note"] = f"originally NVIDIA K80 GPUs, which are retired; {K80_REPLACEMENT} today"
             legacy.append(row)
@@ -110,7 +117,11 @@ def render_catalog_text(catalog: dict[str, Any]) -> str:
             cells = []
             for role in ("chief", "worker", "ps"):
                 p = by_role.get(role)
-                cells.append(f"{p['replicas']} x {p['machine_type']}" + (f" + {_acc(p['accelerator'])}" if p["accelerator"] else "") if p else "-")
+                if p is None:
+                    cells.append("-")
+                    continue
+                gpus = f" + {_acc(p['accelerator'])}" if p["accelerator"] else ""
+                cells.append(f"{p['replicas']} x {p['machine_type']}{gpus}")
             rows.append([t["name"], *cells, t.get("note", "")])
         out += _table(["SCALE TIER", "CHIEF", "WORKERS", "PS", "NOTE"], rows) + [""]
     if catalog["accelerators"]:
@@ -122,7 +133,9 @@ def render_catalog_text(catalog: dict[str, Any]) -> str:
 
 @app.command("machines")
 def machines(
-    pattern: Optional[str] = typer.Argument(None, metavar="[FILTER]", help="Show only rows matching this text, e.g. n1-highcpu, t4, gpu, standard_1."),
+    pattern: Optional[str] = typer.Argument(
+        None, metavar="[FILTER]", help="Show only rows matching this text, e.g. n1-highcpu, t4, gpu, standard_1."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON."),
 ) -> None:
     """List machine types (vCPUs, memory, accelerators), legacy machine names and scale tiers."""

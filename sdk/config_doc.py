@@ -1,0 +1,224 @@
+"""Typed, key-checked access to a configuration document (YAML/JSON already parsed).
+
+:class:`ConfigDoc` reads values by their dotted path (``trainingInput.workerCount``,
+``workerPoolSpecs[1].machineSpec``) and raises :class:`~tfjob.errors.ConfigFileError`
+naming the file, the key, the value and the fix. :data:`UNSUPPORTED` lists the
+platform fields tfjob cannot honour, so that they are refused with a reason rather
+than dropped. Used by :mod:`tfjob.config_legacy` and :mod:`tfjob.config_vertex`.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping
+
+from .errors import ConfigFileError, SpecError
+from .machines import did_you_mean
+from .spec import Accelerator, Machine, parse_duration
+
+#: The console script of every tfjob image; ``[BOOTSTRAP, "--module", M, "--"]`` runs module M.
+BOOTSTRAP = "tfjob-bootstrap"
+
+_NO_DISK = "tfjob uses the platform's default boot disk (100 GB pd-ssd); remove it"
+#: Platform fields tfjob cannot honour, with what to do instead. Keyed by the field's
+#: name where it appears (the same reason applies at every level it can appear).
+UNSUPPORTED: dict[str, str] = {
+    "predictionInput": "this is a batch prediction job; tfjob runs training jobs",
+    "encryptionConfig": "customer-managed encryption keys are not supported by tfjob; remove it",
+    "encryptionSpec": "customer-managed encryption keys are not supported by tfjob; remove it",
+    "diskConfig": _NO_DISK,
+    "diskSpec": _NO_DISK,
+    "containerArgs": "use trainingInput.args: tfjob gives every task the same arguments",
+    "tpuTfVersion": "tfjob runs TPU jobs on Vertex AI, which takes the TensorFlow version from the image; remove it",
+    "maxWaitTime": "tfjob does not limit queueing time; remove it",
+    "maxWaitDuration": "tfjob does not limit queueing time; remove it",
+    "priority": "tfjob does not set job priorities; remove it",
+    "strategy": "tfjob uses on-demand VMs (no Spot or Flex-start scheduling); remove it",
+    "disableRetries": "tfjob keeps the platform's retry behaviour; remove it",
+    "nfsMounts": "tfjob does not mount NFS shares; read the data from Cloud Storage instead",
+    "lustreMounts": "tfjob does not mount Lustre file systems; read the data from Cloud Storage instead",
+    "gpuPartitionSize": "tfjob does not partition GPUs; remove it",
+    "tpuTopology": "tfjob runs single-host TPU slices only (machine type cloud-tpu); remove it",
+    "reservationAffinity": "tfjob does not target reservations; remove it",
+    "persistentResourceId": "tfjob starts fresh VMs for every job; remove it",
+    "reservedIpRanges": "tfjob does not reserve IP ranges; remove it (network peering via network still works)",
+    "pscInterfaceConfig": "tfjob does not configure Private Service Connect; remove it",
+    "protectedArtifactLocationId": "tfjob does not set artifact locations; remove it",
+    "enableDashboardAccess": "tfjob does not enable dashboard access; remove it (enableWebAccess works)",
+    "experiment": "tfjob does not log to Vertex AI Experiments; remove it",
+    "experimentRun": "tfjob does not log to Vertex AI Experiments; remove it",
+    "models": "tfjob does not attach models to a job; remove it",
+}
+
+
+class ConfigDoc:
+    """Typed access to a config document; every error names the file and the key."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, path: str, message: str) -> ConfigFileError:
+        """``{file}: {path} {message}``, to raise."""
+        return ConfigFileError(f"{self.source}: {path} {message}")
+
+    @contextmanager
+    def at(self, path: str) -> Iterator[None]:
+        """Turn a SpecError raised while checking ``path`` into one that names the file and key."""
+        try:
+            yield
+        except ConfigFileError:
+            raise
+        except SpecError as e:
+            raise ConfigFileError(f"{self.source}: {path}: {e}") from None
+
+    def check_keys(
+        self,
+        data: Mapping[str, Any],
+        path: str,
+        known: Iterable[str],
+        ignored: Iterable[str] = (),
+        hint: Mapping[str, str] | None = None,
+    ) -> None:
+        """Raise for the first key that is neither known nor ignored.
+
+        Args:
+            data: the mapping found at ``path``.
+            path: its dotted path ("" for the top level).
+            known: the keys tfjob reads there, in the order the message lists them.
+            ignored: keys accepted and not read (output-only fields).
+            hint: extra advice for particular unknown keys (where they belong instead).
+        """
+        known = list(known)
+        ignored = set(ignored)
+        for key in data:
+            if key in known or key in ignored:
+                continue
+            where = f"{path}.{key}" if path else str(key)
+            if key in UNSUPPORTED:
+                raise self.error(where, f"is not supported: {UNSUPPORTED[key]}")
+            extra = f" ({hint[key]})" if hint and key in hint else ""
+            level = f"under {path}" if path else "at the top level"
+            raise ConfigFileError(
+                f"{self.source}: unknown key {where!r}{did_you_mean(str(key), known)}{extra}; "
+                f"valid keys {level} are {', '.join(known)}"
+            )
+
+    def mapping(self, value: Any, path: str) -> dict[str, Any]:
+        """A mapping (``{}`` when absent)."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.error(path, f"must be a mapping of keys to values, not {type(value).__name__} {value!r}")
+        return dict(value)
+
+    def text(self, value: Any, path: str) -> str | None:
+        """A string, or None when absent; numbers are refused (YAML reads 2.10 as 2.1)."""
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            # YAML reads `runtimeVersion: 2.10` as the number 2.1: only quotes keep what was written.
+            raise self.error(path, f"{value!r} must be text; put the value in quotes in the file")
+        return value
+
+    def count(self, value: Any, path: str) -> int:
+        """A whole number ≥ 0, written as a number or as the API's int64 string."""
+        # int64 fields are strings in the JSON the API writes ("9"), numbers in hand-written YAML.
+        if isinstance(value, str) and value.strip().isdigit():
+            return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(path, f"{value!r} must be a whole number ≥ 0")
+        if value < 0:
+            raise self.error(path, f"{value} must be a whole number ≥ 0")
+        return value
+
+    def flag(self, value: Any, path: str) -> bool | None:
+        """true or false, or None when absent."""
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise self.error(path, f"{value!r} must be true or false")
+        return value
+
+    def strings(self, value: Any, path: str) -> list[str]:
+        """A list of strings (numbers become strings); ``[]`` when absent."""
+        if value is None:
+            return []
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise self.error(path, f"must be a list (one item per line, each starting with '- '), not {value!r}")
+        out = []
+        for i, item in enumerate(value):
+            # YAML turns `- 10` into an int; the API takes strings, so numbers are fine.
+            if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+                raise self.error(f"{path}[{i}]", f"{item!r} must be text; put it in quotes")
+            out.append(str(item))
+        return out
+
+    def labels(self, value: Any, path: str) -> dict[str, str]:
+        """A mapping of label keys to values (checked later by the spec)."""
+        out = {}
+        for key, item in self.mapping(value, path).items():
+            if isinstance(item, bool) or not isinstance(item, (str, int)):
+                raise self.error(f"{path}.{key}", f"{item!r} must be text")
+            out[str(key)] = str(item)
+        return out
+
+    def duration(self, value: Any, path: str) -> float:
+        """Seconds from a Google Duration (``"7200s"``) or a number."""
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.error(path, f"{value!r} must be a duration such as '7200s'")
+        try:
+            return parse_duration(value, flag=f"{self.source}: {path}")
+        except SpecError as e:  # its message already names the file and the key
+            raise ConfigFileError(str(e)) from None
+
+    def machine(self, value: Any, path: str, accelerator: Accelerator | None) -> str:
+        """A machine type (Compute Engine or legacy name), checked with its accelerator."""
+        name = self.text(value, path)
+        if not name:
+            raise self.error(path, "is empty; name a machine type such as n1-standard-4")
+        with self.at(path):
+            Machine.resolve(name, accelerator)  # validates the pair; build_spec resolves it again
+        return name
+
+    def accelerator(self, type_: Any, count: Any, path: str, count_path: str) -> Accelerator | None:
+        """An accelerator from its type and count fields; None when no type is given."""
+        name = self.text(type_, path)
+        if name is None or name == "ACCELERATOR_TYPE_UNSPECIFIED":
+            if count not in (None, 0, "0"):
+                raise self.error(count_path, f"{count!r} is set but {path} is not; name the accelerator type")
+            return None
+        n = 1 if count is None else self.count(count, count_path)
+        with self.at(path):
+            return Accelerator(name, n)
+
+
+def bootstrap_module(doc: ConfigDoc, value: Any, path: str) -> str:
+    """The module of a container command ``[tfjob-bootstrap, --module, M, --]``, as tfjob renders it."""
+    command = doc.strings(value, path)
+    if len(command) in (3, 4) and command[:2] == [BOOTSTRAP, "--module"] and command[3:] in ([], ["--"]):
+        return command[2]
+    raise doc.error(
+        path,
+        f"{command!r} is not supported: tfjob starts containers through their entrypoint, or as "
+        f"[{BOOTSTRAP}, --module, MODULE, --]; put trainer arguments in args",
+    )
+
+
+def package_values(uris: list[str]) -> dict[str, Any]:
+    """``package`` and ``packages`` from a list of package URIs.
+
+    The first URI is the trainer; the rest are its extra dependencies (built tarballs).
+    """
+    return {"package": uris[0], "packages": uris[1:]} if uris else {}
+
+
+def require_same(doc: ConfigDoc, found: dict[str, tuple[str, Any]], what: str, path: str, value: Any) -> None:
+    """Record a value every pool must share (tfjob gives all tasks one module, one args list…)."""
+    if what not in found:
+        found[what] = (path, value)
+    elif found[what][1] != value:
+        first_path, first = found[what]
+        raise doc.error(
+            path,
+            f"{value!r} differs from {first_path} {first!r}; tfjob runs every task with the same {what}, so make them equal",
+        )

@@ -1,0 +1,190 @@
+"""The Vertex AI ``CustomJobSpec`` (``gcloud ai custom-jobs create --config``).
+
+A ``CustomJobSpec`` (``workerPoolSpecs`` at positions 0 chief, 1 workers, 2 parameter
+servers, 3 evaluators; ``{}`` for an unused pool), at the top level or inside a
+``CustomJob`` (``jobSpec``) or a ``HyperparameterTuningJob`` (``trialJobSpec``).
+What tfjob gives every task alike (module, packages, args, env) must agree across
+pools. See :mod:`tfjob.config`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from .config_doc import ConfigDoc, bootstrap_module, package_values, require_same
+from .spec import ROLES
+
+CUSTOM_JOB_KEYS = ("displayName", "labels", "jobSpec")
+CUSTOM_JOB_OUTPUT_ONLY = (
+    "name", "state", "createTime", "startTime", "endTime", "updateTime", "error", "webAccessUris", "satisfiesPzs", "satisfiesPzi",
+)
+CUSTOM_JOB_SPEC_KEYS = (
+    "workerPoolSpecs", "scheduling", "serviceAccount", "network", "baseOutputDirectory", "tensorboard", "enableWebAccess",
+)
+WORKER_POOL_KEYS = ("machineSpec", "replicaCount", "containerSpec", "pythonPackageSpec")
+MACHINE_SPEC_KEYS = ("machineType", "acceleratorType", "acceleratorCount")
+CONTAINER_SPEC_KEYS = ("imageUri", "command", "args", "env")
+PYTHON_PACKAGE_KEYS = ("executorImageUri", "packageUris", "pythonModule", "args", "env")
+VERTEX_SCHEDULING_KEYS = ("timeout", "restartJobOnWorkerRestart")
+#: A Vertex ``HyperparameterTuningJob``: the trial's job is ``trialJobSpec``, the rest is tuning.
+TUNING_JOB_KEYS = ("displayName", "labels", "trialJobSpec", "studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
+TUNING_JOB_OUTPUT_ONLY = (*CUSTOM_JOB_OUTPUT_ONLY, "trials")
+
+
+def _env(doc: ConfigDoc, value: Any, path: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise doc.error(path, f"must be a list of {{name: ..., value: ...}}, not {value!r}")
+    out = {}
+    for i, item in enumerate(value):
+        item_path = f"{path}[{i}]"
+        item = doc.mapping(item, item_path)
+        doc.check_keys(item, item_path, ("name", "value"))
+        name = doc.text(item.get("name"), f"{item_path}.name")
+        if not name:
+            raise doc.error(item_path, "has no name")
+        value_ = item.get("value", "")
+        out[name] = value_ if isinstance(value_, str) else doc.text(value_, f"{item_path}.value") or ""
+    return out
+
+
+def _parse_pool(
+    doc: ConfigDoc, pool: dict[str, Any], role: str, path: str, values: dict[str, Any], shared: dict[str, tuple[str, Any]]
+) -> str | None:
+    """One worker pool into ``values``; returns the pool's container image, if any."""
+    doc.check_keys(pool, path, WORKER_POOL_KEYS)
+    ms_path = f"{path}.machineSpec"
+    machine_spec = doc.mapping(pool.get("machineSpec"), ms_path)
+    doc.check_keys(machine_spec, ms_path, MACHINE_SPEC_KEYS)
+    accelerator = doc.accelerator(
+        machine_spec.get("acceleratorType"),
+        machine_spec.get("acceleratorCount"),
+        f"{ms_path}.acceleratorType",
+        f"{ms_path}.acceleratorCount",
+    )
+    if machine_spec.get("machineType") is None:
+        raise doc.error(ms_path, "has no machineType; name one such as n1-standard-4 (see `tfjob machines`)")
+    values[f"{role}_machine_type"] = doc.machine(machine_spec["machineType"], f"{ms_path}.machineType", accelerator)
+    if accelerator is not None:
+        values[f"{role}_accelerator"] = accelerator
+    replicas = 1 if pool.get("replicaCount") is None else doc.count(pool["replicaCount"], f"{path}.replicaCount")
+    if role == "chief" and replicas != 1:
+        raise doc.error(
+            f"{path}.replicaCount",
+            f"{replicas}: pool 0 is the chief and runs exactly 1 replica; put the other replicas in workerPoolSpecs[1]",
+        )
+    if replicas < 1:
+        raise doc.error(f"{path}.replicaCount", "0: write the pool as {} to leave it unused")
+    if role != "chief":
+        values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = replicas
+    if "containerSpec" in pool and "pythonPackageSpec" in pool:
+        raise doc.error(path, "has both containerSpec and pythonPackageSpec; give one")
+    if "containerSpec" not in pool and "pythonPackageSpec" not in pool:
+        raise doc.error(path, "has neither containerSpec nor pythonPackageSpec; say what the tasks run")
+    image = None
+    if "containerSpec" in pool:
+        spec_path = f"{path}.containerSpec"
+        spec = doc.mapping(pool["containerSpec"], spec_path)
+        doc.check_keys(spec, spec_path, CONTAINER_SPEC_KEYS)
+        image = doc.text(spec.get("imageUri"), f"{spec_path}.imageUri")
+        if not image:
+            raise doc.error(spec_path, "has no imageUri; name the container image")
+        if spec.get("command") is not None:
+            module = bootstrap_module(doc, spec["command"], f"{spec_path}.command")
+            require_same(doc, shared, "pythonModule", f"{spec_path}.command", module)
+    else:
+        spec_path = f"{path}.pythonPackageSpec"
+        spec = doc.mapping(pool["pythonPackageSpec"], spec_path)
+        doc.check_keys(spec, spec_path, PYTHON_PACKAGE_KEYS)
+        module = doc.text(spec.get("pythonModule"), f"{spec_path}.pythonModule")
+        if module is not None:
+            require_same(doc, shared, "pythonModule", f"{spec_path}.pythonModule", module)
+        uris = doc.strings(spec.get("packageUris"), f"{spec_path}.packageUris")
+        if uris:
+            require_same(doc, shared, "packageUris", f"{spec_path}.packageUris", uris)
+        executor = doc.text(spec.get("executorImageUri"), f"{spec_path}.executorImageUri")
+        if executor is not None:
+            require_same(doc, shared, "executorImageUri", f"{spec_path}.executorImageUri", executor)
+    if spec.get("args") is not None:
+        require_same(doc, shared, "args", f"{spec_path}.args", doc.strings(spec["args"], f"{spec_path}.args"))
+    if spec.get("env") is not None:
+        require_same(doc, shared, "env", f"{spec_path}.env", _env(doc, spec["env"], f"{spec_path}.env"))
+    return image
+
+
+def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "") -> dict[str, Any]:
+    """A Vertex ``CustomJobSpec`` → Job keyword arguments."""
+    doc.check_keys(data, path, CUSTOM_JOB_SPEC_KEYS)
+    at = f"{path}." if path else ""
+    pools_path = f"{at}workerPoolSpecs"
+    pools = data.get("workerPoolSpecs")
+    if not isinstance(pools, list) or not pools:
+        raise doc.error(pools_path, "must be a list of 1 to 4 worker pools (chief, workers, parameter servers, evaluators)")
+    if len(pools) > len(ROLES):
+        raise doc.error(
+            pools_path, f"has {len(pools)} pools; tfjob takes at most 4: [0] chief, [1] workers, [2] parameter servers, [3] evaluators"
+        )
+    values: dict[str, Any] = {}
+    shared: dict[str, tuple[str, Any]] = {}
+    images: dict[str, str | None] = {}
+    for index, pool in enumerate(pools):
+        role, pool_path = ROLES[index], f"{pools_path}[{index}]"
+        pool = doc.mapping(pool, pool_path)
+        if not pool:
+            if index == 0:
+                raise doc.error(pool_path, "is empty; pool 0 is the chief, which every job has")
+            continue  # `{}` keeps the positions of the pools after an unused one
+        images[role] = _parse_pool(doc, pool, role, pool_path, values, shared)
+    used = [img for img in images.values() if img]
+    if used and len(used) == len(images) and len(set(used)) == 1:
+        values["image"] = used[0]
+    else:
+        values.update({f"{role}_image": img for role, img in images.items() if img})
+    names = {"pythonModule": "module", "executorImageUri": "executor_image", "args": "args", "env": "env"}
+    for key, (_, value) in shared.items():
+        if key == "packageUris":
+            values.update(package_values(value))
+        else:
+            values[names[key]] = value
+    for key, name in (("serviceAccount", "service_account"), ("network", "network"), ("tensorboard", "tensorboard")):
+        value = doc.text(data.get(key), f"{at}{key}")
+        if value is not None:
+            values[name] = value
+    web = doc.flag(data.get("enableWebAccess"), f"{at}enableWebAccess")
+    if web is not None:
+        values["enable_web_access"] = web
+    out_path = f"{at}baseOutputDirectory"
+    output = doc.mapping(data.get("baseOutputDirectory"), out_path)
+    doc.check_keys(output, out_path, ("outputUriPrefix",))
+    job_dir = doc.text(output.get("outputUriPrefix"), f"{out_path}.outputUriPrefix")
+    if job_dir:
+        values["job_dir"] = job_dir
+        if values.get("args", [])[-2:] == ["--job-dir", job_dir]:
+            # tfjob's Vertex rendering passes the job dir on, as AI Platform did; it will again.
+            values["args"] = values["args"][:-2]
+    sched_path = f"{at}scheduling"
+    scheduling = doc.mapping(data.get("scheduling"), sched_path)
+    doc.check_keys(scheduling, sched_path, VERTEX_SCHEDULING_KEYS)
+    if scheduling.get("timeout") is not None:
+        values["timeout"] = doc.duration(scheduling["timeout"], f"{sched_path}.timeout")
+    restart = doc.flag(scheduling.get("restartJobOnWorkerRestart"), f"{sched_path}.restartJobOnWorkerRestart")
+    if restart is not None:
+        values["restart_job_on_worker_restart"] = restart
+    return values
+
+
+def parse_vertex_job(
+    data: Mapping[str, Any], doc: ConfigDoc, spec_key: str, known: Iterable[str], ignored: Iterable[str]
+) -> dict[str, Any]:
+    """A ``CustomJob`` (spec under ``jobSpec``) or tuning job (under ``trialJobSpec``)."""
+    doc.check_keys(data, "", known, ignored=ignored)
+    if spec_key not in data:
+        raise doc.error(spec_key, "is missing; it holds the job's workerPoolSpecs")
+    values = parse_custom_job_spec(doc.mapping(data[spec_key], spec_key), doc, spec_key)
+    name = doc.text(data.get("displayName"), "displayName")
+    if name:
+        values["name"] = name
+    if data.get("labels") is not None:
+        values["labels"] = doc.labels(data["labels"], "labels")
+    return values
