@@ -14,10 +14,8 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import ConfigFileError, SpecError
 from .machines import did_you_mean
+from .render.vertex import BOOTSTRAP  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
 from .spec import Accelerator, Machine, parse_duration
-
-#: The console script of every tfjob image; ``[BOOTSTRAP, "--module", M, "--"]`` runs module M.
-BOOTSTRAP = "tfjob-bootstrap"
 
 _NO_DISK = "tfjob uses the platform's default boot disk (100 GB pd-ssd); remove it"
 #: Platform fields tfjob cannot honour, with what to do instead. Keyed by the field's

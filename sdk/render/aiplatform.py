@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..spec import ROLES, JobSpec, ScaleTier
+from .vertex import BOOTSTRAP  # a container given a module starts it through the bootstrap
 
 if TYPE_CHECKING:
     from ..backends.base import SubmitOptions
@@ -26,8 +27,6 @@ ROLE_PREFIX: dict[str, str] = {"chief": "master", "worker": "worker", "ps": "par
 #: Compute Engine names that AI Platform spelt differently.
 LEGACY_MACHINE_NAMES: dict[str, str] = {"cloud-tpu": "cloud_tpu"}
 MAX_JOB_ID_LENGTH = 128
-#: The console script of every tfjob image: a container given a module starts it through it.
-BOOTSTRAP = "tfjob-bootstrap"
 
 
 def build_job_id(name: str) -> str:
