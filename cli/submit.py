@@ -90,7 +90,10 @@ def submit(
     packages: Optional[List[str]] = typer.Option(None, "--packages", help="Extra built tarballs or wheels to install (repeat, or comma-separate)."),
     job_dir: Optional[str] = typer.Option(None, "--job-dir", help="Where the trainer writes; passed to it as --job-dir."),
     config: Optional[str] = typer.Option(None, "--config", help="A gcloud trainingInput or Vertex CustomJobSpec YAML/JSON file; flags override it."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="local, vertex or kubeflow (default: local unless a cloud project is configured)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help=(
+            "local, vertex or kubeflow (default: local unless a cloud project is configured); "
+            "ai-platform renders the legacy AI Platform Training request (render / --dry-run only)."
+        )),
     project: Optional[str] = typer.Option(None, "--project", help="Google Cloud project (else GOOGLE_CLOUD_PROJECT / config)."),
     region: Optional[str] = typer.Option(None, "--region", help="Google Cloud region, e.g. us-central1."),
     staging_bucket: Optional[str] = typer.Option(None, "--staging-bucket", help="gs://BUCKET for the trainer package."),
