@@ -169,8 +169,8 @@ def test_a_parameter_server_job_has_each_replica_type_with_the_bootstrap_command
         assert container["name"] == "tensorflow" and container["image"] == IMAGE
         assert container["command"] == ["tfjob-bootstrap"]
         assert container["args"] == [
-            "--module", "trainer.task", "--strategy", "parameter-server",
-            "--", "--train-steps", "1000", "--job-dir", "gs://bucket/census/out",
+            "--module", "trainer.task", "--strategy", "parameter-server", "--job-dir", "gs://bucket/census/out",
+            "--", "--train-steps", "1000",
         ]  # fmt: skip
         assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
     assert manifest["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
@@ -215,6 +215,9 @@ def test_a_custom_container_keeps_its_entrypoint_and_each_pool_its_image() -> No
     chief = manifest["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
     worker = manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert "command" not in chief and chief["args"] == ["--epochs", "3"]
+    with_dir = render_tfjob(build_spec(name="j", image=IMAGE, args=("--epochs", "3"), job_dir="/out"))
+    container = with_dir["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["--epochs", "3", "--job-dir", "/out"]
     assert chief["image"] == IMAGE and worker["image"] == "us-docker.pkg.dev/proj/trainers/worker:2"
 
 

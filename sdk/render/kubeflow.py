@@ -153,22 +153,23 @@ def render_resources(pool: Pool) -> dict[str, Any]:
 
 def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
     """The ``tensorflow`` container of one replica type."""
-    image = spec.image_for(pool.role)
-    trainer_args = list(spec.args)
-    if spec.job_dir:
-        trainer_args += ["--job-dir", spec.job_dir]
-    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": image}
+    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": spec.image_for(pool.role)}
     if spec.module is not None:
-        # Every task starts through the bootstrap, which reads the operator's TF_CONFIG.
-        command_args = ["--module", spec.module]
+        # Every task starts through the bootstrap, which reads the operator's TF_CONFIG
+        # and hands --job-dir on to the trainer (as the local backend does).
+        bootstrap_args = ["--module", spec.module]
         strategy = getattr(options, "strategy", "auto") or "auto"
         if strategy != "auto":
-            command_args += ["--strategy", strategy]
+            bootstrap_args += ["--strategy", strategy]
+        if spec.job_dir:
+            bootstrap_args += ["--job-dir", spec.job_dir]
         container["command"] = ["tfjob-bootstrap"]
-        container["args"] = [*command_args, "--", *trainer_args]
-    elif trainer_args:
+        container["args"] = [*bootstrap_args, "--", *spec.args]
+    else:
         # A custom container keeps its own entrypoint; the args replace its CMD.
-        container["args"] = trainer_args
+        trainer_args = [*spec.args, *(["--job-dir", spec.job_dir] if spec.job_dir else [])]
+        if trainer_args:
+            container["args"] = trainer_args
     if spec.env:
         container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(spec.env.items())]
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
