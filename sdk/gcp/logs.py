@@ -78,11 +78,24 @@ def _stamp(entry: Any) -> str:
     return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if ts is not None else ""
 
 
-def read_entries(client: Any, project: str, job_id: str, task: str | None = None, tail: int | None = None, since: str | None = None) -> list[Any]:
-    """The job's entries, oldest first (the last ``tail`` only, when given)."""
+def format_time(epoch: float | None) -> str:
+    """Epoch seconds as the RFC 3339 text Cloud Logging filters take (UTC, microseconds)."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch or 0.0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def read_entries(
+    client: Any, project: str, job_id: str, task: str | None = None, tail: int | None = None, since: str | None = None
+) -> list[Any]:
+    """The job's entries at or after ``since``, oldest first (the last ``tail`` only, when given).
+
+    ``since`` should always be given (e.g. the job's creation time): without a
+    timestamp in the filter the client library reads the last 24 hours only.
+    """
     from google.cloud import logging as cloud_logging
 
-    filter_ = build_filter(job_id, task, since)
+    filter_ = build_filter(job_id, task, since or format_time(0))
     resource = [f"projects/{project}"]
     if tail is not None:
         newest = list(client.list_entries(resource_names=resource, filter_=filter_, order_by=cloud_logging.DESCENDING, max_results=tail, page_size=tail))

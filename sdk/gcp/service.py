@@ -261,17 +261,19 @@ def fetch_logs(
     from .auth import resolve_credentials
     from .client import is_translatable
     from .errors import translate
-    from .logs import build_filter, entry_line, follow_entries, logging_client, read_entries
+    from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
 
     record, project, region, endpoint = _location(job_id)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     log_endpoint = logging_endpoint(endpoint)
     credentials = resolve_credentials(log_endpoint or endpoint)
     client = logging_client(project, credentials, log_endpoint)
+    # A job writes nothing before it was created; a minute of slack for clock skew.
+    start = format_time(record.created - 60) if record is not None and record.created else None
 
     def read(since: str | None, tail_: int | None = None) -> list[Any]:
         try:
-            return read_entries(client, project, job_id, task, tail=tail_, since=since)
+            return read_entries(client, project, job_id, task, tail=tail_, since=since or start)
         except Exception as e:
             if not is_translatable(e):
                 raise

@@ -4,7 +4,7 @@ The real client libraries talk to it through ``api_endpoint="http://127.0.0.1:PO
 
 - ``POST /v1/projects/P/locations/R/customJobs`` — the body is parsed strictly into
   ``aiplatform_v1.types.CustomJob`` (an unknown field is a 400, as the service does);
-- ``GET …/customJobs/ID`` — each read moves the job one step along :attr:`FakeVertex.script`
+- ``GET …/customJobs/ID`` — each read after the first moves the job one step along :attr:`FakeVertex.script`
   (QUEUED → PENDING → RUNNING → SUCCEEDED by default; a FAILED end carries
   :attr:`FakeVertex.failure_message`);
 - ``GET …/customJobs?filter=…&pageSize=…&pageToken=…`` — filters ``labels.K="V"``,
@@ -59,6 +59,7 @@ class FakeVertex:
         self.projects = set(projects)
         self.jobs: dict[str, dict[str, Any]] = {}
         self.steps: dict[str, int] = {}
+        self.read_once: set[str] = set()
         self.script: tuple[str, ...] = DEFAULT_SCRIPT
         self.failure_message = "The replica workerpool1-0 exited with a non-zero status of 1."
         self.requests: list[tuple[str, str, Any]] = []
@@ -135,7 +136,10 @@ class FakeVertex:
     def advance(self, job_id: str) -> dict[str, Any]:
         with self.lock:
             job = self.jobs[job_id]
-            if job["state"] == "JOB_STATE_CANCELLING":
+            if job_id not in self.read_once:
+                # The first read finds the job as it was created (QUEUED), as on the service.
+                self.read_once.add(job_id)
+            elif job["state"] == "JOB_STATE_CANCELLING":
                 job["state"] = "JOB_STATE_CANCELLED"
             elif job["state"] not in _TERMINAL:
                 self.steps[job_id] = min(self.steps[job_id] + 1, len(self.script) - 1)

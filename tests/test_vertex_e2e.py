@@ -1,0 +1,243 @@
+"""End to end: the real CLI against a local Vertex AI stand-in and gcp-storage-emulator.
+
+The CLI runs as a subprocess with ``--api-endpoint http://127.0.0.1:PORT`` (no
+credentials: ``TFJOB_VERTEX_ANONYMOUS=1`` is honoured for a non-Google endpoint
+only) and ``STORAGE_EMULATOR_HOST``; the package really lands in the emulator and
+the job really goes through its states on the fake service.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from typer.testing import CliRunner
+
+from fakes.vertex_api import FakeVertex
+from tfjob.backends.base import JobState
+from tfjob.cli.main import app
+from tfjob.store import JobStore
+
+from test_render_vertex import strict_roundtrip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """gcp-storage-emulator in this process, with bucket ``b`` (location US)."""
+    from gcp_storage_emulator.server import create_server
+    from google.cloud import storage
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    client = storage.Client(project="p")
+    client.create_bucket("b")
+    try:
+        yield client
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
+    with FakeVertex() as server:
+        monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
+        monkeypatch.setenv("TFJOB_VERTEX_POLL_INTERVAL", "0.02")
+        yield server
+
+
+@pytest.fixture
+def trainer(tmp_path: Path) -> Path:
+    pkg = tmp_path / "trainer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text("print('training')\n")
+    return pkg
+
+
+def submit_cmd(exe: str, trainer: Path, fake: FakeVertex, *extra: str) -> list[str]:
+    return [exe, "submit", str(trainer), "--module-name", "trainer.task", "--backend", "vertex", "--project", "p",
+            "--region", "us-central1", "--staging-bucket", "gs://b", "--workers", "4", "--ps", "2",
+            "--api-endpoint", fake.endpoint, *extra]  # fmt: skip
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ), timeout=120)
+
+
+def test_submit_stages_once_and_follows_the_job(emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    first = run(submit_cmd(tfjob_exe, trainer, fake))
+    assert first.returncode == 0, first.stderr
+    job_id = first.stdout.strip()
+    states = [line.rsplit(" ", 1)[1] for line in first.stderr.splitlines() if line.startswith(f"tfjob: job {job_id} ")]
+    assert states == ["QUEUED", "PENDING", "RUNNING", "SUCCEEDED"]
+
+    second = run(submit_cmd(tfjob_exe, trainer, fake))
+    assert second.returncode == 0, second.stderr
+    assert "is staged already" in second.stderr and "nothing to upload" in second.stderr
+
+    blobs = list(emulator.list_blobs("b"))
+    assert len(blobs) == 1 and blobs[0].name.startswith("tfjob/packages/") and blobs[0].name.endswith("/trainer-0.0.0.tar.gz")
+    with JobStore() as store:
+        records = [store.get(job_id), store.get(second.stdout.strip())]
+    assert [r.extra["bytes_uploaded"] for r in records] == [blobs[0].size, 0]
+    assert [r.state for r in records] == [JobState.SUCCEEDED, JobState.SUCCEEDED]
+    assert records[0].options == {"project": "p", "region": "us-central1", "api_endpoint": fake.endpoint}
+
+    bodies = fake.created_bodies()
+    assert len(bodies) == 2
+    for body in bodies:
+        assert strict_roundtrip(body) == body
+        assert [p["replicaCount"] for p in body["jobSpec"]["workerPoolSpecs"]] == ["1", "4", "2"]
+        assert body["jobSpec"]["workerPoolSpecs"][1]["pythonPackageSpec"]["packageUris"] == [f"gs://b/{blobs[0].name}"]
+    assert bodies[0]["labels"]["tfjob-submission-id"] != bodies[1]["labels"]["tfjob-submission-id"]
+
+
+def test_failed_job_exits_1_with_the_server_message(emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED")
+    fake.failure_message = "The replica workerpool1-2 exited with a non-zero status of 1. Termination reason: Error."
+    out = run(submit_cmd(tfjob_exe, trainer, fake))
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("error: job ")
+    assert "FAILED: The replica workerpool1-2 exited with a non-zero status of 1." in out.stderr.splitlines()[-1]
+    assert "Traceback" not in out.stderr
+
+
+def test_bucket_in_another_region_fails_before_anything_is_created(
+    emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str
+) -> None:
+    cmd = submit_cmd(tfjob_exe, trainer, fake)
+    cmd[cmd.index("us-central1")] = "europe-west4"
+    out = run(cmd)
+    assert out.returncode == 2, out.stderr
+    assert "error: staging bucket gs://b is in US, but the job runs in europe-west4" in out.stderr
+    assert fake.created_bodies() == []
+    assert list(emulator.list_blobs("b")) == []
+
+
+def test_missing_bucket_and_missing_project(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
+    runner = CliRunner()
+    base = ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--api-endpoint", fake.endpoint]
+    no_project = runner.invoke(app, [*base, "--staging-bucket", "gs://b"])
+    assert no_project.exit_code == 2
+    assert "error: --project is needed for --backend vertex" in no_project.stderr
+    no_bucket = runner.invoke(app, [*base, "--project", "p", "--staging-bucket", "gs://nope"])
+    assert no_bucket.exit_code == 2
+    assert "error: staging bucket gs://nope does not exist; create it in us-central1" in no_bucket.stderr
+    assert fake.created_bodies() == []
+
+
+def test_status_logs_and_cancel_from_the_cli(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
+    fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING")
+    runner = CliRunner()
+    base = ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--project", "p", "--staging-bucket", "gs://b",
+            "--workers", "2", "--api-endpoint", fake.endpoint, "--async"]  # fmt: skip
+    submitted = runner.invoke(app, base)
+    assert submitted.exit_code == 0, submitted.output
+    job_id = submitted.stdout.strip()
+    fake.add_log(job_id, "workerpool0-0", "chief starting", 1)
+    fake.add_log(job_id, "workerpool1-1", "worker 1 step 10", 2)
+    fake.add_log("other", "workerpool0-0", "another job", 3)
+
+    logs = runner.invoke(app, ["logs", job_id])
+    assert logs.exit_code == 0, logs.output
+    assert logs.stdout.splitlines() == ["[chief-0] chief starting", "[worker-1] worker 1 step 10"]
+    one = runner.invoke(app, ["logs", job_id, "--task", "worker-1"])
+    assert one.stdout.splitlines() == ["[worker-1] worker 1 step 10"]
+    tail = runner.invoke(app, ["logs", job_id, "--tail", "1"])
+    assert tail.stdout.splitlines() == ["[worker-1] worker 1 step 10"]
+
+    status = runner.invoke(app, ["status", job_id, "--json"])
+    assert status.exit_code == 0, status.output
+    assert '"state": "QUEUED"' in status.stdout and '"backend": "vertex"' in status.stdout
+
+    cancel = runner.invoke(app, ["cancel", job_id])
+    assert cancel.exit_code == 0, cancel.output
+    assert fake.jobs[job_id]["state"] == "JOB_STATE_CANCELLING"
+    assert runner.invoke(app, ["wait", job_id]).exit_code == 130
+    with JobStore() as store:
+        assert store.get(job_id).state is JobState.CANCELLED
+
+
+def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
+    from tfjob.gcp.service import fetch_logs, submit_job
+    from tfjob.backends.base import SubmitOptions
+    from tfjob.spec import build_spec
+
+    spec = build_spec(name="follow", module="trainer.task", package=str(trainer), workers=1)
+    job_id = submit_job(spec, SubmitOptions(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint))
+    fake.add_log(job_id, "workerpool0-0", "epoch 1", 1)
+    arrived: list[str] = []
+
+    def sleep(_: float) -> None:
+        # Each pause of the follower: new lines arrive while the job moves on.
+        n = len(arrived)
+        fake.add_log(job_id, "workerpool1-0", f"line {n}", 2 + n)
+        arrived.append("x")
+
+    lines = list(fetch_logs(job_id, follow=True, sleep=sleep))
+    assert lines[0] == "[chief-0] epoch 1"
+    assert lines[1:] == [f"[worker-0] line {i}" for i in range(len(arrived))]
+    assert fake.jobs[job_id]["state"] == "JOB_STATE_SUCCEEDED"
+
+
+@pytest.mark.parametrize("cancel_on_interrupt", [False, True])
+def test_ctrl_c_while_waiting(emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str, cancel_on_interrupt: bool) -> None:
+    fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING")  # runs until cancelled
+    cmd = submit_cmd(tfjob_exe, trainer, fake, *(["--cancel-on-interrupt"] if cancel_on_interrupt else []))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # the job's states arrive here as they change
+        seen.append(line)
+        if " RUNNING" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=60)
+    err = "".join(seen) + rest
+    assert proc.returncode == 130, err
+    job_id = next(iter(fake.jobs))
+    if cancel_on_interrupt:
+        assert f"asked Vertex AI to cancel job {job_id}" in err
+        assert fake.jobs[job_id]["state"] == "JOB_STATE_CANCELLING"
+    else:
+        assert f"job {job_id} keeps running on Vertex AI" in err and f"`tfjob cancel {job_id}`" in err
+        assert fake.jobs[job_id]["state"] == "JOB_STATE_RUNNING"
+        assert not any(path.endswith(":cancel") for _, path, _ in fake.requests)
+    assert "Traceback" not in err
+
+
+def test_python_api_run_raises_with_the_job_message(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
+    from tfjob import Job
+    from tfjob.errors import JobFailedError
+
+    job = Job(str(trainer), "trainer.task", backend="vertex", project="p", region="us-central1",
+              staging_bucket="gs://b", api_endpoint=fake.endpoint, workers=1)  # fmt: skip
+    handle = job.run()
+    assert handle.state is JobState.SUCCEEDED
+    fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_FAILED")
+    fake.failure_message = "out of memory on workerpool0-0"
+    with pytest.raises(JobFailedError, match=r"FAILED: out of memory on workerpool0-0"):
+        job.run()
+
+
+def test_anonymous_seam_is_refused_for_google(trainer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
+    result = CliRunner().invoke(
+        app, ["submit", "--image", "gcr.io/p/t:1", "-m", "trainer.task", "--backend", "vertex", "--project", "p", "--async"]
+    )
+    assert result.exit_code == 2
+    assert "TFJOB_VERTEX_ANONYMOUS=1 sends no credentials and is only for a local test endpoint" in result.stderr
