@@ -6,7 +6,8 @@ one of the tasks named (``chief-0``, a role such as ``worker``, or ``all``):
 
 --exit TASK=CODE      exit with CODE (after a line on stderr)
 --hang TASK           never end on its own
---wait-for PATH       end once PATH exists
+--wait-for PATH       (chief) end once PATH exists
+--wait-tasks N        (chief) end once N tasks have written their report
 --ignore-sigterm TASK ignore SIGTERM (the launcher must use SIGKILL)
 --grandchild TASK     start a child process that sleeps (it must die with the task)
 --lines N             print N numbered lines first
@@ -32,6 +33,7 @@ def main() -> int:
     parser.add_argument("--exit", action="append", default=[])
     parser.add_argument("--hang", action="append", default=[])
     parser.add_argument("--wait-for")
+    parser.add_argument("--wait-tasks", type=int, default=0)
     parser.add_argument("--ignore-sigterm", action="append", default=[])
     parser.add_argument("--grandchild", action="append", default=[])
     parser.add_argument("--lines", type=int, default=0)
@@ -84,6 +86,10 @@ def main() -> int:
             time.sleep(3600)
     if args.wait_for and name == "chief-0":
         while not os.path.exists(args.wait_for):
+            time.sleep(0.02)
+    if args.wait_tasks and args.job_dir and name == "chief-0":
+        reports = os.path.join(args.job_dir, "tasks")
+        while len([f for f in os.listdir(reports) if f.endswith(".json")]) < args.wait_tasks:
             time.sleep(0.02)
     return 0
 

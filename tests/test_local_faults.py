@@ -1,0 +1,225 @@
+"""Faults in a local cluster: the job ends the right way, says why, and leaves no process behind.
+
+Where a test bounds time, it only checks that the launcher did not sit out a grace
+period or a timeout it should not have (generous margins; speed lives in bench/).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from local_helpers import (
+    PROBE,
+    assert_no_survivors,
+    job_processes,
+    only_job_id,
+    probe_args,
+    read_until,
+    ready_lines,
+    reports,
+    start_cli,
+)
+from typer.testing import CliRunner
+
+from tfjob import Job
+from tfjob.backends.base import JobState
+from tfjob.cli.main import app
+from tfjob.local.ports import pick_ports
+from tfjob.store import JobStore
+
+GRACE = "30"  # long: a test that waited for it would show
+
+
+def _record(job_id: str):
+    with JobStore() as store:
+        return store.get(job_id), {t.name: t for t in store.tasks(job_id)}
+
+
+def test_a_worker_that_exits_3_fails_the_job_fast_and_shows_its_log(tmp_path: Path) -> None:
+    argv = probe_args("--grace", GRACE, "--", "--hang", "chief", "--exit", "worker-1=3", workers=2, job_dir=tmp_path / "out")
+    started = time.monotonic()
+    result = CliRunner().invoke(app, argv)
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1, result.stderr
+    job_id = only_job_id()
+    assert result.stderr.splitlines()[-1] == (
+        f"error: job {job_id} FAILED: task worker-1 exited with code 3; its log: "
+        f"{Path(os.environ['TFJOB_HOME']) / 'jobs' / job_id / 'worker-1.log'}"
+    )
+    assert "last lines of worker-1:\n  worker-1 ready\n  worker-1 exits with code 3 on purpose" in result.stderr
+    record, tasks = _record(job_id)
+    assert record.state is JobState.FAILED and record.failed_task == "worker-1" and record.exit_code == 3
+    assert record.extra["task_exit_code"] == 3 and "on purpose" in record.extra["log_tail"]
+    assert record.ended - tasks["worker-1"].ended < 2.0  # failed within 2 s of the worker's exit
+    assert tasks["chief-0"].state is JobState.CANCELLED and tasks["chief-0"].signal == signal.SIGTERM
+    assert elapsed < float(GRACE)  # SIGTERM was enough: the grace period was not sat out
+    assert_no_survivors(job_processes(job_id, tmp_path / "out"))
+
+
+def test_a_parameter_server_killed_with_sigkill_fails_the_job(tmp_path: Path) -> None:
+    job_dir = tmp_path / "out"
+    proc = start_cli(probe_args("--strategy", "multi-worker", "--grace", GRACE, "--", "--hang", "all", workers=1, ps=2, job_dir=job_dir))
+    read_until(proc, ready_lines(["chief-0", "worker-0", "ps-0", "ps-1"]))
+    os.kill(reports(job_dir)["ps-1"]["pid"], signal.SIGKILL)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    job_id = only_job_id()
+    assert f"error: job {job_id} FAILED: task ps-1 was killed by SIGKILL" in err
+    record, tasks = _record(job_id)
+    assert record.failed_task == "ps-1" and tasks["ps-1"].signal == signal.SIGKILL
+    assert record.extra["task_exit_code"] is None
+    assert_no_survivors(job_processes(job_id, job_dir))
+
+
+def test_ctrl_c_cancels_the_job(tmp_path: Path) -> None:
+    job_dir = tmp_path / "out"
+    proc = start_cli(probe_args("--grace", GRACE, "--", "--hang", "all", workers=2, job_dir=job_dir))
+    read_until(proc, ready_lines(["chief-0", "worker-0", "worker-1"]))
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    job_id = only_job_id()
+    assert err.splitlines()[-1] == f"error: job {job_id} was cancelled: interrupted by SIGINT"
+    record, tasks = _record(job_id)
+    assert record.state is JobState.CANCELLED
+    assert all(t.state is JobState.CANCELLED for t in tasks.values())
+    assert_no_survivors(job_processes(job_id, job_dir))
+
+
+def test_a_chief_that_never_ends_times_out(tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = CliRunner().invoke(app, probe_args("--timeout", "5", "--grace", GRACE, "--", "--hang", "chief", job_dir=tmp_path / "out"))
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1, result.stderr
+    job_id = only_job_id()
+    assert (
+        f"error: job {job_id} FAILED: timed out: the job ran longer than --timeout 5s (still running: chief-0)"
+        in result.stderr
+    )
+    record, tasks = _record(job_id)
+    assert record.failed_task == "chief-0" and tasks["worker-0"].state is JobState.SUCCEEDED
+    assert 5 <= elapsed < float(GRACE)
+    assert_no_survivors(job_processes(job_id, tmp_path / "out"))
+
+
+def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path: Path) -> None:
+    job_dir = tmp_path / "out"
+    proc = start_cli(probe_args("--", "--hang", "all", "--grandchild", "worker-0", workers=1, job_dir=job_dir))
+    read_until(proc, ready_lines(["chief-0", "worker-0"]))
+    job_id = only_job_id()
+    seen = reports(job_dir)
+    tasks = [(r["pid"], r["start"]) for r in seen.values()]
+    grandchild = [(seen["worker-0"]["grandchild"], seen["worker-0"]["grandchild_start"])]
+    proc.kill()
+    proc.wait()
+    assert_no_survivors(tasks)  # PR_SET_PDEATHSIG: the kernel kills them with the launcher
+    listed = CliRunner().invoke(app, ["list", "--json"])
+    assert listed.exit_code == 0, listed.stderr
+    [entry] = json.loads(listed.stdout)
+    assert (entry["id"], entry["state"]) == (job_id, "LOST")
+    assert f"pid {proc.pid}" in entry["message"]
+    status = CliRunner().invoke(app, ["status", job_id])
+    assert "state     LOST" in status.stdout
+    assert_no_survivors(grandchild)  # what the task left in its group went with the LOST job
+
+
+def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path) -> None:
+    thief = socket.socket()
+    thief.bind(("127.0.0.1", 0))
+    thief.listen()
+    calls: list[list[int]] = []
+
+    def picker(n: int) -> list[int]:
+        # The first pick hands the chief a port someone else already listens on.
+        ports = pick_ports(n)
+        if not calls:
+            ports[0] = thief.getsockname()[1]
+        calls.append(ports)
+        return ports
+
+    job = Job(package=str(PROBE), module="probe.task", workers=1, backend="local", job_dir=str(tmp_path / "out"), args=["--wait-tasks", "2"])
+    console = io.StringIO()
+    try:
+        job_id = job.backend.run(job.spec, job.options, console=console, summary=io.StringIO(), port_picker=picker)
+    finally:
+        thief.close()
+    record, tasks = _record(job_id)
+    assert record.state is JobState.SUCCEEDED, record.message
+    assert len(calls) == 2
+    assert f"chief-0's port {calls[0][0]} was taken before it could listen; starting the cluster again on new ports (2/4)" in console.getvalue()
+    assert f"port of task chief-0 (127.0.0.1:{calls[0][0]}) is already in use" in console.getvalue()
+    assert reports(tmp_path / "out")["chief-0"]["cluster"]["chief"] == [f"127.0.0.1:{calls[1][0]}"]
+    assert_no_survivors(job_processes(job_id, tmp_path / "out"))
+
+
+def test_ports_that_keep_being_stolen_fail_the_job(tmp_path: Path) -> None:
+    thief = socket.socket()
+    thief.bind(("127.0.0.1", 0))
+    thief.listen()
+
+    def picker(n: int) -> list[int]:
+        return [thief.getsockname()[1], *pick_ports(n - 1)]
+
+    job = Job(package=str(PROBE), module="probe.task", backend="local", args=["--hang", "all"])
+    try:
+        job_id = job.backend.run(job.spec, job.options, console=io.StringIO(), summary=io.StringIO(), port_picker=picker)
+    finally:
+        thief.close()
+    record, _ = _record(job_id)
+    assert record.state is JobState.FAILED
+    assert "gave up after 4 starts of the cluster" in record.message
+
+
+def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    job_dir = tmp_path / "out"
+    argv = probe_args(
+        "--grace", "0.5", "--",
+        "--wait-tasks", "2", "--hang", "worker", "--ignore-sigterm", "worker", "--grandchild", "worker",
+        workers=1, job_dir=job_dir,
+    )  # fmt: skip
+    started = time.monotonic()
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.stderr
+    assert time.monotonic() - started < float(GRACE)
+    job_id = only_job_id()
+    record, tasks = _record(job_id)
+    assert record.state is JobState.SUCCEEDED
+    assert tasks["worker-0"].state is JobState.CANCELLED and tasks["worker-0"].signal == signal.SIGKILL
+    assert tasks["worker-0"].ended - tasks["chief-0"].ended >= 0.5
+    assert_no_survivors(job_processes(job_id, job_dir))  # the worker's own child too
+
+
+def test_a_trainer_module_that_does_not_import_names_the_task_and_the_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["submit", str(PROBE), "-m", "probe.missing", "--quiet"])
+    assert result.exit_code == 1
+    job_id = only_job_id()
+    # The bootstrap finds no such module and exits 2 with one line: that line is the tail shown.
+    assert f"error: job {job_id} FAILED: task chief-0 exited with code 2" in result.stderr
+    assert "last lines of chief-0:\n  error: --module probe.missing: no such module in" in result.stderr
+    assert_no_survivors(job_processes(job_id))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["submit", "--image", "gcr.io/p/t:1", "-m", "t.task"], "the local backend runs trainer packages, not container images"),
+        (["submit", str(PROBE), "-m", "probe.task", "--dialect", "sagemaker"], "--dialect 'sagemaker' is not known"),
+        (["submit", "no/such/dir", "-m", "probe.task"], "trainer directory 'no/such/dir' does not exist"),
+        (["submit", str(PROBE), "-m", "trainer.task"], "module 'trainer.task' is not in trainer directory"),
+        (["submit", str(PROBE), "-m", "probe.task", "--python", "/no/python"], "--python '/no/python' is not an executable interpreter"),
+        (["submit", str(PROBE), "-m", "probe.task", "--ps", "1", "--workers", "1", "--strategy", "mirrored"], "--strategy 'mirrored' is not known"),
+    ],
+)
+def test_mistakes_are_one_line_and_start_nothing(argv: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: ") and message in result.stderr
+    with JobStore() as store:
+        assert store.list() == []

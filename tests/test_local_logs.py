@@ -1,0 +1,127 @@
+"""Logs of a local job: prefixes, per-task files, colours, the summary table, reading back."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+from tfjob.local.logs import (
+    JOB_LOG,
+    MAX_LINE,
+    LogRouter,
+    SummaryRow,
+    format_duration,
+    read_lines,
+    read_tail,
+    render_summary,
+    use_colour,
+)
+
+
+def test_lines_are_prefixed_aligned_and_kept_per_task(tmp_path: Path) -> None:
+    console = io.StringIO()
+    router = LogRouter(tmp_path, console, colour=False, names=["chief-0", "worker-10"])
+    chief = router.open_task("chief-0", "chief")
+    worker = router.open_task("worker-10", "worker")
+    assert router.feed(chief, b"step 1\nstep") == ["step 1"]
+    assert router.feed(worker, b"w\n") == ["w"]
+    assert router.feed(chief, b" 2\n") == ["step 2"]
+    assert router.feed(chief, b"no newline at exit", final=True) == ["no newline at exit"]
+    router.note("restarting")
+    router.note("only in the file", console=False)
+    chief.close()
+    worker.close()
+    router.close()
+    assert console.getvalue().splitlines() == [
+        "[chief-0]   step 1",
+        "[worker-10] w",
+        "[chief-0]   step 2",
+        "[chief-0]   no newline at exit",
+        "[tfjob]     restarting",
+    ]
+    assert (tmp_path / "chief-0.log").read_bytes() == b"step 1\nstep 2\nno newline at exit"
+    assert (tmp_path / JOB_LOG).read_text().splitlines()[-1] == "[tfjob]     only in the file"
+
+
+def test_a_line_without_end_is_cut_rather_than_held_forever(tmp_path: Path) -> None:
+    router = LogRouter(tmp_path, None, colour=False, names=["chief-0"])
+    task = router.open_task("chief-0", "chief")
+    lines = router.feed(task, b"x" * (MAX_LINE + 10))
+    assert len(lines) == 1 and len(lines[0]) == MAX_LINE + 10
+    assert router.feed(task, b"\xff\xfe bad bytes\n") == ["\ufffd\ufffd bad bytes"]
+    task.close()
+    router.close()
+
+
+def test_colours_only_on_a_terminal(tmp_path: Path) -> None:
+    assert not use_colour(io.StringIO(), {})
+    assert not use_colour(None, {})
+    master, slave = os.openpty()
+    with open(slave, "w", closefd=True) as tty:
+        assert use_colour(tty, {})
+        assert not use_colour(tty, {"NO_COLOR": "1"})
+        assert not use_colour(tty, {"TERM": "dumb"})
+    os.close(master)
+    console = io.StringIO()
+    router = LogRouter(tmp_path, console, colour=True, names=["ps-0"])
+    task = router.open_task("ps-0", "ps")
+    router.feed(task, b"serving\n")
+    task.close()
+    router.close()
+    assert console.getvalue() == "\033[35m[ps-0]\033[0m serving\n"
+    assert (tmp_path / JOB_LOG).read_text() == "[ps-0] serving\n"  # files never get colours
+
+
+def test_summary_table() -> None:
+    rows = [
+        SummaryRow("chief-0", "SUCCEEDED", 0, None, 12.04),
+        SummaryRow("worker-1", "FAILED", 3, None, 0.5),
+        SummaryRow("ps-0", "CANCELLED", None, 9, 185.0),
+        SummaryRow("ps-1", "RUNNING", None, None, None),
+    ]
+    assert render_summary(rows).splitlines() == [
+        "TASK      STATE      EXIT     DURATION",
+        "chief-0   SUCCEEDED  0        12.0s",
+        "worker-1  FAILED     3        0.5s",
+        "ps-0      CANCELLED  SIGKILL  3m05s",
+        "ps-1      RUNNING    -        -",
+    ]
+    assert format_duration(7500) == "2h05m"
+
+
+def test_tail_reads_only_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    path.write_text("".join(f"line {i}\n" for i in range(5000)))
+    assert read_tail(path, 3, block=64) == ["line 4997", "line 4998", "line 4999"]
+    assert read_tail(path, 0) == []
+    assert read_tail(tmp_path / "missing.log", 5) == []
+
+
+def test_following_reads_what_is_appended_until_the_writer_is_done(tmp_path: Path) -> None:
+    path = tmp_path / "job.log"
+    path.write_text("a\nb\n")
+    writes = iter([b"c\npart", b"ial\n", b""])
+    done = []
+
+    def sleep(seconds: float) -> None:
+        # Each pause of the follower is when the "writer" appends its next chunk.
+        chunk = next(writes, None)
+        if chunk is None or chunk == b"":
+            done.append(True)
+        if chunk:
+            with open(path, "ab") as f:
+                f.write(chunk)
+
+    def is_done() -> bool:
+        return bool(done)
+
+    lines = list(read_lines(path, prefix="> ", tail=1, follow=True, is_done=is_done, poll_interval=0.0, sleep=sleep))
+    assert lines == ["> b", "> c", "> partial"]
+
+
+def test_reading_without_follow_and_a_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.log"
+    path.write_text("one\ntwo")
+    assert list(read_lines(path)) == ["one", "two"]
+    assert list(read_lines(tmp_path / "none.log")) == []

@@ -1,0 +1,180 @@
+"""What each task of a local cluster is given (pure), and how the trainer is found."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tfjob.backends.base import SubmitOptions
+from tfjob.backends.local import BACKEND
+from tfjob.cluster.task import parse_cluster_spec, parse_tf_config
+from tfjob.errors import SpecError, UsageError
+from tfjob.local.plan import (
+    base_environment,
+    build_cluster,
+    build_task_plans,
+    check_dialect,
+    find_source_root,
+    platform_variables,
+    render_job_info,
+    resolve_strategy,
+)
+from tfjob.local.ports import pick_ports, port_is_free
+from tfjob.spec import build_spec
+
+
+def _spec(**kw: object):
+    values = {"name": "probe-job", "module": "trainer.task", "package": "/src", "workers": 4, "ps": 2}
+    values.update(kw)
+    return build_spec(**values)  # type: ignore[arg-type]
+
+
+def _plans(spec, dialect: str, environ: dict[str, str] | None = None, **kw: object):
+    ports = list(range(5000, 5000 + len(spec.tasks())))
+    return build_task_plans(
+        spec,
+        build_cluster(spec, ports),
+        dialect=dialect,
+        strategy="parameter-server",
+        python="/usr/bin/python3",
+        source_root="/src",
+        environ=environ or {},
+        job_id="probe-abc123",
+        **kw,
+    )
+
+
+def test_cluster_gives_each_task_its_own_loopback_port() -> None:
+    spec = _spec(evaluators=1)
+    cluster = build_cluster(spec, [7000, 7001, 7002, 7003, 7004, 7005, 7006, 7007])
+    assert cluster == {
+        "chief": ["127.0.0.1:7000"],
+        "worker": ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004"],
+        "ps": ["127.0.0.1:7005", "127.0.0.1:7006"],
+        "evaluator": ["127.0.0.1:7007"],
+    }
+    with pytest.raises(ValueError, match="8 tasks need 8 ports, got 2"):
+        build_cluster(spec, [1, 2])
+
+
+@pytest.mark.parametrize(
+    ("dialect", "use_chief", "primary"),
+    [("vertex", None, "chief"), ("ai-platform", None, "master"), ("ai-platform", True, "chief"), ("kubeflow", None, "chief")],
+)
+def test_every_task_gets_its_own_tf_config_in_the_dialect(dialect: str, use_chief: bool | None, primary: str) -> None:
+    spec = _spec(use_chief=use_chief)
+    plans = _plans(spec, dialect)
+    assert [p.name for p in plans] == ["chief-0", "worker-0", "worker-1", "worker-2", "worker-3", "ps-0", "ps-1"]
+    seen = set()
+    for plan in plans:
+        raw = json.loads(plan.env["TF_CONFIG"])
+        assert primary in raw["cluster"] and raw["cluster"]["worker"] == [f"127.0.0.1:{p}" for p in range(5001, 5005)]
+        info = parse_tf_config(plan.env["TF_CONFIG"])
+        assert (info.role, info.index) == (plan.role, plan.index)
+        assert info.cluster.task_address(plan.role, plan.index) == plan.address
+        seen.add((raw["task"]["type"], raw["task"]["index"]))
+    assert len(seen) == 7
+    chief = json.loads(plans[0].env["TF_CONFIG"])
+    assert chief["task"] == {"type": primary, "index": 0}
+
+
+def test_vertex_tasks_also_get_cluster_spec_and_the_job_dirs() -> None:
+    plans = _plans(_spec(job_dir="/out"), "vertex")
+    worker = next(p for p in plans if p.name == "worker-2")
+    spec = json.loads(worker.env["CLUSTER_SPEC"])
+    assert spec["task"] == {"type": "workerpool1", "index": 2}
+    assert spec["job"]["workerPoolSpecs"][2]["replicaCount"] == "2"
+    assert parse_cluster_spec(worker.env["CLUSTER_SPEC"]).role == "worker"
+    assert worker.env["AIP_MODEL_DIR"] == "/out/model/"
+    assert worker.argv[-3:] == ["--job-dir", "/out", "--"]
+
+
+def test_the_bootstrap_command_carries_module_strategy_and_user_args() -> None:
+    plan = _plans(_spec(args=("--steps", "5")), "kubeflow")[0]
+    assert plan.argv == [
+        "/usr/bin/python3", "-m", "tfjob.container.bootstrap", "--module", "trainer.task",
+        "--strategy", "parameter-server", "--check-port", "--", "--steps", "5",
+    ]  # fmt: skip
+    assert plan.cwd == "/src"
+    assert plan.env["PYTHONPATH"] == "/src"
+    assert plan.env["PYTHONUNBUFFERED"] == "1" and plan.env["TFJOB_JOB_ID"] == "probe-abc123"
+    assert plan.port == 5000
+
+
+def test_inherited_cluster_variables_never_leak_into_a_task() -> None:
+    environ = {"TF_CONFIG": '{"task": {"type": "worker"}}', "AIP_MODEL_DIR": "gs://x", "PATH": "/bin", "PYTHONPATH": "/lib"}
+    plan = _plans(_spec(env={"MY_FLAG": "1"}), "kubeflow", environ)[1]
+    assert "AIP_MODEL_DIR" not in plan.env and json.loads(plan.env["TF_CONFIG"])["task"]["index"] == 0
+    assert plan.env["PATH"] == "/bin" and plan.env["MY_FLAG"] == "1"
+    assert plan.env["PYTHONPATH"] == "/src:/lib"
+    assert base_environment(environ) == {"PATH": "/bin", "PYTHONPATH": "/lib"}
+    assert set(platform_variables(plan.env)) == {"TF_CONFIG"}
+
+
+def test_job_info_per_dialect() -> None:
+    spec = _spec(args=("--a",), job_dir="/out")
+    assert render_job_info(spec, "kubeflow") is None
+    assert render_job_info(spec, "gcloud-local") == {"job_name": "trainer.task", "args": ["--a"]}
+    legacy = render_job_info(spec, "ai-platform")
+    assert legacy is not None and legacy["worker_count"] == "4" and legacy["parameter_server_count"] == "2"
+    assert legacy["python_module"] == "trainer.task" and legacy["job_dir"] == "/out"
+    vertex = render_job_info(_spec(workers=None, ps=None, evaluators=1), "vertex")
+    assert vertex is not None and [bool(p) for p in vertex["workerPoolSpecs"]] == [True, False, False, True]  # type: ignore[union-attr]
+
+
+def test_dialect_and_strategy_are_checked() -> None:
+    assert check_dialect("ai-platform") == "ai-platform"
+    with pytest.raises(SpecError, match="--dialect 'vertx' is not known.*vertex"):
+        check_dialect("vertx")
+    assert resolve_strategy(_spec(), "auto") == "parameter-server"
+    assert resolve_strategy(_spec(ps=None), "auto") == "multi-worker"
+    with pytest.raises(SpecError, match="--strategy 'ps' is not known"):
+        resolve_strategy(_spec(), "ps")
+    with pytest.raises(SpecError, match="parameter-server needs --workers ≥ 1 and --ps ≥ 1"):
+        resolve_strategy(_spec(ps=None), "parameter-server")
+
+
+def test_render_shows_each_task_without_starting_anything() -> None:
+    spec = _spec(workers=1, ps=1)
+    rendered = BACKEND.render(spec, SubmitOptions(dialect="ai-platform"))
+    assert rendered["strategy"] == "parameter-server"
+    assert [t["name"] for t in rendered["tasks"]] == ["chief-0", "worker-0", "ps-0"]
+    assert rendered["tasks"][0]["address"] == "127.0.0.1:27182"
+    assert json.loads(rendered["tasks"][0]["env"]["TF_CONFIG"])["task"]["type"] == "master"
+
+
+# -- the trainer's directory -----------------------------------------------------------------
+def _tree(root: Path, *files: str) -> Path:
+    for f in files:
+        (root / f).parent.mkdir(parents=True, exist_ok=True)
+        (root / f).write_text("")
+    return root
+
+
+def test_source_root_is_the_project_or_the_package_parent(tmp_path: Path) -> None:
+    project = _tree(tmp_path / "proj", "trainer/__init__.py", "trainer/task.py")
+    assert find_source_root(str(project), "trainer.task") == str(project)
+    # gcloud's --package-path names the package itself.
+    assert find_source_root(str(project / "trainer"), "trainer.task") == str(project)
+    src = _tree(tmp_path / "srcproj", "pyproject.toml", "src/trainer/__init__.py", "src/trainer/task.py")
+    assert find_source_root(str(src), "trainer.task") == str(src / "src")
+    single = _tree(tmp_path / "single", "train.py")
+    assert find_source_root(str(single), "train") == str(single)
+
+
+def test_a_trainer_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="trainer directory .*missing.* does not exist"):
+        find_source_root(str(tmp_path / "missing"), "trainer.task")
+    other = _tree(tmp_path / "other", "model/__init__.py")
+    with pytest.raises(UsageError, match="module 'trainer.task' is not in trainer directory.*expected trainer/"):
+        find_source_root(str(other), "trainer.task")
+    with pytest.raises(UsageError, match="Cloud Storage"):
+        find_source_root("gs://bucket/trainer.tar.gz", "trainer.task")
+
+
+def test_picked_ports_are_distinct_and_free() -> None:
+    ports = pick_ports(41)
+    assert len(set(ports)) == 41
+    assert all(port_is_free(p) for p in ports)
