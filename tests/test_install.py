@@ -110,6 +110,8 @@ def test_wheel_holds_every_package_the_templates_and_the_dockerfile(wheel: Path)
         assert f"{package}/__init__.py" in names, package
     assert {"tfjob/config.py", "tfjob/spec.py", "tfjob/cli/main.py", "tfjob/container/bootstrap.py"} <= names
     assert "tfjob/container/Dockerfile" in names, "the base image Dockerfile must ship in the wheel"
+    dockerfiles = {f"tfjob/container/{p.name}" for p in (ROOT / "container").glob("*.Dockerfile")}
+    assert dockerfiles <= names, sorted(dockerfiles - names)
     templates = {
         "tfjob/templates/" + p.relative_to(ROOT / "templates").as_posix()
         for p in (ROOT / "templates").rglob("*")
