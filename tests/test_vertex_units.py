@@ -1,0 +1,286 @@
+"""Pure parts of the Vertex AI backend, and the pieces that wait: states, backoff, regions, logs, redaction."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from fakes.vertex_api import FakeVertex
+from tfjob.backends.base import JobState, SubmitOptions
+from tfjob.errors import UsageError
+from tfjob.gcp.auth import is_google_endpoint, resolve_credentials
+from tfjob.gcp.errors import redact
+from tfjob.gcp.follow import job_status, parse_state, parse_time, wait_for_job
+from tfjob.gcp.logs import build_filter, task_label, vertex_task_name
+from tfjob.gcp.retry import Backoff, call_with_retry
+from tfjob.gcp.staging import bucket_serves_region, check_bucket_region
+
+
+@pytest.mark.parametrize(
+    "value, state",
+    [
+        ("JOB_STATE_QUEUED", JobState.QUEUED),
+        ("JOB_STATE_PENDING", JobState.PENDING),
+        ("JOB_STATE_RUNNING", JobState.RUNNING),
+        ("JOB_STATE_SUCCEEDED", JobState.SUCCEEDED),
+        ("JOB_STATE_FAILED", JobState.FAILED),
+        ("JOB_STATE_CANCELLING", JobState.CANCELLING),
+        ("JOB_STATE_CANCELLED", JobState.CANCELLED),
+        ("JOB_STATE_EXPIRED", JobState.FAILED),
+        (4, JobState.SUCCEEDED),
+        (None, JobState.QUEUED),
+    ],
+)
+def test_state_mapping(value: Any, state: JobState) -> None:
+    assert parse_state(value) is state
+
+
+def test_state_mapping_covers_every_vertex_state() -> None:
+    from google.cloud import aiplatform_v1
+
+    from tfjob.gcp.follow import VERTEX_STATES
+
+    members = aiplatform_v1.types.JobState.__members__
+    assert set(VERTEX_STATES) == set(members)
+    assert all(parse_state(int(members[name])) is VERTEX_STATES[name] for name in members)
+
+
+def test_time_with_nanoseconds() -> None:
+    assert parse_time("2026-01-02T03:04:05.123456789Z") == pytest.approx(1767323045.123456)
+    assert parse_time("2026-01-02T03:04:05Z") == 1767323045.0
+    assert parse_time(None) is None
+
+
+def test_job_status_carries_the_error_message() -> None:
+    status = job_status(
+        {"name": "projects/p/locations/r/customJobs/9", "displayName": "d", "state": "JOB_STATE_FAILED",
+         "error": {"code": 3, "message": "replica exited 1"}, "createTime": "2026-01-02T03:04:05Z"},
+        "9",
+    )  # fmt: skip
+    assert (status.id, status.state, status.message, status.backend) == ("9", JobState.FAILED, "replica exited 1", "vertex")
+    assert status.extra["resource_name"] == "projects/p/locations/r/customJobs/9"
+
+
+def test_wait_grows_the_pause_and_resets_it_on_change() -> None:
+    states = iter(["JOB_STATE_QUEUED"] * 4 + ["JOB_STATE_RUNNING"] * 2 + ["JOB_STATE_SUCCEEDED"])
+    waits: list[float] = []
+    changes: list[JobState] = []
+    final = wait_for_job(
+        lambda: {"state": next(states)},
+        on_change=lambda job, state: changes.append(state),
+        poll_interval=1.0,
+        max_interval=2.0,
+        sleep=waits.append,
+    )
+    assert final["state"] == "JOB_STATE_SUCCEEDED"
+    assert changes == [JobState.QUEUED, JobState.RUNNING, JobState.SUCCEEDED]
+    assert waits == [1.0, 1.5, 2.0, 2.0, 1.0, 1.5]
+
+
+def test_backoff_is_bounded_and_jittered() -> None:
+    delays = list(Backoff(initial=1, multiplier=2, maximum=5, attempts=6, jitter=0.5).delays(random.Random(1)))
+    assert len(delays) == 5
+    for delay, base in zip(delays, [1, 2, 4, 5, 5]):
+        assert base * 0.5 <= delay <= base
+    assert len(set(delays)) == 5
+
+
+def test_call_with_retry_gives_up_on_a_permanent_error() -> None:
+    calls: list[int] = []
+
+    def fn() -> None:
+        calls.append(1)
+        raise ValueError("permanent")
+
+    with pytest.raises(ValueError, match="permanent"):
+        call_with_retry(fn, backoff=Backoff(), sleep=lambda s: None)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "location, region, ok",
+    [
+        ("US-CENTRAL1", "us-central1", True),
+        ("US", "us-east4", True),
+        ("US", "europe-west4", False),
+        ("EU", "europe-west4", True),
+        ("NAM4", "us-central1", True),
+        ("NAM4", "us-west1", False),
+        ("EUROPE-WEST1", "europe-west4", False),
+        ("ASIA", "asia-northeast1", True),
+    ],
+)
+def test_bucket_region(location: str, region: str, ok: bool) -> None:
+    assert bucket_serves_region(location, region) is ok
+
+
+def test_bucket_region_error_names_both_and_the_fix() -> None:
+    with pytest.raises(UsageError, match=r"staging bucket gs://b is in EUROPE-WEST1, but the job runs in us-central1: .*--staging-bucket"):
+        check_bucket_region("b", "EUROPE-WEST1", "us-central1")
+
+
+@pytest.mark.parametrize(
+    "name, label",
+    [("workerpool0-0", "chief-0"), ("workerpool1-3", "worker-3"), ("workerpool2-1", "ps-1"), ("workerpool3-0", "evaluator-0"),
+     ("master-replica-0", "chief-0"), ("worker-replica-2", "worker-2"), ("", "job")],
+)  # fmt: skip
+def test_task_labels(name: str, label: str) -> None:
+    assert task_label(name) == label
+    if name.startswith("workerpool"):
+        assert vertex_task_name(label) == name
+
+
+def test_log_filter_and_bad_task() -> None:
+    assert build_filter("12", "worker-1", "2026-01-01T00:00:00Z") == (
+        'resource.type="ml_job" AND resource.labels.job_id="12" AND '
+        'resource.labels.task_name="workerpool1-1" AND timestamp>="2026-01-01T00:00:00Z"'
+    )
+    with pytest.raises(UsageError, match=r"--task 'w1' is not a task name; write it like chief-0, worker-1"):
+        build_filter("12", "w1")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: Bearer ya29.a0AfH6SMB-xyz_123",
+        '{"access_token": "ya29.zzz", "expires_in": 3599}',
+        '{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEv\\n-----END PRIVATE KEY-----\\n"}',
+        "refresh 1//0gAbCdEfGhIjKlMnOpQrStUvWxYz",
+        "client_secret=GOCSPX-abcdef",
+    ],
+)
+def test_redact(text: str) -> None:
+    out = redact(text)
+    assert "[redacted]" in out
+    for secret in ("ya29.", "MIIEv", "1//0gAb", "GOCSPX"):
+        assert secret not in out
+
+
+@pytest.mark.parametrize(
+    "endpoint, google",
+    [(None, True), ("us-central1-aiplatform.googleapis.com", True), ("https://logging.googleapis.com", True),
+     ("http://127.0.0.1:8080", False), ("localhost:9000", False), ("http://googleapis.com.evil.example", False)],
+)  # fmt: skip
+def test_google_endpoints(endpoint: str | None, google: bool) -> None:
+    assert is_google_endpoint(endpoint) is google
+
+
+def test_anonymous_seam(monkeypatch: pytest.MonkeyPatch) -> None:
+    from google.auth.credentials import AnonymousCredentials
+
+    env = {"TFJOB_VERTEX_ANONYMOUS": "1"}
+    assert isinstance(resolve_credentials("http://127.0.0.1:1", env), AnonymousCredentials)
+    with pytest.raises(UsageError, match=r"only for a local test endpoint"):
+        resolve_credentials(None, env)
+
+
+def test_no_credentials_says_how_to_get_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tfjob.errors import AuthError
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no gcloud ADC file
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
+    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # no metadata server either
+    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
+    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    with pytest.raises(AuthError, match=r"no Google Cloud credentials found: run `gcloud auth application-default login`"):
+        resolve_credentials(None, {})
+
+
+# -- following, in-process against the local stand-in ------------------------------------
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
+    with FakeVertex() as server:
+        monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
+        yield server
+
+
+def _submit_container_job(fake: FakeVertex) -> str:
+    from tfjob.gcp.service import submit_job
+    from tfjob.spec import build_spec
+
+    spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)
+    return submit_job(spec, SubmitOptions(project="p", region="us-central1", api_endpoint=fake.endpoint))
+
+
+@pytest.mark.parametrize("cancel", [False, True])
+def test_interrupt_while_following(fake: FakeVertex, cancel: bool) -> None:
+    from tfjob.gcp.service import follow_job
+    from tfjob.store import JobStore
+
+    fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING")
+    job_id = _submit_container_job(fake)
+    said: list[str] = []
+
+    def sleep(_: float) -> None:
+        if fake.jobs[job_id]["state"] == "JOB_STATE_RUNNING":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        follow_job(job_id, SubmitOptions(cancel_on_interrupt=cancel, poll_interval=0.01), echo=said.append, sleep=sleep)
+    assert said[:2] == [f"job {job_id} QUEUED", f"job {job_id} RUNNING"]
+    with JobStore() as store:
+        state = store.get(job_id).state
+    if cancel:
+        assert said[-1] == f"asked Vertex AI to cancel job {job_id}"
+        assert state is JobState.CANCELLING
+    else:
+        assert "keeps running on Vertex AI" in said[-1]
+        assert state is JobState.RUNNING
+
+
+def test_status_of_an_ended_job_needs_no_call(fake: FakeVertex) -> None:
+    from tfjob.gcp.service import fetch_status, follow_job
+
+    job_id = _submit_container_job(fake)
+    follow_job(job_id, SubmitOptions(poll_interval=0.01), sleep=lambda s: None)
+    before = len(fake.requests)
+    assert fetch_status(job_id).state is JobState.SUCCEEDED
+    assert len(fake.requests) == before
+
+
+def test_list_filters_on_the_tfjob_label(fake: FakeVertex, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfjob.gcp.service import list_jobs
+
+    ours = _submit_container_job(fake)
+    fake.create("p", "us-central1", {"displayName": "not ours", "jobSpec": {}})
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
+    assert [s.id for s in list_jobs()] == [ours]
+    query = [path for method, path, _ in fake.requests if method == "GET" and path.endswith("/customJobs")]
+    assert query
+
+
+def test_big_upload_shows_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import socket
+
+    from gcp_storage_emulator.server import create_server
+
+    from tfjob.gcp.staging import stage_packages, storage_client
+    from tfjob.gcp.submission import file_package
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    try:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+        client = storage_client("p", None)
+        client.create_bucket("b")
+        wheel = tmp_path / "big-1.0-py3-none-any.whl"
+        wheel.write_bytes(random.Random(3).randbytes(5 * 1024 * 1024))
+        package = file_package(wheel, "gs://b/tfjob/packages")
+        bar = io.StringIO()
+        report = stage_packages([package], region="us-central1", client=client, progress=bar)
+        assert report.bytes_uploaded == 5 * 1024 * 1024 and report.uploaded == [package.uri]
+        assert "uploading big-1.0-py3-none-any.whl 100% (5.2/5.2 MB)" in bar.getvalue()
+        blob = client.bucket("b").get_blob(package.uri.split("gs://b/", 1)[1])
+        assert blob.size == 5 * 1024 * 1024
+        again = stage_packages([package], region="us-central1", client=client, progress=bar)
+        assert (again.bytes_uploaded, again.skipped) == (0, [package.uri])
+    finally:
+        server.stop()
