@@ -24,6 +24,9 @@ import json, os, sys
 print(json.dumps({
     "pid": os.getpid(),
     "argv": sys.argv[1:],
+    "argv0": sys.argv[0],
+    "path0": sys.path[0],
+    "main": __name__,
     "env": {k: os.environ.get(k) for k in ("TF_CONFIG", "TFJOB_TASK_TYPE", "TFJOB_TASK_INDEX", "TFJOB_IS_CHIEF", "TFJOB_TRIAL")},
 }), flush=True)
 code = os.environ.get("PROBE_EXIT")
@@ -94,8 +97,12 @@ def test_trainer_becomes_the_task_with_tf2_tf_config_and_tfjob_variables(trainer
     out, err = proc.communicate(timeout=60)
     report = json.loads(out)
     assert proc.returncode == 3, err  # the trainer's exit code is the task's
-    assert report["pid"] == proc.pid  # exec: no process between the launcher and the trainer
+    assert report["pid"] == proc.pid  # no process between the launcher and the trainer
     assert report["argv"] == ["--steps", "3"]
+    # Exactly what `python -m trainer.probe` gives it, even through the console script.
+    assert report["main"] == "__main__"
+    assert report["argv0"] == str(trainer_dir / "trainer" / "probe.py")
+    assert report["path0"] == str(trainer_dir)
     assert json.loads(report["env"]["TF_CONFIG"]) == {
         "cluster": {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]},
         "task": {"type": "chief", "index": 0, "trial": "4"},
@@ -205,7 +212,6 @@ def _run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
             "error: --strategy parameter-server needs at least 1 worker and 1 ps, but the cluster has chief, worker; "
             "add workers and parameter servers, or use --strategy multi-worker",
         ),
-        (["--module", "no_such_trainer.task"], {}, "error: --module no_such_trainer.task: no module named 'no_such_trainer'"),
         (["--module", "m", "--package", "/no/such/trainer.tar.gz"], {}, "error: --package /no/such/trainer.tar.gz: no such file or directory"),
     ],
 )
@@ -217,6 +223,32 @@ def test_bad_configuration_is_one_line_and_exit_2(
     assert code == 2
     assert err.startswith(message)
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("module", ["no_such_trainer.task", "trainer.nope", "trainer"])
+def test_a_module_that_cannot_be_found_is_one_line_and_exit_2(trainer_dir: Path, module: str) -> None:
+    done = _bootstrap(trainer_dir, "--module", module, env=_env(), console_script=True)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: --module {module}: no such module in {trainer_dir} or on PYTHONPATH; "
+        "run from the trainer's source directory, add it to PYTHONPATH, or install it with --package\n"
+    )
+
+
+def test_the_trainers_own_failures_look_as_under_python_m(trainer_dir: Path) -> None:
+    (trainer_dir / "broken").mkdir()
+    (trainer_dir / "broken" / "__init__.py").write_text("import a_dependency_nobody_installed\n")
+    (trainer_dir / "broken" / "task.py").write_text("")
+    (trainer_dir / "trainer" / "crash.py").write_text("raise RuntimeError('loss is NaN')\n")
+    for module, last_line in (
+        ("broken.task", "ModuleNotFoundError: No module named 'a_dependency_nobody_installed'"),
+        ("trainer.crash", "RuntimeError: loss is NaN"),
+    ):
+        done = _bootstrap(trainer_dir, "--module", module, env=_env())
+        plain = subprocess.run([sys.executable, "-m", module], cwd=trainer_dir, env=_env(), capture_output=True, text=True)
+        assert done.returncode == plain.returncode == 1
+        assert done.stderr.splitlines()[0] == "Traceback (most recent call last):"
+        assert done.stderr.splitlines()[-1] == plain.stderr.splitlines()[-1] == last_line
 
 
 def test_bad_configuration_through_the_real_console_script(tmp_path: Path) -> None:
@@ -360,7 +392,7 @@ def test_bootstrap_imports_only_the_stdlib_before_dispatch(trainer_dir: Path, di
     cluster = {"chief": [f"127.0.0.1:{port}"], "worker": ["127.0.0.1:2"], "ps": ["127.0.0.1:3"]}
     env = _env(**render_task_env(cluster, "chief", 0, dialect))
     startup = _imported(["-c", "pass"], trainer_dir, env)
-    # -X importtime is not inherited through exec, so this lists the bootstrap's imports only.
+    # The probe trainer imports only json, os and sys, so anything else is the bootstrap's.
     used = _imported(
         ["-m", "tfjob.container.bootstrap", "--module", "trainer.probe", "--check-port", "--job-dir", "/tmp/x"], trainer_dir, env
     )
@@ -368,7 +400,8 @@ def test_bootstrap_imports_only_the_stdlib_before_dispatch(trainer_dir: Path, di
     foreign = {
         name
         for name in used - startup
-        if name.split(".")[0] not in sys.stdlib_module_names and name.split(".")[0] != "tfjob"
+        # tfjob itself, and the trainer's package, which dispatch imports.
+        if name.split(".")[0] not in (*sys.stdlib_module_names, "tfjob", "trainer")
     }
     assert foreign == set()
     assert not any(name.startswith("tensorflow") for name in used)

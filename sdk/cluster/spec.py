@@ -14,9 +14,10 @@ job names come back sorted and as ``str``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # typing costs milliseconds the bootstrap's start-up does not have
+# Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
     from typing import Any
 
 # The range of a protobuf int32 map key (ClusterDef's task index).

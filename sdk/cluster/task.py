@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import TYPE_CHECKING
 
 from ..errors import ClusterConfigError
 from .render import ROLES
 from .spec import ClusterSpec
 
+# Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
 
