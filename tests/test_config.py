@@ -312,3 +312,23 @@ def test_merge_config_values_is_key_by_key_otherwise() -> None:
         "workers": 2,
         "scale_tier": "custom",
     }
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(package="trainer/", workers=4, ps=2, job_dir="gs://b/out", args=["--epochs", "3"], timeout=3600),
+        dict(image="gcr.io/p/t:1", evaluators=1, env={"A": "1"}, chief_machine_type="n1-standard-8", accelerator="NVIDIA_TESLA_T4"),
+    ],
+    ids=["package", "container"],
+)
+def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[str, object]) -> None:
+    from tfjob.render.vertex import render_custom_job
+
+    spec = Job(name="census", module="trainer.task", **kwargs).spec
+    body = render_custom_job(spec, SubmitOptions(region="us-central1"), ["gs://b/trainer-0.1.tar.gz"])
+    values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
+    again = Job(**{**values, "package": spec.package}).spec
+    assert again.pools == spec.pools
+    assert (again.module, again.args, again.env, again.job_dir, again.timeout) == (spec.module, spec.args, spec.env, spec.job_dir, spec.timeout)
+    assert [again.image_for(r) for r in ("chief", "worker", "evaluator")] == [spec.image_for(r) for r in ("chief", "worker", "evaluator")]
