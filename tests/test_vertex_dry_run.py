@@ -114,3 +114,20 @@ def test_dry_run_path_imports_no_google_client(trainer: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **OFFLINE}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_extra_packages_are_content_addressed(trainer: Path, tmp_path: Path) -> None:
+    import hashlib
+
+    wheel = tmp_path / "helpers-1.0-py3-none-any.whl"
+    wheel.write_bytes(b"not really a wheel, but bytes to hash")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    result = CliRunner().invoke(
+        app,
+        ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--staging-bucket", "gs://b/team",
+         "--packages", f"{wheel},gs://other/lib-2.0.tar.gz", "--dry-run"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    uris = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"]
+    assert uris[0].startswith("gs://b/team/tfjob/packages/") and uris[0].endswith("/trainer-0.0.0.tar.gz")
+    assert uris[1:] == [f"gs://b/team/tfjob/packages/{digest}/{wheel.name}", "gs://other/lib-2.0.tar.gz"]

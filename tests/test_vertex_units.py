@@ -184,7 +184,7 @@ def test_no_credentials_says_how_to_get_them(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
     monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")  # no metadata server either
     monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
     with pytest.raises(AuthError, match=r"no Google Cloud credentials found: run `gcloud auth application-default login`"):
         resolve_credentials(None, {})
 
