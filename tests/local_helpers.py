@@ -77,6 +77,18 @@ def reports(job_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def wait_for_reports(job_dir: Path, count: int, timeout: float = 60.0) -> dict[str, dict[str, Any]]:
+    """Wait until ``count`` probe tasks have reported (they are up and running)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seen = reports(job_dir) if (job_dir / "tasks").exists() else {}
+        if len(seen) >= count:
+            return seen
+        if time.monotonic() > deadline:
+            raise AssertionError(f"only {sorted(seen)} reported within {timeout}s")
+        time.sleep(0.02)
+
+
 def only_job_id() -> str:
     with JobStore() as store:
         records = store.list()

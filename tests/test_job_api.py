@@ -1,0 +1,150 @@
+"""The Python API on the local backend: Job.run(), Job.submit(), handles, get_job() elsewhere."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wait_for_reports
+
+from tfjob import Job, JobHandle, get_job
+from tfjob.backends.base import JobState
+from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError
+from tfjob.store import JobStore, process_start_time
+
+
+def _job(tmp_path: Path, *args: str, **kw: object) -> Job:
+    values: dict[str, object] = {"workers": 1, "backend": "local", "job_dir": str(tmp_path / "out"), "quiet": True}
+    values.update(kw)
+    return Job(package=str(PROBE), module="probe.task", args=list(args), **values)
+
+
+def test_run_blocks_until_the_end_and_returns_the_finished_handle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    handle = _job(tmp_path, "--wait-tasks", "5", "--lines", "2", workers=2, ps=2, strategy="multi-worker", quiet=False).run()
+    assert isinstance(handle, JobHandle) and handle.backend_name == "local"
+    assert handle.state is JobState.SUCCEEDED
+    err = capsys.readouterr().err
+    assert "[worker-1] worker-1 line 1" in err and f"job {handle.id} SUCCEEDED" in err
+    assert sorted(reports(tmp_path / "out")) == ["chief-0", "ps-0", "ps-1", "worker-0", "worker-1"]
+    lines = list(handle.logs(task="worker-1"))
+    assert lines[:3] == ["[worker-1] worker-1 ready", "[worker-1] worker-1 line 0", "[worker-1] worker-1 line 1"]
+    assert any(line.startswith("[ps-0]") for line in handle.logs())
+    assert handle.result().state is JobState.SUCCEEDED
+    assert_no_survivors(job_processes(handle.id, tmp_path / "out"))
+
+
+def test_run_raises_job_failed_error_naming_the_task_and_its_log_tail(tmp_path: Path) -> None:
+    with pytest.raises(JobFailedError, match=r"FAILED: task worker-0 exited with code 3") as caught:
+        _job(tmp_path, "--hang", "chief", "--exit", "worker=3").run()
+    error = caught.value
+    assert error.task == "worker-0" and error.exit_code_of_task == 3
+    assert error.log_tail.splitlines() == ["worker-0 ready", "worker-0 exits with code 3 on purpose"]
+    assert error.job_id is not None and get_job(error.job_id).state is JobState.FAILED
+    assert_no_survivors(job_processes(error.job_id, tmp_path / "out"))
+
+
+def test_submit_returns_at_once_and_the_handle_follows_the_job(tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    handle = _job(tmp_path, "--wait-for", str(gate)).submit()
+    assert not handle.state.is_terminal
+    # wait(timeout) on a clock that runs out at once: no real time passes.
+    ticks = iter([0.0, 100.0, 100.0, 100.0])
+    slept: list[float] = []
+    patient = JobHandle("local", handle.id, clock=lambda: next(ticks), sleep=slept.append)
+    with pytest.raises(JobTimeoutError, match=f"job {handle.id} is still (PENDING|RUNNING) after 5s"):
+        patient.wait(timeout=5)
+    assert slept == []
+    gate.touch()
+    final = handle.wait(timeout=120)
+    assert final.state is JobState.SUCCEEDED and final.message == "chief-0 exited with code 0"
+    assert [t.name for t in final.tasks] == ["chief-0", "worker-0"]
+    assert "[chief-0]  chief-0 ready" in list(handle.logs())
+
+
+_ELSEWHERE = textwrap.dedent(
+    """
+    import sys
+    from tfjob import get_job
+    handle = get_job(sys.argv[1])
+    print(handle.id, handle.backend_name, handle.state.value, flush=True)
+    handle.cancel()
+    """
+)
+
+
+def test_get_job_rebuilds_the_handle_in_another_process(tmp_path: Path) -> None:
+    handle = _job(tmp_path, "--hang", "all").submit()
+    wait_for_reports(tmp_path / "out", 2)
+    other = subprocess.run([sys.executable, "-c", _ELSEWHERE, handle.id[:-1]], capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0, other.stderr
+    job_id, backend, state = other.stdout.split()
+    assert (job_id, backend, state) == (handle.id, "local", "RUNNING")
+    final = handle.wait(timeout=120)
+    assert final.state is JobState.CANCELLED
+    with pytest.raises(JobCancelledError, match="was cancelled: cancel requested with `tfjob cancel`"):
+        handle.result()
+    assert_no_survivors(job_processes(handle.id, tmp_path / "out"))
+    with pytest.raises(JobNotFoundError, match="no job 'ghost'"):
+        get_job("ghost")
+    with pytest.raises(JobNotFoundError, match="ran on the local backend, not vertex"):
+        get_job(handle.id, backend="vertex")
+
+
+def test_run_in_a_thread_is_cancelled_through_the_store(tmp_path: Path) -> None:
+    # No signal handlers outside the main thread: handle.cancel() reaches the launcher anyway.
+    job = _job(tmp_path, "--hang", "all")
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            job.run()
+        except BaseException as e:  # noqa: BLE001 - handed to the test thread
+            outcome.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    wait_for_reports(tmp_path / "out", 2)
+    with JobStore() as store:
+        job_id = store.list(limit=1)[0].id
+    get_job(job_id).cancel()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert len(outcome) == 1 and isinstance(outcome[0], JobCancelledError)
+    assert_no_survivors(job_processes(job_id, tmp_path / "out"))
+
+
+def test_a_killed_supervisor_leaves_a_lost_job_and_no_task(tmp_path: Path) -> None:
+    handle = _job(tmp_path, "--hang", "all").submit()
+    wait_for_reports(tmp_path / "out", 2)
+    with JobStore() as store:
+        record = store.get(handle.id)
+    assert record is not None and record.supervisor_pid and record.supervisor_pid != os.getpid()
+    assert record.supervisor_start == process_start_time(record.supervisor_pid)
+    os.kill(record.supervisor_pid, signal.SIGKILL)
+    final = handle.wait(timeout=60)
+    assert final.state is JobState.LOST and f"pid {record.supervisor_pid}" in final.message
+    with pytest.raises(JobFailedError, match=f"job {handle.id} LOST"):
+        handle.result()
+    assert_no_survivors(job_processes(handle.id, tmp_path / "out"))
+
+
+@pytest.mark.slow
+def test_install_runs_the_trainer_from_its_sdist_in_a_throwaway_venv(tmp_path: Path) -> None:
+    console = io.StringIO()
+    job = _job(tmp_path, "--wait-tasks", "2", install=True)
+    job_id = job.backend.run(job.spec, job.options, console=console, summary=console)
+    handle = get_job(job_id)
+    assert handle.state is JobState.SUCCEEDED, console.getvalue()
+    install_dir = Path(os.environ["TFJOB_HOME"]) / "jobs" / job_id / "install"
+    for report in reports(tmp_path / "out").values():
+        assert report["module_file"].startswith(str(install_dir / "venv"))  # the installed copy, not the source
+        assert "site-packages" in report["module_file"] and report["cwd"] == str(install_dir)
+    assert not (install_dir / "venv").exists()  # thrown away after the job
+    assert list((install_dir / "dist").rglob("probe-0.0.0.tar.gz"))
