@@ -74,7 +74,12 @@ def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], 
         lines.append("history")
         for ts, state, message in events:
             lines.append(f"  {_when(ts)}  {state.value}" + (f"  {message}" if message else ""))
-    if status.tasks:
+    if status.extra.get("kind") == "study":
+        from tfjob.tuning.trials import render_study_status
+
+        lines.append("trials")
+        lines += ["  " + line for line in render_study_status(status.extra).splitlines()]
+    elif status.tasks:
         rows = [
             SummaryRow(t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None)
             for t in status.tasks
