@@ -34,7 +34,7 @@ def probe_args(*extra: str, workers: int = 1, ps: int = 0, job_dir: Path | None 
 def start_cli(args: list[str]) -> subprocess.Popen[str]:
     """``tfjob ARGS`` as a real process (its own process group: signals reach only it)."""
     return subprocess.Popen(
-        [TFJOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, process_group=0
+        [TFJOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
 
 

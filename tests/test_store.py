@@ -185,7 +185,7 @@ _LEADER = textwrap.dedent(
 
 def test_reaping_a_lost_job_kills_what_is_left_of_its_task_groups(store: JobStore) -> None:
     # A task (group leader) that left a child behind in its process group, then died.
-    leader = subprocess.Popen([sys.executable, "-c", _LEADER], stdout=subprocess.PIPE, text=True, process_group=0)
+    leader = subprocess.Popen([sys.executable, "-c", _LEADER], stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert leader.stdout is not None
     child = int(leader.stdout.readline())
     leader_start = process_start_time(leader.pid)
@@ -205,7 +205,7 @@ def test_reaping_a_lost_job_kills_what_is_left_of_its_task_groups(store: JobStor
 def test_an_unrelated_process_with_a_tasks_old_pid_is_left_alone() -> None:
     # This very process is a live process whose start time does not match: never touched.
     stop_orphan_group(os.getpid(), 1)
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], process_group=0)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
         stop_orphan_group(other.pid, (process_start_time(other.pid) or 0) + 1)
         stop_orphan_group(other.pid, None)

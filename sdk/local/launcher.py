@@ -55,12 +55,17 @@ def _load_prctl() -> Callable[..., int] | None:
 
 # Resolved once in the parent: the child must not load libraries between fork and exec.
 _PRCTL = _load_prctl()
+# Python 3.11 puts the child in its own process group itself; 3.10 does it in setup().
+_POPEN_HAS_PROCESS_GROUP = sys.version_info >= (3, 11)
+_GROUP: dict[str, Any] = {"process_group": 0} if _POPEN_HAS_PROCESS_GROUP else {}
 
 
 def _child_setup(parent: int) -> Callable[[], None]:
     """What runs in the child between fork and exec: die with the launcher."""
 
     def setup() -> None:
+        if not _POPEN_HAS_PROCESS_GROUP:
+            os.setpgid(0, 0)
         if _PRCTL is not None:
             _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the launcher died before the line above
@@ -301,9 +306,9 @@ class Launcher:
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
-                    process_group=0,
                     preexec_fn=setup,
                     close_fds=True,
+                    **_GROUP,
                 )
             except OSError as e:
                 raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e
@@ -368,10 +373,14 @@ class Launcher:
                 return
 
     def _read(self, task: _Task, final: bool = False) -> bool:
-        """Read what the task printed; False at end of file (the pipe is then closed)."""
+        """Read what the task printed; False at end of file (the pipe is then closed).
+
+        ``final``: the task has exited; read what is already in the pipe (bounded, as
+        a child the task left behind may still be writing).
+        """
         if task.pipe is None:
             return False
-        while True:
+        for _ in range(64 if final else 1):
             try:
                 data = os.read(task.pipe, 65536)
             except BlockingIOError:
@@ -386,8 +395,7 @@ class Launcher:
                 task.pipe = None
                 return False
             task.tail.extend(self.router.feed(task.output, data))
-            if not final:
-                return True
+        return True
 
     def _on_exit(self, task: _Task, watching: bool) -> None:
         rc = task.proc.returncode
