@@ -54,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Dispatch this task by its role; return the exit code."""
     experiment.setup_logging()
     args = experiment.parse_args(argv)
+    experiment.require_tf_keras()
     import tensorflow as tf
 
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()

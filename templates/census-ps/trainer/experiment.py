@@ -181,6 +181,23 @@ def report_metrics(results: dict[str, Any], step: int) -> None:
         report_metric(name, float(value), step)
 
 
+def require_tf_keras() -> None:
+    """Stop with a clear message when tf-keras (Keras 2) is missing.
+
+    ``tf.keras`` is Keras 3 since TensorFlow 2.16, and Keras 3 cannot train with
+    ParameterServerStrategy; ``TF_USE_LEGACY_KERAS=1`` switches to tf-keras, which
+    some images (and a bare ``pip install tensorflow``) do not include.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("tf_keras") is None:
+        raise SystemExit(
+            "error: this trainer needs tf-keras (Keras 2) next to TensorFlow: pip install tf-keras "
+            "with the same major.minor version as TensorFlow (e.g. tf-keras~=2.17.0 for TensorFlow 2.17), "
+            "or add it to dependencies in pyproject.toml"
+        )
+
+
 def setup_logging() -> None:
     """Log lines with a timestamp on stderr (the task's log), TensorFlow's own kept quiet."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
