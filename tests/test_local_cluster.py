@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,4 +116,22 @@ def test_a_cluster_through_the_real_command_streams_prefixed_lines(tmp_path: Pat
         log_dir = Path(store.get(job_id).log_dir)  # type: ignore[union-attr, arg-type]
     assert (log_dir / "worker-0.log").read_text().splitlines()[:2] == ["worker-0 ready", "worker-0 line 0"]
     assert "[ps-0]     ps-0 line 1" in (log_dir / "job.log").read_text()
+    assert_no_survivors(job_processes(job_id, job_dir))
+
+
+def test_an_evaluator_gets_its_own_task_outside_the_training_cluster(tmp_path: Path) -> None:
+    job_dir = tmp_path / "out"
+    argv = probe_args("--evaluators", "1", "--python", sys.executable, "--quiet", "--", "--wait-tasks", "3", workers=1, job_dir=job_dir)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.stderr
+    job_id = only_job_id()
+    seen = reports(job_dir)
+    assert seen["evaluator-0"]["role"] == "evaluator" and not seen["evaluator-0"]["is_chief"]
+    assert json.loads(seen["evaluator-0"]["env"]["TF_CONFIG"])["task"] == {"type": "evaluator", "index": 0}
+    assert "evaluator" not in json.loads(seen["chief-0"]["env"]["TF_CONFIG"])["cluster"]
+    manifest = _manifest(job_id)
+    pools = json.loads(manifest["evaluator-0"]["env"]["CLUSTER_SPEC"])
+    assert pools["task"] == {"type": "workerpool3", "index": 0}
+    assert pools["cluster"]["workerpool3"] == [manifest["evaluator-0"]["address"]]
+    assert manifest["chief-0"]["argv"][0] == sys.executable
     assert_no_survivors(job_processes(job_id, job_dir))
