@@ -241,3 +241,39 @@ def test_anonymous_seam_is_refused_for_google(trainer: Path, monkeypatch: pytest
     )
     assert result.exit_code == 2
     assert "TFJOB_VERTEX_ANONYMOUS=1 sends no credentials and is only for a local test endpoint" in result.stderr
+
+
+def test_real_credentials_flow_never_prints_the_token(
+    emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Application-default credentials (a service-account key whose token endpoint is the local
+    stand-in) are really used, and no output of the CLI shows the token or the key."""
+    import json
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    adc = tmp_path / "sa.json"
+    adc.write_text(json.dumps({
+        "type": "service_account", "project_id": "p", "private_key_id": "k1", "private_key": pem,
+        "client_email": "trainer@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": f"{fake.endpoint}/token",
+    }))  # fmt: skip
+    monkeypatch.delenv("TFJOB_VERTEX_ANONYMOUS")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    fake.token = "ya29.a0-SECRET-token-used-by-the-cli"
+    # A service (or proxy) that echoes the Authorization header in an error must not leak it either.
+    fake.fail(r"GET .*/customJobs/\d+$", 403, message="denied for request with header Authorization: {authorization}")
+    out = run(submit_cmd(tfjob_exe, trainer, fake))
+    assert out.returncode == 1, out.stderr
+    assert "error: permission denied in project 'p', region 'us-central1': the caller lacks aiplatform.customJobs.get" in out.stderr
+    # The credentials were really sent (a self-signed JWT or the token from /token).
+    sent = {a.split(" ", 1)[1] for a in fake.authorizations if a.startswith("Bearer ")}
+    assert sent and "" not in sent
+    job_id = out.stderr.split("submitted Vertex AI job ")[1].split()[0]
+    status = CliRunner().invoke(app, ["status", job_id])
+    everything = out.stdout + out.stderr + status.output
+    body_lines = [line for line in pem.splitlines() if "PRIVATE KEY" not in line]
+    for secret in (*sent, fake.token, *body_lines[:3]):
+        assert secret not in everything

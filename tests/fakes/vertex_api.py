@@ -10,6 +10,8 @@ The real client libraries talk to it through ``api_endpoint="http://127.0.0.1:PO
 - ``GET …/customJobs?filter=…&pageSize=…&pageToken=…`` — filters ``labels.K="V"``,
   ``labels.K:*`` and ``display_name="N"``, paged;
 - ``POST …/customJobs/ID:cancel`` — CANCELLING, then CANCELLED on the next read;
+- ``POST /token`` — an OAuth2 token endpoint handing out :attr:`FakeVertex.token`
+  (for application-default credentials whose ``token_uri`` points here);
 - ``POST /v2/entries:list`` — the entries of :meth:`FakeVertex.add_log`, filtered by
   job id, task name and ``timestamp>=``.
 
@@ -66,6 +68,10 @@ class FakeVertex:
         self.faults: list[Fault] = []
         self.logs: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        #: The access token ``POST /token`` hands out (an OAuth2 token endpoint stand-in).
+        self.token = "ya29.fake-access-token-for-tests-only"
+        #: Authorization headers received, in order.
+        self.authorizations: list[str] = []
         self._next_id = 7000000000000000000
         self._server: ThreadingHTTPServer | None = None
 
@@ -219,8 +225,14 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        body = json.loads(raw) if raw else None
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:  # the token endpoint takes a form
+            body = raw.decode(errors="replace")
+        if url.path == "/token" and method == "POST":
+            return self._reply(200, {"access_token": self.state.token, "expires_in": 3600, "token_type": "Bearer"})
         self.state.requests.append((method, url.path, body))
+        self.state.authorizations.append(self.headers.get("Authorization", ""))
         fault = self._fault(f"{method} {url.path}")
         if fault is not None and fault.status != "lost":
             if fault.status == "reset":
@@ -229,7 +241,9 @@ class _Handler(BaseHTTPRequestHandler):
             if fault.reason:
                 details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": fault.reason, "domain": "googleapis.com", "metadata": fault.metadata})
             grpc = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}.get(int(fault.status), "INTERNAL")
-            return self._error(int(fault.status), fault.message, grpc, details)
+            # "{authorization}" echoes the request's credentials, as a careless proxy might.
+            message = fault.message.replace("{authorization}", self.headers.get("Authorization", ""))
+            return self._error(int(fault.status), message, grpc, details)
         if url.path == "/v2/entries:list" and method == "POST":
             return self._entries(body or {})
         m = _JOBS.match(url.path)
