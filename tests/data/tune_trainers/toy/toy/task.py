@@ -63,6 +63,13 @@ def main() -> int:
         }
         with open(os.path.join(record_dir, f"{trial}-{name}.json"), "w") as f:
             json.dump(seen, f)
+        # The job ends when the chief does: let the workers write what they saw first.
+        workers = len(tf_config.get("cluster", {}).get("worker", []))
+        deadline = time.time() + 30
+        while is_chief and time.time() < deadline:
+            if sum(n.startswith(f"{trial}-worker-") for n in os.listdir(record_dir)) >= workers:
+                break
+            time.sleep(0.02)
     if args.fail_optimizer and args.optimizer == args.fail_optimizer:
         print(f"toy: refusing optimizer {args.optimizer}", file=sys.stderr)
         return 3
