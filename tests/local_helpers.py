@@ -8,8 +8,9 @@ import selectors
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
+import pytest
 from conftest import BIN, ROOT
 
 from tfjob.store import JobStore, process_alive
@@ -119,3 +120,18 @@ def assert_no_survivors(processes: list[tuple[int, int | None]], within: float =
             raise AssertionError(f"processes outlived their job: {alive}")
         time.sleep(0.02)
 
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_jobs() -> Iterator[None]:
+    """After each test, cancel any local job it left running (a failed test must not leak a cluster)."""
+    yield
+    from tfjob.backends.local import BACKEND
+    from tfjob.job import JobHandle
+
+    with JobStore() as store:
+        live = [r.id for r in store.list(backend="local") if not store.reap_lost(r).state.is_terminal]
+    for job_id in live:
+        BACKEND.cancel(job_id)
+    for job_id in live:
+        JobHandle("local", job_id).wait(timeout=60)

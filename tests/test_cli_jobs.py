@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import (
     TFJOB,
     assert_no_survivors,

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wait_for_reports
 
 from tfjob import Job, JobHandle, get_job

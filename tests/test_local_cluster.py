@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import (
     PROBE,
     TFJOB,

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import (
     PROBE,
     assert_no_survivors,
