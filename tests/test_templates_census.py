@@ -200,16 +200,20 @@ def test_submit_census_ps_with_workers_and_ps(tfjob_exe: str, tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_submit_census_multiworker(tfjob_exe: str, tmp_path: Path) -> None:
+def test_submit_census_multiworker_as_its_readme_says(tfjob_exe: str, tmp_path: Path) -> None:
+    """The multi-worker README's local command: a chief and one worker, both training."""
     trainer = tmp_path / "census-mw"
     init = subprocess.run([tfjob_exe, "init", str(trainer), "--template", "census-multiworker"], capture_output=True, timeout=60)
     assert init.returncode == 0
-    done = _submit(tfjob_exe, trainer, tmp_path / "job", "--workers", "1", steps=["--train-steps", "40"])
+    command = shlex.split(readme_commands((trainer / "README.md").read_text())[0])
+    assert command[:2] == ["tfjob", "submit"] and command[command.index("--workers") + 1] == "1" and "--ps" not in command
+    done = subprocess.run([tfjob_exe, *command[1:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert re.search(r"worker-0\s+SUCCEEDED", done.stderr)  # both replicas trained to the end
-    assert assert_trained(tmp_path / "job", 40)["resumed_from_step"] == 0
+    job_dir = tmp_path / "census-job"
+    assert assert_trained(job_dir, int(command[command.index("--train-steps") + 1]))["resumed_from_step"] == 0
     # The non-chief worker saved too, into a scratch directory it then deleted.
-    assert sorted(p.name for p in (tmp_path / "job").iterdir()) == ["checkpoints", "data", "eval", "model"]
+    assert sorted(p.name for p in job_dir.iterdir()) == ["checkpoints", "data", "eval", "model"]
 
 
 @pytest.mark.slow
@@ -281,12 +285,13 @@ def test_readme_main_command_then_its_other_local_examples(tfjob_exe: str, tmp_p
     assert json.loads((job_dir / "eval" / "metrics.json").read_text())["resumed_from_step"] == 200
 
 
-def test_readme_vertex_command_renders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("template, replicas", [("census-ps", ["1", "4", "2"]), ("census-multiworker", ["1", "3"])])
+def test_readme_vertex_command_renders(template: str, replicas: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
     from tfjob.cli.main import app
 
-    trainer = init_template(tmp_path / "census", "census-ps")
+    trainer = init_template(tmp_path / "census", template)
     (command,) = [c for c in readme_commands((trainer / "README.md").read_text()) if "--backend vertex" in c]
     args = shlex.split(command.replace("PROJECT", "my-project").replace("BUCKET", "my-bucket"))
     cut = args.index("--")
@@ -295,6 +300,6 @@ def test_readme_vertex_command_renders(tmp_path: Path, monkeypatch: pytest.Monke
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout)
     pools = body["jobSpec"]["workerPoolSpecs"]
-    assert [p["replicaCount"] for p in pools] == ["1", "4", "2"]
+    assert [p["replicaCount"] for p in pools] == replicas
     assert {p["pythonPackageSpec"]["pythonModule"] for p in pools} == {"trainer.task"}
     assert pools[0]["pythonPackageSpec"]["args"][:2] == ["--train-steps", "2000"]
