@@ -99,9 +99,9 @@ def get_template(name: str) -> Template:
     return templates[name]
 
 
-def build_package_name(dest: str | Path) -> str:
+def build_package_name(dirname: str) -> str:
     """A distribution name derived from a directory name: ``My Trainer`` → ``my-trainer``."""
-    name = re.sub(r"[^a-z0-9]+", "-", Path(dest).resolve().name.lower()).strip("-")
+    name = re.sub(r"[^a-z0-9]+", "-", dirname.lower()).strip("-")
     return name if name and name[0].isalpha() else f"trainer-{name}".strip("-")
 
 
@@ -170,7 +170,7 @@ def init_template(
             ``dest`` is not empty and ``force`` is false.
     """
     path = Path(dest).expanduser()
-    name = package_name if package_name is not None else build_package_name(path)
+    name = package_name if package_name is not None else build_package_name(path.resolve().name)
     if not _VALID_NAME.match(name):
         raise UsageError(
             f"--name {name!r} is not a valid distribution name: use letters, digits, '-', '_' and '.', "

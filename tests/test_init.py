@@ -85,7 +85,8 @@ def test_explicit_name_fills_the_placeholders(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("dirname, expected", [("census", "census"), ("My Trainer!", "my-trainer"), ("2024_job", "trainer-2024-job")])
 def test_package_name_from_the_directory(dirname: str, expected: str, tmp_path: Path) -> None:
-    assert build_package_name(tmp_path / dirname) == expected
+    assert build_package_name(dirname) == expected
+    assert f'name = "{expected}"' in (init_template(tmp_path / dirname) / "pyproject.toml").read_text()
 
 
 def test_render_text_fills_every_placeholder() -> None:
@@ -198,6 +199,9 @@ def test_the_initialized_trainer_packages_as_an_sdist(tmp_path: Path) -> None:
     from tfjob.packaging import build_sdist
 
     dest = init_template(tmp_path / "census-trainer", "census-ps")
+    for output in ("census-output/model/saved_model.pb", "census-job/data/adult.data.csv"):  # local runs' outputs
+        (dest / output).parent.mkdir(parents=True)
+        (dest / output).write_text("x")
     built = build_sdist(dest, tmp_path / "dist", module="trainer.task")
     with tarfile.open(built.path) as tar:
         names = tar.getnames()
@@ -205,3 +209,4 @@ def test_the_initialized_trainer_packages_as_an_sdist(tmp_path: Path) -> None:
     assert any(n.endswith("/trainer/task.py") for n in names)
     assert any(n.endswith("/trainer/data.py") for n in names)
     assert "Name: census-trainer" in pkg_info
+    assert not any("census-output" in n or "census-job" in n for n in names)

@@ -240,9 +240,13 @@ def test_killing_the_chief_then_resubmitting_resumes_from_the_checkpoint(tfjob_e
         os.kill(tasks["chief-0"].pid, signal.SIGKILL)
         assert first.wait(timeout=60) == 1
     finally:
-        if first.poll() is None:
-            first.kill()
-            first.wait()
+        if first.poll() is None:  # a failed assertion: stop the job the way Ctrl-C would
+            first.send_signal(signal.SIGINT)
+            try:
+                first.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                first.kill()
+                first.wait()
     assert "chief-0" in (tmp_path / "first.log").read_text()
     for task in tasks.values():  # the job took its workers and ps down with it
         with pytest.raises(ProcessLookupError):
