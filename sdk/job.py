@@ -81,8 +81,12 @@ class Job:
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)
         option_values = {k: values.pop(k) for k in _OPTION_FIELDS if k in values}
-        for name in ("project", "region", "staging_bucket", "api_endpoint", "namespace"):
+        for name in ("project", "region", "api_endpoint", "namespace"):
             option_values.setdefault(name, getattr(self.settings, name))
+        # The bucket order is --staging-bucket, then the --job-dir bucket, then env/config:
+        # only an explicit bucket goes in staging_bucket, the configured one is the fallback.
+        option_values["staging_bucket"] = setting_values.get("staging_bucket")
+        option_values["default_staging_bucket"] = self.settings.staging_bucket
         self.options = SubmitOptions(**option_values)
         self.backend_name = self.settings.backend or ("vertex" if self.settings.project else "local")
         values.setdefault("name", default_job_name(values.get("module"), values.get("image")))

@@ -284,3 +284,25 @@ def test_big_upload_shows_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert (again.bytes_uploaded, again.skipped) == (0, [package.uri])
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("flag", "job_dir", "configured", "expected"),
+    [
+        ("gs://flag/pfx", "gs://jobdir/out", "gs://conf", ("flag", "pfx", "--staging-bucket")),
+        (None, "gs://jobdir/out", "gs://conf", ("jobdir", "", "--job-dir")),
+        (None, "/local/out", "gs://conf/p", ("conf", "p", "config")),
+        (None, None, None, None),
+    ],
+)
+def test_staging_bucket_order(
+    flag: str | None, job_dir: str | None, configured: str | None, expected: tuple[str, str, str] | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--staging-bucket, then the --job-dir bucket, then the configured bucket (issue 6)."""
+    from tfjob.gcp.submission import resolve_bucket
+    from tfjob.job import Job
+
+    if configured:
+        monkeypatch.setenv("TFJOB_STAGING_BUCKET", configured)
+    job = Job("trainer", "trainer.task", staging_bucket=flag, job_dir=job_dir, backend="vertex")
+    assert resolve_bucket(job.spec, job.options) == expected

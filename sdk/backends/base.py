@@ -80,6 +80,8 @@ class SubmitOptions:
     project: str | None = None
     region: str | None = None
     staging_bucket: str | None = None
+    #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
+    default_staging_bucket: str | None = None
     api_endpoint: str | None = None
     executor_image: str | None = None
     # kubeflow

@@ -90,13 +90,20 @@ def parse_gcs_uri(uri: str, flag: str) -> tuple[str, str]:
 
 
 def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str] | None:
-    """The staging bucket, path prefix and where they came from: ``--staging-bucket``, then ``--job-dir``."""
+    """The staging bucket, path prefix and where they came from.
+
+    ``--staging-bucket`` first, then the bucket of a ``gs://`` ``--job-dir``, then the
+    configured one (``TFJOB_STAGING_BUCKET`` or ``staging_bucket`` in config.yaml).
+    """
     if options.staging_bucket:
         bucket, prefix = parse_gcs_uri(options.staging_bucket, "--staging-bucket")
         return bucket, prefix, "--staging-bucket"
     if spec.job_dir and spec.job_dir.startswith("gs://"):
         bucket, _ = parse_gcs_uri(spec.job_dir, "--job-dir")
         return bucket, "", "--job-dir"
+    if options.default_staging_bucket:
+        bucket, prefix = parse_gcs_uri(options.default_staging_bucket, "staging_bucket (config)")
+        return bucket, prefix, "config"
     return None
 
 
