@@ -23,8 +23,10 @@ Examples:
 
 @app.command("init", epilog=_EXAMPLES)
 def init(
-    directory: Optional[str] = typer.Argument(None, metavar="[DIR]", help="The directory to create (new or empty)."),
-    template: str = typer.Option("census-ps", "--template", "-t", help="Which template (see --list)."),
+    directory: Optional[str] = typer.Argument(None, metavar="DIR", help="The directory to create (new or empty)."),
+    template: str = typer.Option(
+        "census-ps", "--template", "-t", help="census-ps, census-multiworker or custom-container (see --list)."
+    ),
     force: bool = typer.Option(False, "--force", "-f", help="Write into a non-empty DIR, overwriting files of the same names."),
     name: Optional[str] = typer.Option(None, "--name", help="The trainer's distribution name (default: from DIR)."),
     list_: bool = typer.Option(False, "--list", "-l", help="List the templates, one line each, and exit."),

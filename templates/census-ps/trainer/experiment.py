@@ -199,7 +199,7 @@ def require_tf_keras() -> None:
 
 
 def setup_logging() -> None:
-    """Log lines with a timestamp on stderr (the task's log), TensorFlow's own kept quiet."""
+    """Log lines with a timestamp on stderr, which is the task's log."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
@@ -258,7 +258,8 @@ def train_and_evaluate(args: argparse.Namespace, strategy: Any, scratch: str | N
 def evaluate_continuously(args: argparse.Namespace) -> None:
     """The evaluator task: evaluate each checkpoint the chief writes, up to the final one.
 
-    Results go to ``eval/evaluator.json`` and to hyperparameter tuning.
+    Results go to ``eval/evaluator.json``. Only the chief reports to hyperparameter
+    tuning, so that a trial has one final value.
     """
     import tensorflow as tf
 
@@ -274,7 +275,6 @@ def evaluate_continuously(args: argparse.Namespace) -> None:
             step = int(model.optimizer.iterations.numpy())
             results = dict(logs or {})
             write_json(os.path.join(job_dir.eval, "evaluator.json"), render_metrics(results, global_step=step, args=args))
-            report_metrics(results, step)
 
     tf.keras.utils.SidecarEvaluator(
         model,
