@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from ..backends.base import JobState, JobStatus, SubmitOptions
-from ..errors import SpecError, UsageError
+from ..errors import AuthError, SpecError, UsageError
 from ..gcp.client import VertexClient, job_id_of
 from ..gcp.retry import is_retryable, status_code
 from ..render.vertex import SUBMISSION_LABEL
@@ -48,6 +48,13 @@ def _quiet(message: str) -> None:
 
 class TuningClient(VertexClient):
     """The Vertex client, with the calls of ``hyperparameterTuningJobs``."""
+
+    def _translate(self, exc: BaseException, action: str, job: str | None, attempts: int | None) -> Exception:
+        # The permission a 403 names is the tuning job's, not the custom job's.
+        error = super()._translate(exc, action, job, attempts)
+        if isinstance(error, AuthError) and "aiplatform.customJobs." in str(error):
+            return AuthError(str(error).replace("aiplatform.customJobs.", "aiplatform.hyperparameterTuningJobs."))
+        return error
 
     def tuning_job_name(self, job: str) -> str:
         """A full resource name from a tuning job's id (a full name is returned as it is)."""
