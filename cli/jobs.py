@@ -105,15 +105,29 @@ def list_jobs(
     as_json: bool = typer.Option(False, "--json", help="Print the jobs as JSON."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Only jobs of this backend (local, vertex, kubeflow)."),
     limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many jobs, newest first."),
+    remote: bool = typer.Option(
+        False, "--remote", help="Ask the backend (vertex: the configured project/region; kubeflow: the current context) instead of the job store."
+    ),
 ) -> None:
-    """List known jobs, newest first (a local job whose supervisor died shows as LOST)."""
+    """List jobs, newest first.
+
+    By default the local job store (offline, every backend, last-seen states; a local
+    job whose supervisor died shows as LOST). With --remote --backend vertex|kubeflow,
+    the jobs carrying tfjob's label as the service sees them now.
+    """
     from tfjob.backends import get_backend
+    from tfjob.errors import UsageError
     from tfjob.store import JobStore
 
     if backend is not None:
-        get_backend(backend)  # a misspelt backend is a usage error, not an empty list
-    with JobStore() as store:
-        statuses = [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=backend)]
+        chosen = get_backend(backend)  # a misspelt backend is a usage error, not an empty list
+    if remote:
+        if backend is None:
+            raise UsageError("--remote needs --backend vertex or --backend kubeflow")
+        statuses = chosen.list(limit=limit)
+    else:
+        with JobStore() as store:
+            statuses = [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=backend)]
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
     elif statuses:

@@ -306,3 +306,26 @@ def test_staging_bucket_order(
         monkeypatch.setenv("TFJOB_STAGING_BUCKET", configured)
     job = Job("trainer", "trainer.task", staging_bucket=flag, job_dir=job_dir, backend="vertex")
     assert resolve_bucket(job.spec, job.options) == expected
+
+
+def test_cli_list_remote_asks_vertex_and_the_store_view_stays_offline(fake: FakeVertex, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from tfjob.cli.main import app
+
+    ours = _submit_container_job(fake)
+    fake.create("p", "us-central1", {"displayName": "not ours", "jobSpec": {}})
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
+    runner = CliRunner()
+    remote = runner.invoke(app, ["list", "--remote", "--backend", "vertex", "--json"])
+    assert remote.exit_code == 0, remote.stderr
+    assert [j["id"] for j in json.loads(remote.stdout)] == [ours]
+    calls = len(fake.requests)
+    stored = runner.invoke(app, ["list", "--backend", "vertex", "--json"])
+    assert [j["id"] for j in json.loads(stored.stdout)] == [ours]
+    assert len(fake.requests) == calls  # the store view asks no service
+    bad = runner.invoke(app, ["list", "--remote"])
+    assert bad.exit_code == 2 and bad.stderr == "error: --remote needs --backend vertex or --backend kubeflow\n"
