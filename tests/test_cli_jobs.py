@@ -48,7 +48,7 @@ def test_list_and_status_renderings() -> None:
     status = JobStatus(
         id="probe-abc123", backend="local", name="probe-20261122-153000", state=JobState.FAILED,
         message="task worker-1 exited with code 3", created=1000.0, started=1001.0, ended=1013.5,
-        failed_task="worker-1", tasks=[TaskStatus("chief-0", JobState.CANCELLED, None, 15, 1001.0, 1013.0)],
+        failed_task="worker-1", tasks=[TaskStatus("chief-0", JobState.STOPPED, None, 15, 1001.0, 1013.0)],
         extra={"log_dir": "/h/jobs/probe-abc123", "log_tail": "boom\nexit 3"},
     )  # fmt: skip
     table = render_job_list([status]).splitlines()
@@ -58,7 +58,7 @@ def test_list_and_status_renderings() -> None:
     text = render_status(status, [(1000.0, JobState.PENDING, ""), (1013.5, JobState.FAILED, "task worker-1 exited with code 3")])
     assert "state     FAILED" in text and "failed    worker-1" in text and "logs      /h/jobs/probe-abc123" in text
     assert text.splitlines()[-3:] == ["last lines of worker-1", "  boom", "  exit 3"]
-    assert "  chief-0  CANCELLED  SIGTERM  12.0s" in text
+    assert "  chief-0  STOPPED  SIGTERM  12.0s" in text
     running = JobStatus(id="x", backend="local", name="n", state=JobState.RUNNING, started=100.0)
     assert render_job_list([running], now=160.0).endswith("1m00s")
 

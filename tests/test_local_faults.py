@@ -59,7 +59,7 @@ def test_a_worker_that_exits_3_fails_the_job_fast_and_shows_its_log(tmp_path: Pa
     assert record.state is JobState.FAILED and record.failed_task == "worker-1" and record.exit_code == 3
     assert record.extra["task_exit_code"] == 3 and "on purpose" in record.extra["log_tail"]
     assert record.ended - tasks["worker-1"].ended < 2.0  # failed within 2 s of the worker's exit
-    assert tasks["chief-0"].state is JobState.CANCELLED and tasks["chief-0"].signal == signal.SIGTERM
+    assert tasks["chief-0"].state is JobState.STOPPED and tasks["chief-0"].signal == signal.SIGTERM
     assert elapsed < float(GRACE)  # SIGTERM was enough: the grace period was not sat out
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
 
@@ -90,7 +90,7 @@ def test_ctrl_c_cancels_the_job(tmp_path: Path) -> None:
     assert err.splitlines()[-1] == f"error: job {job_id} was cancelled: interrupted by SIGINT"
     record, tasks = _record(job_id)
     assert record.state is JobState.CANCELLED
-    assert all(t.state is JobState.CANCELLED for t in tasks.values())
+    assert all(t.state is JobState.STOPPED for t in tasks.values())
     assert_no_survivors(job_processes(job_id, job_dir))
 
 
@@ -192,7 +192,7 @@ def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_period(tmp_path: Path)
     job_id = only_job_id()
     record, tasks = _record(job_id)
     assert record.state is JobState.SUCCEEDED
-    assert tasks["worker-0"].state is JobState.CANCELLED and tasks["worker-0"].signal == signal.SIGKILL
+    assert tasks["worker-0"].state is JobState.STOPPED and tasks["worker-0"].signal == signal.SIGKILL
     assert tasks["worker-0"].ended - tasks["chief-0"].ended >= 0.5
     assert_no_survivors(job_processes(job_id, job_dir))  # the worker's own child too
 

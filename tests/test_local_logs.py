@@ -77,14 +77,14 @@ def test_summary_table() -> None:
     rows = [
         SummaryRow("chief-0", "SUCCEEDED", 0, None, 12.04),
         SummaryRow("worker-1", "FAILED", 3, None, 0.5),
-        SummaryRow("ps-0", "CANCELLED", None, 9, 185.0),
+        SummaryRow("ps-0", "STOPPED", None, 9, 185.0),
         SummaryRow("ps-1", "RUNNING", None, None, None),
     ]
     assert render_summary(rows).splitlines() == [
         "TASK      STATE      EXIT     DURATION",
         "chief-0   SUCCEEDED  0        12.0s",
         "worker-1  FAILED     3        0.5s",
-        "ps-0      CANCELLED  SIGKILL  3m05s",
+        "ps-0      STOPPED    SIGKILL  3m05s",
         "ps-1      RUNNING    -        -",
     ]
     assert format_duration(7500) == "2h05m"

@@ -26,10 +26,13 @@ class JobState(str, Enum):
     CANCELLED = "CANCELLED"
     #: The process that supervised a local job died without recording an end.
     LOST = "LOST"
+    #: Tasks only: stopped by the launcher because the job ended (e.g. parameter servers,
+    #: which never exit on their own, after the chief finished), not failed.
+    STOPPED = "STOPPED"
 
     @property
     def is_terminal(self) -> bool:
-        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST)
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST, JobState.STOPPED)
 
 
 @dataclass

@@ -99,7 +99,7 @@ class _Task:
             return JobState.RUNNING
         if self.exit_code == 0:
             return JobState.SUCCEEDED
-        return JobState.CANCELLED if self.stopped else JobState.FAILED
+        return JobState.STOPPED if self.stopped else JobState.FAILED
 
     def record(self) -> TaskRecord:
         return TaskRecord(
