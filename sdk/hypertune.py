@@ -130,11 +130,14 @@ def report_metric(tag: str, value: float, step: int | None = None) -> Path:
     except FileNotFoundError:
         previous = []
     kept = [ln for ln in previous if ln.strip()][-(MAX_LINES - 1) :] + [line]
-    # Replace the file in one step so a reader never sees half a line.
+    # Replace the file in one step so a reader never sees half a line; readable by
+    # the tuning service as cloudml-hypertune's file is (mkstemp would make it 0600).
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write("\n".join(kept) + "\n")
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import requires_tf
+from tfjob.hypertune import parse_metric_lines
 from tfjob.scaffold import init_template
 
 pytestmark = requires_tf
@@ -47,6 +48,19 @@ by_name = serving(**inputs)
 print(json.dumps({"csv": float(by_csv["probabilities"][0]), "named": float(by_name["probabilities"][0]),
                   "class": by_csv["classes"][0].numpy().decode()}))
 """
+
+
+@pytest.fixture(autouse=True)
+def metric_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the trainers report for tuning: kept inside the test, not in /tmp/hypertune."""
+    path = tmp_path / "hypertune" / "output.metrics"
+    monkeypatch.setenv("CLOUD_ML_HP_METRIC_FILE", str(path))
+    return path
+
+
+def _metric_env() -> list[str]:
+    # The local backend gives tasks the platform's CLOUD_ML_* variables, not the caller's: pass it on.
+    return ["--env", f"CLOUD_ML_HP_METRIC_FILE={os.environ['CLOUD_ML_HP_METRIC_FILE']}"]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -179,24 +193,30 @@ def test_ps_trainer_in_a_hand_made_cluster_with_an_evaluator(tmp_path: Path) -> 
     reports = [json.loads(line) for line in (tmp_path / "chief.metrics").read_text().splitlines()]
     assert {tag for r in reports for tag in r} >= {"accuracy", "auc", "loss"}
     assert {r["global_step"] for r in reports} == {"30"}
+    assert not (tmp_path / "evaluator.metrics").exists()  # one final value per trial: the chief's
 
 
 # -- end to end through `tfjob submit` ---------------------------------------------------------
 
 
 def _submit(tfjob_exe: str, trainer: Path, job_dir: Path, *cluster: str, steps: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [tfjob_exe, "submit", str(trainer), "--module-name", "trainer.task", *cluster, "--job-dir", str(job_dir), "--", *steps]
+    cmd = [tfjob_exe, "submit", str(trainer), "--module-name", "trainer.task", *cluster, "--job-dir", str(job_dir), *_metric_env(), "--", *steps]
     return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.slow
-def test_submit_census_ps_with_workers_and_ps(tfjob_exe: str, tmp_path: Path) -> None:
+def test_submit_census_ps_with_workers_and_ps(tfjob_exe: str, tmp_path: Path, metric_file: Path) -> None:
     trainer = tmp_path / "census"
     assert subprocess.run([tfjob_exe, "init", str(trainer)], capture_output=True, timeout=60).returncode == 0
     done = _submit(tfjob_exe, trainer, tmp_path / "job", "--workers", "2", "--ps", "1", steps=["--train-steps", "40"])
     assert done.returncode == 0, done.stderr[-4000:]
     assert re.search(r"chief-0\s+SUCCEEDED", done.stderr)
-    assert assert_trained(tmp_path / "job", 40)["resumed_from_step"] == 0
+    metrics = assert_trained(tmp_path / "job", 40)
+    assert metrics["resumed_from_step"] == 0
+    # The evaluation went to hyperparameter tuning too, in cloudml-hypertune's format.
+    reported = {r["tag"]: r for r in parse_metric_lines(metric_file.read_text())}
+    assert reported["accuracy"]["value"] == pytest.approx(metrics["accuracy"])
+    assert (reported["accuracy"]["global_step"], reported["accuracy"]["trial"]) == (40, "0")
 
 
 @pytest.mark.slow
@@ -207,7 +227,8 @@ def test_submit_census_multiworker_as_its_readme_says(tfjob_exe: str, tmp_path: 
     assert init.returncode == 0
     command = shlex.split(readme_commands((trainer / "README.md").read_text())[0])
     assert command[:2] == ["tfjob", "submit"] and command[command.index("--workers") + 1] == "1" and "--ps" not in command
-    done = subprocess.run([tfjob_exe, *command[1:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
+    cut = command.index("--")
+    done = subprocess.run([tfjob_exe, *command[1:cut], *_metric_env(), *command[cut:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     assert re.search(r"worker-0\s+SUCCEEDED", done.stderr)  # both replicas trained to the end
     job_dir = tmp_path / "census-job"
@@ -222,7 +243,7 @@ def test_killing_the_chief_then_resubmitting_resumes_from_the_checkpoint(tfjob_e
 
     trainer = init_template(tmp_path / "census", "census-ps")
     job_dir = tmp_path / "job"
-    cmd = [tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--workers", "1", "--ps", "1", "--job-dir", str(job_dir), "--grace", "1"]
+    cmd = [tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--workers", "1", "--ps", "1", "--job-dir", str(job_dir), "--grace", "1", *_metric_env()]
     log = open(tmp_path / "first.log", "w")
     first = subprocess.Popen([*cmd, "--", "--train-steps", "1000000", "--steps-per-checkpoint", "10"], env=_env(), stdout=log, stderr=log)
     try:
@@ -271,7 +292,8 @@ def test_readme_main_command_then_its_other_local_examples(tfjob_exe: str, tmp_p
     commands = readme_commands(readme)
     main = shlex.split(commands[0])
     assert main[:2] == ["tfjob", "submit"] and "--workers 4 --ps 2" in commands[0]
-    done = subprocess.run([tfjob_exe, *main[1:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
+    cut = main.index("--")
+    done = subprocess.run([tfjob_exe, *main[1:cut], *_metric_env(), *main[cut:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-4000:]
     job_dir = tmp_path / "census-job"  # the README's ../census-job
     assert_trained(job_dir, int(main[main.index("--train-steps") + 1]), predict=False)

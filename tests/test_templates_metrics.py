@@ -34,6 +34,14 @@ def test_report_writes_cloudml_hypertune_lines(metric_file: Path, monkeypatch: p
     assert json.loads(lines[1])["global_step"] == "0"
 
 
+def test_the_file_is_readable_by_others_like_cloudml_hypertunes(metric_file: Path) -> None:
+    hypertune.report_metric("accuracy", 0.5, 1)
+    assert metric_file.stat().st_mode & 0o777 == 0o644
+    metric_file.chmod(0o640)
+    hypertune.report_metric("accuracy", 0.6, 2)
+    assert metric_file.stat().st_mode & 0o777 == 0o640  # an existing file keeps its mode
+
+
 def test_report_is_reachable_from_the_package_root(metric_file: Path) -> None:
     tfjob.report_metric("auc", 0.9, 3)
     assert json.loads(metric_file.read_text())["auc"] == "0.9"
