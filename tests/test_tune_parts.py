@@ -176,3 +176,36 @@ def test_trials_table_and_best() -> None:
     status = render_study_status({"study": study.to_dict(), "trials": [t.to_dict() for t in trials]}).splitlines()
     assert status[0] == "4 of 4 trials, 2 succeeded, 1 failed of 2 allowed; 2 at a time; goal MINIMIZE loss"
     assert status[-1] == render_best(study, best)
+
+
+def test_the_live_view_redraws_on_a_terminal_and_prints_news_elsewhere() -> None:
+    import io
+
+    from tfjob.tuning.view import TrialsView
+
+    study = _study(max_trials=2, parallel_trials=2)
+    running = [Trial("1", {"learning_rate": 0.01, "optimizer": "adam"}, "RUNNING"), Trial("2", {"learning_rate": 0.1, "optimizer": "sgd"}, "QUEUED")]
+    done = [Trial("1", running[0].params, "SUCCEEDED", 0.0), Trial("2", running[1].params, "FAILED", message="task chief-0 exited with code 3")]
+
+    tty = io.StringIO()
+    live = TrialsView(study, tty, live=True)
+    live.update(running)
+    live.update(done)
+    live.finish(done, "study s SUCCEEDED")
+    text = tty.getvalue()
+    assert text.count("\033[3F\033[J") == 2  # the 3-line table was drawn over, twice
+    assert text.endswith("study s SUCCEEDED\n") and "*1" in text
+
+    log = io.StringIO()
+    plain = TrialsView(study, log, live=False)
+    plain.update(running)
+    plain.update(running)  # nothing new: nothing printed
+    plain.update(done)
+    assert log.getvalue().splitlines() == [
+        "trial 1 RUNNING  learning_rate=0.01 optimizer=adam",
+        "trial 1 SUCCEEDED loss=0  learning_rate=0.01 optimizer=adam",
+        "trial 2 FAILED  learning_rate=0.1 optimizer=sgd  (task chief-0 exited with code 3)",
+    ]
+    quiet = io.StringIO()
+    TrialsView(study, quiet, quiet=True).update(done)
+    assert quiet.getvalue() == ""

@@ -149,17 +149,19 @@ class Tuning:
             "trialJob": self.job.render(),
         }
 
-    def run(self, stream: TextIO | None = sys.stderr, *, cores: int | None = None, port_picker: Any = None) -> StudyResult:
-        """Run the study to its end, showing its trials on ``stream``; return how it ended.
+    def run(self, stream: TextIO | None | str = "stderr", *, cores: int | None = None, port_picker: Any = None) -> StudyResult:
+        """Run the study to its end, showing its trials on ``stream`` (default stderr); return how it ended.
 
         The result says FAILED or CANCELLED rather than raising; see :meth:`result`.
         """
+        if stream == "stderr":
+            stream = sys.stderr
         if self.backend_name == "vertex":
-            return self._run_vertex(stream)
+            return self._run_vertex(stream)  # type: ignore[arg-type]
         from .local import LocalStudy
 
         study = LocalStudy(
-            self.study, self.job.spec, self.job.options, seed=self.seed, cores=cores, stream=stream, port_picker=port_picker
+            self.study, self.job.spec, self.job.options, seed=self.seed, cores=cores, stream=stream, port_picker=port_picker  # type: ignore[arg-type]
         )
         return study.run()
 

@@ -112,7 +112,8 @@ class LocalStudy:
             only the final table.
         seed: makes the search reproducible.
         cores: cores to fit the trials in (default: this machine's).
-        stream: where the live table goes (default stderr; None: nowhere).
+        stream: where the live table goes (default: stderr as it is when the study
+            is made; None: nowhere).
         live: redraw the table in place (default: when ``stream`` is a terminal).
         poll: seconds between looks at a cancel request.
         port_picker: picks free ports for the trials' tasks (tests).
@@ -126,7 +127,7 @@ class LocalStudy:
         *,
         seed: int | None = None,
         cores: int | None = None,
-        stream: TextIO | None = sys.stderr,
+        stream: TextIO | None | str = "stderr",
         live: bool | None = None,
         poll: float = 0.2,
         port_picker: Any = None,
@@ -136,7 +137,8 @@ class LocalStudy:
         self.options = dataclasses.replace(options, wait=True, detach=False)
         self.seed = seed
         self.cores = cores or available_cores()
-        self.view = TrialsView(study, stream, live=live, quiet=options.quiet)
+        out = sys.stderr if stream == "stderr" else stream
+        self.view = TrialsView(study, out, live=live, quiet=options.quiet)  # type: ignore[arg-type]
         self.poll = poll
         self.port_picker = port_picker
         self.trials: list[Trial] = []
