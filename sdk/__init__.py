@@ -23,6 +23,8 @@ _LAZY = {
     "ClusterSpec": "tfjob.cluster",
     "TaskInfo": "tfjob.cluster",
     "report_metric": "tfjob.hypertune",
+    "Tuning": "tfjob.tuning.api",
+    "StudySpec": "tfjob.study",
 }
 
 __all__ = sorted([*_LAZY, "__version__"])

@@ -2,7 +2,7 @@
 
 The Python twin of ``tfjob tune``::
 
-    from tfjob.tuning.api import Tuning
+    from tfjob import Tuning
 
     result = Tuning("hparams.yaml", package="trainer/", module="trainer.task", workers=1).run()
     print(result.best.params)
