@@ -1,34 +1,37 @@
-"""What the local backend costs: a 1+4+2 and a 1+32+8 job against bare interpreters.
+"""What the local backend costs: 1+4+2 and 1+32+8 jobs against bare interpreters of the same run.
 
-Each round, interleaved so machine load hits all alike:
+Interleaved in each round, so machine load hits all alike:
 
 * ``bare N``: N ``python -c pass`` started at once, waited for together;
-* ``tfjob submit`` (a real CLI process, ``--quiet``) of a trivial trainer with the
-  same N tasks, every task running its trainer (``--strategy multi-worker``);
-* the same job through the Python API in this process (``LocalBackend.run``).
+* ``tfjob submit`` (a real CLI process, ``--quiet``) of a trivial trainer with the same
+  N tasks, every task running the trainer (``--strategy multi-worker``: no TensorFlow);
+* the 1+4+2 job through the Python API in this process (``LocalBackend.run``);
+* teardown: a 1+4+2 job whose workers and parameter servers never end on their own,
+  from the chief's exit to the job's recorded end (SIGTERM to 6 tasks, all reaped),
+  against SIGTERM to 6 bare sleeping interpreters and reaping them.
 
-The overhead is the job's median minus the bare median. Teardown is measured on a
-1+4+2 job whose workers and parameter servers never end on their own: the time from
-the chief's exit to the job's recorded end (SIGTERM to 6 tasks, all reaped).
+Peak memory, in rounds of their own (the /proc sampling would disturb the timings):
+the launcher's own high-water mark (``VmHWM``) and the largest total ``VmRSS`` over its
+process tree, against a bare interpreter that starts N bare interpreters at once (the
+timing baseline, as a tree), sampled the same way.
 
-Targets (issue 4): overhead under 1 s for 1+4+2, teardown under 0.5 s, 1+32+8 completes.
+Targets (issue 8): overhead ≤ 1 s for 1+4+2, teardown ≤ 0.5 s.
 
-    .venv/bin/python bench/local_cluster.py [--runs 5] [--json]
+    .venv/bin/python bench/local_cluster.py [--runs 5] [--quick] [--json FILE]
 """
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
-import os
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from common import BIN, PYTHON, Figure, Run, Target, clean_env, command, private_home, rounds, section_main
+from proctree import MIB, run_sampled
+
+SECTION = "local"
 TARGET_OVERHEAD_S = 1.0
 TARGET_TEARDOWN_S = 0.5
 
@@ -45,9 +48,12 @@ if "--hang" in sys.argv:
     while len(os.listdir(marks)) < int(sys.argv[sys.argv.index("--hang") + 1]):
         time.sleep(0.005)
 '''
+_SLEEPER = "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(60)"
+_BARE_TREE = "import subprocess, sys; ps = [subprocess.Popen([sys.executable, '-c', 'pass']) for _ in range({n})]; [p.wait() for p in ps]"
 
 
-def _trainer(root: Path) -> Path:
+def write_trainer(root: Path) -> Path:
+    """The trivial trainer ``triv.task``: marks its task as up; with ``--hang N`` only the chief ends."""
     pkg = root / "trainer" / "triv"
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
@@ -55,29 +61,42 @@ def _trainer(root: Path) -> Path:
     return root / "trainer"
 
 
-def _bare(n: int) -> float:
-    start = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", "pass"]) for _ in range(n)]
-    for p in procs:
-        p.wait()
-    return time.perf_counter() - start
+def bare(n: int) -> Run:
+    """N bare interpreters started at once, waited for together."""
+
+    def run() -> float:
+        start = time.perf_counter()
+        procs = [subprocess.Popen([PYTHON, "-c", "pass"]) for _ in range(n)]
+        for p in procs:
+            p.wait()
+        return time.perf_counter() - start
+
+    return run
 
 
-def _cli(trainer: Path, workers: int, ps: int, job_dir: Path) -> float:
-    argv = [
-        str(Path(sys.executable).parent / "tfjob"), "submit", str(trainer), "-m", "triv.task",
-        "--workers", str(workers), "--ps", str(ps), "--strategy", "multi-worker", "--quiet", "--job-dir", str(job_dir),
+def submit_argv(trainer: Path, workers: int, ps: int, job_dir: Path) -> list[str]:
+    return [
+        str(BIN / "tfjob"), "submit", str(trainer), "-m", "triv.task", "--workers", str(workers), "--ps", str(ps),
+        "--strategy", "multi-worker", "--quiet", "--job-dir", str(job_dir),
     ]  # fmt: skip
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
 
 
-def _api(trainer: Path, workers: int, ps: int, job_dir: Path, *args: str) -> tuple[float, str]:
+def cli(trainer: Path, workers: int, ps: int, root: Path) -> Run:
+    """``tfjob submit`` of the trivial trainer as a real process (a new job dir each run)."""
+    count = [0]
+
+    def run() -> float:
+        count[0] += 1
+        return command(submit_argv(trainer, workers, ps, root / f"cli-{workers}-{count[0]}"), env=clean_env())()
+
+    return run
+
+
+def _api_job(trainer: Path, job_dir: Path, *args: str) -> tuple[float, str]:
     from tfjob import Job
 
     job = Job(
-        package=str(trainer), module="triv.task", workers=workers, ps=ps, strategy="multi-worker",
+        package=str(trainer), module="triv.task", workers=4, ps=2, strategy="multi-worker",
         backend="local", job_dir=str(job_dir), args=list(args), grace=5.0,
     )  # fmt: skip
     sink = io.StringIO()
@@ -86,83 +105,124 @@ def _api(trainer: Path, workers: int, ps: int, job_dir: Path, *args: str) -> tup
     return time.perf_counter() - start, job_id
 
 
-def _teardown(job_id: str) -> float:
+def api(trainer: Path, root: Path) -> Run:
+    """The 1+4+2 job through ``LocalBackend.run`` in this process."""
+    count = [0]
+
+    def run() -> float:
+        count[0] += 1
+        return _api_job(trainer, root / f"api-{count[0]}")[0]
+
+    return run
+
+
+def teardown(trainer: Path, root: Path) -> Run:
+    """Seconds from the chief's exit to the job's recorded end, 6 tasks still running then."""
     from tfjob.store import JobStore
 
-    with JobStore() as store:
-        record = store.get(job_id)
-        chief = next(t for t in store.tasks(job_id) if t.name == "chief-0")
-    assert record is not None and record.state.value == "SUCCEEDED", record
-    assert record.ended is not None and chief.ended is not None
-    return record.ended - chief.ended
+    count = [0]
+
+    def run() -> float:
+        count[0] += 1
+        _, job_id = _api_job(trainer, root / f"teardown-{count[0]}", "--hang", "7")
+        with JobStore() as store:
+            record = store.get(job_id)
+            chief = next(t for t in store.tasks(job_id) if t.name == "chief-0")
+        if record is None or record.state.value != "SUCCEEDED" or record.ended is None or chief.ended is None:
+            raise RuntimeError(f"teardown job {job_id} did not succeed: {record}")
+        return record.ended - chief.ended
+
+    return run
 
 
-def _stats(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+def bare_teardown(n: int) -> Run:
+    """SIGTERM to N bare sleeping interpreters (all up) and reaping them."""
+
+    def run() -> float:
+        procs = [subprocess.Popen([PYTHON, "-c", _SLEEPER], stdout=subprocess.PIPE) for _ in range(n)]
+        for p in procs:
+            assert p.stdout is not None
+            p.stdout.readline()  # up: the interpreter has started
+        start = time.perf_counter()
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait()
+        elapsed = time.perf_counter() - start
+        for p in procs:
+            p.stdout.close()  # type: ignore[union-attr]
+        return elapsed
+
+    return run
 
 
-def measure(runs: int = 5) -> dict[str, object]:
-    """Run the rounds in a private TFJOB_HOME; return the figures (seconds)."""
-    with tempfile.TemporaryDirectory(prefix="tfjob-bench-") as tmp:
-        root = Path(tmp)
-        os.environ["TFJOB_HOME"] = str(root / "home")
-        trainer = _trainer(root)
-        samples: dict[str, list[float]] = {k: [] for k in ("bare7", "cli7", "api7", "teardown7", "bare41", "cli41")}
-        for i in range(runs):
-            samples["bare7"].append(_bare(7))
-            samples["cli7"].append(_cli(trainer, 4, 2, root / f"c7-{i}"))
-            samples["api7"].append(_api(trainer, 4, 2, root / f"a7-{i}")[0])
-            _, job_id = _api(trainer, 4, 2, root / f"t7-{i}", "--hang", "7")
-            samples["teardown7"].append(_teardown(job_id))
-            samples["bare41"].append(_bare(41))
-            samples["cli41"].append(_cli(trainer, 32, 8, root / f"c41-{i}"))
-    stats = {k: _stats(v) for k, v in samples.items()}
-    overhead = stats["cli7"]["median"] - stats["bare7"]["median"]
-    return {
-        "runs": runs,
-        "cpus": os.cpu_count(),
-        "seconds": stats,
-        "overhead_1_4_2_cli": overhead,
-        "overhead_1_4_2_api": stats["api7"]["median"] - stats["bare7"]["median"],
-        "overhead_1_32_8_cli": stats["cli41"]["median"] - stats["bare41"]["median"],
-        "teardown_1_4_2": stats["teardown7"]["median"],
-        "targets_met": {
-            "overhead_1_4_2_under_1s": overhead < TARGET_OVERHEAD_S,
-            "teardown_under_0.5s": stats["teardown7"]["median"] < TARGET_TEARDOWN_S,
-            "1_32_8_completes": len(samples["cli41"]) == runs,
-        },
-    }
+def memory(trainer: Path, workers: int, ps: int, root: Path) -> tuple[Run, Run, Run, Run]:
+    """Runs returning MiB: the launcher's peak, its tree's peak, and the same for the bare baseline.
+
+    Each pair shares one sampled process: the first run of a pair runs it, the second
+    returns what the first saw.
+    """
+    tasks = 1 + workers + ps
+    seen: dict[str, float] = {}
+    count = [0]
+
+    def launcher() -> float:
+        count[0] += 1
+        argv = submit_argv(trainer, workers, ps, root / f"rss-{workers}-{count[0]}")
+        sampler = run_sampled(argv, env=clean_env())
+        seen["tree"] = sampler.tree_peak / MIB
+        return sampler.own_peak / MIB
+
+    def bare_launcher() -> float:
+        sampler = run_sampled([PYTHON, "-c", _BARE_TREE.format(n=tasks)], env=clean_env())
+        seen["bare tree"] = sampler.tree_peak / MIB
+        return sampler.own_peak / MIB
+
+    return launcher, (lambda: seen["tree"]), bare_launcher, (lambda: seen["bare tree"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args(argv)
-    figures = measure(args.runs)
-    if args.json:
-        print(json.dumps(figures, indent=2))
-        return 0
-    s = figures["seconds"]
-    assert isinstance(s, dict)
-    line = "{:<34} {:>8.0f} ms  ({:.0f}–{:.0f})"
-    print(f"local cluster, {figures['runs']} runs, {figures['cpus']} CPUs (median, min–max)")
-    for key, label in [
-        ("bare7", "7 × python -c pass"),
-        ("cli7", "tfjob submit 1+4+2"),
-        ("api7", "LocalBackend.run 1+4+2"),
-        ("teardown7", "teardown after the chief (1+4+2)"),
-        ("bare41", "41 × python -c pass"),
-        ("cli41", "tfjob submit 1+32+8"),
-    ]:
-        print(line.format(label, s[key]["median"] * 1000, s[key]["min"] * 1000, s[key]["max"] * 1000))
-    print(f"overhead 1+4+2 (CLI): {figures['overhead_1_4_2_cli'] * 1000:.0f} ms (target < {TARGET_OVERHEAD_S * 1000:.0f} ms)")
-    print(f"overhead 1+4+2 (API): {figures['overhead_1_4_2_api'] * 1000:.0f} ms")
-    print(f"overhead 1+32+8 (CLI): {figures['overhead_1_32_8_cli'] * 1000:.0f} ms")
-    print(f"teardown: {figures['teardown_1_4_2'] * 1000:.0f} ms (target < {TARGET_TEARDOWN_S * 1000:.0f} ms)")
-    print("targets met:", ", ".join(f"{k}={v}" for k, v in figures["targets_met"].items()))  # type: ignore[union-attr]
-    return 0
+def measure(runs: int, quick: bool = False) -> list[Figure]:
+    """Every local-cluster figure, in a private TFJOB_HOME."""
+    big_workers, big_ps = (8, 2) if quick else (32, 8)
+    big = 1 + big_workers + big_ps
+    warmup = 0 if quick else 1
+    with private_home("tfjob-bench-local-") as root:
+        trainer = write_trainer(root)
+        timed = rounds(
+            {
+                "bare 7": bare(7),
+                "cli 7": cli(trainer, 4, 2, root),
+                "api 7": api(trainer, root),
+                "teardown 7": teardown(trainer, root),
+                "bare teardown 6": bare_teardown(6),
+                f"bare {big}": bare(big),
+                f"cli {big}": cli(trainer, big_workers, big_ps, root),
+            },
+            runs,
+            warmup=warmup,
+        )
+        mib = {}
+        for label, workers, ps in (("1+4+2", 4, 2), (f"1+{big_workers}+{big_ps}", big_workers, big_ps)):
+            own, tree, bare_own, bare_tree = memory(trainer, workers, ps, root)
+            n = 1 + workers + ps
+            names = (f"launcher {label}", f"tree {label}", f"bare launcher of {n}", f"bare tree of {n}")
+            got = rounds(dict(zip(names, (own, tree, bare_own, bare_tree))), runs, warmup=0, units=dict.fromkeys(names, "MiB"))
+            mib[label] = [got[name] for name in names]
+
+    big_label = f"1+{big_workers}+{big_ps}"
+    overhead = Target("overhead-max", TARGET_OVERHEAD_S)
+    figures = [
+        Figure("local.submit_1_4_2", SECTION, "tfjob submit 1+4+2 (trivial trainer)", timed["cli 7"], timed["bare 7"], overhead),
+        Figure("local.api_1_4_2", SECTION, "LocalBackend.run 1+4+2 (Python API)", timed["api 7"], timed["bare 7"]),
+        Figure("local.submit_big", SECTION, f"tfjob submit {big_label} (trivial trainer)", timed[f"cli {big}"], timed[f"bare {big}"]),
+        Figure("local.teardown", SECTION, "teardown after the chief exits (1+4+2)", timed["teardown 7"], timed["bare teardown 6"], Target("max", TARGET_TEARDOWN_S)),
+    ]
+    for label, key in (("1+4+2", "1_4_2"), (big_label, "big")):
+        own, tree, bare_own, bare_tree = mib[label]
+        figures.append(Figure(f"local.launcher_rss_{key}", SECTION, f"launcher peak RSS (VmHWM), {label}", own, bare_own))
+        figures.append(Figure(f"local.tree_rss_{key}", SECTION, f"launcher + tasks peak total RSS, {label}", tree, bare_tree))
+    return figures
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(section_main(measure, __doc__))

@@ -14,6 +14,7 @@ tier, counts, machine types, accelerators) into a spec; config files go through
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -44,10 +45,11 @@ MACHINE_FLAGS = {
     "evaluator": "--evaluator-machine-type",
 }
 
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# \Z, not $: "$" would also match before a trailing newline, which the platforms refuse.
+_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
+_LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}\Z")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME_LENGTH = 128
 
 
@@ -147,7 +149,7 @@ class Accelerator:
         if "type" not in fields:
             raise SpecError(f"--accelerator {text!r} has no type=; write it as type=NVIDIA_TESLA_T4,count=1")
         count_text = fields.get("count", "1")
-        if not count_text.isdigit():
+        if not (count_text.isascii() and count_text.isdigit()):  # "²".isdigit() too, but int() refuses it
             raise SpecError(f"--accelerator {text!r}: count={count_text!r} is not a whole number ≥ 1")
         return cls(fields["type"], int(count_text))
 
@@ -557,7 +559,10 @@ _DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
 def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
     """``"7200"``, ``"7200s"`` (Google's Duration), ``"2h"``, ``"1h30m"`` → seconds."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
+        try:
+            value = float(text)
+        except OverflowError:  # an int beyond any float
+            value = math.inf
     else:
         s = str(text).strip().replace(" ", "")
         pos, value = 0, 0.0
@@ -569,6 +574,8 @@ def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
             pos = m.end()
         if not s:
             raise SpecError(f"{flag} is empty; write seconds (3600) or 1h30m, 45m, 90s")
-    if value <= 0:
+    if not value > 0:  # NaN too
         raise SpecError(f"{flag} {text!r} must be longer than 0 seconds")
+    if not math.isfinite(value):
+        raise SpecError(f"{flag} is too long to be a duration; write at most days, e.g. 30d")
     return value

@@ -13,6 +13,9 @@ import pytest
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# The reliability suite's recorder (`reliability` fixture) and its one-line summary.
+pytest_plugins = ["reliability"]
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 #: The console scripts of the interpreter running the tests.

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
+from reliability import Reliability
 from local_helpers import (
     PROBE,
     assert_no_survivors,
@@ -43,7 +44,9 @@ def _record(job_id: str):
         return store.get(job_id), {t.name: t for t in store.tasks(job_id)}
 
 
-def test_a_worker_that_exits_3_fails_the_job_fast_and_shows_its_log(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_a_worker_that_exits_3_fails_the_job_fast_and_shows_its_log(tmp_path: Path, reliability: Reliability) -> None:
+    reliability.fault("worker crash")
     argv = probe_args("--grace", GRACE, "--", "--hang", "chief", "--exit", "worker-1=3", workers=2, job_dir=tmp_path / "out")
     started = time.monotonic()
     result = CliRunner().invoke(app, argv)
@@ -64,11 +67,13 @@ def test_a_worker_that_exits_3_fails_the_job_fast_and_shows_its_log(tmp_path: Pa
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
 
 
-def test_a_parameter_server_killed_with_sigkill_fails_the_job(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_a_parameter_server_killed_with_sigkill_fails_the_job(tmp_path: Path, reliability: Reliability) -> None:
     job_dir = tmp_path / "out"
     proc = start_cli(probe_args("--strategy", "multi-worker", "--grace", GRACE, "--", "--hang", "all", workers=1, ps=2, job_dir=job_dir))
     read_until(proc, ready_lines(["chief-0", "worker-0", "ps-0", "ps-1"]))
     os.kill(reports(job_dir)["ps-1"]["pid"], signal.SIGKILL)
+    reliability.fault("ps SIGKILL")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, err
     job_id = only_job_id()
@@ -79,11 +84,13 @@ def test_a_parameter_server_killed_with_sigkill_fails_the_job(tmp_path: Path) ->
     assert_no_survivors(job_processes(job_id, job_dir))
 
 
-def test_ctrl_c_cancels_the_job(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_ctrl_c_cancels_the_job(tmp_path: Path, reliability: Reliability) -> None:
     job_dir = tmp_path / "out"
     proc = start_cli(probe_args("--grace", GRACE, "--", "--hang", "all", workers=2, job_dir=job_dir))
     read_until(proc, ready_lines(["chief-0", "worker-0", "worker-1"]))
     proc.send_signal(signal.SIGINT)
+    reliability.fault("SIGINT to the CLI")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     job_id = only_job_id()
@@ -94,7 +101,9 @@ def test_ctrl_c_cancels_the_job(tmp_path: Path) -> None:
     assert_no_survivors(job_processes(job_id, job_dir))
 
 
-def test_a_chief_that_never_ends_times_out(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_a_chief_that_never_ends_times_out(tmp_path: Path, reliability: Reliability) -> None:
+    reliability.fault("chief hang, --timeout")
     started = time.monotonic()
     result = CliRunner().invoke(app, probe_args("--timeout", "5", "--grace", GRACE, "--", "--hang", "chief", job_dir=tmp_path / "out"))
     elapsed = time.monotonic() - started
@@ -110,7 +119,8 @@ def test_a_chief_that_never_ends_times_out(tmp_path: Path) -> None:
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
 
 
-def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path: Path, reliability: Reliability) -> None:
     job_dir = tmp_path / "out"
     proc = start_cli(probe_args("--", "--hang", "all", "--grandchild", "worker-0", workers=1, job_dir=job_dir))
     read_until(proc, ready_lines(["chief-0", "worker-0"]))
@@ -118,7 +128,9 @@ def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path
     seen = reports(job_dir)
     tasks = [(r["pid"], r["start"]) for r in seen.values()]
     grandchild = [(seen["worker-0"]["grandchild"], seen["worker-0"]["grandchild_start"])]
+    reliability.watch(tasks + grandchild)
     proc.kill()
+    reliability.fault("SIGKILL to the launcher")
     proc.wait()
     assert_no_survivors(tasks)  # PR_SET_PDEATHSIG: the kernel kills them with the launcher
     listed = CliRunner().invoke(app, ["list", "--json"])
@@ -131,7 +143,8 @@ def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path
     assert_no_survivors(grandchild)  # what the task left in its group went with the LOST job
 
 
-def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path, reliability: Reliability) -> None:
     thief = socket.socket()
     thief.bind(("127.0.0.1", 0))
     thief.listen()
@@ -142,6 +155,7 @@ def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path) -> None
         ports = pick_ports(n)
         if not calls:
             ports[0] = thief.getsockname()[1]
+            reliability.fault("port stolen between pick and bind")
         calls.append(ports)
         return ports
 
@@ -160,12 +174,14 @@ def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path) -> None
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
 
 
-def test_ports_that_keep_being_stolen_fail_the_job(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_ports_that_keep_being_stolen_fail_the_job(tmp_path: Path, reliability: Reliability) -> None:
     thief = socket.socket()
     thief.bind(("127.0.0.1", 0))
     thief.listen()
 
     def picker(n: int) -> list[int]:
+        reliability.fault("port stolen between pick and bind")
         return [thief.getsockname()[1], *pick_ports(n - 1)]
 
     job = Job(package=str(PROBE), module="probe.task", backend="local", args=["--hang", "all"])
@@ -178,7 +194,9 @@ def test_ports_that_keep_being_stolen_fail_the_job(tmp_path: Path) -> None:
     assert "gave up after 4 starts of the cluster" in record.message
 
 
-def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+@pytest.mark.reliability
+def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_period(tmp_path: Path, reliability: Reliability) -> None:
+    reliability.fault("task deaf to SIGTERM")
     job_dir = tmp_path / "out"
     argv = probe_args(
         "--grace", "0.5", "--",
@@ -194,6 +212,7 @@ def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_period(tmp_path: Path)
     assert record.state is JobState.SUCCEEDED
     assert tasks["worker-0"].state is JobState.STOPPED and tasks["worker-0"].signal == signal.SIGKILL
     assert tasks["worker-0"].ended - tasks["chief-0"].ended >= 0.5
+    reliability.watch(job_processes(job_id, job_dir))
     assert_no_survivors(job_processes(job_id, job_dir))  # the worker's own child too
 
 

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reliability import Reliability
+
 from tfjob.cluster import (
     DIALECTS,
     ROLES,
@@ -249,7 +251,8 @@ _env = st.fixed_dictionaries(
 @pytest.mark.reliability
 @settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(env=_env)
-def test_any_input_gives_task_info_or_cluster_config_error(env: dict[str, str]) -> None:
+def test_any_input_gives_task_info_or_cluster_config_error(env: dict[str, str], reliability: Reliability) -> None:
+    reliability.tried()
     try:
         info = task_info_from_env(env)
     except ClusterConfigError as e:

@@ -1,0 +1,91 @@
+"""Every figure of tfjob, each against a baseline measured in the same run: one table, one JSON.
+
+    .venv/bin/python bench/run.py [--runs 5] [--json FILE] [--only SECTION[,SECTION]] [--quick]
+
+Sections, in order: cli (``tfjob --help`` start-up), vertex (dry-run submit, submit-path
+imports), bootstrap (task start-up overhead), packaging (2,000-file sdist, determinism,
+bytes on an unchanged re-submit), local (1+4+2 and 1+32+8 clusters, teardown, peak
+RSS), scale (1,000-worker renders, a 1,101-task TF_CONFIG). Each figure is the median
+of ``--runs`` runs with min–max, its ratio to the baseline, the target and whether it
+is met. ``--quick`` (one run, small sizes, no warm-up) only checks that every figure
+comes out. The exit status is 0 even when a target is missed: the table says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the section modules, when imported from elsewhere
+
+from common import Figure, render_table, report, title_line  # noqa: E402
+
+Measure = Callable[[int, bool], list[Figure]]
+
+
+def sections() -> dict[str, Measure]:
+    """Section name → its ``measure(runs, quick)``, in the order of the table."""
+    import bootstrap_startup
+    import cli_start
+    import local_cluster
+    import scale
+    import sdist_build
+    import vertex_submit
+
+    return {
+        cli_start.SECTION: cli_start.measure,
+        vertex_submit.SECTION: vertex_submit.measure,
+        bootstrap_startup.SECTION: bootstrap_startup.measure,
+        sdist_build.SECTION: sdist_build.measure,
+        local_cluster.SECTION: local_cluster.measure,
+        scale.SECTION: scale.measure,
+    }
+
+
+def parse_only(values: list[str] | None, known: list[str]) -> list[str]:
+    """``--only a,b --only c`` → the sections in table order; an unknown name is a usage error."""
+    if not values:
+        return list(known)
+    wanted = {name.strip() for value in values for name in value.split(",") if name.strip()}
+    unknown = sorted(wanted - set(known))
+    if unknown:
+        raise SystemExit(f"error: --only {', '.join(unknown)}: no such section; choose from {', '.join(known)}")
+    return [name for name in known if name in wanted]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").strip().splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="measured runs per figure; the median is shown (default 5)")
+    parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON to FILE")
+    parser.add_argument("--only", action="append", metavar="SECTION", help="run only these sections (repeat or comma-separate)")
+    parser.add_argument("--quick", action="store_true", help="one warm-up-free pass at small sizes: every figure, no meaning")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs {args.runs}: need at least 1 run")
+    try:
+        import tfjob  # noqa: F401
+    except ImportError:
+        raise SystemExit("error: tfjob is not importable; run with the venv's interpreter: .venv/bin/python bench/run.py") from None
+    known = sections()
+    chosen = parse_only(args.only, list(known))
+
+    started = time.perf_counter()
+    figures: list[Figure] = []
+    for name in chosen:
+        t = time.perf_counter()
+        figures.extend(known[name](args.runs, args.quick))
+        print(f"[{name}: {time.perf_counter() - t:.0f} s]", file=sys.stderr, flush=True)
+    doc = report(figures, runs=args.runs, quick=args.quick, elapsed=time.perf_counter() - started, sections=chosen)
+    print(render_table(figures, title_line(doc)))
+    print(f"{doc['targets_met']} of {doc['targets']} targets met; {doc['elapsed_s']:.0f} s in all")
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The reliability suite's bookkeeping (a pytest plugin, registered by conftest.py).
+
+Tests marked ``@pytest.mark.reliability`` — property tests of every parser of outside
+input, and fault injection into local clusters and the Vertex AI path — take the
+session-wide :class:`Reliability` recorder as the ``reliability`` fixture and tell it
+what they did:
+
+- ``reliability.tried()`` once per input a property test fed to a parser;
+- ``reliability.fault(kind)`` for each fault injected (a SIGKILL, a 503, a lost answer…);
+- ``reliability.watch(processes)`` for processes a job started beyond its recorded tasks;
+- ``reliability.expect_recorded(ids)`` with the jobs a (fake) service created.
+
+After the body of every reliability test, and before any fixture cleans up, the plugin
+settles the test: every process of every job in the test's job store (and every
+watched one) must be gone within a few seconds — one still alive is an **orphan** (it
+is killed, counted, and fails the test); every job must have reached a terminal state
+— a job still recorded as queued, pending or running (one ``tfjob list`` would show as
+running forever), or created by a service but missing from the store, is **lost**. A
+job whose launcher was killed and that the store shows as LOST *is* accounted for:
+that is the system telling the truth, not losing it.
+
+At the end of the session one line sums it up::
+
+    reliability: 71043 inputs tried, 43 faults injected, 0 jobs lost, 0 orphans
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import pytest
+
+#: How long processes get to disappear after a test (SIGKILL and reaping are asynchronous).
+SETTLE_SECONDS = 5.0
+
+Process = tuple[int, "int | None"]
+
+
+@dataclass
+class Reliability:
+    """Counts for the summary line, and what the current test asked to be checked."""
+
+    inputs: int = 0
+    faults: int = 0
+    lost: int = 0
+    orphans: int = 0
+    tests: int = 0
+    kinds: Counter[str] = field(default_factory=Counter)
+    _watched: list[Process] = field(default_factory=list)
+    _created: list[tuple[str, str]] = field(default_factory=list)
+
+    def tried(self, n: int = 1) -> None:
+        """``n`` more inputs were fed to a parser."""
+        self.inputs += n
+
+    def fault(self, kind: str, n: int = 1) -> None:
+        """``n`` faults of ``kind`` were injected (``"ps SIGKILL"``, ``"503"``…)."""
+        self.faults += n
+        self.kinds[kind] += n
+
+    def watch(self, processes: Iterable[Process]) -> None:
+        """(pid, start time) pairs that must be gone once the test's jobs have ended."""
+        self._watched.extend(processes)
+
+    def expect_recorded(self, job_ids: Iterable[str], backend: str = "vertex") -> None:
+        """Jobs a service created: each must be in the job store (else it runs unseen: lost)."""
+        self._created.extend((job_id, backend) for job_id in job_ids)
+
+    def line(self) -> str:
+        return (
+            f"reliability: {self.inputs} inputs tried, {self.faults} faults injected, "
+            f"{self.lost} jobs lost, {self.orphans} orphans"
+        )
+
+    # -- settling a test -----------------------------------------------------------------
+    def settle(self) -> list[str]:
+        """Check the finished test's jobs and processes; count and return what is wrong."""
+        from tfjob.store import JobStore, process_alive
+
+        problems: list[str] = []
+        processes = list(self._watched)
+        created, self._watched, self._created = list(self._created), [], []
+        store_file = _store_file()
+        records: list[Any] = []
+        if store_file is not None:
+            with JobStore() as store:
+                records = store.list()
+                for record in records:
+                    processes.extend((t.pid, t.proc_start) for t in store.tasks(record.id) if t.pid)
+                    if record.supervisor_pid and record.supervisor_pid != os.getpid():
+                        processes.append((record.supervisor_pid, record.supervisor_start))
+        # Orphans first: reading a job's state may reap it, which would kill what it left.
+        deadline = time.monotonic() + SETTLE_SECONDS
+        alive = [p for p in dict.fromkeys(processes) if process_alive(*p)]
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.02)
+            alive = [p for p in alive if process_alive(*p)]
+        for pid, _ in alive:
+            _kill(pid)
+        if alive:
+            self.orphans += len(alive)
+            problems.append(f"{len(alive)} process(es) outlived their job: pids {[p for p, _ in alive]}")
+        if records:
+            with JobStore() as store:
+                for record in records:
+                    now = store.reap_lost(store.get(record.id) or record)
+                    if not now.state.is_terminal:
+                        self.lost += 1
+                        problems.append(f"job {record.id} ({record.backend}) was left {now.state.value}")
+        known = {r.id for r in records}
+        for job_id, backend in created:
+            if job_id not in known:
+                self.lost += 1
+                problems.append(f"{backend} job {job_id} was created but is not in the job store")
+        return problems
+
+
+def _store_file() -> Path | None:
+    """The running test's job store, if the test ever opened one."""
+    from tfjob.settings import tfjob_home
+
+    path = tfjob_home() / "jobs.db"
+    return path if path.is_file() else None
+
+
+def _kill(pid: int) -> None:
+    # Leave nothing running behind a failed test: the process, and its group if it leads one.
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
+
+
+RECORDER = Reliability()
+
+
+@pytest.fixture(scope="session")
+def reliability() -> Reliability:
+    """The session's :class:`Reliability` recorder (session-scoped: fine inside @given tests)."""
+    return RECORDER
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a reliability test's body, before its fixtures clean up: settle it."""
+    if item.get_closest_marker("reliability") is None:
+        return (yield)
+    RECORDER.tests += 1
+    try:
+        result = yield
+    except BaseException:
+        RECORDER.settle()  # still counted; the test's own failure is the one to show
+        raise
+    problems = RECORDER.settle()
+    if problems:
+        raise AssertionError("reliability: " + "; ".join(problems))
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line, when any reliability test ran."""
+    if RECORDER.tests:
+        terminalreporter.write_line(RECORDER.line())
