@@ -18,16 +18,16 @@ from tfjob.errors import UsageError
 
 from .main import app
 
-_USER_ARGS = "tfjob_user_args"
+USER_ARGS = "tfjob_user_args"
 
 
-class _UserArgsCommand(TyperCommand):
+class UserArgsCommand(TyperCommand):
     """Keeps everything after the first ``--`` aside for the trainer."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if "--" in args:
             i = args.index("--")
-            ctx.meta[_USER_ARGS] = args[i + 1 :]
+            ctx.meta[USER_ARGS] = args[i + 1 :]
             args = args[:i]
         return super().parse_args(ctx, args)
 
@@ -39,6 +39,36 @@ def dump(data: Any, output: str) -> str:
 
         return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
     return json.dumps(data, indent=2)
+
+
+#: ``submit`` parameters that are not :class:`tfjob.Job` keywords (handled by the command).
+_NOT_JOB_KEYWORDS = {"ctx", "package_path", "package_path_opt", "output", "run_async", "dry_run"}
+#: ``submit`` parameter names whose Job keyword differs.
+_RENAMED = {"module_name": "module", "display_name": "name", "kube_context": "context"}
+
+
+def job_keywords(options: dict[str, Any]) -> dict[str, Any]:
+    """The command's option values → :class:`tfjob.Job` keywords, unset ones left out. Pure.
+
+    Shared by ``submit``, ``render`` and ``tune`` so the three never drift apart.
+    """
+    from tfjob.spec import parse_duration, parse_key_values
+
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if value is None or name in _NOT_JOB_KEYWORDS:
+            continue
+        if name == "packages":
+            value = [p for item in value for p in item.split(",") if p] or None
+        elif name in ("labels", "env"):
+            value = parse_key_values(value, f"--{name}") or None
+        elif name == "timeout":
+            value = parse_duration(value)
+        elif name == "cancel_on_interrupt":
+            value = value or None
+        if value is not None:
+            out[_RENAMED.get(name, name)] = value
+    return out
 
 
 _EXAMPLES = """
@@ -128,74 +158,21 @@ def submit(
     output: str = typer.Option("json", "--output", "-o", help="Format of --dry-run: json or yaml."),
 ) -> None:
     """Submit a training job (locally by default) and follow it to its end."""
+    options = dict(locals())
     from tfjob.job import Job
-    from tfjob.spec import parse_duration, parse_key_values
 
     if output not in ("json", "yaml"):
         raise UsageError(f"--output {output!r} must be json or yaml")
     if package_path and package_path_opt and package_path != package_path_opt:
         raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
     rendering = ctx.info_name == "render"
-    user_args = ctx.meta.get(_USER_ARGS, [])
-    extra_packages = [p for item in packages or [] for p in item.split(",") if p]
-    values: dict[str, Any] = {
-        "module": module_name,
-        "workers": workers,
-        "ps": ps,
-        "evaluators": evaluators,
-        "scale_tier": scale_tier,
-        "chief_machine_type": chief_machine_type,
-        "worker_machine_type": worker_machine_type,
-        "ps_machine_type": ps_machine_type,
-        "evaluator_machine_type": evaluator_machine_type,
-        "accelerator": accelerator,
-        "chief_accelerator": chief_accelerator,
-        "worker_accelerator": worker_accelerator,
-        "ps_accelerator": ps_accelerator,
-        "evaluator_accelerator": evaluator_accelerator,
-        "image": image,
-        "chief_image": chief_image,
-        "worker_image": worker_image,
-        "ps_image": ps_image,
-        "evaluator_image": evaluator_image,
-        "packages": extra_packages or None,
-        "job_dir": job_dir,
-        "config": config,
-        "backend": backend,
-        "project": project,
-        "region": region,
-        "staging_bucket": staging_bucket,
-        "api_endpoint": api_endpoint,
-        "executor_image": executor_image,
-        "name": display_name,
-        "labels": parse_key_values(labels, "--labels") or None,
-        "env": parse_key_values(env, "--env") or None,
-        "service_account": service_account,
-        "network": network,
-        "timeout": parse_duration(timeout) if timeout is not None else None,
-        "restart_job_on_worker_restart": restart_job_on_worker_restart,
-        "enable_web_access": enable_web_access,
-        "tensorboard": tensorboard,
-        "runtime_version": runtime_version,
-        "python_version": python_version,
-        "use_chief": use_chief,
-        "dialect": dialect,
-        "python": python,
-        "install": install,
-        "strategy": strategy,
-        "grace": grace,
-        "quiet": quiet,
-        "detach": detach,
-        "namespace": namespace,
-        "kubeconfig": kubeconfig,
-        "context": kube_context,
-        "restart_policy": restart_policy,
-        "cancel_on_interrupt": cancel_on_interrupt or None,
-        "dry_run": (dry_run or rendering) or None,
-    }
+    values = job_keywords(options)
+    if dry_run or rendering:
+        values["dry_run"] = True
+    user_args = ctx.meta.get(USER_ARGS, [])
     if user_args:
         values["args"] = user_args
-    job = Job(package_path or package_path_opt, **{k: v for k, v in values.items() if v is not None})
+    job = Job(package_path or package_path_opt, **values)
     if dry_run or rendering:
         typer.echo(dump(job.render(), output))
         return
@@ -213,9 +190,9 @@ def submit(
     sys.stdout.flush()
 
 
-app.command("submit", cls=_UserArgsCommand, epilog=_EXAMPLES, no_args_is_help=False)(submit)
+app.command("submit", cls=UserArgsCommand, epilog=_EXAMPLES, no_args_is_help=False)(submit)
 app.command(
     "render",
-    cls=_UserArgsCommand,
+    cls=UserArgsCommand,
     help="Print the request a backend would send for a job (vertex, ai-platform, kubeflow), without submitting.",
 )(submit)

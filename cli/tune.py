@@ -25,8 +25,6 @@ _NOT_FOR_TUNE = {
     "ctx", "detach", "dry_run", "output", "backend", "run_async",
     "namespace", "kubeconfig", "kube_context", "restart_policy",
 }  # fmt: skip
-#: ``submit`` option names whose Job keyword differs.
-_RENAMED = {"module_name": "module", "display_name": "name", "package_path_opt": "package"}
 
 
 def _tune_parameters() -> list[inspect.Parameter]:
@@ -53,27 +51,6 @@ def _signature() -> inspect.Signature:
     ctx = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
     kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in shared if p.name not in _NOT_FOR_TUNE]
     return inspect.Signature([ctx, *kept, *_tune_parameters()])
-
-
-def job_keywords(options: dict[str, Any]) -> dict[str, Any]:
-    """``submit``'s option values → :class:`tfjob.Job` keywords (unset ones left out). Pure."""
-    from tfjob.spec import parse_duration, parse_key_values
-
-    out: dict[str, Any] = {}
-    for name, value in options.items():
-        if value is None or name == "package_path":
-            continue
-        if name == "packages":
-            value = [p for item in value for p in item.split(",") if p] or None
-        elif name in ("labels", "env"):
-            value = parse_key_values(value, f"--{name}") or None
-        elif name == "timeout":
-            value = parse_duration(value)
-        elif name == "cancel_on_interrupt":
-            value = value or None
-        if value is not None:
-            out[_RENAMED.get(name, name)] = value
-    return out
 
 
 _EXAMPLES = """
@@ -103,9 +80,8 @@ def tune(ctx: typer.Context, **options: Any) -> None:
     package, package_opt = options.get("package_path"), options.get("package_path_opt")
     if package and package_opt and package != package_opt:
         raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
-    values = job_keywords(options)
-    values.pop("package", None)
-    user_args = ctx.meta.get(submit_command._USER_ARGS, [])
+    values = submit_command.job_keywords(options)
+    user_args = ctx.meta.get(submit_command.USER_ARGS, [])
     if user_args:
         values["args"] = user_args
     if study_options["backend"] is not None:
@@ -146,4 +122,4 @@ def tune(ctx: typer.Context, **options: Any) -> None:
 
 
 tune.__signature__ = _signature()  # type: ignore[attr-defined]
-app.command("tune", cls=submit_command._UserArgsCommand, epilog=_EXAMPLES, no_args_is_help=True)(tune)
+app.command("tune", cls=submit_command.UserArgsCommand, epilog=_EXAMPLES, no_args_is_help=True)(tune)
