@@ -24,6 +24,7 @@ and ``.tfjobignore`` (gitignore syntax) add rules of the user's.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import gzip
 import hashlib
@@ -34,6 +35,7 @@ import shutil
 import stat
 import sys
 import tarfile
+import warnings
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,7 +269,8 @@ def _build_project(source: Path, out_dir: Path) -> BuiltPackage:
 
     files, secrets = collect_files(source)
     rules = read_ignore_rules(source)
-    with tempfile.TemporaryDirectory(prefix="tfjob-build-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfjob-build-"))
         copy = Path(tmp) / "src"
         for rel in files:
             target = copy / rel
@@ -275,6 +278,10 @@ def _build_project(source: Path, out_dir: Path) -> BuiltPackage:
             shutil.copy2(source / rel, target)
         dist = Path(tmp) / "dist"
         try:
+            # `build` re-raises the backend's warnings (setuptools' "beta" notes…) in this
+            # process; they are noise to someone submitting a job, so they stay quiet.
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
             builder = build.ProjectBuilder(copy, python_executable=sys.executable, runner=pyproject_hooks.quiet_subprocess_runner)
             if builder.check_dependencies("sdist"):
                 # The backend is not installed here: build in an isolated environment.
