@@ -60,11 +60,12 @@ app = typer.Typer(
         "multi-process cluster, on Vertex AI, or on Kubernetes as a Kubeflow TFJob."
     ),
     epilog=(
-        "Examples:\n\n"
-        "  tfjob init my_trainer --template census-ps\n\n"
-        "  tfjob submit my_trainer --module-name trainer.task --workers 4 --ps 2 -- --train-steps 200\n\n"
-        "  tfjob submit my_trainer -m trainer.task --workers 4 --ps 2 --backend vertex --dry-run\n\n"
-        "  tfjob list; tfjob logs JOB_ID --follow"
+        "\b\nExamples:\n"
+        "  tfjob init my_trainer --template census-ps\n"
+        "  tfjob submit my_trainer -m trainer.task --workers 4 --ps 2 -- --train-steps 200\n"
+        "  tfjob submit my_trainer -m trainer.task --workers 4 --ps 2 --backend vertex --dry-run\n"
+        "  tfjob list\n"
+        "  tfjob logs JOB_ID --follow"
     ),
     no_args_is_help=True,
     add_completion=False,

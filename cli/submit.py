@@ -71,15 +71,11 @@ def job_keywords(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_EXAMPLES = """
+_EXAMPLES = """\b
 Examples:
-
   tfjob submit trainer/ --module-name trainer.task --workers 4 --ps 2 -- --train-steps 1000
-
   tfjob submit trainer/ -m trainer.task --scale-tier STANDARD_1 --backend vertex --dry-run
-
   tfjob submit --image gcr.io/p/trainer:1 --module-name trainer.task --workers 2 --backend kubeflow
-
   tfjob submit trainer/ -m trainer.task --config config.yaml --region us-central1
 """
 

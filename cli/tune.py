@@ -53,13 +53,10 @@ def _signature() -> inspect.Signature:
     return inspect.Signature([ctx, *kept, *_tune_parameters()])
 
 
-_EXAMPLES = """
+_EXAMPLES = """\b
 Examples:
-
   tfjob tune trainer/ -m trainer.task --hparams hparams.yaml --workers 1 -- --train-steps 200
-
   tfjob tune trainer/ -m trainer.task --hparams hparams.yaml --max-trials 20 --parallel-trials 4 --seed 0
-
   tfjob tune trainer/ -m trainer.task --hparams hparams.yaml --backend vertex --dry-run
 """
 
