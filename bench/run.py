@@ -47,13 +47,17 @@ def sections() -> dict[str, Measure]:
 
 
 def parse_only(values: list[str] | None, known: list[str]) -> list[str]:
-    """``--only a,b --only c`` → the sections in table order; an unknown name is a usage error."""
+    """``--only a,b --only c`` → the sections in table order.
+
+    Raises:
+        ValueError: a name that is not a section (the message lists the sections).
+    """
     if not values:
         return list(known)
     wanted = {name.strip() for value in values for name in value.split(",") if name.strip()}
     unknown = sorted(wanted - set(known))
     if unknown:
-        raise SystemExit(f"error: --only {', '.join(unknown)}: no such section; choose from {', '.join(known)}")
+        raise ValueError(f"--only {', '.join(unknown)}: no such section; choose from {', '.join(known)}")
     return [name for name in known if name in wanted]
 
 
@@ -64,14 +68,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", action="append", metavar="SECTION", help="run only these sections (repeat or comma-separate)")
     parser.add_argument("--quick", action="store_true", help="one warm-up-free pass at small sizes: every figure, no meaning")
     args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error(f"--runs {args.runs}: need at least 1 run")
     try:
         import tfjob  # noqa: F401
     except ImportError:
-        raise SystemExit("error: tfjob is not importable; run with the venv's interpreter: .venv/bin/python bench/run.py") from None
+        print("error: tfjob is not importable; run the bench with the venv's interpreter: .venv/bin/python bench/run.py", file=sys.stderr)
+        return 2
     known = sections()
-    chosen = parse_only(args.only, list(known))
+    try:
+        if args.runs < 1:
+            raise ValueError(f"--runs {args.runs}: give at least 1 run (5 or more for figures worth quoting)")
+        chosen = parse_only(args.only, list(known))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     started = time.perf_counter()
     figures: list[Figure] = []

@@ -52,6 +52,8 @@ class Reliability:
     orphans: int = 0
     tests: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
+    #: How long processes get to disappear after a test.
+    settle_seconds: float = SETTLE_SECONDS
     _watched: list[Process] = field(default_factory=list)
     _created: list[tuple[str, str]] = field(default_factory=list)
 
@@ -96,13 +98,14 @@ class Reliability:
                     if record.supervisor_pid and record.supervisor_pid != os.getpid():
                         processes.append((record.supervisor_pid, record.supervisor_start))
         # Orphans first: reading a job's state may reap it, which would kill what it left.
-        deadline = time.monotonic() + SETTLE_SECONDS
+        deadline = time.monotonic() + self.settle_seconds
         alive = [p for p in dict.fromkeys(processes) if process_alive(*p)]
         while alive and time.monotonic() < deadline:
             time.sleep(0.02)
             alive = [p for p in alive if process_alive(*p)]
-        for pid, _ in alive:
-            _kill(pid)
+        for pid, start in alive:
+            if start is not None:  # only a process proven to be the one recorded
+                _kill(pid)
         if alive:
             self.orphans += len(alive)
             problems.append(f"{len(alive)} process(es) outlived their job: pids {[p for p, _ in alive]}")

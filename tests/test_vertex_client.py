@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import requests
 import responses
+from reliability import Reliability
 from responses.registries import OrderedRegistry
 
 from tfjob.errors import AuthError, BackendError, JobNotFoundError, UsageError
@@ -120,8 +121,10 @@ def test_list_stops_at_the_limit(http: responses.RequestsMock) -> None:
     assert len(http.calls) == 1
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_transient_errors_are_retried_with_bounded_jittered_backoff(http: responses.RequestsMock, status: int) -> None:
+def test_transient_errors_are_retried_with_bounded_jittered_backoff(http: responses.RequestsMock, status: int, reliability: Reliability) -> None:
+    reliability.fault(f"vertex {status}", 2)
     for _ in range(2):
         http.add(responses.GET, f"{JOBS}/9", json=error(status, "try later", "UNAVAILABLE"), status=status)
     http.add(responses.GET, f"{JOBS}/9", json=job("9", "JOB_STATE_RUNNING"))
@@ -131,7 +134,9 @@ def test_transient_errors_are_retried_with_bounded_jittered_backoff(http: respon
     assert 0.5 <= sleep.waits[0] <= 1.0 and 1.0 <= sleep.waits[1] <= 2.0
 
 
-def test_retries_are_bounded(http: responses.RequestsMock) -> None:
+@pytest.mark.reliability
+def test_retries_are_bounded(http: responses.RequestsMock, reliability: Reliability) -> None:
+    reliability.fault("vertex 503", 4)
     for _ in range(4):
         http.add(responses.GET, f"{JOBS}/9", json=error(503, "backend down", "UNAVAILABLE"), status=503)
     sleep = Recorder()
@@ -141,7 +146,9 @@ def test_retries_are_bounded(http: responses.RequestsMock) -> None:
     assert all(w <= 4.0 for w in sleep.waits)
 
 
-def test_connection_reset_is_retried(http: responses.RequestsMock) -> None:
+@pytest.mark.reliability
+def test_connection_reset_is_retried(http: responses.RequestsMock, reliability: Reliability) -> None:
+    reliability.fault("vertex reset")
     http.add(responses.GET, f"{JOBS}/9", body=requests.ConnectionError("Connection reset by peer"))
     http.add(responses.GET, f"{JOBS}/9", json=job("9"))
     sleep = Recorder()
@@ -156,7 +163,9 @@ def test_unreachable_endpoint_says_which(http: responses.RequestsMock) -> None:
         make_client().get_custom_job("9")
 
 
-def test_lost_create_is_found_by_its_label_not_created_twice(http: responses.RequestsMock) -> None:
+@pytest.mark.reliability
+def test_lost_create_is_found_by_its_label_not_created_twice(http: responses.RequestsMock, reliability: Reliability) -> None:
+    reliability.fault("vertex lost create")
     http.add(responses.POST, JOBS, body=requests.ConnectionError("Connection reset by peer"))
     http.add(responses.GET, JOBS, json={"customJobs": [job("77")]})
     created = make_client().create_custom_job(BODY, SUB)
@@ -166,7 +175,9 @@ def test_lost_create_is_found_by_its_label_not_created_twice(http: responses.Req
     assert query["filter"] == [f'labels.{SUBMISSION_LABEL}="{SUB}"']
 
 
-def test_failed_create_not_found_by_label_is_sent_again(http: responses.RequestsMock) -> None:
+@pytest.mark.reliability
+def test_failed_create_not_found_by_label_is_sent_again(http: responses.RequestsMock, reliability: Reliability) -> None:
+    reliability.fault("vertex 503")
     http.add(responses.POST, JOBS, json=error(503, "unavailable", "UNAVAILABLE"), status=503)
     http.add(responses.GET, JOBS, json={})
     http.add_callback(responses.POST, JOBS, callback=strict_create_callback(job("78")))
@@ -177,7 +188,9 @@ def test_failed_create_not_found_by_label_is_sent_again(http: responses.Requests
     assert len(sleep.waits) == 1
 
 
-def test_throttled_create_is_retried_without_lookup(http: responses.RequestsMock) -> None:
+@pytest.mark.reliability
+def test_throttled_create_is_retried_without_lookup(http: responses.RequestsMock, reliability: Reliability) -> None:
+    reliability.fault("vertex 429")
     http.add(responses.POST, JOBS, json=error(429, "quota", "RESOURCE_EXHAUSTED"), status=429)
     http.add_callback(responses.POST, JOBS, callback=strict_create_callback(job("79")))
     assert make_client().create_custom_job(BODY, SUB)["name"].endswith("/79")
