@@ -178,3 +178,12 @@ def test_picked_ports_are_distinct_and_free() -> None:
     ports = pick_ports(41)
     assert len(set(ports)) == 41
     assert all(port_is_free(p) for p in ports)
+
+
+def test_tensorflow_info_lines_are_off_unless_the_user_asks_for_them() -> None:
+    quiet = _plans(_spec(), "vertex")[0]
+    assert quiet.env["TF_CPP_MIN_LOG_LEVEL"] == "1"
+    inherited = _plans(_spec(), "vertex", {"TF_CPP_MIN_LOG_LEVEL": "0"})[0]
+    assert inherited.env["TF_CPP_MIN_LOG_LEVEL"] == "0"
+    asked = _plans(_spec(env={"TF_CPP_MIN_LOG_LEVEL": "3"}), "vertex")[0]
+    assert asked.env["TF_CPP_MIN_LOG_LEVEL"] == "3"

@@ -192,6 +192,10 @@ def build_task_plans(
     base = base_environment(environ)
     base.update(spec.env)
     base["PYTHONUNBUFFERED"] = "1"  # live logs: a pipe would make Python buffer by blocks
+    # TensorFlow's C++ INFO lines (server start-up, session options, one line per released
+    # function) drown the trainer's own lines when 7 tasks share one terminal; warnings
+    # and errors still show. Set TF_CPP_MIN_LOG_LEVEL=0 (or --env) to see everything.
+    base.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
     base["TFJOB_JOB_ID"] = job_id
     if trial is not None:
         base["CLOUD_ML_TRIAL_ID"] = str(trial)
