@@ -199,8 +199,13 @@ def require_tf_keras() -> None:
 
 
 def setup_logging() -> None:
-    """Log lines with a timestamp on stderr, which is the task's log."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    """The trainer's own INFO lines, with a timestamp, on stderr (the task's log).
+
+    Other libraries (tensorflow, absl) log at INFO about every closure and shard;
+    only their warnings and errors are kept.
+    """
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("trainer").setLevel(logging.INFO)
 
 
 def make_input(files: list[str], batch_size: int, *, training: bool) -> Any:

@@ -1,0 +1,133 @@
+"""Every example of the README runs, in order, in one directory.
+
+The first block's ``tfjob`` commands run with the installed ``tfjob`` (the install
+steps are what this suite itself was installed with); the second block must be
+exactly what ``.ci/run`` runs. Cloud services are the project's local stand-ins:
+the Vertex AI fake server (``TFJOB_API_ENDPOINT``), gcp-storage-emulator
+(``STORAGE_EMULATOR_HOST``) and the fake Kubernetes API (``KUBECONFIG``). A block
+preceded by ``<!-- not run: … -->`` is skipped (it says why).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from conftest import BIN, ROOT, SHARED, requires_tf
+from fakes.kube_api import FakeKube, kube_fixture
+from fakes.vertex_api import FakeVertex
+from test_vertex_e2e import free_port
+
+README = ROOT / "README.md"
+_FENCE = re.compile(r"(?P<skip><!-- not run: [^>]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
+_INSTALL = re.compile(r"^(python3 -m venv|\.venv/bin/pip install)")
+
+
+@dataclass
+class Block:
+    lang: str
+    code: str
+    run: bool
+
+
+def readme_blocks() -> list[Block]:
+    """The README's fenced blocks, in order."""
+    return [Block(m["lang"], m["code"], m["skip"] is None) for m in _FENCE.finditer(README.read_text())]
+
+
+def command_line(block: Block) -> str:
+    """The one command of a block (its comment lines dropped)."""
+    lines = [line for line in block.code.splitlines() if line.strip() and not line.startswith("#")]
+    assert len(lines) == 1, block.code
+    return lines[0]
+
+
+def test_the_readme_opens_with_the_two_commands() -> None:
+    first, second = readme_blocks()[:2]
+    main = command_line(first).split(" && ")
+    assert main[0] == "python3 -m venv .venv" and ".venv/bin/pip install -e '.[tf]'" in main
+    assert any(step.startswith(".venv/bin/tfjob submit ") and "--workers 4 --ps 2" in step for step in main)
+    tests = command_line(second)
+    assert ".venv/bin/pip install -q -e '.[test,tf]'" in tests and ".venv/bin/python -m pytest" in tests
+
+
+def test_ci_runs_exactly_the_readme_test_command() -> None:
+    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
+    assert ci_lines == [command_line(readme_blocks()[1])]
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from gcp_storage_emulator.server import create_server
+    from google.cloud import storage
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    storage.Client(project="my-project").create_bucket("my-bucket")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
+    yield from kube_fixture(SHARED / "data" / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
+
+
+def _run(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    if block.lang == "python":
+        argv = [str(BIN / "python"), "-c", block.code]
+    else:
+        argv = ["bash", "-euo", "pipefail", "-c", block.code]
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@requires_tf
+@pytest.mark.slow
+def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
+    with FakeVertex(projects=("my-project",)) as vertex:
+        env = dict(os.environ)
+        env.update(
+            PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+            TFJOB_API_ENDPOINT=vertex.endpoint,
+            TFJOB_VERTEX_ANONYMOUS="1",
+            TFJOB_VERTEX_POLL_INTERVAL="0.02",
+            KUBECONFIG=str(kubeconfig),
+        )
+        blocks = readme_blocks()
+        # The first command: its tfjob steps, with the tfjob this suite runs on.
+        steps = [s for s in command_line(blocks[0]).split(" && ") if not _INSTALL.match(s)]
+        main = Block("sh", " && ".join(s.replace(".venv/bin/", "") for s in steps), True)
+        outputs = []
+        for block in [main, *blocks[2:]]:
+            if not block.run or block.lang not in ("sh", "python"):
+                continue
+            done = _run(block, work, env)
+            assert done.returncode == 0, f"README example failed:\n{block.code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
+            outputs.append(done)
+
+        # What the examples promise, checked on what they left behind.
+        census = work / "runs" / "census"
+        assert sorted(p.name for p in (census / "checkpoints").glob("ckpt-200*"))
+        metrics = json.loads((census / "eval" / "metrics.json").read_text())
+        assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["loss"] == metrics["loss"]
+        assert (census / "model" / "saved_model.pb").is_file()
+        assert "SUCCEEDED" in outputs[0].stderr
+        created = vertex.created_bodies()
+        assert len(created) == 1
+        assert [int(p["replicaCount"]) for p in created[0]["jobSpec"]["workerPoolSpecs"]] == [1, 4, 2]
+        assert [key[0] for key in kube.tfjobs] == ["default"]
+        assert sorted(p.name for p in (work / "runs" / "tune").iterdir()) == ["1", "2"]
