@@ -354,5 +354,6 @@ def section_main(measure: Callable[[int, bool], list[Figure]], description: str,
     doc = report(figures, runs=args.runs, quick=args.quick, elapsed=time.perf_counter() - started, sections=[])
     print(render_table(figures, title_line(doc)))
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render_table(figures, title_line(doc)))
     print(f"{doc['targets_met']} of {doc['targets']} targets met; {doc['elapsed_s']:.0f} s in all")
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return 0
 
