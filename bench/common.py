@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import platform
 import statistics
@@ -23,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -100,6 +99,7 @@ class Target:
     bound: float
 
     def text(self, unit: str) -> str:
+        """The target as the table shows it (``≤ 8×``, ``overhead ≤ 60.0 ms``)."""
         if self.kind == "ratio-max":
             return f"≤ {self.bound:g}×"
         if self.kind == "speedup-min":
@@ -113,6 +113,7 @@ class Target:
         raise ValueError(f"unknown target kind {self.kind!r}")
 
     def met(self, sample: Sample, baseline: Sample | None) -> bool:
+        """Whether the median of ``sample`` (against that of ``baseline``) meets the target."""
         value = sample.median
         if self.kind == "max":
             return value <= self.bound
@@ -139,7 +140,6 @@ class Figure:
     sample: Sample
     baseline: Sample | None = None
     target: Target | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float | None:
@@ -155,9 +155,11 @@ class Figure:
 
     @property
     def met(self) -> bool | None:
+        """True/False against the target; None for a figure without one (shown for context)."""
         return None if self.target is None else self.target.met(self.sample, self.baseline)
 
     def ratio_text(self) -> str:
+        """The comparison as the table shows it: ``4.47×``, ``20.0× faster``, ``+14.5 ms (1.52×)``."""
         if self.target is not None and self.target.kind == "speedup-min" and self.sample.median > 0 and self.baseline:
             return f"{self.baseline.median / self.sample.median:.1f}× faster"
         if self.target is not None and self.target.kind == "overhead-max" and self.overhead is not None:
@@ -168,6 +170,7 @@ class Figure:
         return "—" if ratio is None else f"{ratio:.2f}×"
 
     def to_dict(self) -> dict[str, Any]:
+        """The figure as JSON-able data (both samples with every value)."""
         return {
             "key": self.key,
             "section": self.section,
@@ -179,7 +182,6 @@ class Figure:
             "ratio_text": self.ratio_text(),
             "target": None if self.target is None else {"kind": self.target.kind, "bound": self.target.bound, "text": self.target.text(self.sample.unit)},
             "met": self.met,
-            "notes": self.notes,
         }
 
 
@@ -329,17 +331,13 @@ def report(figures: Sequence[Figure], *, runs: int, quick: bool, elapsed: float,
 
 
 def title_line(doc: Mapping[str, Any]) -> str:
+    """The table's first line: when, on what, how many runs."""
     m = doc["machine"]
     load = "" if m.get("load_average_1m") is None else f", load {m['load_average_1m']:.1f}"
     return (
         f"tfjob bench {doc['date']} — {m['cpus']} CPUs ({m['cpu']}), {m['system']}, Python {m['python']}{load}; "
         f"median of {doc['runs']} runs{' (quick)' if doc['quick'] else ''}, min–max in brackets"
     )
-
-
-def all_finite(figures: Sequence[Figure]) -> bool:
-    """True when every median of every figure and baseline is a finite number."""
-    return all(math.isfinite(s.median) for f in figures for s in (f.sample, f.baseline) if s is not None)
 
 
 def section_main(measure: Callable[[int, bool], list[Figure]], description: str, argv: Sequence[str] | None = None) -> int:

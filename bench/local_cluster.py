@@ -75,6 +75,7 @@ def bare(n: int) -> Run:
 
 
 def submit_argv(trainer: Path, workers: int, ps: int, job_dir: Path) -> list[str]:
+    """``tfjob submit`` of the trivial trainer with ``workers`` and ``ps`` (quiet, its own job dir)."""
     return [
         str(BIN / "tfjob"), "submit", str(trainer), "-m", "triv.task", "--workers", str(workers), "--ps", str(ps),
         "--strategy", "multi-worker", "--quiet", "--job-dir", str(job_dir),

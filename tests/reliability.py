@@ -75,6 +75,7 @@ class Reliability:
         self._created.extend((job_id, backend) for job_id in job_ids)
 
     def line(self) -> str:
+        """The summary line."""
         return (
             f"reliability: {self.inputs} inputs tried, {self.faults} faults injected, "
             f"{self.lost} jobs lost, {self.orphans} orphans"
