@@ -16,8 +16,8 @@ watched one) must be gone within a few seconds — one still alive is an **orpha
 is killed, counted, and fails the test); every job must have reached a terminal state
 — a job still recorded as queued, pending or running (one ``tfjob list`` would show as
 running forever), or created by a service but missing from the store, is **lost**. A
-job whose launcher was killed and that the store shows as LOST *is* accounted for:
-that is the system telling the truth, not losing it.
+job whose launcher died, which ``tfjob list`` shows as LOST, *is* accounted for: that
+is the system telling the truth, not losing the job.
 
 At the end of the session one line sums it up::
 
@@ -98,25 +98,30 @@ class Reliability:
                     processes.extend((t.pid, t.proc_start) for t in store.tasks(record.id) if t.pid)
                     if record.supervisor_pid and record.supervisor_pid != os.getpid():
                         processes.append((record.supervisor_pid, record.supervisor_start))
-        # Orphans first: reading a job's state may reap it, which would kill what it left.
+        # What is ending gets a moment (SIGKILL and reaping are asynchronous); nothing is killed yet.
         deadline = time.monotonic() + self.settle_seconds
         alive = [p for p in dict.fromkeys(processes) if process_alive(*p)]
         while alive and time.monotonic() < deadline:
             time.sleep(0.02)
             alive = [p for p in alive if process_alive(*p)]
-        for pid, start in alive:
-            if start is not None:  # only a process proven to be the one recorded
-                _kill(pid)
-        if alive:
-            self.orphans += len(alive)
-            problems.append(f"{len(alive)} process(es) outlived their job: pids {[p for p, _ in alive]}")
+        # Lost: not ended, and no dead supervisor to explain it (`tfjob list` would show it LOST).
         if records:
             with JobStore() as store:
                 for record in records:
-                    now = store.reap_lost(store.get(record.id) or record)
-                    if not now.state.is_terminal:
-                        self.lost += 1
-                        problems.append(f"job {record.id} ({record.backend}) was left {now.state.value}")
+                    now = store.get(record.id) or record
+                    if now.state.is_terminal:
+                        continue
+                    supervisor = now.supervisor_pid
+                    if supervisor and supervisor != os.getpid() and not process_alive(supervisor, now.supervisor_start):
+                        continue
+                    self.lost += 1
+                    problems.append(f"job {record.id} ({record.backend}) was left {now.state.value}")
+        if alive:
+            self.orphans += len(alive)
+            problems.append(f"{len(alive)} process(es) outlived their job: pids {[p for p, _ in alive]}")
+        for pid, start in alive:
+            if start is not None:  # only a process proven to be the one recorded
+                _kill(pid)
         known = {r.id for r in records}
         for job_id, backend in created:
             if job_id not in known:
