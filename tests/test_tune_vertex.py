@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 from conftest import ROOT
+from reliability import Reliability
 from typer.testing import CliRunner
 
 from fakes.vertex_tuning import FakeTuning
@@ -236,7 +237,8 @@ def test_logs_of_a_trial_are_its_custom_job_s(fake: FakeTuning) -> None:
     assert missing.exit_code == 2 and "has no such trial with a job yet" in missing.stderr
 
 
-def test_a_lost_create_is_found_by_its_label_not_created_twice(fake: FakeTuning) -> None:
+@pytest.mark.reliability
+def test_a_lost_create_is_found_by_its_label_not_created_twice(fake: FakeTuning, reliability: Reliability) -> None:
     from google.auth.credentials import AnonymousCredentials
 
     from tfjob.tuning.render import wrap_tuning_job
@@ -245,6 +247,7 @@ def test_a_lost_create_is_found_by_its_label_not_created_twice(fake: FakeTuning)
     client = TuningClient("p", "us-central1", api_endpoint=fake.endpoint, credentials=AnonymousCredentials(), sleep=lambda s: None)
     body = wrap_tuning_job(STUDY, render_custom_job(_spec(), None, [PKG], submission_id=SUB_ID))
     fake.fail(r"^POST .*/hyperparameterTuningJobs$", "lost")
+    reliability.fault("vertex lost create (tuning job)")
     job = client.create_tuning_job(body, SUB_ID)
     assert len(fake.jobs) == 1 and job["name"].endswith(next(iter(fake.jobs)))
     assert [m for m, p, _ in fake.requests] == ["POST", "GET"]  # the create, then the lookup by label
