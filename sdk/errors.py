@@ -16,6 +16,7 @@ time (the job, the service or the machine).
     │   └── JobNotFoundError (+LookupError)  no job with that id
     ├── BackendError                         a backend (service, cluster, launcher) failed
     │   ├── AuthError                        missing or expired credentials, no permission
+    │   ├── SubmissionUncertainError         a create's answer was lost and could not be checked
     │   └── BackendUnavailableError          the backend's client library is missing
     ├── JobFailedError                       the job ran and failed (names the task)
     ├── JobCancelledError (exit 130)         the job was cancelled
@@ -65,6 +66,23 @@ class BackendError(TfjobError):
 
 class AuthError(BackendError):
     """Credentials are missing or expired, or a permission is lacking."""
+
+
+class SubmissionUncertainError(BackendError):
+    """The service may have created the job, but its answer was lost and a look-up failed.
+
+    Resubmitting could start a second job; the job is recorded as pending under
+    ``pending_id`` and ``tfjob status`` resolves it once the service answers.
+
+    Attributes:
+        submission_id: the label value the job carries if it was created.
+        pending_id: the job store id the submission is recorded under.
+    """
+
+    def __init__(self, message: str, *, submission_id: str, pending_id: str | None = None) -> None:
+        super().__init__(message)
+        self.submission_id = submission_id
+        self.pending_id = pending_id
 
 
 class BackendUnavailableError(BackendError):

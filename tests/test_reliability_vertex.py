@@ -124,3 +124,51 @@ def test_a_storm_while_following_is_ridden_out(fake: FakeVertex, reliability: Re
     assert fake.faults == []
     assert sum(line.startswith("retry") for line in lines) == 3 * (BACKOFF.attempts - 1)  # QUEUED, PENDING, RUNNING
     reliability.expect_recorded(fake.jobs)
+
+
+@pytest.mark.reliability
+def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: FakeVertex, reliability: Reliability) -> None:
+    """The answer to the create is lost and the look-up by label meets a storm longer than its retries.
+
+    Nothing is sent again (a second create could start a second job); the submission is
+    in the store as pending, and `tfjob status` on it finds the job by its label.
+    """
+    from tfjob.errors import SubmissionUncertainError
+    from tfjob.gcp.service import fetch_status, pending_id
+
+    storm(fake, reliability, CREATE, "lost")
+    storm(fake, reliability, LIST, *([503] * 7))
+    waits, lines = Waits(), []
+    vertex = client(fake, waits, lines)
+
+    with pytest.raises(SubmissionUncertainError, match=r"do not submit it again: it carries the label tfjob-submission-id=\w+; `tfjob status pending-\w+` looks it up") as raised:
+        submit_job(SPEC, OPTIONS, client=vertex, echo=lines.append)
+    assert len(fake.created_bodies()) == 1 and len(fake.jobs) == 1  # created once, never sent again
+    pending = raised.value.pending_id
+    assert pending == pending_id(raised.value.submission_id)
+    with JobStore() as store:
+        assert store.get(pending).extra["pending"] is True
+
+    found = fetch_status(pending, client=vertex)  # the service answers again
+    (job_id,) = fake.jobs
+    assert found.id == job_id
+    with JobStore() as store:
+        assert store.get(pending) is None and store.get(job_id).extra["submission_id"] == raised.value.submission_id
+    assert fetch_status(pending, client=vertex).id == job_id  # the pending id still leads to the job
+    final = follow_job(pending, OPTIONS, client=vertex, echo=lines.append, sleep=waits)
+    assert final.state is JobState.SUCCEEDED and list(fake.jobs) == [job_id]
+
+
+def test_a_pending_submission_that_was_never_created_fails_and_says_submit_again(fake: FakeVertex) -> None:
+    from tfjob.gcp.service import fetch_status, pending_id
+    from tfjob.store import JobRecord
+
+    record = JobRecord(
+        id=pending_id("0" * 32), backend="vertex", name="storm", state=JobState.QUEUED,
+        options={"project": "p", "region": "us-central1", "api_endpoint": fake.endpoint},
+        extra={"submission_id": "0" * 32, "pending": True},
+    )  # fmt: skip
+    with JobStore() as store:
+        store.add(record)
+    status = fetch_status(record.id, client=client(fake, Waits(), []))
+    assert status.state is JobState.FAILED and "never created; submit it again" in status.message

@@ -117,32 +117,68 @@ class VertexClient:
 
     # -- the calls --------------------------------------------------------------------
     def create_custom_job(self, body: dict[str, Any], submission_id: str) -> dict[str, Any]:
-        """Create the job ``body`` (a ``CustomJob`` dict) once, whatever the network does.
-
-        After a transient failure the job is first looked up by its
-        ``tfjob-submission-id`` label: if the lost request did create it, that job is
-        returned and no second one is created.
-
-        Returns:
-            The created job (``name``, ``state``…).
-        """
+        """Create the job ``body`` (a ``CustomJob`` dict) once, whatever the network does (see :meth:`create_once`)."""
         job = self._types.CustomJob.from_json(json.dumps(body))  # strict: unknown fields fail here
         request = self._types.CreateCustomJobRequest(parent=self.parent, custom_job=job)
+        return self.create_once(
+            lambda: self._client.create_custom_job(request=request),
+            lambda: self.find_by_submission_id(submission_id, display_name=body.get("displayName")),
+            what=f"job {body.get('displayName')!r}",
+            submission_id=submission_id,
+        )
+
+    def create_once(
+        self, send: Callable[[], Any], find: Callable[[], dict[str, Any] | None], *, what: str, submission_id: str
+    ) -> dict[str, Any]:
+        """Send a create, retrying transient failures, so that at most one resource results.
+
+        After a failure that may have been acted on (anything retryable but a 429), the
+        resource is first looked up by its ``tfjob-submission-id`` label (``find``): if
+        the lost request did create it, that one is returned and nothing is sent
+        again. If the look-up itself fails, nothing is sent again either: a second
+        create could make a second resource.
+
+        Returns:
+            The created resource as a dict.
+
+        Raises:
+            SubmissionUncertainError: the resource may exist but could not be checked.
+        """
+        from ..errors import SubmissionUncertainError, TfjobError
+
         delays = self.backoff.delays(self._rng)
         attempt = 1
+        maybe_created = False
+
+        def look_up(after: BaseException) -> dict[str, Any] | None:
+            try:
+                return find()
+            except TfjobError as e:
+                raise SubmissionUncertainError(
+                    f"Vertex AI may have created {what} but its answer was lost ({type(after).__name__}) and "
+                    f"looking it up failed ({e}); do not submit it again: it carries the label "
+                    f"{SUBMISSION_LABEL}={submission_id}",
+                    submission_id=submission_id,
+                ) from e
+
         while True:
             try:
-                return self._to_dict(self._client.create_custom_job(request=request))
+                return self._to_dict(send())
             except Exception as e:
                 if not is_retryable(e):
                     raise self._translate(e, "create", None, attempt) from e
                 # A throttled request was not acted on; any other may have been.
                 if status_code(e) != 429:
-                    found = self.find_by_submission_id(submission_id, display_name=body.get("displayName"))
+                    maybe_created = True
+                    found = look_up(e)
                     if found is not None:
                         return found
                 delay = next(delays, None)
                 if delay is None:
+                    if maybe_created and status_code(e) == 429:
+                        found = look_up(e)  # an earlier try may have been acted on after all
+                        if found is not None:
+                            return found
                     raise self._translate(e, "create", None, attempt) from e
                 if self._on_retry is not None:
                     self._on_retry(e, delay, attempt)

@@ -18,7 +18,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from ..backends.base import JobState, JobStatus, SubmitOptions
-from ..errors import UsageError
+from ..errors import SubmissionUncertainError, UsageError
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore
 from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, wait_for_job
@@ -66,7 +66,6 @@ def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo 
 # -- submit -----------------------------------------------------------------------------
 def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> str:
     """Stage the packages, create the job once, record it; return Vertex AI's job id."""
-    from .client import job_id_of
     from .staging import stage_packages, storage_client
     from .submission import plan_submission
 
@@ -79,31 +78,94 @@ def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, cl
     if plan.uploads:
         storage = storage_client(plan.project, client_credentials(client))
         report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo)
-    job = client.create_custom_job(plan.body, plan.submission_id)
+    location = {"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint}
+    extra = {
+        "submission_id": plan.submission_id,
+        "package_uris": [u.uri for u in plan.uploads],
+        "bytes_uploaded": report.bytes_uploaded if report else 0,
+    }
+    # Recorded before the create: if its answer is lost, the job is still known here
+    # (and `tfjob status` finds it by its label) rather than running unseen.
+    pending = JobRecord(
+        id=pending_id(plan.submission_id),
+        backend="vertex",
+        name=spec.name,
+        state=JobState.QUEUED,
+        spec=spec.to_dict(),
+        options=location,
+        message="being created on Vertex AI",
+        extra={**extra, "pending": True},
+    )
+    with JobStore() as store:
+        store.add(pending)
+    try:
+        job = client.create_custom_job(plan.body, plan.submission_id)
+    except SubmissionUncertainError as e:
+        with JobStore() as store:
+            store.update(pending.id, message=f"unknown: the create's answer was lost; `tfjob status {pending.id}` looks it up")
+        e.pending_id = pending.id
+        e.args = (f"{e}; `tfjob status {pending.id}` looks it up",)
+        raise
+    except BaseException:
+        with JobStore() as store:
+            store.remove(pending.id)  # the service answered: no job was created
+        raise
+    job_id = _record_created(pending, job, extra)
+    echo(f"submitted Vertex AI job {job_id} ({spec.name}): {console_url(plan.project, plan.region, job_id)}")
+    return job_id
+
+
+def pending_id(submission_id: str) -> str:
+    """The job store id of a submission whose job id is not known yet."""
+    return f"pending-{submission_id}"
+
+
+def _record_created(pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
+    """Replace a pending record by the created job's record; return the job's id."""
+    from .client import job_id_of
+
     job_id = job_id_of(job["name"])
     status = job_status(job, job_id)
-    url = console_url(plan.project, plan.region, job_id)
+    opts = pending.options
     record = JobRecord(
         id=job_id,
         backend="vertex",
-        name=spec.name,
+        name=pending.name,
         state=status.state,
-        spec=spec.to_dict(),
-        options={"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint},
+        spec=pending.spec,
+        options=opts,
         created=status.created or time.time(),
         extra={
+            **{k: v for k, v in extra.items() if k != "pending"},
             "resource_name": job["name"],
-            "submission_id": plan.submission_id,
-            "package_uris": [u.uri for u in plan.uploads],
-            "bytes_uploaded": report.bytes_uploaded if report else 0,
-            "console_url": url,
+            "console_url": console_url(opts["project"], opts["region"], job_id),
         },
     )
     with JobStore() as store:
+        store.remove(pending.id)
         if store.get(job_id) is None:
             store.add(record)
-    echo(f"submitted Vertex AI job {job_id} ({spec.name}): {url}")
     return job_id
+
+
+def resolve_pending(record: JobRecord, *, client: Any = None) -> JobStatus:
+    """Find a pending submission's job by its label: re-record it under its id, or fail it.
+
+    Returns:
+        The created job's status (its ``id`` is Vertex AI's), or the pending record
+        FAILED with "never created" when the service has no job with that label.
+    """
+    opts = record.options
+    client = client or make_client(opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint"))
+    submission = record.extra["submission_id"]
+    found = client.find_by_submission_id(submission, display_name=record.name)
+    if found is None:
+        with JobStore() as store:
+            store.set_state(record.id, JobState.FAILED, "Vertex AI has no job with this submission's label: it was never created; submit it again")
+            return store.status(record.id)
+    job_id = _record_created(record, found, dict(record.extra))
+    with JobStore() as store:
+        return _record_status(job_id, found, store.get(job_id))
 
 
 def client_credentials(client: Any) -> Any:
@@ -118,6 +180,10 @@ def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
 
     with JobStore() as store:
         record = store.get(job_id)
+        if record is None and job_id.startswith("pending-"):
+            # A pending submission resolved since: its record now has Vertex AI's id.
+            submission = job_id[len("pending-") :]
+            record = next((r for r in store.list(backend="vertex") if r.extra.get("submission_id") == submission), None)
     if record is not None and record.backend == "vertex":
         opts = record.options
         return record, opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint")
@@ -155,7 +221,21 @@ def fetch_status(job_id: str, *, client: Any = None) -> JobStatus:
     if record is not None and record.state.is_terminal:
         return record.to_status()
     client = client or make_client(project, region, endpoint)
+    if record is not None and record.extra.get("pending"):
+        return resolve_pending(record, client=client)
+    job_id = record.id if record is not None else job_id
     return _record_status(job_id, client.get_custom_job(job_id), record)
+
+
+def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
+    """The Vertex AI id of ``job_id`` (a pending submission is looked up first) and its record."""
+    record, _, _, _ = _location(job_id)
+    if record is not None and record.extra.get("pending") and not record.state.is_terminal:
+        status = resolve_pending(record, client=client)
+        if status.id == record.id:
+            raise UsageError(f"job {job_id}: {status.message}")
+        record, _, _, _ = _location(status.id)
+    return (record.id if record is not None else job_id), record
 
 
 def follow_job(
@@ -172,8 +252,9 @@ def follow_job(
     commands to follow or cancel it are printed; with ``cancel_on_interrupt`` the job
     is cancelled first. The KeyboardInterrupt is raised again either way.
     """
-    record, project, region, endpoint = _location(job_id)
+    _, project, region, endpoint = _location(job_id)
     client = client or make_client(project, region, endpoint, echo)
+    job_id, record = _settled(job_id, client)
     interval = poll_interval(options)
 
     def on_change(job: dict[str, Any], state: JobState) -> None:
@@ -204,8 +285,9 @@ def follow_job(
 
 def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    record, project, region, endpoint = _location(job_id)
+    _, project, region, endpoint = _location(job_id)
     client = client or make_client(project, region, endpoint, echo)
+    job_id, record = _settled(job_id, client)
     client.cancel_custom_job(job_id)
     if record is not None:
         with JobStore() as store:

@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterator
 from ..backends.base import JobState, JobStatus, SubmitOptions
 from ..errors import AuthError, SpecError, UsageError
 from ..gcp.client import VertexClient, job_id_of
-from ..gcp.retry import is_retryable, status_code
 from ..render.vertex import SUBMISSION_LABEL
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore
@@ -63,30 +62,18 @@ class TuningClient(VertexClient):
     def create_tuning_job(self, body: dict[str, Any], submission_id: str) -> dict[str, Any]:
         """Create the ``HyperparameterTuningJob`` ``body`` once, whatever the network does.
 
-        As for custom jobs: after a transient failure that may have been acted on,
-        the job is looked up by its ``tfjob-submission-id`` label before another try.
+        As for custom jobs (:meth:`~tfjob.gcp.client.VertexClient.create_once`): after a
+        transient failure that may have been acted on, the job is looked up by its
+        ``tfjob-submission-id`` label before another try.
         """
         job = self._types.HyperparameterTuningJob.from_json(json.dumps(body))  # strict: unknown fields fail here
         request = self._types.CreateHyperparameterTuningJobRequest(parent=self.parent, hyperparameter_tuning_job=job)
-        delays = self.backoff.delays(self._rng)
-        attempt = 1
-        while True:
-            try:
-                return self._to_dict(self._client.create_hyperparameter_tuning_job(request=request))
-            except Exception as e:
-                if not is_retryable(e):
-                    raise self._translate(e, "create", None, attempt) from e
-                if status_code(e) != 429:  # a throttled request was not acted on; any other may have been
-                    found = self.find_tuning_job(submission_id)
-                    if found is not None:
-                        return found
-                delay = next(delays, None)
-                if delay is None:
-                    raise self._translate(e, "create", None, attempt) from e
-                if self._on_retry is not None:
-                    self._on_retry(e, delay, attempt)
-                self._sleep(delay)
-                attempt += 1
+        return self.create_once(
+            lambda: self._client.create_hyperparameter_tuning_job(request=request),
+            lambda: self.find_tuning_job(submission_id),
+            what=f"tuning job {body.get('displayName')!r}",
+            submission_id=submission_id,
+        )
 
     def find_tuning_job(self, submission_id: str) -> dict[str, Any] | None:
         """The tuning job labelled ``tfjob-submission-id=<submission_id>``, if there is one."""
