@@ -52,6 +52,9 @@ UNSUPPORTED: dict[str, str] = {
 class ConfigDoc:
     """Typed access to a config document; every error names the file and the key."""
 
+    #: Keys the platform has that tfjob refuses, with the reason and the fix.
+    unsupported: Mapping[str, str] = UNSUPPORTED
+
     def __init__(self, source: str) -> None:
         self.source = source
 
@@ -92,8 +95,8 @@ class ConfigDoc:
             if key in known or key in ignored:
                 continue
             where = f"{path}.{key}" if path else str(key)
-            if key in UNSUPPORTED:
-                raise self.error(where, f"is not supported: {UNSUPPORTED[key]}")
+            if key in self.unsupported:
+                raise self.error(where, f"is not supported: {self.unsupported[key]}")
             extra = f" ({hint[key]})" if hint and key in hint else ""
             level = f"under {path}" if path else "at the top level"
             raise ConfigFileError(

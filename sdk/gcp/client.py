@@ -209,16 +209,25 @@ class VertexClient:
         self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None
     ) -> list[dict[str, Any]]:
         """Jobs of the project and region matching ``filter``, following every page up to ``limit``."""
+        return self.list_pages(
+            lambda token: self._client.list_custom_jobs(
+                request=self._types.ListCustomJobsRequest(parent=self.parent, filter=filter or "", page_size=page_size, page_token=token)
+            ),
+            "custom_jobs",
+            limit,
+        )
+
+    def list_pages(self, fetch: Callable[[str], Any], field: str, limit: int | None) -> list[dict[str, Any]]:
+        """Every item of a paged list call (``fetch(page_token)``), up to ``limit``.
+
+        The client's pager exposes the first page's fields; the next page is asked for
+        here, so each page gets its own retries.
+        """
         out: list[dict[str, Any]] = []
         token = ""
         while True:
-            request = self._types.ListCustomJobsRequest(
-                parent=self.parent, filter=filter or "", page_size=page_size, page_token=token
-            )
-            # The pager exposes the first page's fields; the next page is asked for here,
-            # so each page gets its own retries.
-            page = self._call("list", lambda: self._client.list_custom_jobs(request=request))
-            out.extend(self._to_dict(job) for job in page.custom_jobs)
+            page = self._call("list", lambda: fetch(token))
+            out.extend(self._to_dict(item) for item in getattr(page, field))
             token = page.next_page_token
             if not token or (limit is not None and len(out) >= limit):
                 return out[:limit] if limit is not None else out

@@ -17,7 +17,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, Callable, Iterator, TextIO
 
 from ..backends.base import JobState, SubmitOptions
 from ..errors import SpecError, TfjobError, UsageError
@@ -117,11 +117,12 @@ def create_record(
 
 
 @contextmanager
-def cancel_on_signals(launcher: Launcher) -> Iterator[None]:
-    """Turn SIGINT, SIGTERM and SIGHUP into a cancel while the launcher runs.
+def on_stop_signals(callback: Callable[[str], None]) -> Iterator[None]:
+    """Call ``callback(signal name)`` on SIGINT, SIGTERM and SIGHUP while the block runs.
 
     Only the main thread can set signal handlers; elsewhere (``Job.run()`` in a
     thread) a cancel comes through the store, ``tfjob cancel`` / ``handle.cancel()``.
+    The previous handlers are back afterwards.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -129,7 +130,7 @@ def cancel_on_signals(launcher: Launcher) -> Iterator[None]:
     previous: dict[int, Any] = {}
 
     def handler(signum: int, frame: Any) -> None:
-        launcher.request_cancel(signal.Signals(signum).name)
+        callback(signal.Signals(signum).name)
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
@@ -141,6 +142,11 @@ def cancel_on_signals(launcher: Launcher) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def cancel_on_signals(launcher: Launcher) -> Any:
+    """Turn SIGINT, SIGTERM and SIGHUP into a cancel of the launcher's job while it runs."""
+    return on_stop_signals(launcher.request_cancel)
 
 
 def run_job(

@@ -10,11 +10,10 @@ job are read by :func:`tfjob.config.parse_job_config`, the same reader as
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Mapping
 
-from ..errors import ConfigFileError, SpecError
-from ..machines import did_you_mean
+from ..config_doc import ConfigDoc
+from ..errors import ConfigFileError
 from ..study import DEFAULT_METRIC_TAG, HparamsConfig, MetricSpec, ParameterSpec, StudySpec
 
 LEGACY_KEYS = (
@@ -54,37 +53,10 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 
-class _Doc:
-    """Typed access to the document; every error names the file and the key."""
+class _Doc(ConfigDoc):
+    """A study document: the config reader's checks, with the study's own unsupported keys."""
 
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def error(self, path: str, message: str) -> ConfigFileError:
-        return ConfigFileError(f"{self.source}: {path} {message}")
-
-    @contextmanager
-    def at(self, path: str) -> Iterator[None]:
-        """A SpecError raised while building what ``path`` describes names the file and the key."""
-        try:
-            yield
-        except ConfigFileError:
-            raise
-        except SpecError as e:
-            raise ConfigFileError(f"{self.source}: {path}: {e}") from None
-
-    def check_keys(self, data: Mapping[str, Any], path: str, known: Iterable[str]) -> None:
-        known = list(known)
-        for key in data:
-            if key in known:
-                continue
-            where = f"{path}.{key}" if path else str(key)
-            if key in UNSUPPORTED:
-                raise self.error(where, f"is not supported: {UNSUPPORTED[key]}")
-            level = f"under {path}" if path else "at the top level"
-            raise ConfigFileError(
-                f"{self.source}: unknown key {where!r}{did_you_mean(str(key), known)}; valid keys {level} are {', '.join(known)}"
-            )
+    unsupported = UNSUPPORTED
 
     def mapping(self, value: Any, path: str) -> dict[str, Any]:
         if not isinstance(value, Mapping):

@@ -22,15 +22,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import signal
 import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import Any, TextIO
 
 from ..backends.base import JobState, SubmitOptions
 from ..errors import TfjobError
@@ -267,27 +265,14 @@ class LocalStudy:
             only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
         )
 
-    @contextmanager
-    def _signals(self) -> Iterator[None]:
+    def _signals(self) -> Any:
         """Ctrl-C, SIGTERM and SIGHUP stop the study cleanly: running trials are cancelled and recorded."""
-        if threading.current_thread() is not threading.main_thread():
-            yield  # only the main thread may set handlers; `tfjob cancel` still works
-            return
+        from ..local.runner import on_stop_signals
 
-        def handler(signum: int, frame: Any) -> None:
-            self._signal = signal.Signals(signum).name
+        def stop(name: str) -> None:
+            self._signal = name
 
-        previous = {}
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            try:
-                previous[sig] = signal.signal(sig, handler)
-            except (OSError, ValueError):
-                pass
-        try:
-            yield
-        finally:
-            for sig, old in previous.items():
-                signal.signal(sig, old)
+        return on_stop_signals(stop)
 
     # -- one trial (in a worker thread) ----------------------------------------------------
     def _run_trial(self, trial: Trial) -> Any:

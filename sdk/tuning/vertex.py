@@ -91,17 +91,15 @@ class TuningClient(VertexClient):
 
     def list_tuning_jobs(self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None) -> list[dict[str, Any]]:
         """Tuning jobs matching ``filter``, following every page up to ``limit``."""
-        out: list[dict[str, Any]] = []
-        token = ""
-        while True:
-            request = self._types.ListHyperparameterTuningJobsRequest(
-                parent=self.parent, filter=filter or "", page_size=page_size, page_token=token
-            )
-            page = self._call("list", lambda: self._client.list_hyperparameter_tuning_jobs(request=request))
-            out.extend(self._to_dict(job) for job in page.hyperparameter_tuning_jobs)
-            token = page.next_page_token
-            if not token or (limit is not None and len(out) >= limit):
-                return out[:limit] if limit is not None else out
+        return self.list_pages(
+            lambda token: self._client.list_hyperparameter_tuning_jobs(
+                request=self._types.ListHyperparameterTuningJobsRequest(
+                    parent=self.parent, filter=filter or "", page_size=page_size, page_token=token
+                )
+            ),
+            "hyperparameter_tuning_jobs",
+            limit,
+        )
 
     def cancel_tuning_job(self, job: str) -> None:
         """Ask the service to cancel the tuning job and its running trials."""
