@@ -24,10 +24,12 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Callable, Iterator
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from .server import LocalServer
 
 GROUP_VERSION = "kubeflow.org/v1"
 _REASONS = {
@@ -97,7 +99,7 @@ class _Injection:
 
 
 @dataclass
-class FakeKube:
+class FakeKube(LocalServer):
     """The server's state, and the test's handles on it.
 
     Attributes:
@@ -123,45 +125,14 @@ class FakeKube:
         self._cond = threading.Condition()
         self._stopping = False
         self._resource_version = 1000
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        LocalServer.__init__(self)
 
     # -- lifecycle -------------------------------------------------------------------
-    def start(self) -> "FakeKube":
-        fake = self
-
-        class Handler(_Handler):
-            kube = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-kube", daemon=True
-        )
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         with self._cond:
-            self._stopping = True
+            self._stopping = True  # wake log followers, so the server can shut down
             self._cond.notify_all()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> "FakeKube":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() the fake first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        super().stop()
 
     def write_kubeconfig(self, path: Path, namespace: str = "default", context: str = "fake") -> Path:
         """A kubeconfig whose context points the client at this server (no credentials)."""
@@ -638,3 +609,7 @@ def kube_fixture(crd_path: Path, tmp_path: Path, monkeypatch: Any) -> Iterator[F
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with FakeKube(namespaces={"default", "ml"}, schema=schema) as server:
         yield server
+
+
+FakeKube.handler = _Handler
+FakeKube.state_attribute = "kube"

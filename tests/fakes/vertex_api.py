@@ -28,9 +28,11 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from .server import LocalServer
 
 _JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs$")
 _JOB = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel)?$")
@@ -54,10 +56,11 @@ class Fault:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
-class FakeVertex:
+class FakeVertex(LocalServer):
     """The server's state; start it with :meth:`start` (or as a context manager)."""
 
     def __init__(self, projects: tuple[str, ...] = ("p",)) -> None:
+        super().__init__()
         self.projects = set(projects)
         self.jobs: dict[str, dict[str, Any]] = {}
         self.steps: dict[str, int] = {}
@@ -73,7 +76,6 @@ class FakeVertex:
         #: Authorization headers received, in order.
         self.authorizations: list[str] = []
         self._next_id = 7000000000000000000
-        self._server: ThreadingHTTPServer | None = None
 
     # -- control ---------------------------------------------------------------------
     def fail(self, pattern: str, status: int | str, message: str = "injected", **kw: Any) -> None:
@@ -92,33 +94,6 @@ class FakeVertex:
                     "insertId": f"e{n:06d}",
                 }
             )
-
-    @property
-    def endpoint(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> "FakeVertex":
-        fake = self
-
-        class Handler(_Handler):
-            state = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> "FakeVertex":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def created_bodies(self) -> list[dict[str, Any]]:
         return [body for method, path, body in self.requests if method == "POST" and _JOBS.match(path)]
@@ -317,3 +292,6 @@ class _Handler(BaseHTTPRequestHandler):
         if start + size < len(entries):
             out["nextPageToken"] = str(start + size)
         self._reply(200, out)
+
+
+FakeVertex.handler = _Handler

@@ -28,9 +28,11 @@ import re
 import socket
 import threading
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlparse
+
+from .server import LocalServer
 
 _JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$")
 _JOB = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/:]+)(:cancel)?$")
@@ -62,10 +64,11 @@ def _draw(spec: dict[str, Any], k: int) -> Any:
     return values[k % len(values)]
 
 
-class FakeTuning:
+class FakeTuning(LocalServer):
     """The server's state; start it with :meth:`start` (or as a context manager)."""
 
     def __init__(self, projects: tuple[str, ...] = ("p",)) -> None:
+        super().__init__()
         self.projects = set(projects)
         self.jobs: dict[str, dict[str, Any]] = {}
         self.objective: Callable[[dict[str, Any]], float] = toy_loss
@@ -75,7 +78,6 @@ class FakeTuning:
         self.logs: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._next_id = 4000000000000000000
-        self._server: ThreadingHTTPServer | None = None
 
     def fail(self, pattern: str, status: int | str) -> None:
         """Queue a fault for the next request whose ``METHOD path`` matches ``pattern``."""
@@ -93,33 +95,6 @@ class FakeTuning:
                     "insertId": f"t{len(self.logs):06d}",
                 }
             )
-
-    @property
-    def endpoint(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def start(self) -> "FakeTuning":
-        fake = self
-
-        class Handler(_Handler):
-            state = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    def __enter__(self) -> "FakeTuning":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def created_bodies(self) -> list[dict[str, Any]]:
         return [body for method, path, body in self.requests if method == "POST" and _JOBS.match(path)]
@@ -291,3 +266,6 @@ class _Handler(BaseHTTPRequestHandler):
             and (not has or has.group(1) in j.get("labels", {}))
         ]  # fmt: skip
         self._reply(200, {"hyperparameterTuningJobs": jobs})
+
+
+FakeTuning.handler = _Handler

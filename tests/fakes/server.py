@@ -1,0 +1,56 @@
+"""What every local stand-in server shares: a loopback HTTP server on a free port, started in a thread."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound="LocalServer")
+
+
+class LocalServer:
+    """A ``ThreadingHTTPServer`` on 127.0.0.1 whose handler class sees this object as ``state``.
+
+    Subclasses set :attr:`handler` (a ``BaseHTTPRequestHandler`` subclass that reads
+    ``self.state``) and call ``super().__init__()``.
+    """
+
+    handler: type[BaseHTTPRequestHandler]
+    #: The attribute name under which the handler finds the server's state.
+    state_attribute = "state"
+
+    def __init__(self) -> None:
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:PORT`` of the running server."""
+        assert self._server is not None, "start() the server first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    url = endpoint
+
+    def start(self: T) -> T:
+        handler = type("Handler", (self.handler,), {self.state_attribute: self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=type(self).__name__, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self: T) -> T:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
