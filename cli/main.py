@@ -103,7 +103,3 @@ _register()
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
     return app(args=list(argv) if argv is not None else None, prog_name="tfjob")
-
-
-if __name__ == "__main__":
-    main()
