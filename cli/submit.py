@@ -173,10 +173,9 @@ def submit(
         typer.echo(dump(job.render(), output))
         return
     if job.backend_name == "local" and backend is None and job.settings.backend is None:
-        typer.echo(
+        job.options.notice = (
             "tfjob: no cloud project configured, so the cluster runs on this machine "
-            "(--backend vertex --project P --region R runs it on Vertex AI)",
-            err=True,
+            "(--backend vertex --project P --region R runs it on Vertex AI)"
         )
     if detach or run_async:
         handle = job.submit()

@@ -108,3 +108,16 @@ def test_bad_input_in_a_real_process(case: str, tfjob_exe: str) -> None:
     _, argv, message = next(c for c in BAD_INPUTS if c[0] == case)
     proc = subprocess.run([tfjob_exe, *argv], capture_output=True, text=True, timeout=60, env=dict(os.environ))
     check_one_error_line(proc.returncode, proc.stdout, proc.stderr, message)
+
+
+def test_a_rejected_local_job_prints_only_its_error_not_the_local_notice(tmp_path) -> None:
+    """The "runs on this machine" notice comes once the job is accepted, so a mistake stays one line."""
+    from typer.testing import CliRunner
+
+    from tfjob.cli.main import app
+
+    result = CliRunner().invoke(app, ["submit", str(tmp_path / "missing"), "-m", "trainer.task"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: trainer directory {str(tmp_path / 'missing')!r} does not exist; give the directory that holds trainer/"
+    ]

@@ -75,6 +75,8 @@ class LocalBackend:
         from ..local.runner import check_job, create_record, run_job
 
         prepared = check_job(spec, options)
+        if options.notice:
+            print(options.notice, file=sys.stderr, flush=True)
         with JobStore() as store:
             record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
             run_job(
@@ -92,6 +94,8 @@ class LocalBackend:
         from ..local.runner import check_job, create_record
 
         prepared = check_job(spec, options)
+        if options.notice:
+            print(options.notice, file=sys.stderr, flush=True)
         with JobStore() as store:
             # Until the supervisor runs, this process answers for the job.
             record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=True)
