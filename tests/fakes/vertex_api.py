@@ -44,6 +44,17 @@ def _now(offset: float = 0.0) -> str:
     return (datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def log_entry(job_id: str, task_name: str, text: str, second: float, insert_id: str) -> dict[str, Any]:
+    """A Cloud Logging entry of a Vertex AI job's task (resource ``ml_job``), ``second`` s after the epoch of the fakes."""
+    return {
+        "logName": "projects/p/logs/workerpool",
+        "resource": {"type": "ml_job", "labels": {"job_id": job_id, "task_name": task_name, "project_id": "p"}},
+        "textPayload": text,
+        "timestamp": _now(second),
+        "insertId": insert_id,
+    }
+
+
 @dataclass
 class Fault:
     """One queued fault: for requests whose ``METHOD path`` matches ``pattern``."""
@@ -84,16 +95,7 @@ class FakeVertex(LocalServer):
 
     def add_log(self, job_id: str, task_name: str, text: str, second: float) -> None:
         with self.lock:
-            n = len(self.logs)
-            self.logs.append(
-                {
-                    "logName": "projects/p/logs/workerpool",
-                    "resource": {"type": "ml_job", "labels": {"job_id": job_id, "task_name": task_name, "project_id": "p"}},
-                    "textPayload": text,
-                    "timestamp": _now(second),
-                    "insertId": f"e{n:06d}",
-                }
-            )
+            self.logs.append(log_entry(job_id, task_name, text, second, f"e{len(self.logs):06d}"))
 
     def created_bodies(self) -> list[dict[str, Any]]:
         return [body for method, path, body in self.requests if method == "POST" and _JOBS.match(path)]

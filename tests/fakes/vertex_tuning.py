@@ -27,20 +27,16 @@ import math
 import re
 import socket
 import threading
-from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlparse
 
 from .server import LocalServer
+from .vertex_api import _now, log_entry
 
 _JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$")
 _JOB = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/:]+)(:cancel)?$")
 _TERMINAL = {"JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"}
-
-
-def _now(offset: float = 0.0) -> str:
-    return (datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def toy_loss(params: dict[str, Any]) -> float:
@@ -86,15 +82,7 @@ class FakeTuning(LocalServer):
     def add_log(self, job_id: str, task_name: str, text: str, second: float) -> None:
         """A log entry of (custom) job ``job_id``'s task ``workerpool0-0``…"""
         with self.lock:
-            self.logs.append(
-                {
-                    "logName": "projects/p/logs/workerpool",
-                    "resource": {"type": "ml_job", "labels": {"job_id": job_id, "task_name": task_name, "project_id": "p"}},
-                    "textPayload": text,
-                    "timestamp": _now(second),
-                    "insertId": f"t{len(self.logs):06d}",
-                }
-            )
+            self.logs.append(log_entry(job_id, task_name, text, second, f"t{len(self.logs):06d}"))
 
     def created_bodies(self) -> list[dict[str, Any]]:
         return [body for method, path, body in self.requests if method == "POST" and _JOBS.match(path)]
