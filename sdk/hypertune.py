@@ -72,12 +72,19 @@ def render_metric_line(tag: str, value: float, step: int | None, trial: str, tim
     return json.dumps(body, sort_keys=True)
 
 
-def parse_metric_lines(text: str) -> list[dict[str, Any]]:
-    """The reports in a metrics file's text, oldest first.
+#: Keys of a report line that are never the metric itself.
+_META = ("timestamp", "trial", "global_step", "checkpoint_path", "hyperparameterMetricTag")
 
-    Each report is ``{"tag": ..., "value": float, "global_step": int, "trial": str,
-    "timestamp": float}``. Lines that are not reports (blank, truncated by a crash)
-    are skipped.
+
+def parse_metric_lines(text: str, tag: str | None = None) -> list[dict[str, Any]]:
+    """The reports in a metrics file's text, oldest first. Pure.
+
+    Each report is ``{"tag": ..., "value": float, "global_step": int | None, "trial": str,
+    "timestamp": float}``. A line holds one metric under its tag; older writers name
+    the tag in ``hyperparameterMetricTag`` instead, with the value under that tag or
+    under ``value``. A line with several tags is a report of ``tag`` when it has that
+    one, else no report. Lines that are not reports (blank, truncated by a crash, a
+    value that is not a number) are skipped.
     """
     reports = []
     for line in text.splitlines():
@@ -87,22 +94,26 @@ def parse_metric_lines(text: str) -> list[dict[str, Any]]:
             continue
         if not isinstance(body, dict):
             continue
-        tags = [k for k in body if k not in ("timestamp", "trial", "global_step", "checkpoint_path")]
-        if len(tags) != 1:
-            continue
+        named = body.get("hyperparameterMetricTag")
+        if isinstance(named, str) and named:
+            name, raw = named, body.get(named, body.get("value"))
+        else:
+            tags = [k for k in body if k not in _META]
+            if tag is not None and tag in tags:
+                name = tag
+            elif len(tags) == 1:
+                name = tags[0]
+            else:
+                continue
+            raw = body[name]
         try:
-            value = float(body[tags[0]])
-            step = int(float(body.get("global_step", 0)))
-        except (TypeError, ValueError):
+            value = float(raw)  # type: ignore[arg-type]
+            step = int(float(body["global_step"])) if body.get("global_step") not in (None, "") else None
+            timestamp = float(body.get("timestamp", 0.0))
+        except (TypeError, ValueError, OverflowError):
             continue
         reports.append(
-            {
-                "tag": tags[0],
-                "value": value,
-                "global_step": step,
-                "trial": str(body.get("trial", "0")),
-                "timestamp": float(body.get("timestamp", 0.0)),
-            }
+            {"tag": name, "value": value, "global_step": step, "trial": str(body.get("trial", "0")), "timestamp": timestamp}
         )
     return reports
 

@@ -9,14 +9,9 @@ under that tag or under ``value``; both shapes are read.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-
-#: Keys of a report line that are never the metric itself.
-_META = ("timestamp", "trial", "global_step", "checkpoint_path", "hyperparameterMetricTag")
-
 
 @dataclass(frozen=True)
 class MetricReading:
@@ -35,59 +30,29 @@ class MetricReading:
     tags: tuple[str, ...] = ()
 
 
-def _report(body: dict[str, object], tag: str) -> tuple[str | None, object]:
-    """(tag of the line, its raw value) for one parsed line."""
-    named = body.get("hyperparameterMetricTag")
-    if isinstance(named, str) and named:
-        return named, body.get(named, body.get("value"))
-    tags = [k for k in body if k not in _META]
-    if tag in tags:
-        return tag, body[tag]
-    return (tags[0], body[tags[0]]) if len(tags) == 1 else (None, None)
-
-
 def parse_trial_metric(text: str, tag: str, maximize: bool, best: bool = False) -> MetricReading:
     """The study metric in a metrics file's text. Pure.
 
     Args:
-        text: the file's content.
+        text: the file's content (read with :func:`tfjob.hypertune.parse_metric_lines`).
         tag: the study's metric tag.
         maximize: the goal (used with ``best``).
         best: the best report counts (``BEST_MEASUREMENT``), else the last one.
 
-    Lines that cannot be read (blank, cut short by a crash) and values that are not
-    finite numbers are skipped.
+    Values that are not finite numbers are skipped.
     """
-    chosen: tuple[float, int | None] | None = None
-    seen: list[str] = []
-    count = 0
-    for line in text.splitlines():
-        try:
-            body = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(body, dict):
-            continue
-        name, raw = _report(body, tag)
-        if name is None:
-            continue
-        if name not in seen:
-            seen.append(name)
-        if name != tag:
-            continue
-        try:
-            value = float(raw)  # type: ignore[arg-type]
-            step = int(float(body["global_step"])) if body.get("global_step") not in (None, "") else None  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            continue
-        if not math.isfinite(value):
-            continue
-        count += 1
-        if chosen is None or not best or (value > chosen[0] if maximize else value < chosen[0]):
-            chosen = (value, step)
-    if chosen is None:
-        return MetricReading(None, None, 0, tuple(seen))
-    return MetricReading(chosen[0], chosen[1], count, tuple(seen))
+    from ..hypertune import parse_metric_lines
+
+    reports = parse_metric_lines(text, tag)
+    seen = tuple(dict.fromkeys(r["tag"] for r in reports))
+    mine = [r for r in reports if r["tag"] == tag and math.isfinite(r["value"])]
+    if not mine:
+        return MetricReading(None, None, 0, seen)
+    if best:
+        chosen = (max if maximize else min)(mine, key=lambda r: r["value"])
+    else:
+        chosen = mine[-1]
+    return MetricReading(chosen["value"], chosen["global_step"], len(mine), seen)
 
 
 def fetch_trial_metric(path: Path, tag: str, maximize: bool, best: bool = False) -> MetricReading:
