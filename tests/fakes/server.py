@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
@@ -54,3 +56,44 @@ class LocalServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet HTTP/1.1 handler with JSON replies, Google-style errors and connection resets.
+
+    Subclasses implement ``_handle(method)``.
+    """
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def _handle(self, method: str) -> None:
+        raise NotImplementedError
+
+    def _reply(self, status: int, data: Any) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _error(self, status: int, message: str, grpc: str, details: list[dict[str, Any]] | None = None) -> None:
+        """A Google API error body: ``{"error": {"code", "message", "status", "details"}}``."""
+        self._reply(status, {"error": {"code": status, "message": message, "status": grpc, "details": details or []}})
+
+    def _reset(self) -> None:
+        # Close without an answer: the client sees the connection reset.
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        finally:
+            self.connection.close()

@@ -24,15 +24,13 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from .server import LocalServer
+from .server import JsonHandler, LocalServer
 
 _JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs$")
 _JOB = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/customJobs/([^/:]+)(:cancel)?$")
@@ -157,32 +155,8 @@ def _matches(job: dict[str, Any], filter_: str) -> bool:
     return True
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     state: FakeVertex
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    # -- replies ---------------------------------------------------------------------
-    def _reply(self, status: int, data: Any) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def _error(self, status: int, message: str, grpc: str, details: list[dict[str, Any]] | None = None) -> None:
-        self._reply(status, {"error": {"code": status, "message": message, "status": grpc, "details": details or []}})
-
-    def _reset(self) -> None:
-        # Close without an answer: the client sees the connection reset.
-        self.close_connection = True
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        finally:
-            self.connection.close()
 
     def _fault(self, key: str) -> Fault | None:
         with self.state.lock:
@@ -192,12 +166,6 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     # -- dispatch --------------------------------------------------------------------
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
     def _handle(self, method: str) -> None:
         url = urlparse(self.path)
         length = int(self.headers.get("Content-Length") or 0)

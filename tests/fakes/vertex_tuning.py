@@ -25,13 +25,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import socket
 import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 from urllib.parse import parse_qs, urlparse
 
-from .server import LocalServer
+from .server import JsonHandler, LocalServer
 from .vertex_api import _now, log_entry
 
 _JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$")
@@ -150,36 +148,8 @@ class FakeTuning(LocalServer):
             job["state"] = "JOB_STATE_SUCCEEDED"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JsonHandler):
     state: FakeTuning
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def _reply(self, status: int, data: Any) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def _error(self, status: int, message: str, grpc: str) -> None:
-        self._reply(status, {"error": {"code": status, "message": message, "status": grpc}})
-
-    def _reset(self) -> None:
-        self.close_connection = True
-        try:
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        finally:
-            self.connection.close()
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
 
     def _fault(self, key: str) -> int | str | None:
         with self.state.lock:
