@@ -15,11 +15,19 @@ fixed mtime, uid/gid 0, no user names, normalized modes, gzip without timestamp
 or file name. So the same sources give the same bytes and the same sha256, and a
 second submit of unchanged code stages nothing.
 
-Excluded by default: version-control and cache directories, virtualenvs, ``*.pyc``,
-and anything that looks like a secret (``.env``, ``*.pem``, ``*.key``, ``id_rsa*``,
-``.netrc``, JSON files with a ``private_key`` field); those are listed in
-:attr:`BuiltPackage.excluded_secrets` for the caller to warn about. ``.gcloudignore``
-and ``.tfjobignore`` (gitignore syntax) add rules of the user's.
+Excluded by default (:func:`collect_files` has the rules): version-control and cache
+directories, virtualenvs, ``*.pyc``; symbolic links that leave the trainer directory,
+dangle or name a directory (never followed; an in-tree link to a file is packaged as
+that file); FIFOs, sockets and devices (never opened); and anything that looks like a
+credential, by name (case-insensitive: ``.env``/``*.env``, ``*.pem``, ``*.key*``,
+``id_rsa*``, anything under ``.ssh/``, ``.aws/credentials``, ``.docker/config.json``,
+``kubeconfig``, ``.git-credentials``, ``.pypirc``, ``.npmrc``, ADC files…) or by the
+first 64 KiB of its content (private-key PEM blocks, Google service-account and user
+credentials however nested or escaped, OAuth refresh-token/client-secret pairs, AWS
+key pairs, registry ``auths``). Each left-out file is named in
+:attr:`BuiltPackage.warnings`. ``.gcloudignore`` and ``.tfjobignore`` (gitignore
+syntax) add rules of the user's; a ``!pattern`` line there (or ``--include-secrets``)
+keeps a credential-looking file on purpose.
 """
 
 from __future__ import annotations
@@ -31,13 +39,13 @@ import hashlib
 import io
 import json
 import os
-import shutil
+import re
 import stat
 import sys
 import tarfile
 import warnings
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -56,12 +64,6 @@ _SKIP_DIRS = {
     ".tox", ".nox", ".ipynb_checkpoints", ".idea", ".vscode", ".eggs", "node_modules",
 }  # fmt: skip
 _SKIP_FILES = ("*.pyc", "*.pyo", "*.pyd.tmp", ".DS_Store", "*.swp", *IGNORE_FILES)
-_SECRET_NAMES = (
-    ".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx", "id_rsa*", "id_dsa*",
-    "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".pgpass", "credentials.db",
-)  # fmt: skip
-# A JSON file bigger than this is scanned for the key name only, not parsed.
-_MAX_JSON_PARSE = 5 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class BuiltPackage:
         size: bytes.
         files: the archive's members, in order.
         excluded_secrets: files left out because they look like secrets (relative paths).
+        warnings: one line per kind of file left out (secrets, links, special files),
+            naming each; the caller shows them.
     """
 
     path: Path
@@ -85,35 +89,104 @@ class BuiltPackage:
     size: int
     files: tuple[str, ...]
     excluded_secrets: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def filename(self) -> str:
         return self.path.name
 
 
-# -- what goes in -----------------------------------------------------------------------
-def looks_like_secret(path: Path) -> bool:
-    """True for key files, credentials and ``.env`` files (by name, or a JSON key file)."""
-    name = path.name
+# -- secrets ------------------------------------------------------------------------------
+# File names that hold credentials, matched case-insensitively against the file name.
+_SECRET_NAMES = (
+    ".env", ".env.*", "*.env", "*.pem", "*.pem.*", "*.key", "*.key.*", "*.p12", "*.pfx", "*.jks",
+    "*.keystore", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".pgpass",
+    "credentials.db", "application_default_credentials.json", ".git-credentials", ".pypirc",
+    ".npmrc", ".yarnrc", "kubeconfig", "kubeconfig.*", "*.kubeconfig", ".htpasswd",
+)  # fmt: skip
+# Relative paths (their last components) that hold credentials, matched case-insensitively.
+_SECRET_PATHS = (
+    ".aws/credentials", ".aws/config", ".docker/config.json", ".kube/config",
+    ".config/gcloud/*", ".gnupg/*",
+)  # fmt: skip
+# Any file in one of these directories is a secret (private keys under .ssh/, whatever their name).
+_SECRET_DIRS = (".ssh", ".gnupg")
+#: Bytes read from the start of a file to judge it by content; the rest is never read.
+SECRET_SCAN_BYTES = 64 * 1024
+
+_PEM_PRIVATE = re.compile(rb"-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?-----")
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _key(name: str) -> str:
+    # A key as JSON or YAML writes it: quoted or bare, followed by a colon (or = in INI files).
+    return r"""(?:^|[\s{,\[])["']?""" + name + r"""["']?\s*[:=]"""
+
+
+_CREDENTIAL_RULES: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = tuple(
+    (reason, tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns))
+    for reason, patterns in (
+        ("a Google service-account or user credential",
+         (_key("type") + r"""\s*["']?(service_account|authorized_user|external_account|impersonated_service_account)\b""",)),
+        ("a private key field", (_key("private_key") + r"""\s*(["'][^"'\s]|[|>]|-----)""",)),
+        ("an OAuth refresh token with its client secret", (_key("refresh_token"), _key("client_secret"))),
+        ("an AWS access key pair", (_key("aws_access_key_id"), _key("aws_secret_access_key"))),
+        ("container registry credentials", (_key("auths") + r"""\s*\{""", _key("auth") + r"""\s*["']""")),
+    )
+)  # fmt: skip
+
+
+def _secret_by_name(rel: str) -> bool:
+    """Whether the path (relative, ``/``-separated) names a credential file."""
+    lowered = rel.lower()
+    parts = lowered.split("/")
+    if any(p in _SECRET_DIRS for p in parts[:-1]):
+        return True
+    name = parts[-1]
     if any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_NAMES):
         return True
-    if name.lower().endswith(".json"):
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return False
-        if b'"private_key"' not in data:
-            return False
-        if len(data) > _MAX_JSON_PARSE:
-            return True
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            return True  # it names a private key and cannot be read: keep it out
-        return isinstance(parsed, dict) and "private_key" in parsed
-    return False
+    return any(fnmatch.fnmatchcase(lowered, p) or fnmatch.fnmatchcase(lowered, "*/" + p) for p in _SECRET_PATHS)
 
 
+def secret_in_content(head: bytes, *, python_source: bool = False) -> str | None:
+    """Why the first bytes of a file look like a credential, or None.
+
+    ``head`` is at most :data:`SECRET_SCAN_BYTES` long. A private-key PEM block is
+    a secret in any file; the structured rules (credential documents, token pairs,
+    AWS pairs, registry auths) are not applied to Python sources, whose dict
+    literals would match them without holding a credential.
+    """
+    if _PEM_PRIVATE.search(head):
+        return "a private key (PEM)"
+    if python_source or b"\0" in head:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    if "\\u" in text:  # JSON may spell any character as an escape: judge what it means
+        text = _JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    for reason, patterns in _CREDENTIAL_RULES:
+        if all(p.search(text) for p in patterns):
+            return reason
+    return None
+
+
+def looks_like_secret(path: Path) -> bool:
+    """True for a credential file, judged by its name and by its first bytes."""
+    return secret_reason(path, path.name) is not None
+
+
+def secret_reason(path: Path, rel: str) -> str | None:
+    """Why the regular file ``path`` (``rel`` in the trainer) looks like a secret, or None."""
+    if _secret_by_name(rel):
+        return "its name"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SECRET_SCAN_BYTES)
+    except OSError:
+        return None
+    return secret_in_content(head, python_source=rel.endswith(".py"))
+
+
+# -- what goes in -----------------------------------------------------------------------
 def read_ignore_rules(source: Path) -> list[IgnoreRule]:
     """The rules of ``.gcloudignore`` then ``.tfjobignore`` in ``source`` (``#!include:`` honoured)."""
 
@@ -131,42 +204,158 @@ def read_ignore_rules(source: Path) -> list[IgnoreRule]:
     return rules
 
 
-def collect_files(source: Path, rules: list[IgnoreRule] | None = None) -> tuple[list[str], list[str]]:
-    """The files of ``source`` to package, and the secret-looking ones left out.
+@dataclass(frozen=True)
+class Collected:
+    """What a walk of the trainer directory found.
 
-    Returns:
-        (files, secrets): relative ``/``-separated paths, sorted.
+    Attributes:
+        files: the files to package (relative ``/``-separated paths, sorted).
+        sources: for each of ``files``, the real file to read (an in-tree link's target).
+        secrets: files left out because they look like credentials.
+        links: links left out, each ``"path -> target (why)"``: a link that leaves the
+            trainer directory, dangles, loops, or points at a directory is never followed.
+        special: FIFOs, sockets and devices (never read).
+        kept_secrets: credential-looking files packaged on purpose (``--include-secrets``
+            or a ``!pattern`` line).
     """
+
+    files: list[str]
+    sources: dict[str, Path]
+    secrets: list[str]
+    links: list[str]
+    special: list[str]
+    kept_secrets: list[str] = field(default_factory=list)
+
+    def warnings(self) -> list[str]:
+        """One line per kind of file left out, naming each file."""
+        out = []
+        if self.secrets:
+            out.append(
+                "left out of the package because they look like secrets: " + ", ".join(self.secrets)
+                + " (to package one on purpose: --include-secrets, or a '!PATH' line in .tfjobignore)"
+            )
+        if self.kept_secrets:
+            out.append("packaged although they look like secrets (kept on purpose): " + ", ".join(self.kept_secrets))
+        if self.links:
+            out.append("left out of the package, symbolic links are not followed out of the trainer directory: " + ", ".join(self.links))
+        if self.special:
+            out.append("left out of the package, not regular files: " + ", ".join(self.special))
+        return out
+
+
+def _kept_on_purpose(rel: str, rules: list[IgnoreRule]) -> bool:
+    """A ``!pattern`` line of the user's names this path: they want it packaged."""
+    return any(rule.negate and not rule.dir_only and rule.regex.match(rel) for rule in rules)
+
+
+def _link_target(full: Path, root: Path) -> tuple[Path | None, str]:
+    """The in-tree regular file a link resolves to, or None and why it is left out."""
+    try:
+        shown = os.readlink(full)
+    except OSError:
+        shown = "?"
+    try:
+        target = full.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None, f"{shown} (dangles)"
+    if target != root and root not in target.parents:
+        return None, f"{shown} (outside the trainer directory)"
+    try:
+        mode = target.lstat().st_mode
+    except OSError:
+        return None, f"{shown} (unreadable)"
+    if stat.S_ISDIR(mode):
+        return None, f"{shown} (a directory)"
+    if not stat.S_ISREG(mode):
+        return None, f"{shown} (not a regular file)"
+    return target, shown
+
+
+def collect_files(source: Path, rules: list[IgnoreRule] | None = None, *, include_secrets: bool = False) -> Collected:
+    """Walk ``source`` and decide, file by file, what is packaged.
+
+    The rules, in order: cache, VCS and virtualenv directories and the ignore files'
+    patterns are skipped; a symbolic link is packaged as its file only when it
+    resolves to a regular file inside ``source`` (links that leave the directory,
+    dangle or point at directories are never followed); FIFOs, sockets and devices
+    are never opened; a file that looks like a credential (by name, or by its first
+    :data:`SECRET_SCAN_BYTES` bytes) is left out unless ``include_secrets`` or a
+    ``!pattern`` line of the user's ignore files names it.
+    """
+    source = Path(source)
+    root = source.resolve()
     rules = read_ignore_rules(source) if rules is None else rules
     files: list[str] = []
+    sources: dict[str, Path] = {}
     secrets: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(source):
+    links: list[str] = []
+    special: list[str] = []
+    kept_secrets: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(source):  # os.walk never descends into links
         here = Path(dirpath)
         rel_dir = here.relative_to(source).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
         keep = []
         for d in sorted(dirnames):
             full = here / d
-            if d in _SKIP_DIRS or d.endswith(".egg-info") or full.is_symlink():
-                continue
-            if (full / "pyvenv.cfg").is_file():  # a virtualenv, whatever its name
+            if d in _SKIP_DIRS or d.endswith(".egg-info"):
                 continue
             if is_ignored(rel_dir + d, True, rules):
+                continue
+            if full.is_symlink():
+                _, why = _link_target(full, root)
+                links.append(f"{rel_dir + d} -> {why if '(' in why else why + ' (a directory)'}")
+                continue
+            if (full / "pyvenv.cfg").is_file():  # a virtualenv, whatever its name
                 continue
             keep.append(d)
         dirnames[:] = keep
         for f in sorted(filenames):
             full = here / f
             rel = rel_dir + f
-            if any(fnmatch.fnmatchcase(f, p) for p in _SKIP_FILES) or not full.is_file():
+            if any(fnmatch.fnmatchcase(f, p) for p in _SKIP_FILES) or is_ignored(rel, False, rules):
                 continue
-            if is_ignored(rel, False, rules):
+            try:
+                mode = full.lstat().st_mode
+            except OSError:
                 continue
-            if looks_like_secret(full):
-                secrets.append(rel)
+            real = full
+            if stat.S_ISLNK(mode):
+                target, why = _link_target(full, root)
+                if target is None:
+                    links.append(f"{rel} -> {why}")
+                    continue
+                real = target
+            elif not stat.S_ISREG(mode):
+                special.append(rel)
                 continue
+            # A link is judged by its own name and by its target's name and content.
+            target_rel = real.relative_to(root).as_posix() if real is not full else rel
+            if secret_reason(real, rel) or (target_rel != rel and _secret_by_name(target_rel)):
+                if not include_secrets and not _kept_on_purpose(rel, rules):
+                    secrets.append(rel)
+                    continue
+                kept_secrets.append(rel)
             files.append(rel)
-    return sorted(files), sorted(secrets)
+            sources[rel] = real
+    return Collected(sorted(files), sources, sorted(secrets), sorted(links), sorted(special), sorted(kept_secrets))
+
+
+def read_member(path: Path) -> bytes:
+    """The bytes of a file chosen by :func:`collect_files`, refusing anything but a regular file.
+
+    Opened without following a last-component link and checked after opening, so a
+    file swapped for a link or a FIFO between the walk and the read is never read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise PackagingError(f"{path}: cannot read it for the package: {e.strerror or e}") from e
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise PackagingError(f"{path}: changed into something other than a regular file while packaging; submit again")
+        return f.read()
 
 
 # -- the canonical archive --------------------------------------------------------------
@@ -241,9 +430,10 @@ def _package_data(files: list[str], packages: set[str]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def _build_bare(source: Path, root: Path, name: str, out_dir: Path) -> BuiltPackage:
+def _build_bare(source: Path, root: Path, name: str, out_dir: Path, include_secrets: bool) -> BuiltPackage:
     """Minimal sdist around ``root``: the package dir (``source`` itself or below it)."""
-    files, secrets = collect_files(source)
+    found = collect_files(source, include_secrets=include_secrets)
+    files = found.files
     # A bare package directory becomes the top-level package of the sdist.
     prefix = f"{name}/" if root == source else ""
     members = {prefix + f: f for f in files}
@@ -254,12 +444,12 @@ def _build_bare(source: Path, root: Path, name: str, out_dir: Path) -> BuiltPack
         (f"{top}/setup.py", _setup_py(name, _package_data(list(members), packages)).encode(), False),
     ]
     for member, rel in members.items():
-        full = source / rel
-        entries.append((f"{top}/{member}", full.read_bytes(), bool(full.stat().st_mode & stat.S_IXUSR)))
-    return _finish(entries, out_dir, f"{top}.tar.gz", name, BARE_VERSION, secrets)
+        real = found.sources[rel]
+        entries.append((f"{top}/{member}", read_member(real), bool(real.stat().st_mode & stat.S_IXUSR)))
+    return _finish(entries, out_dir, f"{top}.tar.gz", name, BARE_VERSION, found)
 
 
-def _build_project(source: Path, out_dir: Path) -> BuiltPackage:
+def _build_project(source: Path, out_dir: Path, include_secrets: bool) -> BuiltPackage:
     """PEP 517 sdist of a project, built from a filtered copy of it."""
     try:
         import build
@@ -267,15 +457,17 @@ def _build_project(source: Path, out_dir: Path) -> BuiltPackage:
     except ImportError as e:  # pragma: no cover - build is a runtime dependency
         raise PackagingError("building a project with pyproject.toml/setup.py needs the `build` package: pip install build") from e
 
-    files, secrets = collect_files(source)
     rules = read_ignore_rules(source)
+    found = collect_files(source, rules, include_secrets=include_secrets)
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfjob-build-"))
         copy = Path(tmp) / "src"
-        for rel in files:
+        for rel in found.files:
+            real = found.sources[rel]
             target = copy / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / rel, target)
+            target.write_bytes(read_member(real))
+            os.chmod(target, 0o755 if real.stat().st_mode & stat.S_IXUSR else 0o644)
         dist = Path(tmp) / "dist"
         try:
             # `build` re-raises the backend's warnings (setuptools' "beta" notes…) in this
@@ -304,22 +496,20 @@ def _build_project(source: Path, out_dir: Path) -> BuiltPackage:
     stem = built.name[: -len(".tar.gz")] if built.name.endswith(".tar.gz") else built.stem
     name, _, version = stem.rpartition("-")
     # Whatever the backend added on its own, an ignore rule or a secret stays out.
+    chosen = set(found.files)
     kept = []
     for member, data, executable in entries:
         rel = member.split("/", 1)[1] if "/" in member else member
-        if is_excluded(rel, rules) or _secret_by_name(rel):
+        if rel not in chosen and (
+            is_excluded(rel, rules) or _secret_by_name(rel) or secret_in_content(data[:SECRET_SCAN_BYTES], python_source=rel.endswith(".py"))
+        ):
             continue
         kept.append((member, data, executable))
-    return _finish(kept, out_dir, built.name, name, version, secrets)
-
-
-def _secret_by_name(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_NAMES)
+    return _finish(kept, out_dir, built.name, name, version, found)
 
 
 def _finish(
-    entries: list[tuple[str, bytes, bool]], out_dir: Path, filename: str, name: str, version: str, secrets: list[str]
+    entries: list[tuple[str, bytes, bool]], out_dir: Path, filename: str, name: str, version: str, found: Collected
 ) -> BuiltPackage:
     staging = out_dir / ".partial"
     sha = write_canonical_tar(entries, staging / filename)
@@ -334,7 +524,8 @@ def _finish(
         version=version,
         size=final.stat().st_size,
         files=tuple(sorted(e[0] for e in entries)),
-        excluded_secrets=tuple(secrets),
+        excluded_secrets=tuple(found.secrets),
+        warnings=tuple(found.warnings()),
     )
 
 
@@ -343,7 +534,13 @@ def _module_exists(base: Path, module: str) -> bool:
     return (base / rel.with_suffix(".py")).is_file() or (base / rel / "__init__.py").is_file()
 
 
-def build_sdist(source_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, *, module: str | None = None) -> BuiltPackage:
+def build_sdist(
+    source_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    module: str | None = None,
+    include_secrets: bool = False,
+) -> BuiltPackage:
     """Build the trainer in ``source_dir`` into a canonical sdist.
 
     Args:
@@ -352,6 +549,8 @@ def build_sdist(source_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
         out_dir: where to write; default ``$TFJOB_HOME/build``. The file lands in a
             sub-directory named after its digest.
         module: the trainer module (``trainer.task``); checked to exist in the package.
+        include_secrets: package files that look like credentials too (they are
+            still named in :attr:`BuiltPackage.warnings`).
 
     Returns:
         The built package (path, sha256, name, files, excluded secrets).
@@ -379,7 +578,7 @@ def build_sdist(source_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
                 f"--module-name {module}: no {module.replace('.', '/')}.py in project {source}; "
                 "give the module's dotted path from the project root (or its src/ directory)"
             )
-        return _build_project(source, out)
+        return _build_project(source, out, include_secrets)
 
     if (source / "__init__.py").is_file():
         name = source.name
@@ -393,7 +592,7 @@ def build_sdist(source_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
                 f"--module-name {module}: no {module.replace('.', '/')}.py in {source.parent}; "
                 "check the module name or add the file"
             )
-        return _build_bare(source, source, name, out)
+        return _build_bare(source, source, name, out, include_secrets)
 
     if top is not None and (source / top / "__init__.py").is_file():
         if not _module_exists(source, module or ""):
@@ -401,7 +600,7 @@ def build_sdist(source_dir: str | os.PathLike[str], out_dir: str | os.PathLike[s
                 f"--module-name {module}: no {(module or '').replace('.', '/')}.py in {source}; "
                 "check the module name or add the file"
             )
-        return _build_bare(source, source / top, top, out)
+        return _build_bare(source, source / top, top, out, include_secrets)
 
     hint = f" and no {top}/__init__.py" if top else ""
     raise PackagingError(

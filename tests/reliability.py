@@ -21,7 +21,7 @@ is the system telling the truth, not losing the job.
 
 At the end of the session one line sums it up::
 
-    reliability: 71043 inputs tried, 43 faults injected, 0 jobs lost, 0 orphans
+    reliability: 71043 inputs tried, 43 faults injected, 0 jobs lost, 0 orphans, 0 secrets packaged, 0 tracebacks
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ class Reliability:
     faults: int = 0
     lost: int = 0
     orphans: int = 0
+    #: Secret files or link targets found inside a package tfjob built.
+    secrets_packaged: int = 0
+    #: Python tracebacks seen in what a command printed.
+    tracebacks: int = 0
     tests: int = 0
     kinds: Counter[str] = field(default_factory=Counter)
     #: How long processes get to disappear after a test.
@@ -66,6 +70,15 @@ class Reliability:
         self.faults += n
         self.kinds[kind] += n
 
+    def packaged(self, leaks: int) -> None:
+        """A package was inspected and ``leaks`` secrets (or link targets) were found in it."""
+        self.secrets_packaged += leaks
+
+    def output(self, text: str) -> str:
+        """Count the tracebacks in a command's output; return the text (for asserting on)."""
+        self.tracebacks += text.count("Traceback (most recent call last)")
+        return text
+
     def watch(self, processes: Iterable[Process]) -> None:
         """(pid, start time) pairs that must be gone once the test's jobs have ended."""
         self._watched.extend(processes)
@@ -78,7 +91,8 @@ class Reliability:
         """The summary line."""
         return (
             f"reliability: {self.inputs} inputs tried, {self.faults} faults injected, "
-            f"{self.lost} jobs lost, {self.orphans} orphans"
+            f"{self.lost} jobs lost, {self.orphans} orphans, "
+            f"{self.secrets_packaged} secrets packaged, {self.tracebacks} tracebacks"
         )
 
     # -- settling a test -----------------------------------------------------------------

@@ -106,7 +106,8 @@ def test_caches_vcs_and_virtualenvs_are_left_out(tmp_path: Path) -> None:
     (venv / "lib").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (venv / "lib" / "site.py").write_text("")
-    files, secrets = collect_files(pkg)
+    found = collect_files(pkg)
+    files, secrets = found.files, found.secrets
     assert files == ["__init__.py", "model.py", "task.py"]
     assert secrets == []
 

@@ -88,5 +88,9 @@ def test_watched_processes_count_and_the_summary_line(sleeper: subprocess.Popen[
     recorder.watch([(sleeper.pid, process_start_time(sleeper.pid))])
     assert recorder.settle() == [f"1 process(es) outlived their job: pids [{sleeper.pid}]"]
     _reap(sleeper)
-    assert recorder.line() == "reliability: 10000 inputs tried, 4 faults injected, 0 jobs lost, 1 orphans"
+    recorder.packaged(2)
+    assert recorder.output("x\nTraceback (most recent call last):\n  boom").startswith("x")
+    assert recorder.line() == (
+        "reliability: 10000 inputs tried, 4 faults injected, 0 jobs lost, 1 orphans, 2 secrets packaged, 1 tracebacks"
+    )
     assert recorder.kinds == {"ps SIGKILL": 1, "vertex 503": 3}

@@ -108,6 +108,8 @@ class SubmitOptions:
     cancel_on_interrupt: bool = False
     poll_interval: float | None = None
     dry_run: bool = False
+    #: Package files that look like credentials too (each is still named in a warning).
+    include_secrets: bool = False
     #: A line for stderr once the backend has accepted the job (checked, not yet
     #: started), e.g. why this backend was chosen; a rejected job prints only its error.
     notice: str | None = None

@@ -216,7 +216,7 @@ def plan_submission(
             bucket, prefix, source_of_bucket = found
         base_uri = f"gs://{bucket}/" + (f"{prefix}/" if prefix else "") + PACKAGE_PREFIX
         if _needs_package(spec):
-            main, source_dir = _trainer_package(spec, base_uri, build_dir, notes)
+            main, source_dir = _trainer_package(spec, base_uri, build_dir, notes, options.include_secrets)
             if main is not None:
                 uploads.append(main)
                 uris.append(main.uri)
@@ -254,7 +254,7 @@ def plan_submission(
 
 
 def _trainer_package(
-    spec: JobSpec, base_uri: str, build_dir: Path | None, notes: list[str]
+    spec: JobSpec, base_uri: str, build_dir: Path | None, notes: list[str], include_secrets: bool = False
 ) -> tuple[LocalPackage | None, Path | None]:
     """The trainer package to stage (None for a ``gs://`` one) and its source directory."""
     from ..packaging import build_sdist
@@ -267,9 +267,6 @@ def _trainer_package(
     path = Path(package).expanduser()
     if path.is_file():
         return file_package(path, base_uri), None
-    built = build_sdist(path, build_dir, module=spec.module)
-    if built.excluded_secrets:
-        notes.append(
-            "left out of the package because they look like secrets: " + ", ".join(built.excluded_secrets)
-        )
+    built = build_sdist(path, build_dir, module=spec.module, include_secrets=include_secrets)
+    notes.extend(built.warnings)
     return LocalPackage(built.path, built.sha256, f"{base_uri}/{built.sha256}/{built.filename}", built.size), path.resolve()

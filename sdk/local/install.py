@@ -17,6 +17,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 from ..errors import BackendError, PackagingError
 from ..spec import JobSpec
@@ -46,13 +47,17 @@ def _run(cmd: list[str], log: Path, what: str) -> str:
     return done.stdout
 
 
-def install_trainer(spec: JobSpec, python: str, work_dir: Path) -> str:
+def install_trainer(
+    spec: JobSpec, python: str, work_dir: Path, *, include_secrets: bool = False, note: Callable[[str], None] | None = None
+) -> str:
     """Build and install the trainer in a new venv under ``work_dir``; return the venv's python.
 
     Args:
         spec: the job (its ``package`` is a trainer directory or a built archive).
         python: the interpreter the venv is made from.
         work_dir: created; holds the sdist, the venv and ``install.log``.
+        include_secrets: package credential-looking files too.
+        note: called with each packaging warning (files left out, and why).
 
     Raises:
         PackagingError: the trainer directory cannot be built.
@@ -68,7 +73,11 @@ def install_trainer(spec: JobSpec, python: str, work_dir: Path) -> str:
         if not archive.is_file():
             raise PackagingError(f"package {package!r} does not exist")
     else:
-        archive = build_sdist(package, work_dir / "dist", module=spec.module).path
+        built = build_sdist(package, work_dir / "dist", module=spec.module, include_secrets=include_secrets)
+        for line in built.warnings:
+            if note is not None:
+                note(line)
+        archive = built.path
     venv = work_dir / "venv"
     shutil.rmtree(venv, ignore_errors=True)
     _run([python, "-m", "venv", "--without-pip", str(venv)], log, "creating the venv")

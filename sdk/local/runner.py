@@ -178,7 +178,9 @@ def run_job(
 
         router.note("--install: building the trainer's sdist and installing it in a throw-away venv")
         try:
-            python = install_trainer(prepared.spec, prepared.python, log_dir / "install")
+            python = install_trainer(
+                prepared.spec, prepared.python, log_dir / "install", include_secrets=options.include_secrets, note=router.note
+            )
         except TfjobError as e:
             router.close()
             outcome = Outcome(JobState.FAILED, f"could not install the trainer: {e}")
