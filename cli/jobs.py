@@ -104,7 +104,7 @@ def _events(job_id: str) -> list[tuple[float, JobState, str]]:
 def list_jobs(
     as_json: bool = typer.Option(False, "--json", help="Print the jobs as JSON."),
     backend: Optional[str] = typer.Option(None, "--backend", help="Only jobs of this backend (local, vertex, kubeflow)."),
-    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many jobs, newest first."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, max=10000, help="At most this many jobs, newest first (up to 10000)."),
     remote: bool = typer.Option(
         False, "--remote", help="Ask the backend (vertex: the configured project/region; kubeflow: the current context) instead of the job store."
     ),

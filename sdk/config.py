@@ -25,6 +25,8 @@ than being dropped silently. Output-only fields (a described job's ``state``,
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -134,29 +136,102 @@ def merge_config_values(file_values: Mapping[str, Any], explicit: Mapping[str, A
     return merged
 
 
-def read_config_file(path: str | Path) -> Any:
-    """The document in a YAML or JSON file (``.json`` is read as JSON, anything else as YAML)."""
-    path = Path(path)
+#: The largest ``--config`` / ``--hparams`` document read (a real one is a few KiB).
+MAX_DOCUMENT_BYTES = 1024 * 1024
+#: The deepest nesting of mappings and lists accepted in such a document.
+MAX_DOCUMENT_DEPTH = 64
+
+
+def _read_bounded(path: Path, flag: str) -> str:
+    """The text of a regular file of at most :data:`MAX_DOCUMENT_BYTES`, never blocking on a FIFO."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
-        raise ConfigFileError(f"--config {str(path)!r}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigFileError(f"--config {str(path)!r}: cannot read it: {e}") from None
+        raise ConfigFileError(f"{flag} {str(path)!r}: no such file") from None
+    except OSError as e:
+        raise ConfigFileError(f"{flag} {str(path)!r}: cannot read it: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ConfigFileError(f"{flag} {str(path)!r} is not a regular file; give a YAML or JSON file")
+        data = f.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise ConfigFileError(f"{flag} {str(path)!r} is larger than {MAX_DOCUMENT_BYTES // 1024} KiB; a job or study file is a few KiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigFileError(f"{flag} {str(path)!r}: not UTF-8 text: {e.reason} at byte {e.start}") from None
+
+
+def _check_depth(document: Any, path: Path) -> None:
+    """Refuse nesting deeper than :data:`MAX_DOCUMENT_DEPTH` (iteratively; YAML aliases visited once)."""
+    seen: set[int] = set()
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, (dict, list)) or id(value) in seen:
+            continue
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise ConfigFileError(f"{path}: nested more than {MAX_DOCUMENT_DEPTH} levels deep; a job or study file is a few levels deep")
+        seen.add(id(value))
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _nesting_prescan(text: str) -> int:
+    """The deepest bracket nesting of a JSON or flow-style YAML text (strings skipped), linear."""
+    depth = deepest = 0
+    quote = ""
+    escaped = False
+    for ch in text:
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def read_config_file(path: str | Path, flag: str = "--config") -> Any:
+    """The document in a YAML or JSON file (``.json`` is read as JSON, anything else as YAML).
+
+    Bounded: a regular file (never a FIFO or device) of at most
+    :data:`MAX_DOCUMENT_BYTES`, nested at most :data:`MAX_DOCUMENT_DEPTH` levels.
+    """
+    path = Path(path)
+    text = _read_bounded(path, flag)
+    # Deep nesting would exhaust the parser's recursion before the depth check sees it.
+    if _nesting_prescan(text) > MAX_DOCUMENT_DEPTH:
+        raise ConfigFileError(f"{path}: nested more than {MAX_DOCUMENT_DEPTH} levels deep; a job or study file is a few levels deep")
     if path.suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            document = json.loads(text)
         except json.JSONDecodeError as e:
             raise ConfigFileError(f"{path}: not valid JSON: {e}") from None
-    import yaml  # only when a config file is used
+        except RecursionError:
+            raise ConfigFileError(f"{path}: nested too deeply to read; a job or study file is a few levels deep") from None
+    else:
+        import yaml  # only when a config file is used
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        where = getattr(e, "problem_mark", None)
-        line = f" (line {where.line + 1})" if where is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigFileError(f"{path}: not valid YAML{line}: {problem}") from None
+        try:
+            document = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            where = getattr(e, "problem_mark", None)
+            line = f" (line {where.line + 1})" if where is not None else ""
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ConfigFileError(f"{path}: not valid YAML{line}: {problem}") from None
+        except RecursionError:
+            raise ConfigFileError(f"{path}: nested too deeply to read; a job or study file is a few levels deep") from None
+    _check_depth(document, path)
+    return document
 
 
 def load_job_config(path: str | Path) -> dict[str, Any]:

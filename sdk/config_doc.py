@@ -155,9 +155,17 @@ class ConfigDoc:
         return out
 
     def labels(self, value: Any, path: str) -> dict[str, str]:
-        """A mapping of label keys to values (checked later by the spec)."""
+        """A mapping of label keys to values (checked later by the spec).
+
+        The labels tfjob itself puts on a job (a request it rendered, read back) are
+        dropped: tfjob sets them again, with this submission's values.
+        """
+        from .spec import RESERVED_LABELS
+
         out = {}
         for key, item in self.mapping(value, path).items():
+            if key in RESERVED_LABELS:
+                continue
             if isinstance(item, bool) or not isinstance(item, (str, int)):
                 raise self.error(f"{path}.{key}", f"{item!r} must be text")
             out[str(key)] = str(item)

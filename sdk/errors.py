@@ -56,6 +56,10 @@ class PackagingError(UsageError):
     """A trainer directory that cannot be packaged."""
 
 
+class StoreError(TfjobError):
+    """The job store (``$TFJOB_HOME/jobs.db``) cannot be opened, read or written."""
+
+
 class JobNotFoundError(UsageError, LookupError):
     """No job with the given id is known."""
 

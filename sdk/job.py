@@ -92,6 +92,9 @@ class Job:
         values.setdefault("name", default_job_name(values.get("module"), values.get("image")))
         for name in ("args", "packages"):
             if name in values:
+                if not isinstance(values[name], (list, tuple)):
+                    example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
+                    raise SpecError(f"{name}={values[name]!r} must be a list of strings, e.g. {name}={example}")
                 values[name] = tuple(values[name])
         self.spec: JobSpec = build_spec(**values)
 

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import SpecError
+from .limits import check_platform_count
 from .machines import (
     ACCELERATORS,
     DEFAULT_MACHINE,
@@ -246,6 +248,7 @@ class Pool:
             raise SpecError(f"{flag} {self.replicas!r} must be a whole number")
         if self.replicas < 1:
             raise SpecError(f"{flag} {self.replicas} must be ≥ 1; leave {flag} out for a job without that role")
+        check_platform_count(flag, self.replicas)
         if self.role == "chief" and self.replicas != 1:
             raise SpecError(f"the chief runs exactly 1 replica, not {self.replicas}; add the others as --workers")
 
@@ -258,6 +261,49 @@ class Pool:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Pool":
         return cls(data["role"], data["replicas"], Machine.from_dict(data["machine"]), data.get("image"))
+
+
+#: Environment variables the platforms and tfjob set in every task; a user's would be
+#: dropped on one backend and win on another, so they are refused everywhere.
+RESERVED_ENV = ("TF_CONFIG", "CLUSTER_SPEC", "CLOUD_ML_TRIAL_ID", "CLOUD_ML_JOB_ID")
+RESERVED_ENV_PREFIXES = ("AIP_", "TFJOB_")
+#: Labels tfjob puts on every cloud job (the version, and the submission id it is found by).
+RESERVED_LABELS = ("tfjob", "tfjob-submission-id")
+
+_TYPES = {
+    "name": (str,),
+    "module": (str, type(None)),
+    "package": (str, os.PathLike, type(None)),
+    "image": (str, type(None)),
+    "job_dir": (str, os.PathLike, type(None)),
+    "service_account": (str, type(None)),
+    "network": (str, type(None)),
+    "region": (str, type(None)),
+    "tensorboard": (str, type(None)),
+}
+
+
+def _check_types(spec: "JobSpec") -> None:
+    """The Python API's values are the types the CLI gives: say which keyword is wrong."""
+    for name, types in _TYPES.items():
+        value = getattr(spec, name)
+        if not isinstance(value, types):
+            want = " or ".join(t.__name__ for t in types if t is not type(None) and t is not os.PathLike)
+            raise SpecError(f"{name}={value!r} must be {want}, not {type(value).__name__}")
+    for name in ("args", "packages"):
+        value = getattr(spec, name)
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+            example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
+            raise SpecError(f"{name}={value!r} must be a list of strings, e.g. {name}={example}")
+        bad = [v for v in value if isinstance(v, bool) or not isinstance(v, (str, int, float, os.PathLike))]
+        if bad:
+            raise SpecError(f"{name}: {bad[0]!r} is not text")
+    for name in ("env", "labels"):
+        value = getattr(spec, name)
+        if not isinstance(value, Mapping):
+            raise SpecError(f"{name}={value!r} must be a mapping, e.g. {name}={{'key': 'value'}}")
+    if spec.timeout is not None and (isinstance(spec.timeout, bool) or not isinstance(spec.timeout, (int, float))):
+        raise SpecError(f"timeout={spec.timeout!r} must be a number of seconds")
 
 
 def _check_labels(labels: Mapping[str, str]) -> None:
@@ -350,6 +396,10 @@ class JobSpec:
         object.__setattr__(self, "pools", pools)
         if "ps" in roles and "worker" not in roles:
             raise SpecError("--ps needs --workers ≥ 1: a parameter-server job has no one to serve")
+        _check_types(self)
+        for name in ("package", "job_dir"):
+            if isinstance(getattr(self, name), os.PathLike):
+                object.__setattr__(self, name, os.fspath(getattr(self, name)))
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         object.__setattr__(self, "packages", tuple(self.packages))
         object.__setattr__(self, "env", dict(self.env))
@@ -362,9 +412,20 @@ class JobSpec:
         if self.module is not None and not _MODULE_RE.match(self.module):
             raise SpecError(f"--module-name {self.module!r} is not a dotted Python module name like trainer.task")
         for key in self.env:
-            if not _ENV_RE.match(key):
+            if not isinstance(key, str) or not _ENV_RE.match(key):
                 raise SpecError(f"--env {key!r} is not a valid environment variable name")
+            if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
+                raise SpecError(
+                    f"--env {key} is set by the platform and by tfjob in every task (reserved: "
+                    f"{', '.join(RESERVED_ENV)}, {', '.join(p + '*' for p in RESERVED_ENV_PREFIXES)}); "
+                    "choose another name, or pick the dialect with --dialect"
+                )
+            if not isinstance(self.env[key], str):
+                raise SpecError(f"--env {key}: the value {self.env[key]!r} must be text")
         _check_labels(self.labels)
+        for key in self.labels:
+            if key in RESERVED_LABELS:
+                raise SpecError(f"label {key!r} is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)}); choose another key")
         if self.timeout is not None and (isinstance(self.timeout, bool) or self.timeout <= 0):
             raise SpecError(f"--timeout {self.timeout!r} must be a positive number of seconds")
 
@@ -511,6 +572,8 @@ def build_spec(
             raise SpecError(f"{COUNT_FLAGS[role]} {n!r} must be a whole number")
         if n is not None and n < 1:
             raise SpecError(f"{COUNT_FLAGS[role]} {n} must be ≥ 1; leave {COUNT_FLAGS[role]} out for a job without that role")
+        if n is not None:
+            check_platform_count(COUNT_FLAGS[role], n)
 
     if tier is not None and tier is not ScaleTier.CUSTOM:
         given = [COUNT_FLAGS[r] for r, n in counts.items() if n is not None]

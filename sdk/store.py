@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .backends.base import JobState, JobStatus, TaskStatus
-from .errors import JobNotFoundError, UsageError
+from .errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
 
 _SCHEMA = """
@@ -236,14 +236,95 @@ def _row_to_task(row: sqlite3.Row) -> TaskRecord:
     return TaskRecord(**data)
 
 
+def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
+    text = str(e)
+    return "not a database" in text or "malformed" in text or "file is encrypted" in text
+
+
+def _move_aside(path: Path) -> Path:
+    """Rename a damaged store (and its WAL files) to ``jobs.db.damaged-<time>``; return the new path."""
+    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+    for suffix in ("", "-wal", "-shm"):
+        src = Path(str(path) + suffix)
+        if src.exists():
+            try:
+                os.replace(src, Path(str(aside) + suffix))
+            except OSError as e:
+                raise StoreError(f"{path} is damaged and cannot be moved aside ({e.strerror or e}); move or remove it by hand") from None
+    return aside
+
+
 class JobStore:
     """The SQLite job store (``$TFJOB_HOME/jobs.db`` unless ``path`` is given)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else tfjob_home() / "jobs.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+        #: True when the store could only be opened for reading (a read-only TFJOB_HOME).
+        self.read_only = False
+        self._read_only_reason = ""
+        home = self.path.parent
+        if home.exists() and not home.is_dir():
+            raise StoreError(f"{home} (TFJOB_HOME) is a file, not a directory; remove it or point TFJOB_HOME at a directory")
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory, not the job store; remove or rename it (tfjob makes a new store)")
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            self._open()
+        except sqlite3.DatabaseError as e:
+            if not _is_corrupt(e):
+                raise self._error(e) from None
+            aside = _move_aside(self.path)
+            import sys
+
+            print(
+                f"tfjob: warning: the job store {self.path} was damaged ({e}); moved it to {aside} "
+                "and started a new one (jobs recorded there are no longer listed)",
+                file=sys.stderr,
+            )
+            try:
+                self._open()
+            except sqlite3.DatabaseError as again:
+                raise self._error(again) from None
+        except OSError as e:
+            raise StoreError(f"{home} (TFJOB_HOME): cannot create it: {e.strerror or e}; set TFJOB_HOME to a writable directory") from None
+
+    def _error(self, e: BaseException) -> StoreError:
+        """A StoreError naming the file and the fix for an SQLite failure."""
+        text = str(e)
+        if "readonly" in text or "read-only" in text or "unable to open" in text:
+            return StoreError(
+                f"{self.path}: cannot write the job store ({text}); make {self.path.parent} writable "
+                "or set TFJOB_HOME to a writable directory"
+            )
+        if "full" in text or "disk I/O" in text:
+            return StoreError(
+                f"{self.path}: cannot write the job store ({text}; is the disk full?); free some space on "
+                f"{self.path.parent} and run the command again"
+            )
+        return StoreError(f"{self.path}: the job store failed ({text}); run the command again, or move the file aside")
+
+    def _open(self) -> None:
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            self._setup()
+        except sqlite3.OperationalError as e:
+            if not self.path.is_file():
+                raise
+            # A read-only TFJOB_HOME, or a full disk: reading still works (`list`, `status`),
+            # and a write says why it cannot.
+            try:
+                self._conn = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30, isolation_level=None, check_same_thread=False
+                )
+                self._conn.row_factory = sqlite3.Row
+                self._conn.execute("SELECT count(*) FROM jobs").fetchone()
+            except sqlite3.DatabaseError:
+                raise e from None
+            self.read_only = True
+            self._read_only_reason = str(e)
+
+    def _setup(self) -> None:
         self._conn.row_factory = sqlite3.Row
         self._conn.execute("PRAGMA busy_timeout = 30000")
         mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -275,18 +356,41 @@ class JobStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise self._error(sqlite3.OperationalError(self._read_only_reason))
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as e:
+                raise self._error(e) from None
             try:
                 yield self._conn
+            except sqlite3.DatabaseError as e:
+                self._rollback()
+                if isinstance(e, sqlite3.IntegrityError):
+                    raise
+                raise self._error(e) from None
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
-            self._conn.execute("COMMIT")
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.DatabaseError as e:
+                self._rollback()
+                raise self._error(e) from None
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError:
+            pass  # SQLite already rolled back (a full disk does)
 
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise self._error(e) from None
 
     # -- jobs ----------------------------------------------------------------------------
     def add_new(self, record: JobRecord, attempts: int = 20) -> JobRecord:
@@ -490,7 +594,11 @@ class JobStore:
             f"the process that supervised the job (pid {record.supervisor_pid}) ended without "
             "recording how the job ended; its tasks were stopped with it"
         )
-        if not self.set_state(record.id, JobState.LOST, message):
+        try:
+            ended = self.set_state(record.id, JobState.LOST, message)
+        except StoreError:
+            return record  # a read-only or full store: show the job as recorded
+        if not ended:
             return self.get(record.id) or record  # it ended just now, after all
         live = (JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value)
         orphans = self._read(

@@ -35,8 +35,10 @@ class LocalBackend:
         a real run picks free ones.
         """
         from ..cluster import GCLOUD_LOCAL_START_PORT
+        from ..limits import check_local_tasks
         from ..local.plan import build_cluster, build_task_plans, check_dialect, resolve_strategy
 
+        check_local_tasks(len(spec.tasks()))
         check_dialect(options.dialect)
         strategy = resolve_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]

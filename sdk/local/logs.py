@@ -40,21 +40,27 @@ def use_colour(stream: TextIO | None, environ: dict[str, str] | None = None) -> 
         return False
 
 
+#: A file of :data:`RESERVE_BYTES` in the log directory while the job runs (see LogRouter).
+RESERVE_FILE = ".space-reserve"
+RESERVE_BYTES = 512 * 1024
+
+
 class TaskOutput:
     """The output of one task: split into lines, written to its file."""
 
-    def __init__(self, name: str, role: str, path: Path, prefix: str) -> None:
+    def __init__(self, name: str, role: str, path: Path, prefix: str, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
         self.name = name
         self.role = role
         self.path = path
         self.prefix = prefix
         self._pending = b""
         self._file: BinaryIO = open(path, "ab", buffering=0)
+        self._write = write or (lambda f, data: f.write(data) and None)
 
     def split(self, data: bytes, final: bool = False) -> list[bytes]:
         """Complete lines in ``data`` (and, when ``final``, whatever is left), written to the file."""
         if data:
-            self._file.write(data)
+            self._write(self._file, data)
         buf = self._pending + data
         lines = buf.split(b"\n")
         self._pending = lines.pop()
@@ -84,10 +90,34 @@ class LogRouter:
         self.colour = colour
         self.width = max((len(n) for n in names), default=0) + 2
         self._job_log: BinaryIO = open(log_dir / JOB_LOG, "ab", buffering=0)
+        #: Why log files are no longer written (a full disk), or None.
+        self.write_error: str | None = None
+        # Space held back for the job's last state changes: freed when the logs fill the disk,
+        # so the job store can still record how the job ended.
+        self._reserve = log_dir / RESERVE_FILE
+        try:
+            with open(self._reserve, "wb") as f:
+                f.write(b"\0" * RESERVE_BYTES)
+        except OSError:
+            self._reserve.unlink(missing_ok=True)
+
+    def _write_file(self, f: BinaryIO, data: bytes) -> None:
+        """Write to a log file; on a full disk stop writing files (once, said once), never fail the job."""
+        if self.write_error is not None:
+            return
+        try:
+            f.write(data)
+        except OSError as e:
+            self.write_error = f"{getattr(f, 'name', self.log_dir)}: {e.strerror or e}"
+            self._reserve.unlink(missing_ok=True)
+            self.note(
+                f"cannot write the job's logs any more ({self.write_error}); the job goes on, its state is kept "
+                "and its output still shows here, but the log files stop at this point: free some space"
+            )
 
     def open_task(self, name: str, role: str) -> TaskOutput:
         """The output of task ``name`` (its file is appended to across restarts)."""
-        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}]".ljust(self.width) + " ")
+        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}]".ljust(self.width) + " ", self._write_file)
 
     def feed(self, task: TaskOutput, data: bytes, final: bool = False) -> list[str]:
         """Take a chunk of a task's output (``final`` at end of file); return its complete lines."""
@@ -104,7 +134,7 @@ class LogRouter:
 
     def _emit(self, prefix: str, role: str | None, lines: list[bytes], console: bool = True) -> None:
         raw = prefix.encode()
-        self._job_log.write(b"".join(raw + line + b"\n" for line in lines))
+        self._write_file(self._job_log, b"".join(raw + line + b"\n" for line in lines))
         if self.console is None or not console:
             return
         shown = prefix
@@ -119,6 +149,7 @@ class LogRouter:
 
     def close(self) -> None:
         self._job_log.close()
+        self._reserve.unlink(missing_ok=True)
 
 
 # -- the summary ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, TextIO
 
 from ..backends.base import JobState, SubmitOptions
 from ..errors import SpecError, TfjobError, UsageError
+from ..limits import check_local_tasks
 from ..settings import tfjob_home
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore, process_start_time
@@ -45,6 +46,10 @@ def jobs_dir() -> Path:
     return tfjob_home() / "jobs"
 
 
+#: The longest ``--grace`` between SIGTERM and SIGKILL at teardown (an hour).
+MAX_GRACE = 3600.0
+
+
 def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     """Check that the local backend can run ``spec``; raise a UsageError naming the fix if not.
 
@@ -59,10 +64,11 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         )
     if spec.module is None:
         raise SpecError("--module-name is required: the trainer module every task runs, e.g. trainer.task")
+    check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     strategy = resolve_strategy(spec, options.strategy)
-    if options.grace is None or options.grace < 0:
-        raise SpecError(f"--grace {options.grace!r} must be a number of seconds ≥ 0")
+    if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
+        raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
     python = options.python or sys.executable
     if os.sep not in python:
         python = shutil.which(python) or python

@@ -1,0 +1,148 @@
+"""No input can exhaust the machine, and every bad input is one line: counts, documents, API types.
+
+Each case runs the real CLI in a subprocess (so memory and time are the real ones) and
+asserts the exit code, exactly one ``error:`` line naming the bound, and no traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from reliability import Reliability
+from tfjob import Job
+from tfjob.errors import SpecError
+from tfjob.limits import INT32_MAX, LOCAL_MAX_TASKS
+
+HUGE = "99999999999999999999"
+
+
+@pytest.fixture
+def trainer(tmp_path: Path) -> Path:
+    pkg = tmp_path / "trainer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text("print('hi')\n")
+    return pkg
+
+
+def run_cli(tfjob_exe: str, *args: str, reliability: Reliability, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    out = subprocess.run([tfjob_exe, *args], capture_output=True, text=True, timeout=timeout)
+    reliability.tried()
+    reliability.output(out.stderr + out.stdout)
+    return out
+
+
+def assert_one_error(out: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert out.returncode == 2, (out.returncode, out.stderr[-2000:])
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), out.stderr[-2000:]
+    assert "Traceback" not in out.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["render", "--backend", "local", "--workers", HUGE], [HUGE, str(INT32_MAX)]),
+        (["render", "--backend", "vertex", "--workers", HUGE], [HUGE, str(INT32_MAX)]),
+        (["render", "--backend", "kubeflow", "--image", "img", "--ps", HUGE, "--workers", "1"], ["--ps", str(INT32_MAX)]),
+        (["render", "--backend", "local", "--workers", "10000"], ["10001 tasks", str(LOCAL_MAX_TASKS)]),
+        (["submit", "--backend", "local", "--workers", "600", "--ps", "2"], ["603 tasks", str(LOCAL_MAX_TASKS)]),
+        (["submit", "--backend", "local", "--grace", "inf"], ["--grace"]),
+        (["submit", "--backend", "local", "--grace", "nan"], ["--grace"]),
+        (["submit", "--backend", "local", "--env", "TF_CONFIG={}"], ["TF_CONFIG", "reserved"]),
+        (["submit", "--backend", "local", "--env", "AIP_MODEL_DIR=/x"], ["AIP_MODEL_DIR", "reserved"]),
+        (["submit", "--backend", "vertex", "--dry-run", "--labels", "tfjob=mine"], ["'tfjob'", "reserved"]),
+    ],
+)
+def test_counts_and_reserved_names_are_one_line(
+    trainer: Path, tfjob_exe: str, reliability: Reliability, args: list[str], needles: list[str]
+) -> None:
+    started = time.monotonic()
+    out = run_cli(tfjob_exe, *args[:1], str(trainer), "-m", "trainer.task", *args[1:], reliability=reliability)
+    assert_one_error(out, *needles)
+    assert len(out.stdout) < 10_000  # nothing was rendered
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.reliability
+def test_list_limit_is_bounded(tfjob_exe: str, reliability: Reliability) -> None:
+    out = run_cli(tfjob_exe, "list", "-n", HUGE, reliability=reliability)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "10000" in out.stderr
+
+
+@pytest.mark.reliability
+def test_study_counts_are_bounded(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
+    hparams = tmp_path / "hp.yaml"
+    hparams.write_text(
+        f"trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: acc\n    maxTrials: {HUGE}\n"
+        "    params:\n    - parameterName: lr\n      type: DOUBLE\n      minValue: 0.01\n      maxValue: 0.1\n"
+    )
+    out = run_cli(tfjob_exe, "tune", str(trainer), "-m", "trainer.task", "--hparams", str(hparams), "--backend", "vertex", "--dry-run", reliability=reliability)
+    assert_one_error(out, "maxTrials", str(INT32_MAX))
+
+
+def _documents(tmp: Path) -> dict[str, Path]:
+    docs = {
+        "deep.yaml": "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 500)) + "  " * 500 + "c: 1\n",
+        "deep.json": "[" * 100_000 + "]" * 100_000,
+        "flow.yaml": "x: " + "[" * 1000 + "]" * 1000 + "\n",
+        "huge.yaml": "a: " + "x" * (2 << 20) + "\n",
+    }
+    out = {}
+    for name, text in docs.items():
+        (tmp / name).write_text(text)
+        out[name] = tmp / name
+    os.mkfifo(tmp / "fifo.yaml")
+    out["fifo.yaml"] = tmp / "fifo.yaml"
+    out["/dev/zero"] = Path("/dev/zero")
+    return out
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("flag", ["--config", "--hparams"])
+@pytest.mark.parametrize("name", ["deep.yaml", "deep.json", "flow.yaml", "huge.yaml", "fifo.yaml", "/dev/zero"])
+def test_documents_are_bounded(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, flag: str, name: str) -> None:
+    path = _documents(tmp_path)[name]
+    command = "submit" if flag == "--config" else "tune"
+    out = run_cli(tfjob_exe, command, str(trainer), "-m", "trainer.task", flag, str(path), "--backend", "vertex", "--dry-run", reliability=reliability, timeout=30)
+    assert_one_error(out, str(path))
+
+
+def test_categorical_values_are_checked_in_linear_time() -> None:
+    from tfjob.study import ParameterSpec
+
+    values = [f"v{i}" for i in range(40_000)]
+    spec = ParameterSpec("p", "CATEGORICAL", values=values)
+    assert len(spec.values) == 40_000
+    with pytest.raises(SpecError, match="v7 more than once"):
+        ParameterSpec("p", "CATEGORICAL", values=[*values, "v7"])
+
+
+@pytest.mark.parametrize(
+    "keywords, message",
+    [
+        ({"args": "--x 1"}, "args='--x 1' must be a list of strings"),
+        ({"job_dir": 123}, "job_dir=123 must be str"),
+        ({"labels": "a=b"}, "labels='a=b' must be a mapping"),
+        ({"env": ["A=1"]}, "env=['A=1'] must be a mapping"),
+        ({"packages": "x.whl"}, "packages='x.whl' must be a list of strings"),
+        ({"env": {"A": 1}}, "the value 1 must be text"),
+    ],
+)
+def test_python_api_types_are_spec_errors(trainer: Path, keywords: dict, message: str) -> None:
+    with pytest.raises(SpecError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
+        Job(str(trainer), "trainer.task", **keywords)
+
+
+def test_a_path_object_is_taken_for_a_path(trainer: Path, tmp_path: Path) -> None:
+    job = Job(trainer, "trainer.task", job_dir=tmp_path / "out")
+    assert job.spec.job_dir == str(tmp_path / "out")
