@@ -146,3 +146,27 @@ def test_python_api_types_are_spec_errors(trainer: Path, keywords: dict, message
 def test_a_path_object_is_taken_for_a_path(trainer: Path, tmp_path: Path) -> None:
     job = Job(trainer, "trainer.task", job_dir=tmp_path / "out")
     assert job.spec.job_dir == str(tmp_path / "out")
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("extra, needle", [("/nonexistent.whl", "does not exist"), ("/etc/hostname", "is not a .tar.gz"), ("gs://b/x.whl", "local files only")])
+def test_local_packages_that_cannot_be_installed_are_one_line(trainer: Path, tfjob_exe: str, reliability: Reliability, extra: str, needle: str) -> None:
+    out = run_cli(tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--install", "--packages", extra, reliability=reliability)
+    assert_one_error(out, needle)
+
+
+def test_local_packages_are_installed_next_to_the_trainer(trainer: Path, tmp_path: Path, tfjob_exe: str) -> None:
+    import zipfile
+
+    wheel = tmp_path / "extra_pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("extra_pkg/__init__.py", "VALUE = 42\n")
+        z.writestr("extra_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: extra_pkg\nVersion: 1.0\n")
+        z.writestr("extra_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr("extra_pkg-1.0.dist-info/RECORD", "")
+    (trainer / "task.py").write_text("import extra_pkg\nprint('extra', extra_pkg.VALUE)\n")
+    without = subprocess.run([tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--packages", str(wheel)], capture_output=True, text=True, timeout=120)
+    assert without.returncode == 2 and "add --install" in without.stderr
+    done = subprocess.run([tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--install", "--packages", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "extra 42" in done.stderr

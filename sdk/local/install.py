@@ -89,10 +89,10 @@ def install_trainer(
         [
             python, "-m", "pip", "--python", venv_python, "install",
             "--no-deps", "--no-index", "--no-build-isolation", "--disable-pip-version-check", "--quiet",
-            str(archive),
+            str(archive), *(str(Path(p).expanduser().resolve()) for p in spec.packages),
         ],
         log,
-        f"pip install {archive.name}",
+        f"pip install {' '.join([archive.name, *(Path(p).name for p in spec.packages)])}",
     )  # fmt: skip
     return venv_python
 

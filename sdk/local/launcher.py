@@ -31,6 +31,7 @@ from ..backends.base import JobState, SubmitOptions
 from ..errors import BackendError
 from ..spec import JobSpec
 from ..store import JobStore, TaskRecord, process_start_time
+from . import contain
 from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
 from .plan import TaskPlan, build_cluster, build_task_plans, platform_variables
 from .ports import PortPicker, pick_ports
@@ -231,6 +232,9 @@ class Launcher:
     # -- the whole run ---------------------------------------------------------------------
     def run(self) -> Outcome:
         """Start the cluster, follow it to its end, tear it down; record and return the outcome."""
+        # Descendants that leave their task's process group are re-parented here, not to PID 1.
+        self._children_before = contain.children()
+        self._subreaper = contain.become_subreaper()
         try:
             if self.store.state(self.job_id) is JobState.CANCELLING:
                 self._outcome = Outcome(JobState.CANCELLED, "cancelled before it started")
@@ -248,6 +252,15 @@ class Launcher:
             try:
                 self._teardown()
             finally:
+                try:
+                    escaped = contain.stop_escaped(self.job_id, self._children_before)
+                    if escaped:
+                        self.router.note(
+                            f"stopped {len(escaped)} process(es) that had left their task's process group "
+                            f"(setsid or a new session): pids {', '.join(map(str, sorted(escaped)))}"
+                        )
+                finally:
+                    contain.restore_subreaper(self._subreaper)
                 self._close()
                 self._record(self._outcome or Outcome(JobState.FAILED, "the launcher stopped without an outcome"))
         assert self._outcome is not None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
 from ..backends.base import JobState, SubmitOptions
-from ..errors import SpecError, TfjobError, UsageError
+from ..errors import PackagingError, SpecError, TfjobError, UsageError
 from ..limits import check_local_tasks
 from ..settings import tfjob_home
 from ..spec import JobSpec
@@ -81,6 +81,19 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
                 f"--python {options.python!r} cannot import tfjob (needed for the bootstrap in every task); "
                 f"install it there: {python} -m pip install --no-deps tfjob"
             )
+    for extra in spec.packages:
+        if "://" in extra:
+            raise UsageError(f"--packages {extra!r}: the local backend installs local files only; download it first")
+        path = Path(extra).expanduser()
+        if not path.is_file():
+            raise PackagingError(f"--packages {extra!r} does not exist; give built .tar.gz or .whl files")
+        if not path.name.endswith((".tar.gz", ".zip", ".whl")):
+            raise PackagingError(f"--packages {extra!r} is not a .tar.gz, .zip or .whl package")
+    if spec.packages and not options.install:
+        raise UsageError(
+            "--packages are installed next to the trainer, as the cloud does: add --install to run the job "
+            "from a throw-away venv that has them"
+        )
     package = spec.package
     if package and package.endswith((".tar.gz", ".zip", ".whl")) and not options.install:
         raise UsageError(f"package {package!r} is a built archive; add --install to run it from a throw-away venv")
