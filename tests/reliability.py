@@ -98,7 +98,7 @@ class Reliability:
     # -- settling a test -----------------------------------------------------------------
     def settle(self) -> list[str]:
         """Check the finished test's jobs and processes; count and return what is wrong."""
-        from tfjob.store import JobStore, process_alive
+        from tfjob.store import JobStore, process_alive, process_start_time
 
         problems: list[str] = []
         processes = list(self._watched)
@@ -113,7 +113,12 @@ class Reliability:
                     if record.supervisor_pid and record.supervisor_pid != os.getpid():
                         processes.append((record.supervisor_pid, record.supervisor_start))
         # What is ending gets a moment (SIGKILL and reaping are asynchronous); nothing is killed yet.
+        from tfjob.local.contain import job_processes
+
         deadline = time.monotonic() + self.settle_seconds
+        # Every process whose environment carries a finished job's id, whatever its group or parent.
+        ended = [r.id for r in records if r.state.is_terminal]
+        processes.extend((pid, process_start_time(pid)) for job_id in ended for pid in job_processes(job_id))
         alive = [p for p in dict.fromkeys(processes) if process_alive(*p)]
         while alive and time.monotonic() < deadline:
             time.sleep(0.02)
