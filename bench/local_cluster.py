@@ -38,7 +38,7 @@ TARGET_TEARDOWN_S = 0.5
 _TRAINER = '''\
 import os, sys, time
 role = os.environ["TFJOB_TASK_TYPE"]
-marks = os.path.join(sys.argv[sys.argv.index("--job-dir") + 1], "up")
+marks = os.path.join(os.environ["AIP_MODEL_DIR"].rstrip("/").rsplit("/", 1)[0], "up")  # Vertex: the job dir's model/
 os.makedirs(marks, exist_ok=True)
 open(os.path.join(marks, role + os.environ["TFJOB_TASK_INDEX"]), "w").close()
 if "--hang" in sys.argv and role != "chief":

@@ -7,10 +7,11 @@
                     [--check-port] -- TRAINER_ARGS...
 
 It reads the task's ``TF_CONFIG`` / ``CLUSTER_SPEC`` in whatever dialect the platform
-wrote (:mod:`tfjob.cluster`), exports a ``TF_CONFIG`` TensorFlow 2 accepts
-(``master`` → ``chief``, evaluators out of the cluster) and ``TFJOB_TASK_TYPE``,
-``TFJOB_TASK_INDEX``, ``TFJOB_IS_CHIEF``, ``TFJOB_TRIAL``, installs ``--package``
-archives with pip, then dispatches:
+wrote (:mod:`tfjob.cluster`), leaves those variables exactly as the platform wrote
+them (``--tf-config tf2`` rewrites ``TF_CONFIG`` for TensorFlow 2 strategies instead:
+``master`` → ``chief``, evaluators out of the cluster, every other key kept), exports
+``TFJOB_TASK_TYPE``, ``TFJOB_TASK_INDEX``, ``TFJOB_IS_CHIEF``, ``TFJOB_TRIAL``, installs
+``--package`` archives with pip, then dispatches:
 
 * with the parameter-server strategy, ``ps`` and ``worker`` tasks run a
   ``tf.distribute.Server`` for their task in this process and join it (the job ends
@@ -35,7 +36,9 @@ import argparse
 import os
 import sys
 
-from tfjob.cluster import TaskInfo, render_tf2_env, task_info_from_env
+from tfjob.cluster import TF_CONFIG_MODES, TaskInfo, render_bootstrap_env, task_info_from_env
+from tfjob.cluster.dispatch import DEFAULT_STRATEGY, STRATEGIES
+from tfjob.cluster.dispatch import resolve_strategy as resolve
 from tfjob.errors import TfjobError, UsageError
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
@@ -45,7 +48,6 @@ if TYPE_CHECKING:
 
 #: Exit status for "port taken between pick and bind": try again on fresh ports.
 EX_PORT_IN_USE = 75
-STRATEGIES = ("auto", "parameter-server", "multi-worker")
 _LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
 
@@ -66,7 +68,9 @@ def _build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Arguments after -- are passed to the trainer unchanged.",
     )
-    parser.add_argument("--module", "-m", required=True, help="the trainer's Python module, e.g. trainer.task")
+    entry = parser.add_mutually_exclusive_group(required=True)
+    entry.add_argument("--module", "-m", help="the trainer's Python module, run as `python -m MODULE` would, e.g. trainer.task")
+    entry.add_argument("--script", help="or the trainer's Python file, run as `python PATH` would, e.g. dist_mnist.py")
     parser.add_argument(
         "--package",
         action="append",
@@ -77,13 +81,22 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--strategy",
         choices=STRATEGIES,
-        default="auto",
-        help="parameter-server: ps and worker tasks serve, the chief and evaluators run the module; "
-        "multi-worker: every task runs the module; auto (default): parameter-server when the cluster has ps tasks",
+        default=DEFAULT_STRATEGY,
+        help="module (default): every task runs the trainer module, as the platforms do; "
+        "parameter-server: ps and worker tasks serve, the chief and evaluators run the module; "
+        "auto: parameter-server when the cluster has ps tasks; multi-worker: the same as module",
     )
     parser.add_argument(
         "--job-dir",
-        help="passed to the trainer as --job-dir (default on Vertex AI: the directory above AIP_MODEL_DIR)",
+        help="passed on to the trainer as --job-dir (tfjob gives it only where the platform passes one: AI Platform)",
+    )
+    parser.add_argument(
+        "--tf-config",
+        choices=TF_CONFIG_MODES,
+        default=os.environ.get("TFJOB_TF_CONFIG_MODE") or "platform",
+        help="platform (default): leave TF_CONFIG and CLUSTER_SPEC as the platform wrote them; "
+        "tf2: rewrite them for TensorFlow 2 strategies (master -> chief, evaluators out of the cluster). "
+        "Default from $TFJOB_TF_CONFIG_MODE",
     )
     parser.add_argument(
         "--check-port",
@@ -102,30 +115,18 @@ def _split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def resolve_strategy(strategy: str, info: TaskInfo) -> str:
-    """``auto`` → ``parameter-server`` when the cluster has ps tasks, else ``multi-worker``.
+    """``module`` or ``parameter-server`` for this task's cluster (:mod:`tfjob.cluster.dispatch`).
 
     Raises:
-        UsageError: ``parameter-server`` for a cluster without a worker or a ps.
+        UsageError: an unknown strategy, or ``parameter-server`` for a cluster without
+            a worker or a ps.
     """
+    if not info.is_distributed:
+        resolve(strategy, ps=1, workers=1)  # still refuse an unknown name
+        return "module"
     jobs = info.cluster.jobs
-    if strategy == "auto":
-        return "parameter-server" if "ps" in jobs else "multi-worker"
-    if strategy == "parameter-server" and info.is_distributed and not ("ps" in jobs and "worker" in jobs):
-        raise UsageError(
-            f"--strategy parameter-server needs at least 1 worker and 1 ps, but the cluster has {', '.join(jobs)}; "
-            "add workers and parameter servers, or use --strategy multi-worker"
-        )
-    return strategy
-
-
-def derive_job_dir(job_dir: str | None, env: Mapping[str, str]) -> str | None:
-    """The ``--job-dir`` to pass: the user's, else the base above Vertex's ``AIP_MODEL_DIR``."""
-    if job_dir:
-        return job_dir
-    model_dir = env.get("AIP_MODEL_DIR", "").rstrip("/")
-    if not model_dir:
-        return None
-    return model_dir[: -len("/model")] if model_dir.endswith("/model") else model_dir
+    count = {job: len(info.cluster.task_indices(job)) for job in jobs}
+    return resolve(strategy, ps=count.get("ps", 0), workers=count.get("worker", 0))
 
 
 def _has_job_dir(args: Sequence[str]) -> bool:
@@ -273,6 +274,17 @@ def run_module(module: str, args: Sequence[str]) -> int:
     return 0
 
 
+def run_script(path: str, args: Sequence[str]) -> int:
+    """Run the file ``path`` as ``__main__`` with ``args``, as ``python path args`` would
+    (its directory first on ``sys.path``, ``sys.argv[0]`` the path)."""
+    import runpy
+
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    runpy.run_path(path, run_name="__main__")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the bootstrap and then the task; returns the exit status.
 
@@ -294,16 +306,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             install_packages(args.package)
         # Exported before the module is looked up: that imports the trainer's
         # package, whose own code may read TF_CONFIG.
-        for name, value in render_tf2_env(info).items():
+        for name, value in render_bootstrap_env(info, os.environ, mode=args.tf_config).items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        job_dir = derive_job_dir(args.job_dir, os.environ)
-        if job_dir and not _has_job_dir(trainer_args):
-            trainer_args = [*trainer_args, "--job-dir", job_dir]
+        if args.job_dir and not _has_job_dir(trainer_args):
+            trainer_args = [*trainer_args, "--job-dir", args.job_dir]
         serve = strategy == "parameter-server" and info.is_distributed and info.role in ("ps", "worker")
-        if not serve:
+        if not serve and args.script is not None:
+            if not os.path.isfile(args.script):
+                raise UsageError(f"--script {args.script}: no such file in {os.getcwd()}")
+        elif not serve:
             _put_cwd_first()
             _check_module(args.module)
     except TfjobError as e:
@@ -311,6 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     if serve:
         return run_server(info)
+    if args.script is not None:
+        return run_script(args.script, trainer_args)
     return run_module(args.module, trainer_args)
 
 

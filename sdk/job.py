@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import re
 import time
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .backends import JobState, JobStatus, SubmitOptions, get_backend
@@ -89,7 +90,8 @@ class Job:
         option_values["default_staging_bucket"] = self.settings.staging_bucket
         self.options = SubmitOptions(**option_values)
         self.backend_name = self.settings.backend or ("vertex" if self.settings.project else "local")
-        values.setdefault("name", default_job_name(values.get("module"), values.get("image")))
+        script_stem = Path(str(values["script"])).stem if values.get("script") else None
+        values.setdefault("name", default_job_name(values.get("module") or script_stem, values.get("image")))
         for name in ("args", "packages"):
             if name in values:
                 if not isinstance(values[name], (list, tuple)):
@@ -115,11 +117,31 @@ class Job:
     def run(self, timeout: float | None = None) -> "JobHandle":
         """Run the job to its end, streaming progress; return the finished handle.
 
+        With ``timeout``, on every backend: submit, wait at most ``timeout`` seconds,
+        and if the job has not ended by then cancel it (nothing is left running) and
+        raise :class:`JobTimeoutError`.
+
         Raises:
             JobFailedError: the job failed (names the failing task and its log tail).
             JobCancelledError: the job was cancelled.
+            JobTimeoutError: ``timeout`` passed first; the job was cancelled.
         """
         backend = self.backend
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+                raise SpecError(f"timeout={timeout!r} must be a number of seconds ≥ 0")
+            handle = self.submit()
+            try:
+                handle.wait(timeout)
+            except JobTimeoutError:
+                handle.cancel()
+                try:
+                    final = handle.wait(max(30.0, float(self.options.grace) * 2)).state.value
+                except JobTimeoutError:
+                    final = "still stopping"
+                raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
+            handle.result()
+            return handle
         run = getattr(backend, "run", None)
         if run is not None:
             job_id = run(self.spec, self.options)
@@ -238,7 +260,12 @@ class JobHandle:
         return self._backend.logs(self.id, task=task, follow=follow, tail=tail)
 
     def cancel(self) -> None:
-        """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED)."""
+        """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED).
+
+        The same on every backend: a job that has already ended is left as it ended.
+        """
+        if self.status().state.is_terminal:
+            return
         self._backend.cancel(self.id)
 
 

@@ -48,7 +48,9 @@ MACHINE_FLAGS = {
 }
 
 # \Z, not $: "$" would also match before a trailing newline, which the platforms refuse.
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+# What `python -m` takes: dot-separated names of files and directories (`multi_worker-with-keras`
+# too: the import system does not require identifiers), never a path or an empty part.
+_MODULE_RE = re.compile(r"^[^\s./\\:][^\s./\\:]{0,127}(\.[^\s./\\:]{1,128}){0,31}\Z")
 _LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
 _LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}\Z")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -273,6 +275,7 @@ RESERVED_LABELS = ("tfjob", "tfjob-submission-id")
 _TYPES = {
     "name": (str,),
     "module": (str, type(None)),
+    "script": (str, type(None)),
     "package": (str, os.PathLike, type(None)),
     "image": (str, type(None)),
     "job_dir": (str, os.PathLike, type(None)),
@@ -340,6 +343,8 @@ class JobSpec:
         name: display name (Vertex), job id stem (AI Platform), object name (Kubeflow).
         pools: the pools, in role order; the chief is required.
         module: the trainer's Python module (``trainer.task``).
+        script: or the trainer's Python file, run as ``python PATH`` (relative to the
+            trainer directory locally, to the working directory in an image).
         package: the trainer source directory, an sdist path, or a ``gs://`` URI.
         packages: extra already-built tarballs or wheels installed next to the trainer.
         image: a container image every pool runs (unless the pool names its own).
@@ -365,6 +370,7 @@ class JobSpec:
     module: str | None = None
     package: str | None = None
     packages: tuple[str, ...] = ()
+    script: str | None = None
     image: str | None = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
@@ -390,8 +396,8 @@ class JobSpec:
             if roles.count(role) > 1:
                 what = "two chiefs" if role == "chief" else f"two {role} pools"
                 raise SpecError(f"the job has {what}; give each role one pool")
-        if "chief" not in roles:
-            raise SpecError("the job has no chief pool (Vertex worker pool 0); every job needs exactly one chief")
+        if "chief" not in roles and "worker" not in roles:
+            raise SpecError("the job has no chief and no workers; give it a chief (Vertex worker pool 0) or, with --no-chief, workers")
         pools = tuple(sorted(pools, key=lambda p: ROLES.index(p.role)))
         object.__setattr__(self, "pools", pools)
         if "ps" in roles and "worker" not in roles:
@@ -407,10 +413,17 @@ class JobSpec:
         if self.scale_tier is not None:
             object.__setattr__(self, "scale_tier", ScaleTier.parse(self.scale_tier))
         has_image = bool(self.image) or all(p.image for p in pools)
-        if self.module is None and not has_image:
-            raise SpecError("--module-name is required to run a trainer package (or give --image for a container)")
+        if self.module is not None and self.script is not None:
+            raise SpecError("give the trainer once: --module-name (run as python -m) or --script (run as python PATH), not both")
+        if self.module is None and self.script is None and not has_image:
+            raise SpecError("--module-name is required to run a trainer package (or --script PATH, or --image for a container)")
+        if self.script is not None and (not isinstance(self.script, str) or not self.script.strip() or "\0" in self.script):
+            raise SpecError(f"--script {self.script!r} must be the path of a Python file, e.g. dist_mnist.py")
         if self.module is not None and not _MODULE_RE.match(self.module):
-            raise SpecError(f"--module-name {self.module!r} is not a dotted Python module name like trainer.task")
+            raise SpecError(
+                f"--module-name {self.module!r} is not a module `python -m` can run (dotted names like trainer.task; "
+                "for a file path use --script)"
+            )
         for key in self.env:
             if not isinstance(key, str) or not _ENV_RE.match(key):
                 raise SpecError(f"--env {key!r} is not a valid environment variable name")
@@ -442,8 +455,13 @@ class JobSpec:
         p = self.pool(role)
         return p.replicas if p else 0
 
+    @property
+    def has_chief(self) -> bool:
+        """False for a chief-less job (``--no-chief``), where worker 0 is the chief."""
+        return any(p.role == "chief" for p in self.pools)
+
     def tasks(self) -> list[tuple[str, int]]:
-        """Every task as (role, index), chief first."""
+        """Every task as (role, index), chief (or worker 0) first."""
         return [(p.role, i) for p in self.pools for i in range(p.replicas)]
 
     def image_for(self, role: str) -> str | None:
@@ -535,6 +553,7 @@ def build_spec(
     worker_image: str | None = None,
     ps_image: str | None = None,
     evaluator_image: str | None = None,
+    chief: bool = True,
     **settings: Any,
 ) -> JobSpec:
     """Build a :class:`JobSpec` from the options users give.
@@ -544,6 +563,10 @@ def build_spec(
     error. ``CUSTOM`` takes counts and requires a machine type for each pool used, as
     AI Platform did. ``accelerator`` applies to the chief, worker and evaluator pools;
     the ``<role>_accelerator`` options to one pool.
+
+    ``chief=False`` (``--no-chief``) leaves the chief out: worker 0 is the chief, as in
+    TensorFlow's multi-worker tutorials and Kubeflow's examples (Kubeflow and JobSet run
+    such jobs; Vertex AI and AI Platform always have a chief and refuse them).
 
     ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
     """
@@ -599,6 +622,13 @@ def build_spec(
                 if role != "chief" and machine is not None and counts[role] is None:
                     raise SpecError(f"{MACHINE_FLAGS[role]} {machine} is set but {COUNT_FLAGS[role]} is not")
         pools = [Pool("chief", 1, Machine.resolve(machines["chief"] or DEFAULT_MACHINE, accs["chief"]), images["chief"])]
+        if not chief:
+            given = [f for f, v in (("--chief-machine-type", machines["chief"]), ("--chief-accelerator", chief_accelerator), ("--chief-image", images["chief"])) if v]
+            if given or tier is not None:
+                raise SpecError(f"--no-chief leaves the chief out, so {', '.join(given) or '--scale-tier'} cannot be set")
+            if not counts["worker"]:
+                raise SpecError("--no-chief needs --workers ≥ 1: worker 0 is then the chief")
+            pools = []
         for role, n in counts.items():
             if n is not None:
                 machine = Machine.resolve(machines[role] or DEFAULT_MACHINE, accs[role])

@@ -28,7 +28,8 @@ def probe_args(*extra: str, workers: int = 1, ps: int = 0, job_dir: Path | None 
     if ps:
         args += ["--ps", str(ps)]
     if job_dir is not None:
-        args += ["--job-dir", str(job_dir)]
+        # The probe also finds it in PROBE_JOB_DIR: Kubeflow passes no --job-dir to a trainer.
+        args += ["--job-dir", str(job_dir), "--env", f"PROBE_JOB_DIR={job_dir}"]
     return args + list(extra)
 
 

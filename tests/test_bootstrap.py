@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import BIN
 from tfjob.cluster import render_task_env
-from tfjob.container.bootstrap import EX_PORT_IN_USE, derive_job_dir, main, port_in_use
+from tfjob.container.bootstrap import EX_PORT_IN_USE, main, port_in_use
 
 PROBE = '''\
 import json, os, sys
@@ -27,7 +27,7 @@ print(json.dumps({
     "argv0": sys.argv[0],
     "path0": sys.path[0],
     "main": __name__,
-    "env": {k: os.environ.get(k) for k in ("TF_CONFIG", "TFJOB_TASK_TYPE", "TFJOB_TASK_INDEX", "TFJOB_IS_CHIEF", "TFJOB_TRIAL")},
+    "env": {k: os.environ.get(k) for k in ("TF_CONFIG", "AIP_MODEL_DIR", "TFJOB_TASK_TYPE", "TFJOB_TASK_INDEX", "TFJOB_IS_CHIEF", "TFJOB_TRIAL")},
 }), flush=True)
 code = os.environ.get("PROBE_EXIT")
 sys.exit(int(code) if code else 0)
@@ -87,7 +87,7 @@ def test_help_works_as_the_console_script(tmp_path: Path) -> None:
 def test_trainer_becomes_the_task_with_tf2_tf_config_and_tfjob_variables(trainer_dir: Path) -> None:
     env = render_task_env(LEGACY, "chief", 0, "ai-platform", trial="4")
     proc = subprocess.Popen(
-        [str(BIN / "tfjob-bootstrap"), "--module", "trainer.probe", "--strategy", "multi-worker", "--", "--steps", "3"],
+        [str(BIN / "tfjob-bootstrap"), "--module", "trainer.probe", "--tf-config", "tf2", "--", "--steps", "3"],
         cwd=trainer_dir,
         env=_env(**env, PROBE_EXIT="3"),
         stdout=subprocess.PIPE,
@@ -157,10 +157,19 @@ def test_sigterm_reaches_the_trainer_directly(trainer_dir: Path) -> None:
 # --- --job-dir -----------------------------------------------------------------------------
 
 
-def test_job_dir_derives_from_vertex_model_dir(trainer_dir: Path) -> None:
+def test_vertex_passes_no_job_dir_only_its_aip_variables(trainer_dir: Path) -> None:
+    # Vertex AI sets AIP_MODEL_DIR from baseOutputDirectory and passes no --job-dir (issue 15.8).
     env = render_task_env({"chief": ["127.0.0.1:1"]}, "chief", 0, "vertex", job_dir="gs://bucket/run", trial="2")
     done = _bootstrap(trainer_dir, "--module", "trainer.probe", "--", "--lr", "0.1", env=_env(**env))
-    assert json.loads(done.stdout)["argv"] == ["--lr", "0.1", "--job-dir", "gs://bucket/run/2"]
+    report = json.loads(done.stdout)
+    assert report["argv"] == ["--lr", "0.1"]
+    assert report["env"]["AIP_MODEL_DIR"] == "gs://bucket/run/2/model/"
+
+
+def test_a_given_job_dir_is_passed_on_as_ai_platform_does(trainer_dir: Path) -> None:
+    env = render_task_env({"chief": ["127.0.0.1:1"]}, "chief", 0, "ai-platform")
+    done = _bootstrap(trainer_dir, "--module", "trainer.probe", "--job-dir", "gs://bucket/run", "--", "--lr", "0.1", env=_env(**env))
+    assert json.loads(done.stdout)["argv"] == ["--lr", "0.1", "--job-dir", "gs://bucket/run"]
 
 
 def test_explicit_job_dir_is_passed_and_the_trainers_own_wins(trainer_dir: Path) -> None:
@@ -168,21 +177,6 @@ def test_explicit_job_dir_is_passed_and_the_trainers_own_wins(trainer_dir: Path)
     assert json.loads(done.stdout)["argv"] == ["--job-dir", "/out"]
     done = _bootstrap(trainer_dir, "--module", "trainer.probe", "--job-dir", "/out", "--", "--job-dir=/mine", env=_env())
     assert json.loads(done.stdout)["argv"] == ["--job-dir=/mine"]
-
-
-@pytest.mark.parametrize(
-    ("given", "model_dir", "expected"),
-    [
-        (None, None, None),
-        ("/explicit", "gs://b/r/model/", "/explicit"),
-        (None, "gs://b/r/model/", "gs://b/r"),
-        (None, "gs://b/r/7/model", "gs://b/r/7"),
-        (None, "gs://b/elsewhere/", "gs://b/elsewhere"),
-    ],
-)
-def test_derive_job_dir(given: str | None, model_dir: str | None, expected: str | None) -> None:
-    env = {"AIP_MODEL_DIR": model_dir} if model_dir else {}
-    assert derive_job_dir(given, env) == expected
 
 
 # --- bad configuration: one line, exit 2 ----------------------------------------------------
@@ -203,14 +197,14 @@ def _run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
     ("argv", "env", "message"),
     [
         (["--module", "trainer.probe"], {"TF_CONFIG": "{nope"}, "error: TF_CONFIG is not valid JSON"),
-        ([], {}, "error: the following arguments are required: --module/-m (see tfjob-bootstrap --help)"),
+        ([], {}, "error: one of the arguments --module/-m --script is required (see tfjob-bootstrap --help)"),
         (["--module", "m", "--strategy", "async"], {}, "error: argument --strategy: invalid choice: 'async'"),
         (["--module", "m", "--bogus"], {}, "error: unrecognized arguments: --bogus"),
         (
             ["--module", "m", "--strategy", "parameter-server"],
             {"TF_CONFIG": json.dumps({"cluster": {"chief": ["h:1"], "worker": ["h:2"]}, "task": {"type": "worker", "index": 0}})},
-            "error: --strategy parameter-server needs at least 1 worker and 1 ps, but the cluster has chief, worker; "
-            "add workers and parameter servers, or use --strategy multi-worker",
+            "error: --strategy parameter-server (the bootstrap serves ps and worker tasks) needs --workers ≥ 1 and --ps ≥ 1; "
+            "add them, or use --strategy module",
         ),
         (["--module", "m", "--package", "/no/such/trainer.tar.gz"], {}, "error: --package /no/such/trainer.tar.gz: no such file or directory"),
     ],

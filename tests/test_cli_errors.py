@@ -65,7 +65,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("bad-env", [*SUBMIT, "--env", "1A=x"], r"--env '1A' is not a valid environment variable name"),
     ("bad-timeout", [*SUBMIT, "--timeout", "forever"], r"--timeout 'forever' is not a duration"),
     ("no-module", ["submit", "trainer/", "--dry-run"], r"--module-name is required to run a trainer package"),
-    ("bad-module", [*SUBMIT, "--module-name", "trainer/task.py"], r"--module-name 'trainer/task.py' is not a dotted Python module name"),
+    ("bad-module", [*SUBMIT, "--module-name", "trainer/task.py"], r"--module-name 'trainer/task.py' is not a module `python -m` can run"),
     ("package-twice", ["submit", "a/", "--package-path", "b/", "-m", "trainer.task"], r"give the trainer directory once"),
     ("bad-output", [*SUBMIT, "--output", "xml"], r"--output 'xml' must be json or yaml"),
     ("unknown-backend", [*SUBMIT, "--backend", "vertx"], r"--backend 'vertx' is not a backend \(did you mean 'vertex'\?\)"),

@@ -88,14 +88,16 @@ def test_vertex_tasks_also_get_cluster_spec_and_the_job_dirs() -> None:
     assert spec["job"]["workerPoolSpecs"][2]["replicaCount"] == "2"
     assert parse_cluster_spec(worker.env["CLUSTER_SPEC"]).role == "worker"
     assert worker.env["AIP_MODEL_DIR"] == "/out/model/"
-    assert worker.argv[-3:] == ["--job-dir", "/out", "--"]
+    assert "--job-dir" not in worker.argv  # Vertex AI passes no --job-dir (AIP_MODEL_DIR instead)
+    legacy = _plans(_spec(job_dir="/out"), "ai-platform")[1]
+    assert legacy.argv[-3:] == ["--job-dir", "/out", "--"]  # AI Platform does
 
 
 def test_the_bootstrap_command_carries_module_strategy_and_user_args() -> None:
     plan = _plans(_spec(args=("--steps", "5")), "kubeflow")[0]
     assert plan.argv == [
-        "/usr/bin/python3", "-m", "tfjob.container.bootstrap", "--module", "trainer.task",
-        "--strategy", "parameter-server", "--check-port", "--", "--steps", "5",
+        "/usr/bin/python3", "-m", "tfjob.container.bootstrap", "--check-port", "--module", "trainer.task",
+        "--strategy", "parameter-server", "--", "--steps", "5",
     ]  # fmt: skip
     assert plan.cwd == "/src"
     assert plan.env["PYTHONPATH"] == "/src"
@@ -128,18 +130,20 @@ def test_dialect_and_strategy_are_checked() -> None:
     assert check_dialect("ai-platform") == "ai-platform"
     with pytest.raises(SpecError, match="--dialect 'vertx' is not known.*vertex"):
         check_dialect("vertx")
+    assert resolve_strategy(_spec(), None) == "module"  # the default: every task runs the module
     assert resolve_strategy(_spec(), "auto") == "parameter-server"
-    assert resolve_strategy(_spec(ps=None), "auto") == "multi-worker"
-    with pytest.raises(SpecError, match="--strategy 'ps' is not known"):
+    assert resolve_strategy(_spec(ps=None), "auto") == "module"
+    assert resolve_strategy(_spec(), "multi-worker") == "module"
+    with pytest.raises(UsageError, match="--strategy 'ps' is not known"):
         resolve_strategy(_spec(), "ps")
-    with pytest.raises(SpecError, match="parameter-server needs --workers ≥ 1 and --ps ≥ 1"):
+    with pytest.raises(UsageError, match="parameter-server .* needs --workers ≥ 1 and --ps ≥ 1"):
         resolve_strategy(_spec(ps=None), "parameter-server")
 
 
 def test_render_shows_each_task_without_starting_anything() -> None:
     spec = _spec(workers=1, ps=1)
     rendered = BACKEND.render(spec, SubmitOptions(dialect="ai-platform"))
-    assert rendered["strategy"] == "parameter-server"
+    assert rendered["strategy"] == "module"
     assert [t["name"] for t in rendered["tasks"]] == ["chief-0", "worker-0", "ps-0"]
     assert rendered["tasks"][0]["address"] == "127.0.0.1:27182"
     assert json.loads(rendered["tasks"][0]["env"]["TF_CONFIG"])["task"]["type"] == "master"

@@ -87,7 +87,10 @@ def test_parameter_server_training_through_bootstrap_with_master_tf_configs(tmp_
             logs[name] = tmp_path / f"{name}.log"
             with open(logs[name], "wb") as log:
                 procs[name] = subprocess.Popen(
-                    [sys.executable, "-m", "tfjob.container.bootstrap", "--module", "trainer.task", "--check-port", "--", "--steps", "4"],
+                    # A chief-only trainer: the bootstrap serves ps and workers, and gives TensorFlow 2
+                    # its chief rather than AI Platform's master — both explicit choices.
+                    [sys.executable, "-m", "tfjob.container.bootstrap", "--module", "trainer.task", "--strategy", "parameter-server",
+                     "--tf-config", "tf2", "--check-port", "--", "--steps", "4"],
                     cwd=src,
                     env={**base_env, "TF_CONFIG": json.dumps(tf_config)},
                     stdout=log,

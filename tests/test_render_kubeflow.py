@@ -168,10 +168,8 @@ def test_a_parameter_server_job_has_each_replica_type_with_the_bootstrap_command
         (container,) = rspec["template"]["spec"]["containers"]
         assert container["name"] == "tensorflow" and container["image"] == IMAGE
         assert container["command"] == ["tfjob-bootstrap"]
-        assert container["args"] == [
-            "--module", "trainer.task", "--strategy", "parameter-server", "--job-dir", "gs://bucket/census/out",
-            "--", "--train-steps", "1000",
-        ]  # fmt: skip
+        # The operator passes no --job-dir, so neither does tfjob (issue 15.8).
+        assert container["args"] == ["--module", "trainer.task", "--strategy", "parameter-server", "--", "--train-steps", "1000"]
         assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
     assert manifest["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
     assert "activeDeadlineSeconds" not in manifest["spec"]["runPolicy"]
@@ -217,7 +215,7 @@ def test_a_custom_container_keeps_its_entrypoint_and_each_pool_its_image() -> No
     assert "command" not in chief and chief["args"] == ["--epochs", "3"]
     with_dir = render_tfjob(build_spec(name="j", image=IMAGE, args=("--epochs", "3"), job_dir="/out"))
     container = with_dir["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
-    assert container["args"] == ["--epochs", "3", "--job-dir", "/out"]
+    assert container["args"] == ["--epochs", "3"]  # the operator passes no --job-dir
     assert chief["image"] == IMAGE and worker["image"] == "us-docker.pkg.dev/proj/trainers/worker:2"
 
 
@@ -292,7 +290,7 @@ def test_a_bad_namespace_or_strategy_is_a_usage_error() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE)
     with pytest.raises(SpecError, match=r"--namespace 'ML_Team' is not a DNS-1035 label.*; use --namespace ml-team$"):
         render_tfjob(spec, SubmitOptions(namespace="ML_Team"))
-    with pytest.raises(UsageError, match=r"--strategy 'mirrored' is not a strategy.*; choose one of auto, parameter-server, multi-worker$"):
+    with pytest.raises(UsageError, match=r"--strategy 'mirrored' is not known.*; choose one of module, parameter-server, auto, multi-worker$"):
         render_tfjob(spec, SubmitOptions(strategy="mirrored"))
 
 

@@ -212,8 +212,8 @@ BAD = [
     (dict(name=""), r"the job name is empty; pass --display-name NAME"),
     (dict(name="x" * 129), r"has 129 characters; Vertex AI allows at most 128"),
     (dict(name="census\tjob"), r"job name 'census\\tjob' contains control characters"),
-    (dict(module=None), r"--module-name is required to run a trainer package \(or give --image"),
-    (dict(module="trainer/task.py"), r"--module-name 'trainer/task.py' is not a dotted Python module name like trainer.task"),
+    (dict(module=None), r"--module-name is required to run a trainer package \(or --script PATH, or --image"),
+    (dict(module="trainer/task.py"), r"--module-name 'trainer/task.py' is not a module `python -m` can run"),
     (dict(env={"1X": "y"}), r"--env '1X' is not a valid environment variable name"),
     (dict(labels={"Team": "ml"}), r"label key 'Team' is not valid: start with a lower-case letter"),
     (dict(labels={"team": "Data Science"}), r"label team='Data Science': values are up to 63 lower-case letters"),
@@ -237,8 +237,9 @@ def test_pool_rules() -> None:
         Pool("chief", 2)
     with pytest.raises(SpecError, match=r"pool role 'workers' is not one of chief, worker, ps, evaluator \(did you mean 'worker'\?\)"):
         Pool("workers", 2)
-    with pytest.raises(SpecError, match=r"the job has no chief pool"):
-        JobSpec(name="j", module="a.b", pools=(Pool("worker", 2),))
+    assert not JobSpec(name="j", module="a.b", pools=(Pool("worker", 2),)).has_chief  # worker 0 is the chief
+    with pytest.raises(SpecError, match=r"the job has no chief and no workers"):
+        JobSpec(name="j", module="a.b", pools=(Pool("ps", 2),))
     with pytest.raises(SpecError, match=r"the job has two chiefs"):
         JobSpec(name="j", module="a.b", pools=(Pool("chief", 1), Pool("chief", 1)))
     with pytest.raises(SpecError, match=r"the job has two worker pools"):

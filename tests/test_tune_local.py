@@ -83,7 +83,7 @@ def test_six_trials_two_at_a_time_find_the_optimum(records: Path, tmp_path: Path
             assert f"--learning_rate={trial.params['learning_rate']!r}" in task["argv"]
             assert f"--optimizer={trial.params['optimizer']}" in task["argv"]
             assert task["argv"][:2] == ["--rendezvous", str(rendezvous)]  # the user's args come first
-            assert task["job_dir"] == str(tmp_path / "out" / trial.id)
+            assert task["job_dir"] is None  # Vertex AI passes no --job-dir: AIP_MODEL_DIR, per trial
             assert task["aip_model_dir"] == f"{tmp_path / 'out' / trial.id}/model/"
         assert chief["loss"] == pytest.approx(trial.metric)
     assert len({s["metric_file"] for s in seen.values()}) == 6
@@ -120,9 +120,9 @@ def test_a_failing_trial_is_reported_and_counted(records: Path) -> None:
     assert all("task chief-0 exited with code 3" in t.message for t in failed)
     assert result.message.startswith(f"4 trials, {len(failed)} failed; best trial")
     assert result.best is not None and result.best.params["optimizer"] == "adam"
-    # The AI Platform dialect sets TF_CONFIG (with the trial) even for a single-task job;
-    # the bootstrap hands TensorFlow 2 its chief rather than AI Platform's master.
-    assert {s["tf_config_task"]["type"] for s in _seen(records).values()} == {"chief"}
+    # The AI Platform dialect sets TF_CONFIG (with the trial) even for a single-task job,
+    # and the trainer reads it as the platform wrote it: AI Platform's master.
+    assert {s["tf_config_task"]["type"] for s in _seen(records).values()} == {"master"}
     assert sorted(s["tf_config_task"]["trial"] for s in _seen(records).values()) == ["1", "2", "3", "4"]
 
 

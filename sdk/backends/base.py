@@ -96,7 +96,11 @@ class SubmitOptions:
     dialect: str = "vertex"
     python: str | None = None
     install: bool = False
-    strategy: str = "auto"
+    #: What the bootstrap does (tfjob.cluster.dispatch): ``module`` (every task runs the
+    #: trainer module, the default), ``parameter-server``, ``auto`` or ``multi-worker``.
+    strategy: str = "module"
+    #: ``platform`` (TF_CONFIG / CLUSTER_SPEC as the platform writes them) or ``tf2``.
+    tf_config: str = "platform"
     grace: float = 5.0
     quiet: bool = False
     detach: bool = False

@@ -258,8 +258,9 @@ class KubeflowBackend:
     def cancel(self, job_id: str) -> None:
         """Delete the TFJob (its pods go with it) and record the job as CANCELLED.
 
+        A job that has already ended is left as it is (nothing is deleted).
+
         Raises:
-            UsageError: the job has already ended.
             JobNotFoundError: there is no such TFJob.
         """
         namespace, name, record = self._locate(job_id)
@@ -270,10 +271,7 @@ class KubeflowBackend:
             try:
                 state, _ = parse_tfjob_state(client.get_tfjob(namespace, name))
                 if state.is_terminal:
-                    raise UsageError(
-                        f"job {full_id} has already {state.value}; nothing to cancel "
-                        f"(kubectl delete tfjob -n {namespace} {name} removes the finished TFJob)"
-                    )
+                    return  # as on every backend: a finished job is left as it ended
                 client.delete_tfjob(namespace, name)
             except JobNotFoundError:
                 if record is None:

@@ -36,10 +36,11 @@ class LocalBackend:
         """
         from ..cluster import GCLOUD_LOCAL_START_PORT
         from ..limits import check_local_tasks
-        from ..local.plan import build_cluster, build_task_plans, check_dialect, resolve_strategy
+        from ..local.plan import build_cluster, build_task_plans, check_chief, check_dialect, resolve_strategy
 
         check_local_tasks(len(spec.tasks()))
         check_dialect(options.dialect)
+        check_chief(spec, options.dialect)
         strategy = resolve_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
         plans = build_task_plans(
@@ -51,6 +52,7 @@ class LocalBackend:
             source_root=spec.package or ".",
             environ={},
             job_id="<job-id>",
+            tf_config=options.tf_config,
         )
         return {
             "backend": "local",

@@ -77,8 +77,11 @@ class VertexBackend:
         return fetch_logs(job_id, task=task, follow=follow, tail=tail)
 
     def cancel(self, job_id: str) -> None:
-        """Ask Vertex AI to cancel the job."""
+        """Ask Vertex AI to cancel the job (a job that has ended is left as it is)."""
         from ..gcp.service import cancel_job
+
+        if self.status(job_id).state.is_terminal:
+            return
 
         cancel_job(job_id, echo=self.echo)
 

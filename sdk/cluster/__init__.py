@@ -28,6 +28,8 @@ from .task import (
     local_task,
     parse_cluster_spec,
     parse_tf_config,
+    TF_CONFIG_MODES,
+    render_bootstrap_env,
     render_tf2_env,
     task_info_from_env,
 )
@@ -47,6 +49,8 @@ __all__ = [
     "render_gcloud_local_cluster",
     "render_kubeflow_cluster",
     "render_task_env",
+    "render_bootstrap_env",
     "render_tf2_env",
+    "TF_CONFIG_MODES",
     "task_info_from_env",
 ]

@@ -20,9 +20,13 @@ platforms' documentation and the Kubeflow training operator's source:
   framework-neutral view: always ``master``, evaluators included.
 * **Kubeflow TFJob** (training operator ``genTFConfigJSONStr``): lower-case replica
   types, every type in ``cluster`` (evaluators too), ``"environment": "cloud"``,
-  serialised by Go (compact, sorted map keys). With ``enableDynamicWorker`` the
-  operator writes ``sparseCluster`` instead: a worker sees the ps list and only its
-  own worker entry, a ps only its own address, and there is no ``environment``.
+  serialised by Go (compact, sorted map keys). A job of one replica in all (one
+  worker, one ps or a lone chief) gets **no** ``TF_CONFIG`` (the operator's
+  ``isDistributed``). With ``enableDynamicWorker`` the operator writes a sparse
+  cluster: a worker sees the ps list and only its own worker entry (a map of index
+  → address), a ps only its own address, a chief neither, and there is no
+  ``environment``. Training-operator v1.7.0 and later write it under ``"cluster"``
+  (rendered here); v1.6 and earlier wrote ``"sparseCluster"``. Both are read.
 * **gcloud ai-platform local train**: ``{"job": {"job_name", "args"}, "task",
   "cluster", "environment": "cloud"}``; ``chief`` (with TensorFlow 2) first, then
   ``ps`` and ``worker`` (always present, maybe empty); evaluators not in ``cluster``;
@@ -157,6 +161,11 @@ def render_task_env(
     _check_task(roles, role, index)
     if dialect == "vertex":
         return _render_vertex(roles, role, index, job=job, trial=trial, job_dir=job_dir)
+    if "chief" not in roles and dialect != "kubeflow":
+        raise ClusterConfigError(
+            f"a job without a chief (worker 0 as chief) runs only where the platform allows it: the kubeflow dialect, "
+            f"not {dialect} (whose primary replica is always the chief or master)"
+        )
     if dialect == "ai-platform":
         return _render_ai_platform(roles, role, index, job=job, trial=trial, use_chief=use_chief)
     if dialect == "kubeflow":
@@ -239,6 +248,8 @@ def _render_kubeflow(
     task_type = primary if role == "chief" else role
     full = _rename(cluster, primary, evaluators=True)
     task = {"type": task_type, "index": index}
+    if sum(len(addresses) for addresses in full.values()) == 1:
+        return {}  # the operator's isDistributed(): one replica in all gets no TF_CONFIG
     if not dynamic_workers:
         body = {"cluster": dict(sorted(full.items())), "task": task, "environment": "cloud"}
         return {"TF_CONFIG": _dump_go(body)}
@@ -250,7 +261,7 @@ def _render_kubeflow(
     elif task_type == "worker":
         sparse["ps"] = full.get("ps")
         sparse["worker"] = {str(index): full["worker"][index]}
-    return {"TF_CONFIG": _dump_go({"sparseCluster": sparse, "task": task})}
+    return {"TF_CONFIG": _dump_go({"cluster": sparse, "task": task})}
 
 
 def _render_gcloud_local(

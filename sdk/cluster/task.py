@@ -63,8 +63,11 @@ class TaskInfo:
             ``None`` for a local process.
         index: the task's index within its role.
         trial: the hyperparameter-tuning trial id, if any.
-        is_chief: the task TensorFlow treats as chief: the chief, or worker 0 when
-            the cluster has no chief.
+        is_chief: the task that writes checkpoints and summaries, as the Estimator's
+            ``RunConfig`` decides: the chief (``master``), or worker 0 when the cluster
+            has no chief; never a ps or an evaluator. (TensorFlow's
+            ``multi_worker_util.is_chief`` also answers True for an evaluator; the
+            peers disagree there, and tfjob follows the Estimator.)
         cluster: the cluster with canonical job names (evaluators included when
             the platform lists them); empty for a local process.
         job: the platform's ``job`` entry, as given.
@@ -261,7 +264,8 @@ def _task_info(
                 f"{variable} task type {task_type!r} is not in the cluster (jobs: {_quote(list(jobs))}): "
                 f"\"task\": {_quote(task)}"
             )
-    elif index not in cluster.task_indices(role):
+    elif index not in cluster.task_indices(role) and not sparse:
+        # (A sparse cluster lists a ps by its own address alone, whatever its index.)
         raise ClusterConfigError(
             f"{variable} task index {index} is out of range for {task_type!r}, which has tasks "
             f"{_quote(cluster.task_indices(role))}: \"task\": {_quote(task)}"
@@ -299,10 +303,38 @@ def parse_tf_config(text: str, env: Mapping[str, str] | None = None) -> TaskInfo
     if not isinstance(task, dict):
         raise ClusterConfigError(f"TF_CONFIG \"task\" must be an object with type and index: {_quote(task)}")
     jobs = _parse_jobs("TF_CONFIG", data.get(key), key)
+    # Kubeflow's dynamic workers: a sparse worker map (training-operator ≤ v1.6 under
+    # "sparseCluster", v1.7+ under "cluster"); a chief or ps of such a job is not in it.
+    sparse = key == "sparseCluster" or any(isinstance(tasks, dict) for tasks in jobs.values())
     dialect = _tf_config_dialect(data, jobs, env)
-    if task.get("type") is None or task.get("index") is None:
+    if not _local_or_complete("TF_CONFIG", task, jobs, sparse):
         return local_task(dialect, source="TF_CONFIG", job=data.get("job"), environment=data.get("environment"))
-    return _task_info("TF_CONFIG", data, jobs, _ROLE_OF, task, dialect, sparse=key == "sparseCluster")
+    return _task_info("TF_CONFIG", data, jobs, _ROLE_OF, task, dialect, sparse=sparse)
+
+
+def _task_count(jobs: Mapping[str, Any]) -> int:
+    return sum(len(tasks) for tasks in jobs.values())
+
+
+def _local_or_complete(variable: str, task: Mapping[str, Any], jobs: Mapping[str, Any], sparse: bool) -> bool:
+    """False for a single local process; True for a task of a cluster; else ClusterConfigError.
+
+    As TensorFlow and the Estimator decide: no cluster (whatever the task says) is a local
+    process, and so is a one-task cluster without a task; a cluster of several tasks
+    needs the task's type and index (otherwise N machines would each train alone).
+    """
+    if not jobs or (_task_count(jobs) == 0 and not sparse):
+        return False
+    has_type, has_index = task.get("type") not in (None, ""), task.get("index") is not None
+    if has_type and has_index:
+        return True
+    if _task_count(jobs) <= 1 and not has_type and not has_index and not sparse:
+        return False
+    missing = "type and index" if not (has_type or has_index) else ("index" if has_type else "type")
+    raise ClusterConfigError(
+        f"{variable} lists a cluster of {_task_count(jobs)} tasks but its \"task\" has no {missing} "
+        f"(\"task\": {_quote(dict(task))}): every task of a cluster must say which one it is"
+    )
 
 
 def parse_cluster_spec(text: str, env: Mapping[str, str] | None = None) -> TaskInfo:
@@ -337,7 +369,7 @@ def parse_cluster_spec(text: str, env: Mapping[str, str] | None = None) -> TaskI
         dialect = "vertex"
     else:
         rename, dialect = _ROLE_OF, "ai-platform"
-    if task.get("type") is None or task.get("index") is None:
+    if not _local_or_complete("CLUSTER_SPEC", task, jobs, False):
         return local_task(dialect, source="CLUSTER_SPEC", job=data.get("job"), environment=data.get("environment"))
     return _task_info("CLUSTER_SPEC", data, jobs, rename, task, dialect)
 
@@ -368,6 +400,8 @@ def _tf_config_dialect(data: Mapping[str, Any], jobs: Mapping[str, Any], env: Ma
     job = data.get("job")
     if "sparseCluster" in data and "cluster" not in data:
         return "kubeflow"
+    if any(isinstance(tasks, dict) for tasks in jobs.values()):
+        return "kubeflow"  # dynamic workers, training-operator v1.7+
     if isinstance(job, dict) and "job_name" in job and "args" in job:
         return "gcloud-local"
     if env.get("JOB_NAME") and env.get("TASK_INDEX") is not None:
@@ -407,20 +441,68 @@ def task_info_from_env(env: Mapping[str, str] | None = None) -> TaskInfo:
     return local_task("none")
 
 
-def render_tf2_env(info: TaskInfo) -> dict[str, str | None]:
+#: How the bootstrap treats the platform's variables: ``platform`` keeps them as written
+#: (the default: what a program reads is what the platform wrote); ``tf2`` rewrites them
+#: into the form TensorFlow 2 strategies accept (``master`` → ``chief``, evaluators out).
+TF_CONFIG_MODES: tuple[str, ...] = ("platform", "tf2")
+
+
+def render_bootstrap_env(info: TaskInfo, env: Mapping[str, str] | None = None, mode: str = "platform") -> dict[str, str | None]:
     """The variables the bootstrap exports for the trainer (``None``: unset it).
 
-    ``TF_CONFIG`` in the form TensorFlow 2 strategies accept (``chief``, no
-    evaluator in the cluster), or unset for a local process (so no strategy sees a
-    cluster of one); and ``TFJOB_TASK_TYPE``, ``TFJOB_TASK_INDEX``,
-    ``TFJOB_IS_CHIEF`` (``1``/``0``), ``TFJOB_TRIAL`` for code that does not read
-    ``TF_CONFIG``.
+    Always ``TFJOB_TASK_TYPE``, ``TFJOB_TASK_INDEX``, ``TFJOB_IS_CHIEF`` (``1``/``0``)
+    and ``TFJOB_TRIAL``, for code that does not parse the platform's variables.
+
+    With ``mode="platform"`` (the default) ``TF_CONFIG`` and ``CLUSTER_SPEC`` are left
+    exactly as the platform wrote them. With ``mode="tf2"`` ``TF_CONFIG`` is rewritten
+    for TensorFlow 2 strategies (:meth:`TaskInfo.tf_config`; every key tfjob does not
+    rewrite, such as ``rpc_layer`` and ``session_master``, is kept), or unset for a
+    local process; and an AI Platform ``CLUSTER_SPEC`` names the primary ``chief`` too,
+    so the two variables never disagree.
     """
-    tf_config = info.tf_config()
-    return {
-        "TF_CONFIG": json.dumps(tf_config) if tf_config is not None else None,
+    if mode not in TF_CONFIG_MODES:
+        raise ClusterConfigError(f"TF_CONFIG mode {mode!r} is not one of {', '.join(TF_CONFIG_MODES)}")
+    env = {} if env is None else env
+    out: dict[str, str | None] = {
         "TFJOB_TASK_TYPE": info.role,
         "TFJOB_TASK_INDEX": str(info.index),
         "TFJOB_IS_CHIEF": "1" if info.is_chief else "0",
         "TFJOB_TRIAL": info.trial,
     }
+    if mode == "platform":
+        return out
+    tf_config = info.tf_config()
+    if tf_config is None:
+        out["TF_CONFIG"] = None
+    else:
+        original = _extra_keys(env.get("TF_CONFIG", ""))
+        out["TF_CONFIG"] = json.dumps({**original, **tf_config})
+    cluster_spec = env.get("CLUSTER_SPEC", "")
+    if cluster_spec.strip() and info.dialect == "ai-platform":
+        data = _load("CLUSTER_SPEC", cluster_spec)
+        cluster = data.get("cluster")
+        if isinstance(cluster, dict) and "master" in cluster:
+            data["cluster"] = {("chief" if k == "master" else k): v for k, v in cluster.items()}
+        task = data.get("task")
+        if isinstance(task, dict) and task.get("type") == "master":
+            data["task"] = {**task, "type": "chief"}
+        out["CLUSTER_SPEC"] = json.dumps(data)
+    return out
+
+
+def _extra_keys(text: str) -> dict[str, Any]:
+    """The keys of a TF_CONFIG that :meth:`TaskInfo.tf_config` does not write (rpc_layer…)."""
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if k not in ("cluster", "sparseCluster", "task", "environment", "job")}
+
+
+def render_tf2_env(info: TaskInfo) -> dict[str, str | None]:
+    """``render_bootstrap_env(info, mode="tf2")`` for a process with no other variables."""
+    return render_bootstrap_env(info, {}, mode="tf2")

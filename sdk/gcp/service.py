@@ -249,8 +249,9 @@ def follow_job(
     """Wait for the job to end, printing each change of state; return the final status.
 
     Ctrl-C stops the waiting, not the job: it keeps running on Vertex AI and the
-    commands to follow or cancel it are printed; with ``cancel_on_interrupt`` the job
-    is cancelled first. The KeyboardInterrupt is raised again either way.
+    commands to follow or cancel it are printed and the KeyboardInterrupt is raised
+    again; with ``cancel_on_interrupt`` the job is cancelled and JobCancelledError
+    raised, as on every backend.
     """
     _, project, region, endpoint = _location(job_id)
     client = client or make_client(project, region, endpoint, echo)
@@ -273,6 +274,9 @@ def follow_job(
     except KeyboardInterrupt:
         if options.cancel_on_interrupt:
             cancel_job(job_id, echo=echo, client=client)
+            from ..errors import JobCancelledError
+
+            raise JobCancelledError(f"job {job_id} was cancelled on Ctrl-C") from None
         else:
             echo(
                 f"stopped waiting; job {job_id} keeps running on Vertex AI. "

@@ -184,6 +184,11 @@ def plan_submission(
         SpecError, PackagingError: the job or the trainer cannot be sent.
     """
     notes: list[str] = []
+    if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
+        raise SpecError(
+            f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
+            "give --module-name, or run the script in an --image"
+        )
     region = check_region(options.region or spec.region or DEFAULT_REGION)
     if not (options.region or spec.region):
         notes.append(f"region {DEFAULT_REGION} (the default; --region or GOOGLE_CLOUD_REGION to change it)")

@@ -304,6 +304,7 @@ class Launcher:
             job_id=self.job_id,
             cwd=self.cwd,
             trial=self.options.trial,
+            tf_config=self.options.tf_config,
         )
         self.tasks = []
         self._attempt_started = self.clock()
@@ -429,7 +430,7 @@ class Launcher:
         if rc == PORT_TAKEN_EXIT and self.clock() - self._attempt_started < self.startup_window:
             raise _Restart(f"{name}'s port {task.plan.port} was taken before it could listen")
         self.store.put_task(self.job_id, task.record())
-        if task.plan.role == "chief" and rc == 0:
+        if rc == 0 and (task.plan.role == "chief" or (not self.spec.has_chief and task.plan.name == "worker-0")):
             self._outcome = Outcome(JobState.SUCCEEDED, f"{name} exited with code 0")
         elif rc != 0:
             how = f"was killed by {describe_exit(None, task.signal)}" if task.signal else f"exited with code {rc}"
@@ -449,7 +450,7 @@ class Launcher:
     def _timed_out(self) -> Outcome:
         running = [t for t in self.tasks if not t.done]
         names = ", ".join(t.plan.name for t in running[:5]) + (" …" if len(running) > 5 else "")
-        focus = next((t for t in running if t.plan.role == "chief"), running[0] if running else None)
+        focus = next((t for t in running if t.plan.role == "chief" or t.plan.name == "worker-0"), running[0] if running else None)
         return Outcome(
             JobState.FAILED,
             f"timed out: the job ran longer than --timeout {self.spec.timeout:g}s (still running: {names or 'none'})",

@@ -20,7 +20,6 @@ from .ports import HOST
 
 #: The platforms whose task environment a local cluster can reproduce.
 DIALECTS = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
-STRATEGIES = ("auto", "parameter-server", "multi-worker")
 
 #: Variables a platform sets per task: never inherited from the caller's environment.
 _PLATFORM_VARS = ("TF_CONFIG", "CLUSTER_SPEC", "TFJOB_TASK_TYPE", "TFJOB_TASK_INDEX", "TFJOB_IS_CHIEF", "TFJOB_TRIAL")
@@ -66,15 +65,20 @@ def check_dialect(dialect: str) -> str:
     return dialect
 
 
-def resolve_strategy(spec: JobSpec, strategy: str) -> str:
-    """``auto`` → ``parameter-server`` when the job has ps tasks, else ``multi-worker``."""
-    if strategy not in STRATEGIES:
-        raise SpecError(f"--strategy {strategy!r} is not known{did_you_mean(strategy, STRATEGIES)}; choose one of {', '.join(STRATEGIES)}")
-    if strategy == "auto":
-        return "parameter-server" if spec.count("ps") else "multi-worker"
-    if strategy == "parameter-server" and not (spec.count("ps") and spec.count("worker")):
-        raise SpecError("--strategy parameter-server needs --workers ≥ 1 and --ps ≥ 1; use --strategy multi-worker or add them")
-    return strategy
+def check_chief(spec: JobSpec, dialect: str) -> None:
+    """A job without a chief runs locally only in the dialect of a platform that runs one (Kubeflow)."""
+    if not spec.has_chief and dialect != "kubeflow":
+        raise SpecError(
+            f"--no-chief (worker 0 as the chief) runs on Kubeflow, not on {dialect}, whose primary replica is always "
+            "the chief or master: add --dialect kubeflow to run it as Kubeflow would"
+        )
+
+
+def resolve_strategy(spec: JobSpec, strategy: str | None) -> str:
+    """The job's dispatch (:func:`tfjob.cluster.dispatch.resolve_strategy`) for its shape."""
+    from ..cluster.dispatch import resolve_strategy as resolve
+
+    return resolve(strategy, ps=spec.count("ps"), workers=spec.count("worker"))
 
 
 def build_cluster(spec: JobSpec, ports: list[int], host: str = HOST) -> dict[str, list[str]]:
@@ -97,7 +101,7 @@ def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
     if dialect == "kubeflow":
         return None
     if dialect == "gcloud-local":
-        return {"job_name": spec.module, "args": list(spec.args)}
+        return {"job_name": spec.module or spec.script, "args": list(spec.args)}
     if dialect == "ai-platform":
         info: dict[str, object] = {"scale_tier": (spec.scale_tier.value if spec.scale_tier else "CUSTOM")}
         info["master_type"] = spec.pools[0].machine.type
@@ -166,6 +170,7 @@ def build_task_plans(
     job_id: str,
     cwd: str | None = None,
     trial: str | None = None,
+    tf_config: str = "platform",
 ) -> list[TaskPlan]:
     """One :class:`TaskPlan` per task, chief first.
 
@@ -173,7 +178,7 @@ def build_task_plans(
         spec: the job.
         cluster: canonical roles → addresses (see :func:`build_cluster`).
         dialect: ``vertex``, ``ai-platform`` or ``kubeflow``.
-        strategy: ``parameter-server`` or ``multi-worker`` (already resolved).
+        strategy: ``module`` or ``parameter-server`` (already resolved).
         python: the interpreter that runs the bootstrap and the trainer.
         source_root: the directory the trainer's top-level package is in (prepended
             to PYTHONPATH and used as the working directory); None when the trainer
@@ -186,9 +191,10 @@ def build_task_plans(
             trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
     """
     from ..cluster import render_task_env
+    from ..cluster.dispatch import bootstrap_args
 
-    if spec.module is None:
-        raise SpecError("--module-name is required to run a trainer locally")
+    if spec.module is None and spec.script is None:
+        raise SpecError("--module-name (or --script) is required to run a trainer locally")
     base = base_environment(environ)
     base.update(spec.env)
     base["PYTHONUNBUFFERED"] = "1"  # live logs: a pipe would make Python buffer by blocks
@@ -205,12 +211,14 @@ def build_task_plans(
     plans = []
     for role, index in spec.tasks():
         address = cluster[role][index]
-        argv = [python, "-m", "tfjob.container.bootstrap", "--module", spec.module, "--strategy", strategy, "--check-port"]
-        if spec.job_dir:
-            # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
-            trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if trial is not None else spec.job_dir
-            argv += ["--job-dir", trial_dir]
-        argv += ["--", *spec.args]
+        # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
+        trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
+        argv = [
+            python, "-m", "tfjob.container.bootstrap", "--check-port",
+            *bootstrap_args(
+                spec.module, spec.args, strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir, script=spec.script
+            ),
+        ]  # fmt: skip
         env = dict(base)
         env.update(
             render_task_env(

@@ -27,7 +27,7 @@ from ..spec import JobSpec
 from ..store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
 from .logs import LogRouter, render_summary, use_colour
-from .plan import check_dialect, find_source_root, resolve_strategy
+from .plan import check_chief, check_dialect, find_source_root, resolve_strategy
 from .ports import PortPicker, pick_ports
 
 
@@ -62,10 +62,13 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
             "the local backend runs trainer packages, not container images (--image); "
             "use --backend vertex or --backend kubeflow for a container, or give PACKAGE_PATH and --module-name"
         )
-    if spec.module is None:
-        raise SpecError("--module-name is required: the trainer module every task runs, e.g. trainer.task")
+    if spec.module is None and spec.script is None:
+        raise SpecError("--module-name is required: the trainer module every task runs, e.g. trainer.task (or --script PATH)")
+    if spec.script is not None and options.install:
+        raise UsageError("--script runs a file of the trainer directory, which --install does not keep; use --module-name with --install")
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
+    check_chief(spec, options.dialect)
     strategy = resolve_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
         raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
@@ -101,7 +104,12 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     if spec.job_dir and "://" not in spec.job_dir:
         changes["job_dir"] = os.path.abspath(os.path.expanduser(spec.job_dir))
     source_root = None
-    if not options.install:
+    if spec.script is not None:
+        source_root = str(Path(package or ".").expanduser().resolve())
+        script = Path(source_root, spec.script)
+        if not script.is_file():
+            raise UsageError(f"--script {spec.script!r} is not a file in the trainer directory {package or '.'!r}")
+    elif not options.install:
         source_root = find_source_root(package, spec.module)
     elif package and not package.endswith((".tar.gz", ".zip", ".whl")):
         changes["package"] = str(Path(package).expanduser().resolve())

@@ -71,6 +71,15 @@ def _staging_root(spec: JobSpec, options: "SubmitOptions") -> str | None:
     return None
 
 
+def _bootstrap_command(spec: JobSpec, options: Any) -> list[str]:
+    """The bootstrap as a container's command; AI Platform passes ``--job-dir`` itself (``jobDir``)."""
+    from ..cluster.dispatch import bootstrap_args, resolve_strategy
+
+    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    return [BOOTSTRAP, *bootstrap_args(spec.module, [], strategy=strategy, dialect="ai-platform", tf_config=tf_config, script=spec.script)]
+
+
 def _check_expressible(spec: JobSpec) -> None:
     """Refuse what the legacy API has no field for, rather than dropping it silently."""
     vertex_only = {
@@ -81,6 +90,8 @@ def _check_expressible(spec: JobSpec) -> None:
     for flag, used in vertex_only.items():
         if used:
             raise SpecError(f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex")
+    if not spec.has_chief:
+        raise SpecError("AI Platform Training always runs a master, so a job without a chief (--no-chief) cannot run there; drop --no-chief, or use --backend kubeflow")
 
 
 def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, Any]:
@@ -120,10 +131,15 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
         image = spec.image_for(role)
         if image:
             config["imageUri"] = image
-            if spec.module:
-                config["containerCommand"] = [BOOTSTRAP, "--module", spec.module, "--"]
+            if spec.module or spec.script:
+                config["containerCommand"] = _bootstrap_command(spec, options)
         if config:
             body[f"{prefix}Config"] = config
+    if spec.script is not None and not spec.image:
+        raise SpecError(
+            f"--script {spec.script}: an AI Platform package job runs a Python module of the package; "
+            "give --module-name, or run the script in an --image"
+        )
     if spec.module is not None and not spec.image:
         root = _staging_root(spec, options)
         uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []

@@ -22,6 +22,7 @@ import math
 import re
 from typing import Any, Mapping
 
+from ..cluster.dispatch import bootstrap_args, resolve_strategy
 from ..errors import SpecError, UsageError
 from ..machines import MACHINES, did_you_mean
 from ..spec import JobSpec, Pool
@@ -72,7 +73,6 @@ MAX_NAME_LENGTH = 63
 _DNS1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE_RE = re.compile(r"^([a-z0-9]([-a-z0-9_.]*[a-z0-9])?)?$")
-_STRATEGIES = ("auto", "parameter-server", "multi-worker")
 
 
 def suggest_k8s_name(name: str, max_length: int = MAX_NAME_LENGTH) -> str:
@@ -154,22 +154,23 @@ def render_resources(pool: Pool) -> dict[str, Any]:
 def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
     """The ``tensorflow`` container of one replica type."""
     container: dict[str, Any] = {"name": CONTAINER_NAME, "image": spec.image_for(pool.role)}
-    if spec.module is not None:
-        # Every task starts through the bootstrap, which reads the operator's TF_CONFIG
-        # and hands --job-dir on to the trainer (as the local backend does).
-        bootstrap_args = ["--module", spec.module]
-        strategy = getattr(options, "strategy", "auto") or "auto"
-        if strategy != "auto":
-            bootstrap_args += ["--strategy", strategy]
-        if spec.job_dir:
-            bootstrap_args += ["--job-dir", spec.job_dir]
+    if spec.module is not None or spec.script is not None:
+        # Every task starts through the bootstrap with the arguments every backend gives it
+        # (tfjob.cluster.dispatch); the operator passes no --job-dir, so neither does tfjob.
+        strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
         container["command"] = ["tfjob-bootstrap"]
-        container["args"] = [*bootstrap_args, "--", *spec.args]
+        container["args"] = bootstrap_args(
+            spec.module,
+            spec.args,
+            strategy=strategy,
+            dialect="kubeflow",
+            tf_config=getattr(options, "tf_config", "platform") or "platform",
+            script=spec.script,
+        )
     else:
         # A custom container keeps its own entrypoint; the args replace its CMD.
-        trainer_args = [*spec.args, *(["--job-dir", spec.job_dir] if spec.job_dir else [])]
-        if trainer_args:
-            container["args"] = trainer_args
+        if spec.args:
+            container["args"] = list(spec.args)
     if spec.env:
         container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(spec.env.items())]
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
@@ -214,12 +215,7 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
                 f"label {key}={value!r} is not valid on Kubernetes: keys and values must start and end with a "
                 f"letter or digit; use {suggest_k8s_name(key)}={value.strip('-_')}"
             )
-    strategy = getattr(options, "strategy", "auto") or "auto"
-    if strategy not in _STRATEGIES:
-        raise UsageError(
-            f"--strategy {strategy!r} is not a strategy{did_you_mean(strategy, _STRATEGIES)}; "
-            f"choose one of {', '.join(_STRATEGIES)}"
-        )
+    resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
 
 
 def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:

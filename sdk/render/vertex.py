@@ -116,11 +116,19 @@ def _has_gpu(pool: Pool) -> bool:
 
 
 def trainer_args(spec: JobSpec) -> list[str]:
-    """What every task's trainer gets: the user's arguments, then ``--job-dir DIR``."""
-    args = list(spec.args)
-    if spec.job_dir:
-        args += ["--job-dir", spec.job_dir]
-    return args
+    """What every task's trainer gets: the user's arguments. Vertex AI passes no
+    ``--job-dir``: it sets ``AIP_MODEL_DIR`` (and the other ``AIP_*_DIR``) from
+    ``baseOutputDirectory``."""
+    return list(spec.args)
+
+
+def bootstrap_command(spec: JobSpec, options: Any) -> list[str]:
+    """``tfjob-bootstrap --module M [...] --``: a container's command (the args follow)."""
+    from ..cluster.dispatch import bootstrap_args, resolve_strategy
+
+    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    return [BOOTSTRAP, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]
 
 
 def _pool_body(
@@ -130,14 +138,15 @@ def _pool_body(
     executor_image: str | None,
     tf_version: tuple[int, int] | None,
     region: str | None,
+    options: Any = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"machineSpec": _machine(pool), "replicaCount": str(pool.replicas)}
     args = trainer_args(spec)
     image = spec.image_for(pool.role)
     if image:
         container: dict[str, Any] = {"imageUri": image}
-        if spec.module:
-            container["command"] = [BOOTSTRAP, "--module", spec.module, "--"]
+        if spec.module or spec.script:
+            container["command"] = bootstrap_command(spec, options)
         if args:
             container["args"] = args
         if spec.env:
@@ -148,6 +157,20 @@ def _pool_body(
             raise SpecError(
                 f"the {pool.role} pool runs the trainer package, but no package URI was given; "
                 "pass the trainer directory (PACKAGE_PATH) or --image"
+            )
+        from ..cluster.dispatch import resolve_strategy
+
+        if spec.script is not None:
+            raise SpecError(
+                f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
+                "give --module-name, or run the script in an --image"
+            )
+        strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+        if strategy != "module" or (getattr(options, "tf_config", "platform") or "platform") != "platform":
+            raise SpecError(
+                "a Vertex AI package job runs the trainer module on every replica as the platform does; "
+                "--strategy parameter-server and --tf-config tf2 need the bootstrap there: give --image "
+                "(the tfjob base image, or an image FROM it) with --module-name"
             )
         package: dict[str, Any] = {
             "executorImageUri": executor_image or prebuilt_image(tf_version, _has_gpu(pool), region),
@@ -186,7 +209,10 @@ def check_vertex_spec(spec: JobSpec) -> None:
         if not spec.job_dir or not spec.service_account:
             raise SpecError("--tensorboard needs --job-dir gs://… and --service-account: Vertex AI streams the logs it writes there")
     if spec.count("chief") != 1:
-        raise SpecError(f"Vertex AI runs exactly 1 chief replica in worker pool 0, not {spec.count('chief')}")
+        raise SpecError(
+            "Vertex AI always runs a chief in worker pool 0, so a job without one (--no-chief) cannot run there; "
+            "drop --no-chief, or use --backend kubeflow"
+        )
 
 
 def render_custom_job(
@@ -223,7 +249,7 @@ def render_custom_job(
         if pool is None:
             pools.append({})  # the pool's position carries its role: keep the gap
             continue
-        pools.append(_pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region))
+        pools.append(_pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options))
 
     job_spec: dict[str, Any] = {"workerPoolSpecs": pools}
     scheduling: dict[str, Any] = {}

@@ -316,6 +316,9 @@ def follow_tuning(
     except KeyboardInterrupt:
         if options.cancel_on_interrupt:
             cancel_tuning(job_id, echo=echo, client=client)
+            from ..errors import JobCancelledError
+
+            raise JobCancelledError(f"study {job_id} was cancelled on Ctrl-C") from None
         else:
             echo(
                 f"stopped waiting; tuning job {job_id} keeps running on Vertex AI. `tfjob status {job_id}` shows "

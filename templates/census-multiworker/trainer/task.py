@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     experiment.require_tf_keras()
     import tensorflow as tf
 
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    resolver = experiment.cluster_resolver()
     role, index = resolver.task_type, resolver.task_id
     if role == "evaluator":  # not part of the cluster: it only reads checkpoints
         experiment.evaluate_continuously(args)

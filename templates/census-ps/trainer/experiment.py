@@ -33,6 +33,31 @@ def _default_job_dir() -> str:
     return "census-output"
 
 
+def cluster_resolver() -> Any:
+    """This task's cluster resolver, from the platform's ``TF_CONFIG`` as written.
+
+    TensorFlow 2 strategies want the primary replica named ``chief`` and no evaluator
+    in the cluster, while AI Platform names it ``master`` and Kubeflow lists
+    evaluators. The platform's variable is read as it is and the resolver handed to
+    the strategy gets TensorFlow's names (``rpc_layer`` kept); code that dispatches on
+    ``master`` still sees ``master`` in ``TF_CONFIG``.
+    """
+    import tensorflow as tf
+
+    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    cluster = config.get("cluster") or {}
+    task = config.get("task") or {}
+    rename = {"master": "chief"}
+    jobs = {rename.get(job, job): tasks for job, tasks in cluster.items() if job != "evaluator" and tasks}
+    task_type = rename.get(task.get("type"), task.get("type"))
+    task_id = int(task["index"]) if task.get("index") is not None else None
+    if not jobs:  # no cluster: a single local process, whatever the task says
+        task_type = task_id = None
+    return tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(jobs), task_type=task_type, task_id=task_id, rpc_layer=config.get("rpc_layer") or "grpc"
+    )
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:

@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     experiment.require_tf_keras()
     import tensorflow as tf
 
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    resolver = experiment.cluster_resolver()
     role = resolver.task_type
     if role == "evaluator":  # not part of the cluster: it only reads checkpoints
         experiment.evaluate_continuously(args)

@@ -38,6 +38,10 @@ def main() -> int:
     parser.add_argument("--grandchild", action="append", default=[])
     parser.add_argument("--lines", type=int, default=0)
     args, rest = parser.parse_known_args()
+    # Where the platform says the job dir is: --job-dir (AI Platform), AIP_MODEL_DIR's parent
+    # (Vertex), or what the test gave every task (Kubeflow passes nothing).
+    model_dir = os.environ.get("AIP_MODEL_DIR", "").rstrip("/")
+    args.job_dir = args.job_dir or os.environ.get("PROBE_JOB_DIR") or (model_dir[: -len("/model")] if model_dir.endswith("/model") else None)
     info = task_info_from_env()
     name = f"{info.role}-{info.index}"
 

@@ -35,7 +35,9 @@ def main() -> int:
     cluster_spec = json.loads(os.environ.get("CLUSTER_SPEC") or "{}")
     task = tf_config.get("task") or cluster_spec.get("task") or {}
     trial = os.environ.get("CLOUD_ML_TRIAL_ID", "0")
-    name = f"{task.get('type', 'chief')}-{task.get('index', 0)}"
+    # A single-replica Vertex job has no TF_CONFIG, only CLUSTER_SPEC's worker pools.
+    pools = {"workerpool0": "chief", "workerpool1": "worker", "workerpool2": "ps", "workerpool3": "evaluator"}
+    name = f"{pools.get(task.get('type'), task.get('type', 'chief'))}-{task.get('index', 0)}"
     is_chief = task.get("type", "chief") in ("chief", "master", "workerpool0")
     started = time.time()
     if args.rendezvous and is_chief:

@@ -1,0 +1,94 @@
+"""Task by task, the local plan starts the same program with the same arguments as the rendered
+Vertex AI, AI Platform and Kubeflow requests (issue 12.1: one source of truth)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfjob.backends.base import SubmitOptions
+from tfjob.local.plan import build_cluster, build_task_plans, resolve_strategy
+from tfjob.render.aiplatform import render_training_input
+from tfjob.render.kubeflow import render_tfjob
+from tfjob.render.vertex import render_custom_job
+from tfjob.spec import build_spec
+
+IMAGE = "europe-docker.pkg.dev/p/r/trainer:1"
+REPLICA = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
+LEGACY = {"chief": "master", "worker": "worker", "ps": "parameterServer", "evaluator": "evaluator"}
+
+
+def _local(spec, dialect: str, options: SubmitOptions) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    strategy = resolve_strategy(spec, options.strategy)
+    cluster = build_cluster(spec, list(range(6000, 6000 + len(spec.tasks()))))
+    plans = build_task_plans(
+        spec, cluster, dialect=dialect, strategy=strategy, python="python", source_root="/src", environ={}, job_id="j", tf_config=options.tf_config
+    )
+    out = {}
+    for plan in plans:
+        argv = plan.argv[plan.argv.index("tfjob.container.bootstrap") + 1 :]
+        argv.remove("--check-port")  # local only: a port picked on this machine may be taken
+        out[plan.name] = ["tfjob-bootstrap", *argv]
+    return out
+
+
+CASES = {
+    "default": SubmitOptions(),
+    "parameter-server": SubmitOptions(strategy="parameter-server"),
+    "tf2": SubmitOptions(tf_config="tf2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kubeflow_pods_start_what_the_local_tasks_start(case: str) -> None:
+    options = CASES[case]
+    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="/jd", args=("--steps", "5"))
+    local = _local(spec, "kubeflow", options)
+    manifest = render_tfjob(spec, options)
+    for name, argv in local.items():
+        role = name.split("-")[0]
+        (container,) = manifest["spec"]["tfReplicaSpecs"][REPLICA[role]]["template"]["spec"]["containers"]
+        assert [*container["command"], *container["args"]] == argv, name
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_vertex_containers_start_what_the_local_tasks_start(case: str) -> None:
+    options = CASES[case]
+    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    local = _local(spec, "vertex", options)
+    pools = render_custom_job(spec, options)["jobSpec"]["workerPoolSpecs"]
+    for name, argv in local.items():
+        container = pools[list(REPLICA).index(name.split("-")[0])]["containerSpec"]
+        assert [*container["command"], *container.get("args", [])] == argv, name
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ai_platform_containers_start_what_the_local_tasks_start_but_the_job_dir(case: str) -> None:
+    options = CASES[case]
+    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    local = _local(spec, "ai-platform", options)
+    body = render_training_input(spec, options)
+    for name, argv in local.items():
+        config = body[f"{LEGACY[name.split('-')[0]]}Config"]
+        # AI Platform itself appends --job-dir (the request's jobDir): locally the bootstrap does.
+        assert argv[-len(spec.args) - 3 : -len(spec.args) - 1] == ["--job-dir", "gs://b/jd"]
+        without = argv[: -len(spec.args) - 3] + argv[-len(spec.args) - 1 :]
+        assert [*config["containerCommand"], *body.get("args", [])] == without, name
+        assert body["jobDir"] == "gs://b/jd"
+
+
+def test_vertex_package_jobs_run_the_module_on_every_replica_as_locally() -> None:
+    # The default dispatch is what Vertex does to a package job: every replica runs the module.
+    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    local = _local(spec, "vertex", SubmitOptions())
+    pools = render_custom_job(spec, SubmitOptions(), ["gs://b/p.tar.gz"])["jobSpec"]["workerPoolSpecs"]
+    for name, argv in local.items():
+        package = pools[list(REPLICA).index(name.split("-")[0])]["pythonPackageSpec"]
+        assert argv == ["tfjob-bootstrap", "--module", package["pythonModule"], "--", *package["args"]], name
+
+
+def test_a_choice_vertex_package_jobs_cannot_apply_is_refused() -> None:
+    from tfjob.errors import SpecError
+
+    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1)
+    with pytest.raises(SpecError, match="give --image"):
+        render_custom_job(spec, SubmitOptions(strategy="parameter-server"), ["gs://b/p.tar.gz"])
