@@ -27,6 +27,45 @@ _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "se
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
 _OPTION_FIELDS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = [f.name for f in dataclasses.fields(Settings)]
+#: Keywords only some backends take; given to another as a flag or a keyword, they are
+#: refused in one line instead of silently dropped.
+BACKEND_ONLY: dict[str, tuple[str, ...]] = {
+    "dialect": ("local",),
+    "python": ("local",),
+    "install": ("local",),
+    "grace": ("local",),
+    "detach": ("local",),
+    "namespace": ("kubeflow",),
+    "kubeconfig": ("kubeflow",),
+    "context": ("kubeflow",),
+    "restart_policy": ("kubeflow",),
+    "project": ("vertex", "ai-platform"),
+    "region": ("vertex", "ai-platform"),
+    "staging_bucket": ("vertex", "ai-platform"),
+    "api_endpoint": ("vertex",),
+    "executor_image": ("vertex",),
+    "network": ("vertex", "ai-platform"),
+    "enable_web_access": ("vertex", "ai-platform"),
+    "tensorboard": ("vertex",),
+    "restart_job_on_worker_restart": ("vertex",),
+    "runtime_version": ("ai-platform", "vertex", "local"),
+    "python_version": ("ai-platform", "vertex", "local"),
+}
+
+
+def check_backend_keywords(backend: str, given: Any) -> None:
+    """Refuse a keyword (flag, ``--config`` key) the chosen backend does not take."""
+    for key in sorted(given):
+        allowed = BACKEND_ONLY.get(key)
+        if allowed is None or backend in allowed:
+            continue
+        flag = "--" + key.replace("_", "-")
+        raise SpecError(
+            f"{flag} ({key}=) is for the {' and '.join(allowed)} backend{'s' if len(allowed) > 1 else ''}, "
+            f"not {backend}; leave it out, or choose --backend {allowed[0]}"
+        )
+
+
 #: Every keyword :class:`Job` accepts.
 JOB_KEYWORDS = sorted({*_BUILD_PARAMS, *_SPEC_FIELDS, *_OPTION_FIELDS, *_SETTING_FIELDS, "config"})
 
@@ -70,6 +109,9 @@ class Job:
             )
         config = kwargs.pop("config", None)
         values: dict[str, Any] = {k: v for k, v in kwargs.items() if v is not None}
+        # What the caller asked for by flag or keyword. (A --config file describes the cloud
+        # job as a whole: its cloud-only keys stay for that backend, so the same file runs locally.)
+        explicit = {k for k, v in values.items() if v is not False}
         if config is not None:
             from .config import load_job_config, merge_config_values
 
@@ -90,6 +132,7 @@ class Job:
         option_values["default_staging_bucket"] = self.settings.staging_bucket
         self.options = SubmitOptions(**option_values)
         self.backend_name = self.settings.backend or ("vertex" if self.settings.project else "local")
+        check_backend_keywords(self.backend_name, explicit)
         script_stem = Path(str(values["script"])).stem if values.get("script") else None
         values.setdefault("name", default_job_name(values.get("module") or script_stem, values.get("image")))
         for name in ("args", "packages"):

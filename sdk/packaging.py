@@ -529,7 +529,8 @@ def _finish(
     )
 
 
-def _module_exists(base: Path, module: str) -> bool:
+def module_exists(base: Path, module: str) -> bool:
+    """Whether ``python -m module`` finds a file or package of it under ``base``."""
     rel = Path(*module.split("."))
     return (base / rel.with_suffix(".py")).is_file() or (base / rel / "__init__.py").is_file()
 
@@ -570,15 +571,30 @@ def build_sdist(
 
         out_dir = tfjob_home() / "build"
     out = Path(out_dir)
+    kind, root, name = check_trainer(source, module)
+    if kind == "project":
+        return _build_project(source, out, include_secrets)
+    return _build_bare(source, root, name, out, include_secrets)
+
+
+def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
+    """What kind of trainer directory ``source`` (resolved) is, with ``module`` checked in it.
+
+    Returns:
+        (``"project"`` or ``"bare"``, the package root, the distribution name).
+
+    Raises:
+        PackagingError: the module is not in it, or it holds no Python package.
+    """
     top = module.split(".")[0] if module else None
 
     if (source / "pyproject.toml").is_file() or (source / "setup.py").is_file():
-        if module and not any(_module_exists(base, module) for base in (source, source / "src")):
+        if module and not any(module_exists(base, module) for base in (source, source / "src")):
             raise PackagingError(
                 f"--module-name {module}: no {module.replace('.', '/')}.py in project {source}; "
                 "give the module's dotted path from the project root (or its src/ directory)"
             )
-        return _build_project(source, out, include_secrets)
+        return "project", source, source.name
 
     if (source / "__init__.py").is_file():
         name = source.name
@@ -587,28 +603,23 @@ def build_sdist(
                 f"--module-name {module}: the package directory {source} is the package {name!r}, "
                 f"so the module must start with {name}. (e.g. {name}.task)"
             )
-        if module and not _module_exists(source.parent, module):
+        if module and not module_exists(source.parent, module):
             raise PackagingError(
                 f"--module-name {module}: no {module.replace('.', '/')}.py in {source.parent}; "
                 "check the module name or add the file"
             )
-        return _build_bare(source, source, name, out, include_secrets)
+        return "bare", source, name
 
     if top is not None and (source / top / "__init__.py").is_file():
-        if not _module_exists(source, module or ""):
+        if not module_exists(source, module or ""):
             raise PackagingError(
                 f"--module-name {module}: no {(module or '').replace('.', '/')}.py in {source}; "
                 "check the module name or add the file"
             )
-        return _build_bare(source, source / top, top, out, include_secrets)
+        return "bare", source / top, top
 
     hint = f" and no {top}/__init__.py" if top else ""
     raise PackagingError(
         f"{source} has no __init__.py{hint}: it is not a Python package; add an empty __init__.py "
         "(or a setup.py / pyproject.toml) to the trainer directory"
     )
-
-
-def stage_name(package: BuiltPackage) -> str:
-    """``<sha256>/<file>``: where the package goes under a staging prefix."""
-    return f"{package.sha256}/{package.filename}"

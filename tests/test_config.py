@@ -145,6 +145,7 @@ def test_flags_override_the_file() -> None:
         region="us-east1",
         name="override",
         labels={"team": "infra"},
+        backend="ai-platform",
     )
     assert job.spec.count("worker") == 5
     assert job.spec.pool("worker").machine.accelerator == Accelerator("NVIDIA_TESLA_V100", 2)
@@ -328,7 +329,7 @@ def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[s
     spec = Job(name="census", module="trainer.task", **kwargs).spec
     body = render_custom_job(spec, SubmitOptions(region="us-central1"), ["gs://b/trainer-0.1.tar.gz"])
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
-    again = Job(**{**values, "package": spec.package}).spec
+    again = Job(**{**values, "package": spec.package, "backend": "vertex"}).spec
     assert again.pools == spec.pools
     assert (again.module, again.args, again.env, again.job_dir, again.timeout) == (spec.module, spec.args, spec.env, spec.job_dir, spec.timeout)
     assert [again.image_for(r) for r in ("chief", "worker", "evaluator")] == [spec.image_for(r) for r in ("chief", "worker", "evaluator")]

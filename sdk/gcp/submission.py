@@ -228,6 +228,16 @@ def plan_submission(
             else:
                 uris.append(spec.package or "")
             tf_version, origin = detect_tf_version(source_dir)
+            if spec.runtime_version:
+                # gcloud's --runtime-version picks the TensorFlow of the prebuilt image.
+                tf_version, origin = parse_tf_version(spec.runtime_version), f"--runtime-version {spec.runtime_version}"
+                if tf_version is None:
+                    raise SpecError(f"--runtime-version {spec.runtime_version!r} is not a TensorFlow version like 2.15")
+            if spec.python_version and spec.python_version not in ("3.10", "3"):
+                raise SpecError(
+                    f"--python-version {spec.python_version}: Vertex AI's prebuilt TensorFlow training images run "
+                    "Python 3.10; give --executor-image for another"
+                )
             if not options.executor_image:
                 chosen = prebuilt_tf_version(tf_version)
                 if tf_version is not None and chosen != tf_version:

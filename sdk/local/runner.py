@@ -111,6 +111,14 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
             raise UsageError(f"--script {spec.script!r} is not a file in the trainer directory {package or '.'!r}")
     elif not options.install:
         source_root = find_source_root(package, spec.module)
+        from ..packaging import module_exists
+
+        if not module_exists(Path(source_root), spec.module):
+            # The same check, and the same exit code (2), as packaging for the cloud.
+            raise UsageError(
+                f"--module-name {spec.module}: no {spec.module.replace('.', '/')}.py in {source_root}; "
+                "check the module name or add the file"
+            )
     elif package and not package.endswith((".tar.gz", ".zip", ".whl")):
         changes["package"] = str(Path(package).expanduser().resolve())
         if not Path(changes["package"]).is_dir():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
@@ -141,6 +142,10 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             "give --module-name, or run the script in an --image"
         )
     if spec.module is not None and not spec.image:
+        if spec.package and "://" not in spec.package and Path(spec.package).expanduser().is_dir():
+            from ..packaging import check_trainer
+
+            check_trainer(Path(spec.package).expanduser().resolve(), spec.module)  # as gcloud's packaging would
         root = _staging_root(spec, options)
         uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []
         uris += [_staged_uri(p, root, job_id) for p in spec.packages]

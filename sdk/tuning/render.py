@@ -18,14 +18,6 @@ from ..backends.base import SubmitOptions
 from ..spec import JobSpec
 from ..study import ParameterSpec, StudySpec
 
-_VALUE_SPEC = {
-    "DOUBLE": "doubleValueSpec",
-    "INTEGER": "integerValueSpec",
-    "CATEGORICAL": "categoricalValueSpec",
-    "DISCRETE": "discreteValueSpec",
-}
-
-
 def render_parameter(p: ParameterSpec) -> dict[str, Any]:
     """One ``StudySpec.ParameterSpec``."""
     body: dict[str, Any] = {"parameterId": p.name}

@@ -1,0 +1,56 @@
+"""The same user mistake gets the same answer on every backend (issue 14): a flag the chosen
+backend does not take, and a trainer module that is not there, are one line and exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import BIN
+
+TFJOB = str(BIN / "tfjob")
+
+
+@pytest.fixture
+def trainer(tmp_path: Path) -> Path:
+    pkg = tmp_path / "trainer"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text("print('hi')\n")
+    return tmp_path
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TFJOB, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    "backend, flag",
+    [
+        ("kubeflow", ["--network", "projects/1/global/networks/n"]),
+        ("vertex", ["--restart-policy", "Never"]),
+        ("vertex", ["--namespace", "ml"]),
+        ("kubeflow", ["--staging-bucket", "gs://b"]),
+        ("local", ["--executor-image", "img"]),
+        ("local", ["--kubeconfig", "/x"]),
+        ("kubeflow", ["--dialect", "kubeflow"]),
+    ],
+)
+def test_a_flag_the_backend_does_not_take_is_refused(trainer: Path, backend: str, flag: list[str]) -> None:
+    image = ["--image", "img:1"] if backend != "local" else []
+    package = [str(trainer)] if backend == "local" else []
+    done = _run("render", *package, "-m", "trainer.task", *image, "--backend", backend, *flag)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(f"error: {flag[0]} ")
+    assert f"not {backend}" in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["local", "vertex", "ai-platform"])
+def test_a_missing_module_is_a_usage_error_everywhere_it_can_be_seen(trainer: Path, backend: str) -> None:
+    # Locally and for packaged trainers the module is checked before anything starts. (In a
+    # container image it cannot be seen from here: the task then fails on every backend.)
+    command = "submit" if backend == "local" else "render"
+    done = _run(command, str(trainer), "-m", "trainer.nope", "--backend", backend)
+    assert done.returncode == 2, done.stderr
+    assert "no trainer/nope.py" in done.stderr and "Traceback" not in done.stderr
