@@ -11,6 +11,7 @@ from tfjob.machines import (
     ACCELERATORS,
     K80_REPLACEMENT,
     LEGACY_MACHINES,
+    FAMILIES,
     MACHINES,
     RETIRED_ACCELERATORS,
     normalize_accelerator,
@@ -77,7 +78,13 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
             tiers.append(row)
     accelerators = [name for name in ACCELERATORS if _matches([name], pattern)]
     retired = {name: use for name, use in RETIRED_ACCELERATORS.items() if _matches([name, use], pattern)}
+    families = [
+        {"family": name, "what": what}
+        for name, what in FAMILIES.items()
+        if _matches([name, what], pattern)
+    ]
     return {
+        "families": families,
         "machine_types": machine_types,
         "legacy_machine_names": legacy,
         "scale_tiers": tiers,
@@ -98,6 +105,9 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_catalog_text(catalog: dict[str, Any]) -> str:
     """The catalog as aligned tables, one section per kind (empty sections left out). Pure."""
     out: list[str] = []
+    if catalog.get("families"):
+        rows = [[f["family"], f["what"]] for f in catalog["families"]]
+        out += _table(["FAMILY", "WHAT (any well-formed size of a family is accepted; an unknown family is warned about)"], rows) + [""]
     if catalog["machine_types"]:
         rows = []
         for m in catalog["machine_types"]:

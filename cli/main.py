@@ -100,6 +100,15 @@ def _register() -> None:
 _register()
 
 
+def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    # tfjob's own warnings (an unknown machine family…) are one line, like its errors.
+    print(f"tfjob: warning: {message}", file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
+    import warnings
+
+    warnings.showwarning = _show_warning
+    warnings.filterwarnings("always", category=UserWarning, module=r"tfjob\.")
     return app(args=list(argv) if argv is not None else None, prog_name="tfjob")

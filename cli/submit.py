@@ -100,6 +100,7 @@ def submit(
         ),
     ),
     chief: Optional[bool] = typer.Option(None, "--chief/--no-chief", help="--no-chief: no chief replica, worker 0 is the chief (Kubeflow, JobSet; --dialect kubeflow locally)."),
+    tpu_topology: Optional[str] = typer.Option(None, "--tpu-topology", help="vertex: the TPU slice shape of TPU VM pools (e.g. 2x2 for ct5lp-hightpu-4t; default: one host)."),
     chief_machine_type: Optional[str] = typer.Option(None, "--chief-machine-type", "--master-machine-type", help="Machine of the chief (Compute Engine type or legacy name)."),
     worker_machine_type: Optional[str] = typer.Option(None, "--worker-machine-type", help="Machine of each worker."),
     ps_machine_type: Optional[str] = typer.Option(None, "--ps-machine-type", "--parameter-server-machine-type", help="Machine of each parameter server."),

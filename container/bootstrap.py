@@ -201,12 +201,70 @@ def install_packages(packages: Sequence[str]) -> None:
                 paths.append(os.path.abspath(package))
             else:
                 raise UsageError(f"--package {package}: no such file or directory; give a local path or a gs:// URI")
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", *paths]
+        # --no-build-isolation: an sdist builds with the setuptools already here, offline;
+        # as a non-root user (the base image's uid 1000) pip installs into the user site.
+        cmd = [
+            sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input",
+            "--no-build-isolation", *paths,
+        ]  # fmt: skip
         done = subprocess.run(cmd, stdout=sys.stderr, check=False)
         if done.returncode != 0:
             raise TfjobError(f"pip could not install {', '.join(packages)} (pip exited {done.returncode}; its output is above)")
-    # Directories pip just created or filled were cached as empty (or absent) at start-up.
+    # The user site (~/.local/lib/pythonX.Y/site-packages) did not exist at start-up, so
+    # it is not on sys.path: add it as site.py would have. Directories pip just created or
+    # filled were also cached as empty (or absent).
+    import site
+
+    if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+        site.addsitedir(site.getusersitepackages())
     sys.path_importer_cache.clear()
+
+
+#: Cloud Storage's JSON API, and the metadata server every Vertex AI replica and GKE pod has.
+_GCS_API = "https://storage.googleapis.com"
+_TOKEN_URL = "http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token"
+#: The largest trainer package downloaded (a package is code, not data).
+MAX_PACKAGE_BYTES = 2 * 1024**3
+
+
+def _download_gcs_stdlib(uri: str, bucket: str, blob: str, directory: str) -> str:
+    """Download one object with the standard library alone: the JSON API, authorized by the
+    metadata server's token (``STORAGE_EMULATOR_HOST``: an emulator, no token)."""
+    import json
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    base = emulator.rstrip("/") if emulator else _GCS_API
+    headers = {}
+    if not emulator:
+        request = urllib.request.Request(_TOKEN_URL, headers={"Metadata-Flavor": "Google"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                headers["Authorization"] = "Bearer " + json.loads(reply.read(65536))["access_token"]
+        except (OSError, ValueError, KeyError) as e:
+            raise TfjobError(
+                f"--package {uri}: no credentials to read Cloud Storage here (the metadata server at "
+                f"{_TOKEN_URL} did not answer: {e}); install google-cloud-storage, or give a local path"
+            ) from None
+    url = f"{base}/storage/v1/b/{urllib.parse.quote(bucket, safe='')}/o/{urllib.parse.quote(blob, safe='')}?alt=media"
+    dest = os.path.join(directory, os.path.basename(blob))
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60) as reply, open(dest, "wb") as out:
+            total = 0
+            while chunk := reply.read(1 << 20):
+                total += len(chunk)
+                if total > MAX_PACKAGE_BYTES:
+                    raise TfjobError(f"--package {uri}: larger than {MAX_PACKAGE_BYTES >> 30} GiB; a trainer package is code")
+                out.write(chunk)
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            raise UsageError(f"--package {uri}: no such object in Cloud Storage") from None
+        raise TfjobError(f"--package {uri}: could not download it: HTTP {e.code} {e.reason}") from None
+    except urllib.error.URLError as e:
+        raise TfjobError(f"--package {uri}: could not reach {base}: {e.reason}") from None
+    return dest
 
 
 def _download_gcs(uri: str, directory: str) -> str:
@@ -214,11 +272,9 @@ def _download_gcs(uri: str, directory: str) -> str:
     if not bucket_name or not blob_name or blob_name.endswith("/"):
         raise UsageError(f"--package {uri}: name one object, e.g. gs://BUCKET/path/trainer-0.1.tar.gz")
     try:
-        from google.cloud import storage  # only for gs:// packages (not in the base image's needs)
+        from google.cloud import storage  # used when installed; the base image has no Google libraries
     except ImportError:
-        raise UsageError(
-            f"--package {uri}: reading gs:// needs google-cloud-storage; pip install google-cloud-storage"
-        ) from None
+        return _download_gcs_stdlib(uri, bucket_name, blob_name, directory)
     from google.api_core import exceptions as gexc
 
     dest = os.path.join(directory, os.path.basename(blob_name))
@@ -231,22 +287,47 @@ def _download_gcs(uri: str, directory: str) -> str:
     return dest
 
 
-def run_server(info: TaskInfo) -> int:
-    """Serve this ps/worker task with ``tf.distribute.Server`` until the job stops it."""
+#: Exit status of a task ended by SIGTERM (128 + 15), as a shell reports it.
+EX_TERMINATED = 143
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    # Flush what the task printed, then end at once: the server's threads must not linger.
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(128 + signum)
+
+
+def install_pid1_handlers() -> None:
+    """As PID 1 (in a container), SIGTERM and SIGINT left at their default are ignored by
+    the kernel: ``podman stop`` and Kubernetes would wait out their grace period and SIGKILL.
+    Give them the effect they have on any other process (the trainer may install its own)."""
     import signal
 
-    # join() blocks inside TensorFlow's C++ code, where Python signal handlers never
-    # run: let SIGINT/SIGTERM end the process the default way instead.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if os.getpid() == 1:
+        signal.signal(signal.SIGTERM, _exit_on_signal)
+        signal.signal(signal.SIGINT, _exit_on_signal)
+
+
+def run_server(info: TaskInfo) -> int:
+    """Serve this ps/worker task with ``tf.distribute.Server`` until the job stops it.
+
+    The server runs on TensorFlow's own threads; this thread waits in ``signal.pause()``,
+    where a handler can end it (``Server.join()`` blocks in C++, where Python handlers
+    never run): SIGTERM and SIGINT end the task with 128 + the signal, PID 1 or not.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, _exit_on_signal)
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     import tensorflow as tf
 
     cluster = {job: tasks for job, tasks in info.cluster.as_dict().items() if job != "evaluator"}
-    server = tf.distribute.Server(
-        tf.train.ClusterSpec(cluster), job_name=info.role, task_index=info.index, protocol="grpc", start=True
-    )
-    server.join()
-    return 0
+    tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=info.role, task_index=info.index, protocol="grpc", start=True)
+    while True:
+        signal.pause()
 
 
 def _put_cwd_first() -> None:
@@ -293,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     options, trainer_args = _split_argv(sys.argv[1:] if argv is None else argv)
     args = _build_parser().parse_args(options)
+    install_pid1_handlers()
     try:
         info = task_info_from_env()
         strategy = resolve_strategy(args.strategy, info)

@@ -32,6 +32,11 @@ from .machines import (
     RETIRED_ACCELERATORS,
     did_you_mean,
     normalize_accelerator,
+    FAMILIES,
+    SINGLE_HOST_TOPOLOGY,
+    family_of,
+    tpu_chips,
+    well_formed_machine_type,
 )
 
 #: The canonical roles, in the order of Vertex worker pools 0..3.
@@ -50,6 +55,7 @@ MACHINE_FLAGS = {
 # \Z, not $: "$" would also match before a trailing newline, which the platforms refuse.
 # What `python -m` takes: dot-separated names of files and directories (`multi_worker-with-keras`
 # too: the import system does not require identifiers), never a path or an empty part.
+_TOPOLOGY_RE = re.compile(r"^[1-9][0-9]{0,3}(x[1-9][0-9]{0,3}){1,2}\Z")
 _MODULE_RE = re.compile(r"^[^\s./\\:][^\s./\\:]{0,127}(\.[^\s./\\:]{1,128}){0,31}\Z")
 _LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
 _LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}\Z")
@@ -167,16 +173,44 @@ class Machine:
 
     type: str
     accelerator: Accelerator | None = None
+    #: A TPU VM's slice shape (Vertex ``machineSpec.tpuTopology``, e.g. ``2x2``); TPU VMs only.
+    tpu_topology: str | None = None
 
     def __post_init__(self) -> None:
         info = MACHINES.get(self.type)
+        chips = tpu_chips(self.type)
+        if self.tpu_topology is not None:
+            if chips is None:
+                raise SpecError(f"--tpu-topology {self.tpu_topology!r} is for TPU VM machine types (ct5lp-hightpu-4t, ct6e-standard-4t…), not {self.type}")
+            if not isinstance(self.tpu_topology, str) or not _TOPOLOGY_RE.match(self.tpu_topology):
+                raise SpecError(f"--tpu-topology {self.tpu_topology!r} must be a shape like 2x2 or 2x2x4")
         if info is None:
-            raise SpecError(
-                f"machine type {self.type!r} is not known"
-                f"{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}; "
-                "use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)"
-            )
+            if not well_formed_machine_type(self.type):
+                raise SpecError(
+                    f"machine type {self.type!r} is not known"
+                    f"{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}; "
+                    "use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)"
+                )
+            if family_of(self.type) not in FAMILIES:
+                import warnings
+
+                warnings.warn(
+                    f"machine type {self.type!r} is of a family tfjob does not know ({family_of(self.type)}); "
+                    "it is passed on as it is, and the platform decides (see `tfjob machines`)",
+                    stacklevel=2,
+                )
+            if self.accelerator is not None and chips is not None:
+                raise SpecError(f"{self.type} is a TPU VM: its chips come with it; drop the accelerator (set --tpu-topology instead)")
+            gpu_families = ("n1", "a2", "a3", "a4", "a4x", "g2", "g4")
+            if self.accelerator is not None and family_of(self.type) not in gpu_families and family_of(self.type) in FAMILIES:
+                raise SpecError(
+                    f"machine type {self.type!r} cannot take accelerator {self.accelerator.type}: GPUs attach to n1-* "
+                    "types; accelerator-optimized types (a2, a3, a4, g2, g4) come with theirs"
+                )
+            return  # an unlisted size: the platform checks it
         acc = self.accelerator
+        if chips is not None and acc is not None:
+            raise SpecError(f"{self.type} is a TPU VM: its chips come with it; drop the accelerator (set --tpu-topology instead)")
         if acc is None:
             if info.builtin is not None:
                 # A2/A3/G2 machines always carry their GPUs; Vertex wants them spelt out.
@@ -214,16 +248,26 @@ class Machine:
             return cls(machine_type, accelerator)
         return cls(key.lower(), accelerator)
 
+    @property
+    def topology(self) -> str | None:
+        """The TPU topology to render: the given one, else the single host's (None: not a TPU VM)."""
+        chips = tpu_chips(self.type)
+        if chips is None:
+            return None
+        return self.tpu_topology or SINGLE_HOST_TOPOLOGY.get(chips)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type}
         if self.accelerator is not None:
             out["accelerator"] = {"type": self.accelerator.type, "count": self.accelerator.count}
+        if self.tpu_topology is not None:
+            out["tpu_topology"] = self.tpu_topology
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Machine":
         acc = data.get("accelerator")
-        return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None)
+        return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"))
 
 
 @dataclass(frozen=True)
@@ -554,6 +598,7 @@ def build_spec(
     ps_image: str | None = None,
     evaluator_image: str | None = None,
     chief: bool = True,
+    tpu_topology: str | None = None,
     **settings: Any,
 ) -> JobSpec:
     """Build a :class:`JobSpec` from the options users give.
@@ -633,6 +678,14 @@ def build_spec(
             if n is not None:
                 machine = Machine.resolve(machines[role] or DEFAULT_MACHINE, accs[role])
                 pools.append(Pool(role, n, machine, images[role]))
+    if tpu_topology is not None:
+        tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
+        if not tpu_pools:
+            raise SpecError(f"--tpu-topology {tpu_topology} needs a TPU VM machine type (e.g. --worker-machine-type ct5lp-hightpu-4t)")
+        pools = [
+            dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p
+            for p in pools
+        ]
     return JobSpec(
         name=name,
         pools=tuple(pools),

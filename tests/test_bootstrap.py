@@ -346,7 +346,11 @@ def storage_emulator() -> Iterator[str]:
         server.stop()
 
 
-def test_package_from_gcs_is_downloaded_and_installed(tmp_path: Path, storage_emulator: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("client", ["google-cloud-storage", "stdlib"])
+def test_package_from_gcs_is_downloaded_and_installed(
+    tmp_path: Path, storage_emulator: str, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    # The base image has no Google libraries: the bootstrap then reads the JSON API itself.
     from google.cloud import storage
 
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", storage_emulator)
@@ -357,6 +361,12 @@ def test_package_from_gcs_is_downloaded_and_installed(tmp_path: Path, storage_em
 
     env = _pip_env(tmp_path / "site")
     env["STORAGE_EMULATOR_HOST"] = storage_emulator
+    if client == "stdlib":  # hide google.cloud.storage, as in the base image
+        blocker = tmp_path / "no-google"
+        (blocker / "google" / "cloud").mkdir(parents=True)
+        (blocker / "google" / "__init__.py").write_text("")
+        (blocker / "google" / "cloud" / "__init__.py").write_text("")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(blocker), env.get("PYTHONPATH", "")) if p)
     done = _bootstrap(tmp_path, "--package", f"gs://staging/packages/{wheel.name}", "--module", "tfjob_probe_pkg", env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "installed trainer ran\n"

@@ -40,6 +40,19 @@ def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
 
 
 CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
+    "a3_h100_workers": lambda: (
+        build_spec(
+            name="h100-job", module="trainer.task", workers=2, chief_machine_type="a3-highgpu-8g",
+            worker_machine_type="a3-highgpu-8g", worker_accelerator="type=NVIDIA_H100_80GB,count=8",
+        ),  # fmt: skip
+        SubmitOptions(region="us-central1"),
+        [PKG],
+    ),
+    "tpu_v5e_vm": lambda: (
+        build_spec(name="tpu-job", module="trainer.task", chief_machine_type="ct5lp-hightpu-4t", tpu_topology="2x2"),
+        SubmitOptions(region="us-west4"),
+        [PKG],
+    ),
     "ps_4_workers_2_ps": lambda: (
         build_spec(name="ps-job", module="trainer.task", workers=4, ps=2),
         SubmitOptions(region="us-central1"),

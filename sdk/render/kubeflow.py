@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from ..cluster.dispatch import bootstrap_args, resolve_strategy
 from ..errors import SpecError, UsageError
-from ..machines import MACHINES, did_you_mean
+from ..machines import did_you_mean, machine_info, tpu_chips
 from ..spec import JobSpec, Pool
 
 GROUP = "kubeflow.org"
@@ -136,7 +136,12 @@ def render_resources(pool: Pool) -> dict[str, Any]:
     Raises:
         SpecError: the pool asks for a Cloud TPU, which a TFJob cannot schedule.
     """
-    info = MACHINES[pool.machine.type]
+    info = machine_info(pool.machine.type)
+    if info is None or not info.vcpus or tpu_chips(pool.machine.type) is not None:
+        raise SpecError(
+            f"the {pool.role} pool's machine type {pool.machine.type} has no CPU and memory tfjob knows, or is a TPU VM: "
+            "a Kubeflow pod needs them; choose a listed type (`tfjob machines`)"
+        )
     acc = pool.machine.accelerator
     if acc is not None and acc.type.startswith("TPU_"):
         raise SpecError(

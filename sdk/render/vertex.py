@@ -107,6 +107,8 @@ def _machine(pool: Pool) -> dict[str, Any]:
     if acc is not None:
         spec["acceleratorType"] = acc.type
         spec["acceleratorCount"] = acc.count
+    if pool.machine.topology is not None:
+        spec["tpuTopology"] = pool.machine.topology
     return spec
 
 
@@ -122,13 +124,17 @@ def trainer_args(spec: JobSpec) -> list[str]:
     return list(spec.args)
 
 
-def bootstrap_command(spec: JobSpec, options: Any) -> list[str]:
-    """``tfjob-bootstrap --module M [...] --``: a container's command (the args follow)."""
+def bootstrap_command(spec: JobSpec, options: Any, packages: Sequence[str] = ()) -> list[str]:
+    """``tfjob-bootstrap [--package URI…] --module M [...] --``: a container's command (the args follow).
+
+    ``packages``: archives the bootstrap pip-installs first (``--packages`` with ``--image``).
+    """
     from ..cluster.dispatch import bootstrap_args, resolve_strategy
 
     strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
     tf_config = getattr(options, "tf_config", "platform") or "platform"
-    return [BOOTSTRAP, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]
+    installs = [arg for uri in packages for arg in ("--package", uri)]
+    return [BOOTSTRAP, *installs, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]
 
 
 def _pool_body(
@@ -146,7 +152,12 @@ def _pool_body(
     if image:
         container: dict[str, Any] = {"imageUri": image}
         if spec.module or spec.script:
-            container["command"] = bootstrap_command(spec, options)
+            container["command"] = bootstrap_command(spec, options, package_uris)
+        elif package_uris:
+            raise SpecError(
+                "--packages with an --image that keeps its own entrypoint cannot be installed by tfjob; "
+                "give --module-name (tfjob-bootstrap installs them first), or build them into the image"
+            )
         if args:
             container["args"] = args
         if spec.env:
