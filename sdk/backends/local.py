@@ -21,6 +21,10 @@ from ..store import JobStore, process_start_time
 from .base import JobState, JobStatus, SubmitOptions
 
 
+#: Up to this many tasks, ``render`` writes each task's environment in full.
+FULL_RENDER_TASKS = 16
+
+
 class LocalBackend:
     """Runs jobs as processes on this machine (see :mod:`tfjob.local`)."""
 
@@ -54,11 +58,39 @@ class LocalBackend:
             job_id="<job-id>",
             tf_config=options.tf_config,
         )
+        if len(plans) <= FULL_RENDER_TASKS:
+            return {
+                "backend": "local",
+                "dialect": options.dialect,
+                "strategy": strategy,
+                "tasks": [{"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env} for p in plans],
+            }
+        # Every task's TF_CONFIG / CLUSTER_SPEC repeats the whole cluster: written out for
+        # every task, the output would grow with the square of the task count. Beyond a few
+        # tasks the shared part is written once and each task gets only what is its own.
+        first = plans[0]
+        shared = {k: v for k, v in first.env.items() if all(p.env.get(k) == v for p in plans)}
         return {
             "backend": "local",
             "dialect": options.dialect,
             "strategy": strategy,
-            "tasks": [{"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env} for p in plans],
+            "cluster_variables": {k: first.env[k] for k in ("TF_CONFIG", "CLUSTER_SPEC") if k in first.env},
+            "note": (
+                f"{len(plans)} tasks: cluster_variables are {first.name}'s; every other task's are the same "
+                "with its own task entry (type, index), as each task's `task` says"
+            ),
+            "env": {k: v for k, v in shared.items() if k not in ("TF_CONFIG", "CLUSTER_SPEC")},
+            "tasks": [
+                {
+                    "name": p.name,
+                    "address": p.address,
+                    "task": {"type": p.role, "index": p.index},
+                    "argv": p.argv,
+                    "cwd": p.cwd,
+                    "env": {k: v for k, v in p.env.items() if k not in shared and k not in ("TF_CONFIG", "CLUSTER_SPEC")},
+                }
+                for p in plans
+            ],
         }
 
     def run(
