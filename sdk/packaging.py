@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import shutil
 import stat
 import sys
 import tarfile
@@ -90,6 +91,8 @@ class BuiltPackage:
     files: tuple[str, ...]
     excluded_secrets: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: True when the sdist came from the build cache (the tree had not changed).
+    cached: bool = False
 
     @property
     def filename(self) -> str:
@@ -459,6 +462,111 @@ def _build_project(source: Path, out_dir: Path, include_secrets: bool) -> BuiltP
 
     rules = read_ignore_rules(source)
     found = collect_files(source, rules, include_secrets=include_secrets)
+    key = _tree_key(found, include_secrets)
+    hit = _cache_get(key, out_dir, found)
+    if hit is not None:
+        return hit
+    built_package = _build_project_now(source, out_dir, rules, found)
+    _cache_put(key, built_package)
+    return built_package
+
+
+# -- the build cache -------------------------------------------------------------------------
+#: How many project builds the cache keeps (the least recently used go first).
+CACHE_ENTRIES = 32
+_CACHE_FORMAT = "1"
+
+
+def _cache_dir() -> Path:
+    from .settings import tfjob_home
+
+    return tfjob_home() / "build-cache"
+
+
+def _tree_key(found: Collected, include_secrets: bool) -> str:
+    """A digest of exactly what the build backend would see: every packaged file's path,
+    mode and bytes (the build config, pyproject.toml/setup.py/setup.cfg, among them), the
+    rules' outcome, the Python and build-backend versions (the interpreter builds it)."""
+    digest = hashlib.sha256()
+    digest.update(f"tfjob-build-cache {_CACHE_FORMAT} {sys.version_info[:3]} {include_secrets}\n".encode())
+    for rel in found.files:
+        real = found.sources[rel]
+        data = read_member(real)
+        executable = bool(real.stat().st_mode & stat.S_IXUSR)
+        digest.update(f"{rel}\0{len(data)}\0{executable}\0".encode())
+        digest.update(hashlib.sha256(data).digest())
+    try:
+        from importlib import metadata
+
+        digest.update(f"setuptools {metadata.version('setuptools')} build {metadata.version('build')}".encode())
+    except Exception:  # noqa: BLE001 - a version that cannot be read just keys as unknown
+        digest.update(b"unknown backend versions")
+    return digest.hexdigest()
+
+
+def _cache_get(key: str, out_dir: Path, found: Collected) -> BuiltPackage | None:
+    entry = _cache_dir() / key
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        archive = entry / meta["filename"]
+        data = archive.read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+        return None  # damaged: build again
+    final = out_dir / meta["sha256"][:16] / meta["filename"]
+    if not final.is_file():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(final.name + ".part")
+        tmp.write_bytes(data)
+        os.replace(tmp, final)
+    os.utime(entry)  # recently used
+    return BuiltPackage(
+        path=final,
+        sha256=meta["sha256"],
+        name=meta["name"],
+        version=meta["version"],
+        size=len(data),
+        files=tuple(meta["files"]),
+        excluded_secrets=tuple(found.secrets),
+        warnings=tuple(found.warnings()),
+        cached=True,
+    )
+
+
+def _cache_put(key: str, built_package: BuiltPackage) -> None:
+    """Keep the sdist for the next unchanged submit; a cache that cannot be written is skipped."""
+    root = _cache_dir()
+    entry = root / key
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=_ensure(root)))
+        shutil.copyfile(built_package.path, tmp / built_package.filename)
+        meta = {
+            "filename": built_package.filename, "sha256": built_package.sha256, "name": built_package.name,
+            "version": built_package.version, "files": list(built_package.files),
+        }  # fmt: skip
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        if entry.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            os.replace(tmp, entry)
+        entries = sorted((p for p in root.iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)
+        for old in entries[:-CACHE_ENTRIES]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        return
+
+
+def _ensure(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _build_project_now(source: Path, out_dir: Path, rules: list[IgnoreRule], found: Collected) -> BuiltPackage:
+    """Run the project's PEP 517 backend on a filtered copy of it."""
+    import build
+    import pyproject_hooks
+
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfjob-build-"))
         copy = Path(tmp) / "src"

@@ -216,13 +216,24 @@ def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_period(tmp_path: Path,
     assert_no_survivors(job_processes(job_id, job_dir))  # the worker's own child too
 
 
-def test_a_trainer_module_that_does_not_import_names_the_task_and_the_error(tmp_path: Path) -> None:
+def test_a_missing_module_is_a_usage_error_before_anything_starts(tmp_path: Path) -> None:
+    # As for Vertex AI packaging: the module is looked for before the job exists (exit 2).
     result = CliRunner().invoke(app, ["submit", str(PROBE), "-m", "probe.missing", "--quiet"])
+    assert result.exit_code == 2
+    assert "--module-name probe.missing: no probe/missing.py in" in result.stderr
+    with JobStore() as store:
+        assert store.list() == []
+
+
+def test_a_trainer_module_that_does_not_import_names_the_task_and_the_error(tmp_path: Path) -> None:
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "__init__.py").write_text("")
+    (tmp_path / "broken" / "task.py").write_text("import no_such_dependency_here\n")
+    result = CliRunner().invoke(app, ["submit", str(tmp_path), "-m", "broken.task", "--quiet"])
     assert result.exit_code == 1
     job_id = only_job_id()
-    # The bootstrap finds no such module and exits 2 with one line: that line is the tail shown.
-    assert f"error: job {job_id} FAILED: task chief-0 exited with code 2" in result.stderr
-    assert "last lines of chief-0:\n  error: --module probe.missing: no such module in" in result.stderr
+    assert f"error: job {job_id} FAILED: task chief-0 exited with code 1" in result.stderr
+    assert "ModuleNotFoundError: No module named 'no_such_dependency_here'" in result.stderr
     assert_no_survivors(job_processes(job_id))
 
 

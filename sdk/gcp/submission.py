@@ -284,4 +284,6 @@ def _trainer_package(
         return file_package(path, base_uri), None
     built = build_sdist(path, build_dir, module=spec.module, include_secrets=include_secrets)
     notes.extend(built.warnings)
+    if built.cached:
+        notes.append(f"the trainer is unchanged since its last build: reused {built.filename} from the build cache")
     return LocalPackage(built.path, built.sha256, f"{base_uri}/{built.sha256}/{built.filename}", built.size), path.resolve()
