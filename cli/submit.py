@@ -141,6 +141,7 @@ def submit(
     python_version: Optional[str] = typer.Option(None, "--python-version", help="Legacy AI Platform Python version."),
     use_chief: Optional[bool] = typer.Option(None, "--use-chief/--use-master", "--use-chief-in-tf-config/--no-use-chief-in-tf-config", help="Name the primary task chief or master in the legacy TF_CONFIG."),
     dialect: Optional[str] = typer.Option(None, "--dialect", help="local: TF_CONFIG/CLUSTER_SPEC dialect, vertex (default), ai-platform or kubeflow."),
+    container_engine: Optional[str] = typer.Option(None, "--container-engine", help="local: podman or docker (default: whichever is installed, podman first) for --image tasks."),
     python: Optional[str] = typer.Option(None, "--python", help="local: the Python interpreter the tasks run (default: this one)."),
     include_secrets: Optional[bool] = typer.Option(None, "--include-secrets", help="Package files that look like credentials too (each is still named in a warning)."),
     install: Optional[bool] = typer.Option(None, "--install/--no-install", help="local: pip-install the built sdist in a throw-away venv, as the cloud does."),

@@ -300,15 +300,39 @@ def _exit_on_signal(signum: int, frame: object) -> None:
         os._exit(128 + signum)
 
 
-def install_pid1_handlers() -> None:
-    """As PID 1 (in a container), SIGTERM and SIGINT left at their default are ignored by
-    the kernel: ``podman stop`` and Kubernetes would wait out their grace period and SIGKILL.
-    Give them the effect they have on any other process (the trainer may install its own)."""
+_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+def become_init_if_pid1() -> None:
+    """As PID 1 of a container, stay a tiny init and run the task as PID 2.
+
+    The kernel delivers no signal to PID 1 that it has not installed a handler for, and a
+    Python handler never runs while the main thread blocks in C++ (``Server.join()``, a
+    long TensorFlow op): ``podman stop`` and Kubernetes would wait out their grace period
+    and SIGKILL. So PID 1 forks: the child carries on with the task and gets every signal
+    as any ``python -m`` process would (its own handlers, or the default: it dies); PID 1
+    forwards SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1/2, reaps every orphan re-parented to
+    it, and exits with the task's status (128 + N when a signal N ended it).
+    """
+    if os.getpid() != 1:
+        return
     import signal
 
-    if os.getpid() == 1:
-        signal.signal(signal.SIGTERM, _exit_on_signal)
-        signal.signal(signal.SIGINT, _exit_on_signal)
+    child = os.fork()
+    if child == 0:
+        return  # the task: PID 2, ordinary signal semantics
+    for name in _FORWARDED:
+        signum = getattr(signal, name)
+        signal.signal(signum, lambda sig, frame: os.kill(child, sig))
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+        if pid == child:
+            os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
 def run_server(info: TaskInfo) -> int:
@@ -374,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     options, trainer_args = _split_argv(sys.argv[1:] if argv is None else argv)
     args = _build_parser().parse_args(options)
-    install_pid1_handlers()
+    become_init_if_pid1()
     try:
         info = task_info_from_env()
         strategy = resolve_strategy(args.strategy, info)

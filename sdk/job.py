@@ -32,6 +32,7 @@ _SETTING_FIELDS = [f.name for f in dataclasses.fields(Settings)]
 BACKEND_ONLY: dict[str, tuple[str, ...]] = {
     "dialect": ("local",),
     "python": ("local",),
+    "container_engine": ("local",),
     "install": ("local",),
     "grace": ("local",),
     "detach": ("local",),

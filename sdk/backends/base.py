@@ -95,6 +95,8 @@ class SubmitOptions:
     # local
     dialect: str = "vertex"
     python: str | None = None
+    #: ``podman`` or ``docker`` (or a path): what runs ``--image`` tasks locally.
+    container_engine: str | None = None
     install: bool = False
     #: What the bootstrap does (tfjob.cluster.dispatch): ``module`` (every task runs the
     #: trainer module, the default), ``parameter-server``, ``auto`` or ``multi-worker``.

@@ -47,6 +47,12 @@ class LocalBackend:
         check_chief(spec, options.dialect)
         strategy = resolve_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
+        engine = None
+        if any(spec.image_for(role) for role, _ in spec.tasks()):
+            from ..engine import Engine
+
+            name = options.container_engine or "podman"
+            engine = Engine(name.rsplit("/", 1)[-1], name)  # what would run them; render looks nothing up
         plans = build_task_plans(
             spec,
             build_cluster(spec, ports),
@@ -57,6 +63,7 @@ class LocalBackend:
             environ={},
             job_id="<job-id>",
             tf_config=options.tf_config,
+            engine=engine,
         )
         if len(plans) <= FULL_RENDER_TASKS:
             return {

@@ -186,6 +186,7 @@ class Launcher:
         strategy: str,
         source_root: str | None,
         cwd: str | None = None,
+        engine: Any = None,
         environ: Mapping[str, str] | None = None,
         port_picker: PortPicker = pick_ports,
         max_attempts: int = 4,
@@ -202,6 +203,7 @@ class Launcher:
         self.strategy = strategy
         self.source_root = source_root
         self.cwd = cwd
+        self.engine = engine
         self.environ = dict(os.environ if environ is None else environ)
         self.port_picker = port_picker
         self.max_attempts = max_attempts
@@ -253,6 +255,12 @@ class Launcher:
                 self._teardown()
             finally:
                 try:
+                    if self.engine is not None:
+                        # A container whose `run` process was killed keeps running: remove
+                        # every container of the job by its label.
+                        left = self.engine.remove_job(self.job_id)
+                        if left:
+                            self.router.note(f"removed {len(left)} container(s) of the job that were still there")
                     escaped = contain.stop_escaped(self.job_id, self._children_before)
                     if escaped:
                         self.router.note(
@@ -305,6 +313,7 @@ class Launcher:
             cwd=self.cwd,
             trial=self.options.trial,
             tf_config=self.options.tf_config,
+            engine=self.engine,
         )
         self.tasks = []
         self._attempt_started = self.clock()

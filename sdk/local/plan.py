@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..errors import SpecError, UsageError
 from ..machines import did_you_mean
@@ -171,6 +171,7 @@ def build_task_plans(
     cwd: str | None = None,
     trial: str | None = None,
     tf_config: str = "platform",
+    engine: Any = None,
 ) -> list[TaskPlan]:
     """One :class:`TaskPlan` per task, chief first.
 
@@ -186,6 +187,9 @@ def build_task_plans(
         environ: the environment the tasks start from (the caller's).
         job_id: the job's id (``TFJOB_JOB_ID`` in every task).
         cwd: where the tasks run (default: ``source_root``).
+        engine: the container engine (:class:`tfjob.engine.Engine`) that runs the tasks
+            whose pool has an image (``--image``): each is then ``<engine> run`` of the
+            image with the same bootstrap arguments and the platform's variables.
         trial: the hyperparameter-tuning trial id, as the platforms give it: in
             TF_CONFIG's (and CLUSTER_SPEC's) task and ``CLOUD_ML_TRIAL_ID``; the
             trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
@@ -193,7 +197,7 @@ def build_task_plans(
     from ..cluster import render_task_env
     from ..cluster.dispatch import bootstrap_args
 
-    if spec.module is None and spec.script is None:
+    if spec.module is None and spec.script is None and not spec.image:
         raise SpecError("--module-name (or --script) is required to run a trainer locally")
     base = base_environment(environ)
     base.update(spec.env)
@@ -213,25 +217,35 @@ def build_task_plans(
         address = cluster[role][index]
         # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
         trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
-        argv = [
-            python, "-m", "tfjob.container.bootstrap", "--check-port",
-            *bootstrap_args(
-                spec.module, spec.args, strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir, script=spec.script
-            ),
-        ]  # fmt: skip
-        env = dict(base)
-        env.update(
-            render_task_env(
-                dict(cluster),
-                role,
-                index,
-                dialect,
-                job=job_info,
-                trial=trial,
-                use_chief=spec.use_chief,
-                job_dir=spec.job_dir,
-            )
+        boot = bootstrap_args(
+            spec.module, spec.args, strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir, script=spec.script
         )
+        argv = [python, "-m", "tfjob.container.bootstrap", "--check-port", *boot]
+        platform = render_task_env(
+            dict(cluster), role, index, dialect, job=job_info, trial=trial, use_chief=spec.use_chief, job_dir=spec.job_dir
+        )
+        env = dict(base)
+        env.update(platform)
+        image = spec.image_for(role)
+        if image:
+            if engine is None:
+                raise SpecError("--image runs locally through a container engine (podman or docker)")
+            # What the platform gives a replica, and the user's --env: nothing else of this machine's.
+            names = sorted({*spec.env, *platform, "PYTHONUNBUFFERED", "TF_CPP_MIN_LOG_LEVEL", "TFJOB_JOB_ID",
+                            *(["CLOUD_ML_TRIAL_ID"] if trial is not None else [])})  # fmt: skip
+            volumes = []
+            if spec.job_dir and "://" not in spec.job_dir:
+                volumes.append(engine.writable_volume(spec.job_dir, spec.job_dir))
+            runs_bootstrap = spec.module is not None or spec.script is not None
+            argv = engine.run_argv(
+                image,
+                ["--check-port", *boot] if runs_bootstrap else list(spec.args),
+                name=f"tfjob-{job_id}-{task_name(role, index)}".lower(),
+                job_id=job_id,
+                env_names=names,
+                volumes=volumes,
+                entrypoint="tfjob-bootstrap" if runs_bootstrap else None,
+            )
         plans.append(TaskPlan(task_name(role, index), role, index, address, argv, env, cwd or source_root or "."))
     return plans
 

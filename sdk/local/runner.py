@@ -39,6 +39,8 @@ class Prepared:
     python: str
     strategy: str
     source_root: str | None
+    #: The container engine when the tasks run as containers (``--image``).
+    engine: Any = None
 
 
 def jobs_dir() -> Path:
@@ -50,18 +52,45 @@ def jobs_dir() -> Path:
 MAX_GRACE = 3600.0
 
 
+def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str]) -> Prepared:
+    """A job whose tasks run as containers of their images (``--image``)."""
+    from ..engine import find_engine
+
+    if spec.image_for("chief" if spec.has_chief else "worker") is None or any(not spec.image_for(r) for r, _ in spec.tasks()):
+        raise SpecError("locally, a job runs either every task as a container (--image for every pool) or none")
+    if spec.package or options.install or options.python:
+        raise SpecError("--image runs the trainer inside the image: leave out PACKAGE_PATH, --install and --python")
+    check_local_tasks(len(spec.tasks()))
+    check_dialect(options.dialect)
+    check_chief(spec, options.dialect)
+    strategy = resolve_strategy(spec, options.strategy)
+    if options.grace is None or not 0 <= options.grace <= MAX_GRACE:
+        raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
+    engine = find_engine(getattr(options, "container_engine", None))
+    missing = [image for image in images if not engine.has_image(image)]
+    if missing:
+        raise UsageError(f"image {missing[0]} is not in {engine.name}'s store; build or pull it first ({engine.name} images lists them)")
+    changes: dict[str, Any] = {}
+    if spec.job_dir and "://" not in spec.job_dir:
+        changes["job_dir"] = os.path.abspath(os.path.expanduser(spec.job_dir))
+        # Mounted at the same path in every task's container, writable by the image's user.
+        os.makedirs(changes["job_dir"], exist_ok=True)
+        if engine.name != "podman":
+            os.chmod(changes["job_dir"], 0o777)  # docker has no :U to give it to that user
+    if changes:
+        spec = spec.replace(**changes)
+    return Prepared(spec, sys.executable, strategy, None, engine)
+
+
 def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     """Check that the local backend can run ``spec``; raise a UsageError naming the fix if not.
 
     Relative paths (trainer directory, ``--job-dir``) are made absolute here, from
     the caller's working directory, because the tasks run elsewhere.
     """
-    images = [role for role, _ in spec.tasks() if spec.image_for(role)]
+    images = sorted({spec.image_for(role) for role, _ in spec.tasks() if spec.image_for(role)})
     if images:
-        raise SpecError(
-            "the local backend runs trainer packages, not container images (--image); "
-            "use --backend vertex or --backend kubeflow for a container, or give PACKAGE_PATH and --module-name"
-        )
+        return _check_container_job(spec, options, images)
     if spec.module is None and spec.script is None:
         raise SpecError("--module-name is required: the trainer module every task runs, e.g. trainer.task (or --script PATH)")
     if spec.script is not None and options.install:
@@ -236,6 +265,7 @@ def run_job(
             source_root=prepared.source_root,
             cwd=cwd,
             port_picker=port_picker,
+            engine=prepared.engine,
         )
         with cancel_on_signals(launcher):
             outcome = launcher.run()

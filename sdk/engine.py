@@ -1,0 +1,110 @@
+"""The container engine the local backend runs images with: podman, or docker.
+
+Only the command line is used (no daemon API, no Python client), so the engine's own
+configuration applies: ``CONTAINERS_CONF`` / ``CONTAINERS_STORAGE_CONF`` for podman
+(storage, runtime, ulimits), ``DOCKER_HOST`` for docker. Every container tfjob starts
+carries the label ``tfjob.job=<job id>``, so a job's containers can always be found and
+removed, even after the launcher was killed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from .errors import BackendError, UsageError
+
+#: The label every container of a job carries: ``tfjob.job=<job id>``.
+JOB_LABEL = "tfjob.job"
+ENGINES = ("podman", "docker")
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A container engine's command line."""
+
+    name: str
+    exe: str
+
+    def command(self, *args: str) -> list[str]:
+        return [self.exe, *args]
+
+    def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(self.command(*args), capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise BackendError(f"{self.name} {args[0]} did not answer within {timeout:g}s") from e
+
+    def has_image(self, image: str) -> bool:
+        return self._run("image", "inspect", image).returncode == 0
+
+    def job_containers(self, job_id: str) -> list[str]:
+        """Ids of every container (running or not) labelled with this job."""
+        done = self._run("ps", "-a", "-q", "--filter", f"label={JOB_LABEL}={job_id}")
+        return done.stdout.split() if done.returncode == 0 else []
+
+    def remove_job(self, job_id: str) -> list[str]:
+        """Stop and remove every container of the job at once; return their ids."""
+        ids = self.job_containers(job_id)
+        if ids:
+            self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), *ids, timeout=120)
+        return ids
+
+    def run_argv(
+        self,
+        image: str,
+        args: list[str],
+        *,
+        name: str,
+        job_id: str,
+        env_names: list[str],
+        volumes: list[str],
+        entrypoint: str | None,
+    ) -> list[str]:
+        """``<engine> run`` of one task in the foreground: its output is the task's, signals
+        reach it (``--sig-proxy``), and it is removed when it ends (``--rm``).
+
+        The host's network (``--network host``): tasks reach each other on 127.0.0.1 ports
+        as the process backend's tasks do. ``env_names`` are passed by name (``-e NAME``):
+        their values come from the engine process's environment, not its command line.
+        """
+        argv = [
+            self.exe, "run", "--rm", "--name", name, "--label", f"{JOB_LABEL}={job_id}", "--network", "host",
+            "--sig-proxy=true", "--stop-timeout", "5",
+        ]  # fmt: skip
+        for env_name in env_names:
+            argv += ["-e", env_name]
+        for volume in volumes:
+            argv += ["-v", volume]
+        if entrypoint is not None:
+            argv += ["--entrypoint", entrypoint]
+        return [*argv, image, *args]
+
+    def writable_volume(self, host: str, container: str) -> str:
+        """A bind mount the image's non-root user can write (podman chowns it with ``:U``)."""
+        if self.name == "podman":
+            return f"{host}:{container}:U"
+        return f"{host}:{container}"  # docker has no :U: the job dir is made writable to all first
+
+
+def find_engine(choice: str | None = None) -> Engine:
+    """The engine to run containers with: ``choice`` (``--container-engine``,
+    ``TFJOB_CONTAINER_ENGINE``), else podman, else docker.
+
+    Raises:
+        UsageError: the chosen engine, or both, are not installed (naming both).
+    """
+    choice = choice or os.environ.get("TFJOB_CONTAINER_ENGINE") or None
+    if choice is not None and choice not in ENGINES and not os.path.sep in choice:
+        raise UsageError(f"--container-engine {choice!r} is not one of {', '.join(ENGINES)} (or a path to one)")
+    for name in [choice] if choice else list(ENGINES):
+        exe = shutil.which(name)  # type: ignore[arg-type]
+        if exe:
+            return Engine(os.path.basename(name).split(".")[0], exe)  # type: ignore[arg-type]
+    wanted = choice or "podman or docker"
+    raise UsageError(
+        f"running --image locally needs a container engine, and {wanted} is not installed; install podman "
+        "(apt-get install podman) or docker, or run the image on --backend vertex / kubeflow"
+    )
