@@ -292,10 +292,15 @@ EX_TERMINATED = 143
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:
-    # Flush what the task printed, then end at once: the server's threads must not linger.
+    # Flush what the task printed, then die of the signal as a plain process would (the
+    # launcher and the platforms report "ended by SIGTERM"); 128 + N if it cannot be raised.
+    import signal
+
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
     finally:
         os._exit(128 + signum)
 
@@ -340,7 +345,7 @@ def run_server(info: TaskInfo) -> int:
 
     The server runs on TensorFlow's own threads; this thread waits in ``signal.pause()``,
     where a handler can end it (``Server.join()`` blocks in C++, where Python handlers
-    never run): SIGTERM and SIGINT end the task with 128 + the signal, PID 1 or not.
+    never run): SIGTERM and SIGINT end the task by that signal, as any process.
     """
     import signal
 

@@ -201,15 +201,39 @@ class ConfigDoc:
             return Accelerator(name, n)
 
 
-def bootstrap_module(doc: ConfigDoc, value: Any, path: str) -> str:
-    """The module of a container command ``[tfjob-bootstrap, --module, M, --]``, as tfjob renders it."""
+#: The bootstrap flags tfjob renders into a container command, and the ``Job`` keyword each
+#: reads back as (``--package`` repeats: the archives installed first).
+_BOOTSTRAP_FLAGS: dict[str, str] = {
+    "--package": "packages", "--module": "module", "--script": "script", "--strategy": "strategy", "--tf-config": "tf_config",
+}  # fmt: skip
+
+
+def bootstrap_values(doc: ConfigDoc, value: Any, path: str) -> dict[str, Any]:
+    """What a container command ``[tfjob-bootstrap, [--package URI…] --module M [...] --]``
+    says, as ``Job`` keywords: the reverse of :func:`tfjob.render.vertex.bootstrap_command`."""
     command = doc.strings(value, path)
-    if len(command) in (3, 4) and command[:2] == [BOOTSTRAP, "--module"] and command[3:] in ([], ["--"]):
-        return command[2]
+    values: dict[str, Any] = {}
+    rest = command[1:]
+    ok = command[:1] == [BOOTSTRAP]
+    while ok and rest and rest[0] != "--":
+        flag, *rest = rest
+        if flag not in _BOOTSTRAP_FLAGS or not rest or rest[0].startswith("--"):
+            ok = False
+            break
+        key, (arg, *rest) = _BOOTSTRAP_FLAGS[flag], rest
+        if key == "packages":
+            values.setdefault("packages", []).append(arg)
+        elif key in values:
+            ok = False
+        else:
+            values[key] = arg
+    if ok and rest in ([], ["--"]) and ("module" in values) != ("script" in values):
+        return values
     raise doc.error(
         path,
         f"{command!r} is not supported: tfjob starts containers through their entrypoint, or as "
-        f"[{BOOTSTRAP}, --module, MODULE, --]; put trainer arguments in args",
+        f"[{BOOTSTRAP}, --module, MODULE, --] (with the --package, --strategy and --tf-config it renders); "
+        "put trainer arguments in args",
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .config_doc import ConfigDoc, bootstrap_module, package_values, require_same
+from .config_doc import ConfigDoc, bootstrap_values, package_values, require_same
 from .machines import did_you_mean
 from .spec import ROLES, ScaleTier
 
@@ -90,8 +90,8 @@ def parse_training_input(
         if data.get(f"{prefix}Type") is not None:
             values[f"{role}_machine_type"] = doc.machine(data[f"{prefix}Type"], f"{path}.{prefix}Type", accelerator)
         if cfg.get("containerCommand") is not None:
-            module = bootstrap_module(doc, cfg["containerCommand"], f"{cfg_path}.containerCommand")
-            require_same(doc, shared, "module", f"{cfg_path}.containerCommand", module)
+            for key, value in bootstrap_values(doc, cfg["containerCommand"], f"{cfg_path}.containerCommand").items():
+                require_same(doc, shared, key, f"{cfg_path}.containerCommand", value)
         image = doc.text(cfg.get("imageUri"), f"{cfg_path}.imageUri")
         if image and role == "chief":
             values["image"] = image
@@ -106,8 +106,8 @@ def parse_training_input(
     module = doc.text(data.get("pythonModule"), f"{path}.pythonModule")
     if module is not None:
         require_same(doc, shared, "module", f"{path}.pythonModule", module)
-    if "module" in shared:
-        values["module"] = shared["module"][1]
+    for key, (_, value) in shared.items():
+        values[key] = value
     simple = {
         "region": "region",
         "jobDir": "job_dir",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .config_doc import ConfigDoc, bootstrap_module, package_values, require_same
+from .config_doc import ConfigDoc, bootstrap_values, package_values, require_same
 from .spec import ROLES
 
 CUSTOM_JOB_KEYS = ("displayName", "labels", "jobSpec")
@@ -91,8 +91,8 @@ def _parse_pool(
         if not image:
             raise doc.error(spec_path, "has no imageUri; name the container image")
         if spec.get("command") is not None:
-            module = bootstrap_module(doc, spec["command"], f"{spec_path}.command")
-            require_same(doc, shared, "pythonModule", f"{spec_path}.command", module)
+            for key, value in bootstrap_values(doc, spec["command"], f"{spec_path}.command").items():
+                require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.command", value)
     else:
         spec_path = f"{path}.pythonPackageSpec"
         spec = doc.mapping(pool["pythonPackageSpec"], spec_path)
@@ -142,6 +142,7 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
     else:
         values.update({f"{role}_image": img for role, img in images.items() if img})
     names = {"pythonModule": "module", "executorImageUri": "executor_image", "args": "args", "env": "env"}
+    names.update({key: key for key in ("packages", "script", "strategy", "tf_config")})  # a bootstrap command's flags
     for key, (_, value) in shared.items():
         if key == "packageUris":
             values.update(package_values(value))

@@ -71,6 +71,14 @@ FAMILIES: dict[str, str] = {
     "cloud": "cloud-tpu: a legacy TPU slice (TPU_V2 / TPU_V3)",
 }  # fmt: skip
 
+#: The series words of Compute Engine machine types (``highmem`` of ``n2-highmem-8``): a type
+#: of a known family is refused only when its series is none of these (a typo such as
+#: ``n1-standrd-8``), never for an unlisted size.
+SERIES: frozenset[str] = frozenset({
+    "standard", "highmem", "highcpu", "custom", "megamem", "ultramem", "hypermem", "micro", "small", "medium",
+    "highgpu", "megagpu", "ultragpu", "edgegpu", "hightpu", "node",
+})  # fmt: skip
+
 #: TPU VM machine types: chips per host by the ``-Nt`` suffix, and the topology of one host.
 TPU_VM_FAMILIES: tuple[str, ...] = ("ct4p", "ct5lp", "ct5p", "ct6e")
 SINGLE_HOST_TOPOLOGY: dict[int, str] = {1: "1x1", 4: "2x2", 8: "2x4"}

@@ -34,6 +34,7 @@ from .machines import (
     normalize_accelerator,
     FAMILIES,
     SINGLE_HOST_TOPOLOGY,
+    SERIES,
     family_of,
     tpu_chips,
     well_formed_machine_type,
@@ -190,6 +191,13 @@ class Machine:
                     f"machine type {self.type!r} is not known"
                     f"{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}; "
                     "use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)"
+                )
+            series = self.type.split("-")[1]
+            if family_of(self.type) in FAMILIES and series not in SERIES:
+                family = [m for m in [*MACHINES, *LEGACY_MACHINES] if family_of(m) == family_of(self.type)]
+                raise SpecError(
+                    f"machine type {self.type!r} is not known{did_you_mean(self.type, family or MACHINES)}: "
+                    f"{series!r} is not a series of Compute Engine types (standard, highmem, highcpu…; see `tfjob machines`)"
                 )
             if family_of(self.type) not in FAMILIES:
                 import warnings

@@ -240,7 +240,7 @@ def test_a_trainer_module_that_does_not_import_names_the_task_and_the_error(tmp_
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["submit", "--image", "gcr.io/p/t:1", "-m", "t.task"], "the local backend runs trainer packages, not container images"),
+        (["submit", "--image", "gcr.io/p/t:1", "-m", "t.task", "--container-engine", "/no/such/podman"], "needs a container engine, and /no/such/podman is not installed"),
         (["submit", str(PROBE), "-m", "probe.task", "--dialect", "sagemaker"], "--dialect 'sagemaker' is not known"),
         (["submit", "no/such/dir", "-m", "probe.task"], "trainer directory 'no/such/dir' does not exist"),
         (["submit", str(PROBE), "-m", "trainer.task"], "module 'trainer.task' is not in trainer directory"),

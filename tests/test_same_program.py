@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tfjob.backends.base import SubmitOptions
+from tfjob.engine import Engine
 from tfjob.local.plan import build_cluster, build_task_plans, resolve_strategy
 from tfjob.render.aiplatform import render_training_input
 from tfjob.render.kubeflow import render_tfjob
@@ -18,16 +19,25 @@ LEGACY = {"chief": "master", "worker": "worker", "ps": "parameterServer", "evalu
 
 
 def _local(spec, dialect: str, options: SubmitOptions) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """What each local task starts: the bootstrap process, or (for an image) the container's
+    entrypoint and arguments after the image in ``podman run``."""
     strategy = resolve_strategy(spec, options.strategy)
     cluster = build_cluster(spec, list(range(6000, 6000 + len(spec.tasks()))))
     plans = build_task_plans(
-        spec, cluster, dialect=dialect, strategy=strategy, python="python", source_root="/src", environ={}, job_id="j", tf_config=options.tf_config
-    )
+        spec, cluster, dialect=dialect, strategy=strategy, python="python", source_root="/src", environ={}, job_id="j",
+        tf_config=options.tf_config, engine=Engine("podman", "/usr/bin/podman"),
+    )  # fmt: skip
     out = {}
     for plan in plans:
-        argv = plan.argv[plan.argv.index("tfjob.container.bootstrap") + 1 :]
+        if spec.image:
+            assert plan.argv[:2] == ["/usr/bin/podman", "run"], plan.argv
+            entrypoint = plan.argv[plan.argv.index("--entrypoint") + 1]
+            argv = plan.argv[plan.argv.index(IMAGE) + 1 :]
+        else:
+            entrypoint = "tfjob-bootstrap"
+            argv = plan.argv[plan.argv.index("tfjob.container.bootstrap") + 1 :]
         argv.remove("--check-port")  # local only: a port picked on this machine may be taken
-        out[plan.name] = ["tfjob-bootstrap", *argv]
+        out[plan.name] = [entrypoint, *argv]
     return out
 
 

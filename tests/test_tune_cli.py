@@ -114,7 +114,7 @@ def test_dry_run_prints_the_local_study(tmp_path: Path) -> None:
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--algorithm", "hill-climb"], r"--algorithm 'hill-climb' is not known"),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--parallel-trials", "9"], r"maxParallelTrials 9 is more than maxTrials 6"),
         (["tune", TOY, "-m", "toy.task", "--hparams", str(ROOT / "tests/data/configs/legacy_hyperparameters.yaml"), "--config", LEGACY], r"describes the trials' cluster and so does --config"),
-        (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--image", "gcr.io/p/t:1"], r"the local backend runs trainer packages, not container images"),
+        (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--image", "gcr.io/p/t:1"], r"--image runs the trainer inside the image: leave out PACKAGE_PATH"),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--output", "xml", "--dry-run"], r"--output 'xml' must be json or yaml"),
     ],
 )
