@@ -44,7 +44,10 @@ def dump(data: Any, output: str) -> str:
 #: ``submit`` parameters that are not :class:`tfjob.Job` keywords (handled by the command).
 _NOT_JOB_KEYWORDS = {"ctx", "package_path", "package_path_opt", "output", "run_async", "dry_run"}
 #: ``submit`` parameter names whose Job keyword differs.
-_RENAMED = {"module_name": "module", "display_name": "name", "kube_context": "context"}
+_RENAMED = {
+    "module_name": "module", "display_name": "name", "kube_context": "context",
+    "persistent_resource": "persistent_resource_id", "reserved_ip_range": "reserved_ip_ranges",
+}  # fmt: skip
 
 
 def job_keywords(options: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +67,8 @@ def job_keywords(options: dict[str, Any]) -> dict[str, Any]:
             value = parse_key_values(value, f"--{name}") or None
         elif name == "timeout":
             value = parse_duration(value)
+        elif name == "max_wait":
+            value = parse_duration(value, "--max-wait")
         elif name == "cancel_on_interrupt":
             value = value or None
         if value is not None:
@@ -137,6 +142,18 @@ def submit(
     restart_job_on_worker_restart: Optional[bool] = typer.Option(None, "--restart-job-on-worker-restart/--no-restart-job-on-worker-restart", help="Restart all tasks when a worker restarts."),
     enable_web_access: Optional[bool] = typer.Option(None, "--enable-web-access/--no-enable-web-access", help="Vertex interactive shell into the tasks."),
     tensorboard: Optional[str] = typer.Option(None, "--tensorboard", help="Vertex TensorBoard resource to stream to."),
+    spot: Optional[bool] = typer.Option(None, "--spot", help="vertex: run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted."),
+    flex_start: Optional[bool] = typer.Option(None, "--flex-start", help="vertex: Flex-start (Dynamic Workload Scheduler): wait for scarce GPUs/TPUs to be provisioned together."),
+    max_wait: Optional[str] = typer.Option(None, "--max-wait", help="vertex: how long a --flex-start job waits for its machines (2h, 30m, seconds)."),
+    disable_retries: Optional[bool] = typer.Option(None, "--disable-retries", help="vertex: fail at the first error instead of retrying the job on platform errors."),
+    reservation: Optional[str] = typer.Option(None, "--reservation", help="vertex: run on reserved machines: any, none, or projects/P/zones/Z/reservations/NAME."),
+    persistent_resource: Optional[str] = typer.Option(None, "--persistent-resource", help="vertex: run on this persistent resource's machines (its id)."),
+    boot_disk_type: Optional[str] = typer.Option(None, "--boot-disk-type", help="vertex: every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced."),
+    boot_disk_size: Optional[int] = typer.Option(None, "--boot-disk-size", help="vertex: every pool's boot disk size in GB (100-64000; default 100)."),
+    kms_key: Optional[str] = typer.Option(None, "--kms-key", help="vertex: encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K)."),
+    reserved_ip_range: Optional[List[str]] = typer.Option(None, "--reserved-ip-range", help="vertex: a reserved IP range of the --network to place the job in (repeat)."),
+    network_attachment: Optional[str] = typer.Option(None, "--network-attachment", help="vertex: Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME."),
+    enable_dashboard_access: Optional[bool] = typer.Option(None, "--enable-dashboard-access", help="vertex: let the training dashboard reach the tasks."),
     runtime_version: Optional[str] = typer.Option(None, "--runtime-version", help="Legacy AI Platform runtime version."),
     python_version: Optional[str] = typer.Option(None, "--python-version", help="Legacy AI Platform Python version."),
     use_chief: Optional[bool] = typer.Option(None, "--use-chief/--use-master", "--use-chief-in-tf-config/--no-use-chief-in-tf-config", help="Name the primary task chief or master in the legacy TF_CONFIG."),

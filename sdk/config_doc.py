@@ -17,32 +17,21 @@ from .machines import did_you_mean
 from .render.vertex import BOOTSTRAP  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
 from .spec import Accelerator, Machine, parse_duration
 
-_NO_DISK = "tfjob uses the platform's default boot disk (100 GB pd-ssd); remove it"
+_NO_DISK = "tfjob sets boot disks on Vertex AI only (diskSpec, --boot-disk-size); remove it"
 #: Platform fields tfjob cannot honour, with what to do instead. Keyed by the field's
 #: name where it appears (the same reason applies at every level it can appear).
 UNSUPPORTED: dict[str, str] = {
     "predictionInput": "this is a batch prediction job; tfjob runs training jobs",
-    "encryptionConfig": "customer-managed encryption keys are not supported by tfjob; remove it",
-    "encryptionSpec": "customer-managed encryption keys are not supported by tfjob; remove it",
+    "encryptionConfig": "tfjob submits AI Platform requests without customer-managed keys; use --backend vertex (--kms-key) or remove it",
     "diskConfig": _NO_DISK,
-    "diskSpec": _NO_DISK,
     "containerArgs": "use trainingInput.args: tfjob gives every task the same arguments",
     "tpuTfVersion": "tfjob runs TPU jobs on Vertex AI, which takes the TensorFlow version from the image; remove it",
-    "maxWaitTime": "tfjob does not limit queueing time; remove it",
-    "maxWaitDuration": "tfjob does not limit queueing time; remove it",
+    "maxWaitTime": "tfjob limits queueing time on Vertex AI only (--flex-start --max-wait); remove it",
     "priority": "tfjob does not set job priorities; remove it",
-    "strategy": "tfjob uses on-demand VMs (no Spot or Flex-start scheduling); remove it",
-    "disableRetries": "tfjob keeps the platform's retry behaviour; remove it",
     "nfsMounts": "tfjob does not mount NFS shares; read the data from Cloud Storage instead",
     "lustreMounts": "tfjob does not mount Lustre file systems; read the data from Cloud Storage instead",
     "gpuPartitionSize": "tfjob does not partition GPUs; remove it",
-    "tpuTopology": "tfjob runs single-host TPU slices only (machine type cloud-tpu); remove it",
-    "reservationAffinity": "tfjob does not target reservations; remove it",
-    "persistentResourceId": "tfjob starts fresh VMs for every job; remove it",
-    "reservedIpRanges": "tfjob does not reserve IP ranges; remove it (network peering via network still works)",
-    "pscInterfaceConfig": "tfjob does not configure Private Service Connect; remove it",
     "protectedArtifactLocationId": "tfjob does not set artifact locations; remove it",
-    "enableDashboardAccess": "tfjob does not enable dashboard access; remove it (enableWebAccess works)",
     "experiment": "tfjob does not log to Vertex AI Experiments; remove it",
     "experimentRun": "tfjob does not log to Vertex AI Experiments; remove it",
     "models": "tfjob does not attach models to a job; remove it",

@@ -12,23 +12,50 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from .config_doc import ConfigDoc, bootstrap_values, package_values, require_same
-from .spec import ROLES
+from .machines import did_you_mean
+from .spec import ROLES, SCHEDULING_STRATEGIES, check_boot_disk
 
-CUSTOM_JOB_KEYS = ("displayName", "labels", "jobSpec")
+CUSTOM_JOB_KEYS = ("displayName", "labels", "jobSpec", "encryptionSpec")
 CUSTOM_JOB_OUTPUT_ONLY = (
     "name", "state", "createTime", "startTime", "endTime", "updateTime", "error", "webAccessUris", "satisfiesPzs", "satisfiesPzi",
 )
 CUSTOM_JOB_SPEC_KEYS = (
     "workerPoolSpecs", "scheduling", "serviceAccount", "network", "baseOutputDirectory", "tensorboard", "enableWebAccess",
+    "persistentResourceId", "reservedIpRanges", "pscInterfaceConfig", "enableDashboardAccess",
 )
-WORKER_POOL_KEYS = ("machineSpec", "replicaCount", "containerSpec", "pythonPackageSpec")
-MACHINE_SPEC_KEYS = ("machineType", "acceleratorType", "acceleratorCount")
+WORKER_POOL_KEYS = ("machineSpec", "replicaCount", "diskSpec", "containerSpec", "pythonPackageSpec")
+MACHINE_SPEC_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "tpuTopology", "reservationAffinity")
+DISK_SPEC_KEYS = ("bootDiskType", "bootDiskSizeGb")
+RESERVATION_KEYS = ("reservationAffinityType", "key", "values")
 CONTAINER_SPEC_KEYS = ("imageUri", "command", "args", "env")
 PYTHON_PACKAGE_KEYS = ("executorImageUri", "packageUris", "pythonModule", "args", "env")
-VERTEX_SCHEDULING_KEYS = ("timeout", "restartJobOnWorkerRestart")
+VERTEX_SCHEDULING_KEYS = ("timeout", "restartJobOnWorkerRestart", "strategy", "maxWaitDuration", "disableRetries")
 #: A Vertex ``HyperparameterTuningJob``: the trial's job is ``trialJobSpec``, the rest is tuning.
-TUNING_JOB_KEYS = ("displayName", "labels", "trialJobSpec", "studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
+TUNING_JOB_KEYS = (
+    "displayName", "labels", "trialJobSpec", "studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount", "encryptionSpec",
+)  # fmt: skip
 TUNING_JOB_OUTPUT_ONLY = (*CUSTOM_JOB_OUTPUT_ONLY, "trials")
+
+
+def _reservation(doc: ConfigDoc, value: Any, path: str) -> str:
+    """``any``, ``none`` or a reservation's name, from a ``reservationAffinity``."""
+    from .render.vertex import RESERVATION_KEY
+
+    affinity = doc.mapping(value, path)
+    doc.check_keys(affinity, path, RESERVATION_KEYS)
+    kind = doc.text(affinity.get("reservationAffinityType"), f"{path}.reservationAffinityType")
+    names = doc.strings(affinity.get("values"), f"{path}.values")
+    if kind == "ANY_RESERVATION" and not names:
+        return "any"
+    if kind == "NO_RESERVATION" and not names:
+        return "none"
+    if kind == "SPECIFIC_RESERVATION" and affinity.get("key") == RESERVATION_KEY and len(names) == 1:
+        return names[0]
+    raise doc.error(
+        path,
+        f"{dict(affinity)!r} is not supported: tfjob takes ANY_RESERVATION, NO_RESERVATION, or SPECIFIC_RESERVATION "
+        f"with key {RESERVATION_KEY} and one reservation in values",
+    )
 
 
 def _env(doc: ConfigDoc, value: Any, path: str) -> dict[str, str]:
@@ -68,6 +95,23 @@ def _parse_pool(
     values[f"{role}_machine_type"] = doc.machine(machine_spec["machineType"], f"{ms_path}.machineType", accelerator)
     if accelerator is not None:
         values[f"{role}_accelerator"] = accelerator
+    topology = doc.text(machine_spec.get("tpuTopology"), f"{ms_path}.tpuTopology")
+    if topology is not None:
+        require_same(doc, shared, "tpu_topology", f"{ms_path}.tpuTopology", topology)
+    if machine_spec.get("reservationAffinity") is not None:
+        reservation = _reservation(doc, machine_spec["reservationAffinity"], f"{ms_path}.reservationAffinity")
+        require_same(doc, shared, "reservation", f"{ms_path}.reservationAffinity", reservation)
+    disk_path = f"{path}.diskSpec"
+    disk = doc.mapping(pool.get("diskSpec"), disk_path)
+    doc.check_keys(disk, disk_path, DISK_SPEC_KEYS)
+    if disk.get("bootDiskType") is not None:
+        values[f"{role}_boot_disk_type"] = doc.text(disk["bootDiskType"], f"{disk_path}.bootDiskType")
+        with doc.at(f"{disk_path}.bootDiskType"):
+            check_boot_disk(values[f"{role}_boot_disk_type"], None)
+    if disk.get("bootDiskSizeGb") is not None:
+        values[f"{role}_boot_disk_size"] = doc.count(disk["bootDiskSizeGb"], f"{disk_path}.bootDiskSizeGb")
+        with doc.at(f"{disk_path}.bootDiskSizeGb"):
+            check_boot_disk(None, values[f"{role}_boot_disk_size"])
     replicas = 1 if pool.get("replicaCount") is None else doc.count(pool["replicaCount"], f"{path}.replicaCount")
     if role == "chief" and replicas != 1:
         raise doc.error(
@@ -143,6 +187,7 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
         values.update({f"{role}_image": img for role, img in images.items() if img})
     names = {"pythonModule": "module", "executorImageUri": "executor_image", "args": "args", "env": "env"}
     names.update({key: key for key in ("packages", "script", "strategy", "tf_config")})  # a bootstrap command's flags
+    names.update({"tpu_topology": "tpu_topology", "reservation": "reservation"})
     for key, (_, value) in shared.items():
         if key == "packageUris":
             values.update(package_values(value))
@@ -152,9 +197,22 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
         value = doc.text(data.get(key), f"{at}{key}")
         if value is not None:
             values[name] = value
-    web = doc.flag(data.get("enableWebAccess"), f"{at}enableWebAccess")
-    if web is not None:
-        values["enable_web_access"] = web
+    for key, name in (("enableWebAccess", "enable_web_access"), ("enableDashboardAccess", "enable_dashboard_access")):
+        flag = doc.flag(data.get(key), f"{at}{key}")
+        if flag is not None:
+            values[name] = flag
+    resource = doc.text(data.get("persistentResourceId"), f"{at}persistentResourceId")
+    if resource:
+        values["persistent_resource_id"] = resource
+    ranges = doc.strings(data.get("reservedIpRanges"), f"{at}reservedIpRanges")
+    if ranges:
+        values["reserved_ip_ranges"] = ranges
+    psc_path = f"{at}pscInterfaceConfig"
+    psc = doc.mapping(data.get("pscInterfaceConfig"), psc_path)
+    doc.check_keys(psc, psc_path, ("networkAttachment",))
+    attachment = doc.text(psc.get("networkAttachment"), f"{psc_path}.networkAttachment")
+    if attachment:
+        values["network_attachment"] = attachment
     out_path = f"{at}baseOutputDirectory"
     output = doc.mapping(data.get("baseOutputDirectory"), out_path)
     doc.check_keys(output, out_path, ("outputUriPrefix",))
@@ -172,6 +230,19 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
     restart = doc.flag(scheduling.get("restartJobOnWorkerRestart"), f"{sched_path}.restartJobOnWorkerRestart")
     if restart is not None:
         values["restart_job_on_worker_restart"] = restart
+    strategy = doc.text(scheduling.get("strategy"), f"{sched_path}.strategy")
+    if strategy is not None and strategy not in ("STRATEGY_UNSPECIFIED", "ON_DEMAND"):
+        values["scheduling_strategy"] = "SPOT" if strategy == "LOW_COST" else strategy  # LOW_COST: SPOT's deprecated name
+        if values["scheduling_strategy"] not in SCHEDULING_STRATEGIES:
+            raise doc.error(
+                f"{sched_path}.strategy",
+                f"{strategy!r} is not one of {', '.join(SCHEDULING_STRATEGIES)}{did_you_mean(strategy, SCHEDULING_STRATEGIES)}",
+            )
+    if scheduling.get("maxWaitDuration") is not None:
+        values["max_wait"] = doc.duration(scheduling["maxWaitDuration"], f"{sched_path}.maxWaitDuration")
+    retries = doc.flag(scheduling.get("disableRetries"), f"{sched_path}.disableRetries")
+    if retries is not None:
+        values["disable_retries"] = retries
     return values
 
 
@@ -188,4 +259,9 @@ def parse_vertex_job(
         values["name"] = name
     if data.get("labels") is not None:
         values["labels"] = doc.labels(data["labels"], "labels")
+    encryption = doc.mapping(data.get("encryptionSpec"), "encryptionSpec")
+    doc.check_keys(encryption, "encryptionSpec", ("kmsKeyName",))
+    key = doc.text(encryption.get("kmsKeyName"), "encryptionSpec.kmsKeyName")
+    if key:
+        values["kms_key"] = key
     return values

@@ -49,6 +49,14 @@ BACKEND_ONLY: dict[str, tuple[str, ...]] = {
     "enable_web_access": ("vertex", "ai-platform"),
     "tensorboard": ("vertex",),
     "restart_job_on_worker_restart": ("vertex",),
+    **{
+        key: ("vertex",)
+        for key in (
+            "spot", "flex_start", "scheduling_strategy", "max_wait", "disable_retries", "reservation", "persistent_resource_id",
+            "kms_key", "reserved_ip_ranges", "network_attachment", "enable_dashboard_access",
+            "boot_disk_type", "boot_disk_size", *(f"{r}_boot_disk_{w}" for r in ("chief", "worker", "ps", "evaluator") for w in ("type", "size")),
+        )
+    },  # fmt: skip
     "runtime_version": ("ai-platform", "vertex", "local"),
     "python_version": ("ai-platform", "vertex", "local"),
 }

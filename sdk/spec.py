@@ -165,6 +165,24 @@ class Accelerator:
         return cls(fields["type"], int(count_text))
 
 
+#: Boot disk types Vertex AI takes (``diskSpec.bootDiskType``).
+BOOT_DISK_TYPES: tuple[str, ...] = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
+#: Boot disk sizes in GB Vertex AI takes: its default is the smallest, a persistent disk's
+#: largest size the largest.
+BOOT_DISK_SIZE_GB: tuple[int, int] = (100, 64000)
+
+
+def check_boot_disk(disk_type: Any, size_gb: Any) -> None:
+    """Refuse a boot disk type or size Vertex AI would refuse, naming the flag."""
+    if disk_type is not None and disk_type not in BOOT_DISK_TYPES:
+        raise SpecError(
+            f"--boot-disk-type {disk_type!r} is not one of {', '.join(BOOT_DISK_TYPES)}{did_you_mean(str(disk_type), BOOT_DISK_TYPES)}"
+        )
+    low, high = BOOT_DISK_SIZE_GB
+    if size_gb is not None and (isinstance(size_gb, bool) or not isinstance(size_gb, int) or not low <= size_gb <= high):
+        raise SpecError(f"--boot-disk-size {size_gb!r} must be a whole number of GB from {low} to {high}")
+
+
 @dataclass(frozen=True)
 class Machine:
     """A Compute Engine machine type, with the accelerator each machine carries.
@@ -176,8 +194,13 @@ class Machine:
     accelerator: Accelerator | None = None
     #: A TPU VM's slice shape (Vertex ``machineSpec.tpuTopology``, e.g. ``2x2``); TPU VMs only.
     tpu_topology: str | None = None
+    #: The boot disk (Vertex ``diskSpec``): ``pd-ssd``, ``pd-standard`` or ``hyperdisk-balanced``.
+    boot_disk_type: str | None = None
+    #: The boot disk's size in GB (Vertex ``diskSpec.bootDiskSizeGb``; the platform's default is 100).
+    boot_disk_size_gb: int | None = None
 
     def __post_init__(self) -> None:
+        check_boot_disk(self.boot_disk_type, self.boot_disk_size_gb)
         info = MACHINES.get(self.type)
         chips = tpu_chips(self.type)
         if self.tpu_topology is not None:
@@ -268,14 +291,18 @@ class Machine:
         out: dict[str, Any] = {"type": self.type}
         if self.accelerator is not None:
             out["accelerator"] = {"type": self.accelerator.type, "count": self.accelerator.count}
-        if self.tpu_topology is not None:
-            out["tpu_topology"] = self.tpu_topology
+        for name in ("tpu_topology", "boot_disk_type", "boot_disk_size_gb"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Machine":
         acc = data.get("accelerator")
-        return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"))
+        return cls(
+            data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"),
+            data.get("boot_disk_type"), data.get("boot_disk_size_gb"),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -376,6 +403,60 @@ def _check_labels(labels: Mapping[str, str]) -> None:
             )
 
 
+#: Vertex AI ``scheduling.strategy`` values tfjob renders (STANDARD is on-demand VMs).
+SCHEDULING_STRATEGIES: tuple[str, ...] = ("STANDARD", "SPOT", "FLEX_START")
+_KMS_KEY_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+\Z")
+_RESERVATION_RE = re.compile(r"^projects/[^/\s]+/zones/[^/\s]+/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_RESOURCE_ID_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_ATTACHMENT_RE = re.compile(r"^projects/[^/\s]+/regions/[^/\s]+/networkAttachments/[^/\s]+\Z")
+_IP_RANGE_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+
+
+def _check_platform_knobs(spec: "JobSpec") -> None:
+    """Scheduling, reservations, encryption and networking (Vertex AI), checked as the API would."""
+    strategy = spec.scheduling_strategy
+    if strategy is not None and strategy not in SCHEDULING_STRATEGIES:
+        raise SpecError(
+            f"scheduling strategy {strategy!r} is not one of {', '.join(SCHEDULING_STRATEGIES)}"
+            f"{did_you_mean(str(strategy), SCHEDULING_STRATEGIES)} (--spot, --flex-start)"
+        )
+    if spec.max_wait is not None:
+        if isinstance(spec.max_wait, bool) or not isinstance(spec.max_wait, (int, float)) or not 0 < spec.max_wait < float("inf"):
+            raise SpecError(f"--max-wait {spec.max_wait!r} must be a positive duration (seconds, or 2h, 30m)")
+        if strategy != "FLEX_START":
+            raise SpecError("--max-wait is how long a Flex-start job waits for its machines; add --flex-start (or drop --max-wait)")
+    if spec.reservation is not None and spec.reservation not in ("any", "none") and not _RESERVATION_RE.match(str(spec.reservation)):
+        raise SpecError(
+            f"--reservation {spec.reservation!r} must be any, none, or a reservation's full name "
+            "(projects/PROJECT/zones/ZONE/reservations/NAME)"
+        )
+    if spec.reservation not in (None, "none") and strategy in ("SPOT", "FLEX_START"):
+        raise SpecError(f"--reservation cannot be combined with --{strategy.lower().replace('_', '-')}: reserved machines are on-demand")
+    if spec.persistent_resource_id is not None and not _RESOURCE_ID_RE.match(str(spec.persistent_resource_id)):
+        raise SpecError(
+            f"--persistent-resource {spec.persistent_resource_id!r} must be a persistent resource's id "
+            "(lower-case letters, digits and -, 1-63 characters)"
+        )
+    if spec.kms_key is not None and not _KMS_KEY_RE.match(str(spec.kms_key)):
+        raise SpecError(
+            f"--kms-key {spec.kms_key!r} must be a Cloud KMS key's full name "
+            "(projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY)"
+        )
+    for name in spec.reserved_ip_ranges:
+        if not isinstance(name, str) or not _IP_RANGE_RE.match(name):
+            raise SpecError(f"--reserved-ip-range {name!r} must be the name of a reserved range in the peered network")
+    if spec.reserved_ip_ranges and not spec.network:
+        raise SpecError("--reserved-ip-range names ranges of the peered VPC network: add --network")
+    if spec.network_attachment is not None:
+        if not _ATTACHMENT_RE.match(str(spec.network_attachment)):
+            raise SpecError(
+                f"--network-attachment {spec.network_attachment!r} must be a network attachment's full name "
+                "(projects/PROJECT/regions/REGION/networkAttachments/NAME)"
+            )
+        if spec.network:
+            raise SpecError("--network-attachment (Private Service Connect) and --network (VPC peering) are alternatives; give one")
+
+
 def check_job_name(name: str) -> None:
     """Raise SpecError unless Vertex AI would take ``name`` as a display name."""
     if not isinstance(name, str) or not name.strip():
@@ -439,6 +520,15 @@ class JobSpec:
     use_chief: bool | None = None
     enable_web_access: bool = False
     tensorboard: str | None = None
+    scheduling_strategy: str | None = None
+    max_wait: float | None = None
+    disable_retries: bool = False
+    reservation: str | None = None
+    persistent_resource_id: str | None = None
+    kms_key: str | None = None
+    reserved_ip_ranges: tuple[str, ...] = ()
+    network_attachment: str | None = None
+    enable_dashboard_access: bool = False
 
     def __post_init__(self) -> None:
         check_job_name(self.name)
@@ -493,6 +583,8 @@ class JobSpec:
                 raise SpecError(f"label {key!r} is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)}); choose another key")
         if self.timeout is not None and (isinstance(self.timeout, bool) or self.timeout <= 0):
             raise SpecError(f"--timeout {self.timeout!r} must be a positive number of seconds")
+        object.__setattr__(self, "reserved_ip_ranges", tuple(self.reserved_ip_ranges))
+        _check_platform_knobs(self)
 
     # -- views -------------------------------------------------------------------
     def pool(self, role: str) -> Pool | None:
@@ -550,7 +642,7 @@ class JobSpec:
             raise SpecError(f"unknown job spec fields: {', '.join(sorted(unknown))}")
         values = dict(data)
         values["pools"] = tuple(Pool.from_dict(p) for p in data["pools"])
-        for name in ("args", "packages"):
+        for name in ("args", "packages", "reserved_ip_ranges"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -581,6 +673,10 @@ def parse_key_values(items: Iterable[str] | str | None, flag: str) -> dict[str, 
     return out
 
 
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
 def build_spec(
     *,
     name: str,
@@ -607,6 +703,18 @@ def build_spec(
     evaluator_image: str | None = None,
     chief: bool = True,
     tpu_topology: str | None = None,
+    boot_disk_type: str | None = None,
+    boot_disk_size: int | None = None,
+    chief_boot_disk_type: str | None = None,
+    worker_boot_disk_type: str | None = None,
+    ps_boot_disk_type: str | None = None,
+    evaluator_boot_disk_type: str | None = None,
+    chief_boot_disk_size: int | None = None,
+    worker_boot_disk_size: int | None = None,
+    ps_boot_disk_size: int | None = None,
+    evaluator_boot_disk_size: int | None = None,
+    spot: bool = False,
+    flex_start: bool = False,
     **settings: Any,
 ) -> JobSpec:
     """Build a :class:`JobSpec` from the options users give.
@@ -620,6 +728,10 @@ def build_spec(
     ``chief=False`` (``--no-chief``) leaves the chief out: worker 0 is the chief, as in
     TensorFlow's multi-worker tutorials and Kubeflow's examples (Kubeflow and JobSet run
     such jobs; Vertex AI and AI Platform always have a chief and refuse them).
+
+    ``boot_disk_type`` / ``boot_disk_size`` (GB) apply to every pool, the ``<role>_boot_disk_*``
+    options to one pool. ``spot`` and ``flex_start`` choose the scheduling strategy
+    (``scheduling_strategy`` names it directly: STANDARD, SPOT or FLEX_START).
 
     ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
     """
@@ -694,6 +806,33 @@ def build_spec(
             dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p
             for p in pools
         ]
+    disks = {
+        "chief": (chief_boot_disk_type, chief_boot_disk_size),
+        "worker": (worker_boot_disk_type, worker_boot_disk_size),
+        "ps": (ps_boot_disk_type, ps_boot_disk_size),
+        "evaluator": (evaluator_boot_disk_type, evaluator_boot_disk_size),
+    }
+    for role, (disk_type, disk_size) in disks.items():
+        if (disk_type is not None or disk_size is not None) and role not in [p.role for p in pools]:
+            raise SpecError(f"{role}_boot_disk_* is set but the job has no {role} pool")
+    pools = [
+        dataclasses.replace(
+            p,
+            machine=dataclasses.replace(
+                p.machine,
+                boot_disk_type=_first(disks[p.role][0], boot_disk_type, p.machine.boot_disk_type),
+                boot_disk_size_gb=_first(disks[p.role][1], boot_disk_size, p.machine.boot_disk_size_gb),
+            ),
+        )
+        for p in pools
+    ]
+    if spot or flex_start:
+        if spot and flex_start:
+            raise SpecError("--spot and --flex-start are two scheduling strategies; choose one")
+        chosen = "SPOT" if spot else "FLEX_START"
+        if settings.get("scheduling_strategy") not in (None, chosen):
+            raise SpecError(f"scheduling strategy {settings['scheduling_strategy']} and --{'spot' if spot else 'flex-start'} disagree; give one")
+        settings["scheduling_strategy"] = chosen
     return JobSpec(
         name=name,
         pools=tuple(pools),

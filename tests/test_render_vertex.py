@@ -48,6 +48,34 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
         SubmitOptions(region="us-central1"),
         [PKG],
     ),
+    "spot_h100_disk_cmek": lambda: (
+        # The issue's own line: an H100 job on Spot VMs, 500 GB boot disks, a customer-managed key.
+        build_spec(
+            name="spot-job", module="trainer.task", workers=2, worker_machine_type="a3-highgpu-8g",
+            worker_accelerator="type=NVIDIA_H100_80GB,count=8", spot=True, boot_disk_size=500,
+            kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
+        ),  # fmt: skip
+        SubmitOptions(region="us-central1"),
+        [PKG],
+    ),
+    "flex_start_reserved_psc": lambda: (
+        build_spec(
+            name="flex-job", module="trainer.task", workers=1, ps=1, flex_start=True, max_wait=7200, disable_retries=True,
+            ps_boot_disk_type="pd-standard", worker_boot_disk_type="hyperdisk-balanced", worker_boot_disk_size=200,
+            network_attachment="projects/p/regions/us-central1/networkAttachments/att", enable_dashboard_access=True,
+        ),  # fmt: skip
+        SubmitOptions(region="us-central1"),
+        [PKG],
+    ),
+    "reservation_persistent_peered": lambda: (
+        build_spec(
+            name="reserved-job", module="trainer.task", workers=2,
+            reservation="projects/p/zones/us-central1-a/reservations/h100-pool", persistent_resource_id="team-pool",
+            network="projects/123/global/networks/vpc", reserved_ip_ranges=("range-a", "range-b"),
+        ),  # fmt: skip
+        SubmitOptions(region="us-central1"),
+        [PKG],
+    ),
     "tpu_v5e_vm": lambda: (
         build_spec(name="tpu-job", module="trainer.task", chief_machine_type="ct5lp-hightpu-4t", tpu_topology="2x2"),
         SubmitOptions(region="us-west4"),

@@ -101,7 +101,11 @@ def _env(env: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} if v else {"name": k} for k, v in sorted(env.items())]
 
 
-def _machine(pool: Pool) -> dict[str, Any]:
+#: ``machineSpec.reservationAffinity`` key that names specific reservations.
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
+
+
+def _machine(pool: Pool, reservation: str | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"machineType": pool.machine.type}
     acc = pool.machine.accelerator
     if acc is not None:
@@ -109,7 +113,24 @@ def _machine(pool: Pool) -> dict[str, Any]:
         spec["acceleratorCount"] = acc.count
     if pool.machine.topology is not None:
         spec["tpuTopology"] = pool.machine.topology
+    if reservation == "any":
+        spec["reservationAffinity"] = {"reservationAffinityType": "ANY_RESERVATION"}
+    elif reservation == "none":
+        spec["reservationAffinity"] = {"reservationAffinityType": "NO_RESERVATION"}
+    elif reservation is not None:
+        spec["reservationAffinity"] = {
+            "reservationAffinityType": "SPECIFIC_RESERVATION", "key": RESERVATION_KEY, "values": [reservation],
+        }  # fmt: skip
     return spec
+
+
+def _disk(pool: Pool) -> dict[str, Any] | None:
+    disk: dict[str, Any] = {}
+    if pool.machine.boot_disk_type is not None:
+        disk["bootDiskType"] = pool.machine.boot_disk_type
+    if pool.machine.boot_disk_size_gb is not None:
+        disk["bootDiskSizeGb"] = pool.machine.boot_disk_size_gb
+    return disk or None
 
 
 def _has_gpu(pool: Pool) -> bool:
@@ -146,7 +167,10 @@ def _pool_body(
     region: str | None,
     options: Any = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"machineSpec": _machine(pool), "replicaCount": str(pool.replicas)}
+    body: dict[str, Any] = {"machineSpec": _machine(pool, spec.reservation), "replicaCount": str(pool.replicas)}
+    disk = _disk(pool)
+    if disk is not None:
+        body["diskSpec"] = disk
     args = trainer_args(spec)
     image = spec.image_for(pool.role)
     if image:
@@ -226,6 +250,14 @@ def check_vertex_spec(spec: JobSpec) -> None:
         )
 
 
+def check_regional(spec: JobSpec, region: str | None) -> None:
+    """A customer-managed key and a network attachment must be in the job's region."""
+    for flag, name in (("--kms-key", spec.kms_key), ("--network-attachment", spec.network_attachment)):
+        where = name.split("/")[3] if name else None
+        if where and region and where != region:
+            raise SpecError(f"{flag} is in {where}, but the job runs in {region}: Vertex AI needs it in the job's region")
+
+
 def render_custom_job(
     spec: JobSpec,
     options: SubmitOptions | None = None,
@@ -253,6 +285,7 @@ def render_custom_job(
 
     options = options or SubmitOptions()
     check_vertex_spec(spec)
+    check_regional(spec, options.region)
     pools: list[dict[str, Any]] = []
     used = [ROLES.index(p.role) for p in spec.pools]
     for position in range(max(used) + 1):
@@ -268,20 +301,37 @@ def render_custom_job(
         scheduling["timeout"] = render_duration(spec.timeout)
     if spec.restart_job_on_worker_restart:
         scheduling["restartJobOnWorkerRestart"] = True
+    if spec.scheduling_strategy is not None:
+        scheduling["strategy"] = spec.scheduling_strategy
+    if spec.max_wait is not None:
+        scheduling["maxWaitDuration"] = render_duration(spec.max_wait)
+    if spec.disable_retries:
+        scheduling["disableRetries"] = True
     if scheduling:
         job_spec["scheduling"] = scheduling
+    if spec.persistent_resource_id:
+        job_spec["persistentResourceId"] = spec.persistent_resource_id
     if spec.service_account:
         job_spec["serviceAccount"] = spec.service_account
     if spec.network:
         job_spec["network"] = spec.network
+    if spec.reserved_ip_ranges:
+        job_spec["reservedIpRanges"] = list(spec.reserved_ip_ranges)
+    if spec.network_attachment:
+        job_spec["pscInterfaceConfig"] = {"networkAttachment": spec.network_attachment}
     if spec.job_dir:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.job_dir}
     if spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
     if spec.enable_web_access:
         job_spec["enableWebAccess"] = True
-    return {
+    if spec.enable_dashboard_access:
+        job_spec["enableDashboardAccess"] = True
+    body: dict[str, Any] = {
         "displayName": spec.name,
         "jobSpec": job_spec,
         "labels": render_labels(spec, submission_id, version or __version__),
     }
+    if spec.kms_key:
+        body["encryptionSpec"] = {"kmsKeyName": spec.kms_key}
+    return body

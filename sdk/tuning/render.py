@@ -63,6 +63,8 @@ def wrap_tuning_job(study: StudySpec, custom_job: Mapping[str, Any]) -> dict[str
     body["trialJobSpec"] = dict(custom_job["jobSpec"])
     if custom_job.get("labels"):
         body["labels"] = dict(custom_job["labels"])
+    if custom_job.get("encryptionSpec"):
+        body["encryptionSpec"] = dict(custom_job["encryptionSpec"])
     return body
 
 

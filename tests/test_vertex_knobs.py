@@ -1,0 +1,139 @@
+"""The knobs real Vertex AI jobs set (issue 16.2–16.4): scheduling (Spot, Flex-start,
+maxWaitDuration, disableRetries), reservations, persistent resources, boot disks, CMEK,
+reserved IP ranges, Private Service Connect and dashboard access — as flags, ``Job``
+keywords and ``--config`` keys, each refused in one line where Vertex AI would refuse it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from tfjob.backends.base import SubmitOptions
+from tfjob.cli.main import app
+from tfjob.config import parse_job_config
+from tfjob.errors import SpecError
+from tfjob.job import Job
+from tfjob.render.vertex import render_custom_job
+from tfjob.spec import build_spec
+
+KEY = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
+ATTACHMENT = "projects/p/regions/us-central1/networkAttachments/att"
+RESERVATION = "projects/p/zones/us-central1-a/reservations/h100-pool"
+
+
+def _strict(body: dict[str, Any]) -> None:
+    from google.cloud import aiplatform_v1
+    from google.protobuf import json_format
+
+    json_format.ParseDict(body, aiplatform_v1.types.CustomJob()._pb)
+
+
+def test_the_issues_h100_spot_line_renders_and_parses_strictly(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    (tmp_path / "trainer" / "task.py").write_text("print('hi')\n")
+    result = CliRunner().invoke(
+        app,
+        [
+            "submit", str(tmp_path), "-m", "trainer.task", "--backend", "vertex", "--project", "p", "--region", "us-central1",
+            "--staging-bucket", "gs://b", "--workers", "2", "--worker-machine-type", "a3-highgpu-8g",
+            "--worker-accelerator", "type=NVIDIA_H100_80GB,count=8", "--spot", "--boot-disk-size", "500", "--kms-key", KEY,
+            "--dry-run",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    _strict(body)
+    assert body["jobSpec"]["scheduling"] == {"strategy": "SPOT"}
+    assert body["encryptionSpec"] == {"kmsKeyName": KEY}
+    assert [p["diskSpec"] for p in body["jobSpec"]["workerPoolSpecs"]] == [{"bootDiskSizeGb": 500}] * 2
+    assert body["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorType"] == "NVIDIA_H100_80GB"
+
+
+KNOBS: dict[str, dict[str, Any]] = {
+    "spot": dict(spot=True, disable_retries=True, boot_disk_type="pd-standard", boot_disk_size=300, kms_key=KEY),
+    "flex": dict(flex_start=True, max_wait=5400.0, network_attachment=ATTACHMENT, enable_dashboard_access=True),
+    "reserved": dict(
+        reservation=RESERVATION, persistent_resource_id="team-pool", network="projects/1/global/networks/v",
+        reserved_ip_ranges=("range-a",), worker_boot_disk_size=1000,
+    ),  # fmt: skip
+    "any-reservation": dict(reservation="any"),
+    "no-reservation": dict(reservation="none", scheduling_strategy="STANDARD"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(KNOBS))
+def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> None:
+    spec = Job(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", **KNOBS[case]).spec
+    body = render_custom_job(spec, SubmitOptions(region="us-central1"))
+    _strict(body)
+    values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
+    again = Job(**{**values, "backend": "vertex"}).spec
+    assert again == spec
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(spot=True, flex_start=True), r"--spot and --flex-start are two scheduling strategies; choose one"),
+        (dict(max_wait=600.0), r"--max-wait is how long a Flex-start job waits .* add --flex-start"),
+        (dict(flex_start=True, max_wait=float("inf")), r"--max-wait inf must be a positive duration"),
+        (dict(scheduling_strategy="SPOTT"), r"scheduling strategy 'SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)"),
+        (dict(boot_disk_size=50), r"--boot-disk-size 50 must be a whole number of GB from 100 to 64000"),
+        (dict(boot_disk_size=True), r"--boot-disk-size True must be a whole number"),
+        (dict(boot_disk_type="pd-ssdd"), r"--boot-disk-type 'pd-ssdd' is not one of pd-ssd, pd-standard, hyperdisk-balanced \(did you mean 'pd-ssd'\?\)"),
+        (dict(ps_boot_disk_size=200), r"ps_boot_disk_\* is set but the job has no ps pool"),
+        (dict(reservation="h100-pool"), r"--reservation 'h100-pool' must be any, none, or a reservation's full name"),
+        (dict(reservation="any", spot=True), r"--reservation cannot be combined with --spot"),
+        (dict(persistent_resource_id="Team_Pool"), r"--persistent-resource 'Team_Pool' must be a persistent resource's id"),
+        (dict(kms_key="my-key"), r"--kms-key 'my-key' must be a Cloud KMS key's full name"),
+        (dict(reserved_ip_ranges=("r1",)), r"--reserved-ip-range names ranges of the peered VPC network: add --network"),
+        (dict(network_attachment="att"), r"--network-attachment 'att' must be a network attachment's full name"),
+        (dict(network_attachment=ATTACHMENT, network="projects/1/global/networks/v"), r"are alternatives; give one"),
+    ],
+)
+def test_what_vertex_would_refuse_is_one_error(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        build_spec(name="j", module="trainer.task", workers=1, **kwargs)
+
+
+def test_a_key_or_attachment_in_another_region_is_refused_before_submitting() -> None:
+    spec = build_spec(name="j", module="trainer.task", image="i", kms_key=KEY)
+    with pytest.raises(SpecError, match=r"--kms-key is in us-central1, but the job runs in europe-west4"):
+        render_custom_job(spec, SubmitOptions(region="europe-west4"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--spot"], ["--boot-disk-size", "200"], ["--kms-key", KEY], ["--reservation", "any"], ["--enable-dashboard-access"],
+    ],
+)  # fmt: skip
+def test_vertex_only_flags_are_refused_elsewhere_in_one_line(tmp_path, argv: list[str]) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "__init__.py").write_text("")
+    (tmp_path / "t" / "task.py").write_text("")
+    result = CliRunner().invoke(app, ["submit", str(tmp_path), "-m", "t.task", "--backend", "kubeflow", "--image", "i", "--dry-run", *argv])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "vertex" in result.stderr, result.stderr
+
+
+def test_a_config_with_flex_start_and_disks_reads_as_keywords(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        "workerPoolSpecs:\n"
+        "  - machineSpec: {machineType: n1-standard-8, reservationAffinity: {reservationAffinityType: NO_RESERVATION}}\n"
+        "    diskSpec: {bootDiskType: pd-ssd, bootDiskSizeGb: 250}\n"
+        "    containerSpec: {imageUri: gcr.io/p/t:1}\n"
+        "scheduling: {strategy: FLEX_START, maxWaitDuration: 1800s, disableRetries: true}\n"
+        "persistentResourceId: team-pool\n"
+        "enableDashboardAccess: true\n"
+    )
+    spec = Job(config=str(config), backend="vertex").spec
+    assert spec.scheduling_strategy == "FLEX_START" and spec.max_wait == 1800 and spec.disable_retries
+    assert spec.reservation == "none" and spec.persistent_resource_id == "team-pool" and spec.enable_dashboard_access
+    chief = spec.pool("chief")
+    assert chief is not None and (chief.machine.boot_disk_type, chief.machine.boot_disk_size_gb) == ("pd-ssd", 250)
