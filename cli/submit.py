@@ -142,6 +142,7 @@ def submit(
     restart_job_on_worker_restart: Optional[bool] = typer.Option(None, "--restart-job-on-worker-restart/--no-restart-job-on-worker-restart", help="Restart all tasks when a worker restarts."),
     enable_web_access: Optional[bool] = typer.Option(None, "--enable-web-access/--no-enable-web-access", help="Vertex interactive shell into the tasks."),
     tensorboard: Optional[str] = typer.Option(None, "--tensorboard", help="Vertex TensorBoard resource to stream to."),
+    requirements: Optional[str] = typer.Option(None, "--requirements", help="A bare trainer's dependencies (default: its requirements.txt): declared in the package, checked locally."),
     spot: Optional[bool] = typer.Option(None, "--spot", help="vertex: run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted."),
     flex_start: Optional[bool] = typer.Option(None, "--flex-start", help="vertex: Flex-start (Dynamic Workload Scheduler): wait for scarce GPUs/TPUs to be provisioned together."),
     max_wait: Optional[str] = typer.Option(None, "--max-wait", help="vertex: how long a --flex-start job waits for its machines (2h, 30m, seconds)."),

@@ -529,6 +529,7 @@ class JobSpec:
     reserved_ip_ranges: tuple[str, ...] = ()
     network_attachment: str | None = None
     enable_dashboard_access: bool = False
+    requirements: str | None = None
 
     def __post_init__(self) -> None:
         check_job_name(self.name)
@@ -584,6 +585,10 @@ class JobSpec:
         if self.timeout is not None and (isinstance(self.timeout, bool) or self.timeout <= 0):
             raise SpecError(f"--timeout {self.timeout!r} must be a positive number of seconds")
         object.__setattr__(self, "reserved_ip_ranges", tuple(self.reserved_ip_ranges))
+        if isinstance(self.requirements, os.PathLike):
+            object.__setattr__(self, "requirements", os.fspath(self.requirements))
+        if self.requirements is not None and has_image and not self.package:
+            raise SpecError("--requirements lists a trainer directory's dependencies; an --image brings its own (install them in the image)")
         _check_platform_knobs(self)
 
     # -- views -------------------------------------------------------------------

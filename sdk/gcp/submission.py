@@ -282,7 +282,7 @@ def _trainer_package(
     path = Path(package).expanduser()
     if path.is_file():
         return file_package(path, base_uri), None
-    built = build_sdist(path, build_dir, module=spec.module, include_secrets=include_secrets)
+    built = build_sdist(path, build_dir, module=spec.module, include_secrets=include_secrets, requirements=spec.requirements)
     notes.extend(built.warnings)
     if built.cached:
         notes.append(f"the trainer is unchanged since its last build: reused {built.filename} from the build cache")

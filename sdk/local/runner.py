@@ -152,9 +152,30 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         changes["package"] = str(Path(package).expanduser().resolve())
         if not Path(changes["package"]).is_dir():
             raise UsageError(f"trainer directory {package!r} does not exist")
+    _check_requirements(spec, package, python)
+    if spec.requirements is not None:
+        changes["requirements"] = os.path.abspath(os.path.expanduser(spec.requirements))
     if changes:
         spec = spec.replace(**changes)
     return Prepared(spec, python, strategy, source_root)
+
+
+def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None:
+    """The trainer's requirements (``--requirements``, else its requirements.txt) must be
+    met by the interpreter the tasks run: locally nothing installs them (``--install``
+    installs the trainer alone, offline, next to that interpreter's packages)."""
+    from ..requirements import REQUIREMENTS_FILE, check_requirements_met, trainer_requirements
+
+    directory = package or "."
+    if directory.endswith((".tar.gz", ".zip", ".whl")) or not Path(directory).expanduser().is_dir():
+        if spec.requirements is not None:
+            raise UsageError("--requirements needs a trainer directory to package (PACKAGE_PATH)")
+        return
+    root = Path(directory).expanduser()
+    project = (root / "pyproject.toml").is_file() or (root / "setup.py").is_file()
+    requirements = trainer_requirements(str(root), spec.requirements, project)
+    source = spec.requirements or str(Path(directory) / REQUIREMENTS_FILE)
+    check_requirements_met(requirements, python, source)
 
 
 def create_record(

@@ -1,0 +1,163 @@
+"""A trainer's dependencies: ``requirements.txt`` (or ``--requirements FILE``).
+
+A bare trainer directory (no ``pyproject.toml``/``setup.py``) may carry a
+``requirements.txt``, as gcloud and SageMaker users write one. tfjob honours it on every
+backend: the generated sdist declares the requirements (``install_requires``), so
+Vertex AI's ``pip install`` of the package installs them, as does the bootstrap's
+``--package`` in a container; locally the tasks run in an interpreter tfjob does not
+install into, so the requirements are checked against it before anything starts, and an
+unmet one is one error line with the fix. A project declares its dependencies itself
+(``pyproject.toml``/``setup.py``): its build decides, and ``--requirements`` is refused.
+
+Only what a package can declare is accepted: PEP 508 requirement lines (``name[extra]
+>= 1.0; marker``, ``name @ URL``), comments and blank lines. pip options (``-r``, ``-e``,
+``--index-url``, ``--hash``…) have no place in a package's metadata and are refused by line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import UsageError
+
+#: The file looked for in a bare trainer directory.
+REQUIREMENTS_FILE = "requirements.txt"
+#: Bounds of what is read from outside: a requirements file is small.
+MAX_BYTES = 256 * 1024
+MAX_REQUIREMENTS = 1000
+
+
+def read_requirements(path: str | os.PathLike[str], flag: str = "--requirements") -> list[str]:
+    """The requirement lines of ``path``, each checked as PEP 508.
+
+    Raises:
+        UsageError: the file is missing, not a regular file, too large, or a line is not
+            a requirement a package can declare (naming the file and the line).
+    """
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    file = Path(path).expanduser()
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise UsageError(f"{flag} {str(path)!r}: no such file") from None
+    except OSError as e:
+        raise UsageError(f"{flag} {str(path)!r}: cannot be read ({e.strerror or e}); give a regular file") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise UsageError(f"{flag} {str(path)!r} is not a regular file")
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise UsageError(f"{flag} {str(path)!r} is larger than {MAX_BYTES // 1024} KiB; a requirements file lists packages")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{flag} {str(path)!r} is not UTF-8 text") from None
+    out: list[str] = []
+    logical = ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split(" #", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if line.endswith("\\"):
+            logical += line[:-1] + " "
+            continue
+        line, logical = (logical + line).strip(), ""
+        if not line:
+            continue
+        where = f"{path}:{number}"
+        if line.startswith("-"):
+            raise UsageError(
+                f"{where}: {line.split()[0]} is a pip option, which a package cannot declare; "
+                "list the requirements themselves (one PEP 508 line each)"
+            )
+        try:
+            Requirement(line)
+        except InvalidRequirement as e:
+            raise UsageError(f"{where}: {line!r} is not a requirement ({e})") from None
+        out.append(line)
+        if len(out) > MAX_REQUIREMENTS:
+            raise UsageError(f"{flag} {str(path)!r} lists more than {MAX_REQUIREMENTS} requirements")
+    return out
+
+
+def trainer_requirements(package: str | None, explicit: str | None, project: bool) -> list[str]:
+    """The requirements of a trainer directory: ``explicit`` (``--requirements``), else its
+    ``requirements.txt``; none for a project (its build declares them) or an archive.
+
+    Raises:
+        UsageError: ``--requirements`` given for a project or without a trainer directory.
+    """
+    if explicit is not None:
+        if project:
+            raise UsageError(
+                "--requirements is for a bare trainer directory: a project declares its dependencies in "
+                "pyproject.toml (dependencies) or setup.py (install_requires)"
+            )
+        if not package or package.startswith("gs://") or Path(package).expanduser().is_file():
+            raise UsageError("--requirements needs a trainer directory to package (PACKAGE_PATH)")
+        return read_requirements(explicit)
+    if not package or project or package.startswith("gs://"):
+        return []
+    found = Path(package).expanduser() / REQUIREMENTS_FILE
+    if found.is_file() and not found.is_symlink():
+        return read_requirements(found, flag=str(Path(package) / REQUIREMENTS_FILE))
+    return []
+
+
+def unmet_here(requirements: Sequence[str]) -> list[tuple[str, str | None]]:
+    """The requirements this interpreter does not satisfy, each with its installed version
+    (None: not installed); a requirement whose marker excludes this interpreter is met."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    unmet: list[tuple[str, str | None]] = []
+    for line in requirements:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        try:
+            version = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            unmet.append((line, None))
+            continue
+        if not req.specifier.contains(version, prereleases=True):
+            unmet.append((line, version))
+    return unmet
+
+
+def unmet_requirements(requirements: Sequence[str], python: str | None = None) -> list[tuple[str, str | None]]:
+    """:func:`unmet_here`, asked of ``python`` (default: this interpreter)."""
+    if not requirements:
+        return []
+    if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
+        return unmet_here(requirements)
+    script = "import json, sys; from tfjob.requirements import unmet_here; print(json.dumps(unmet_here(json.loads(sys.argv[1]))))"
+    try:
+        done = subprocess.run([python, "-c", script, json.dumps(list(requirements))], capture_output=True, text=True, timeout=60)
+        return [(line, version) for line, version in json.loads(done.stdout)] if done.returncode == 0 else []
+    except (subprocess.TimeoutExpired, ValueError):
+        return []  # an interpreter that cannot say: the task's own import error will
+
+
+def check_requirements_met(requirements: Sequence[str], python: str, source: str) -> None:
+    """Refuse to start a local job whose interpreter lacks a requirement (one line, the fix).
+
+    Raises:
+        UsageError: naming the first unmet requirement and how many others.
+    """
+    unmet = unmet_requirements(requirements, python)
+    if not unmet:
+        return
+    line, version = unmet[0]
+    what = "is not installed" if version is None else f"is not met (installed: {version})"
+    more = f" (and {len(unmet) - 1} more)" if len(unmet) > 1 else ""
+    raise UsageError(
+        f"{source}: {line} {what} in {python}{more}; the local tasks run in that interpreter: "
+        f"pip install -r {source} there, or give --python an interpreter that has them"
+    )
