@@ -172,6 +172,7 @@ def submit(
     kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeflow: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."),
     kube_context: Optional[str] = typer.Option(None, "--context", help="kubeflow: the kubeconfig context."),
     restart_policy: Optional[str] = typer.Option(None, "--restart-policy", help="kubeflow: Never, OnFailure, ExitCode or Always."),
+    stream_logs: Optional[bool] = typer.Option(None, "--stream-logs", help="vertex: print the job's log lines while waiting, as `tfjob logs --follow` does (local tasks always stream)."),
     run_async: bool = typer.Option(False, "--async", help="Return the job id once submitted; do not wait for the end."),
     cancel_on_interrupt: bool = typer.Option(False, "--cancel-on-interrupt", help="Cancel a cloud job when waiting is interrupted by Ctrl-C."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the request the backend would send, and exit."),
@@ -185,6 +186,8 @@ def submit(
         raise UsageError(f"--output {output!r} must be json or yaml")
     if package_path and package_path_opt and package_path != package_path_opt:
         raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
+    if stream_logs and (run_async or detach):
+        raise UsageError("--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)")
     rendering = ctx.info_name == "render"
     values = job_keywords(options)
     if dry_run or rendering:

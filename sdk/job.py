@@ -49,6 +49,7 @@ BACKEND_ONLY: dict[str, tuple[str, ...]] = {
     "enable_web_access": ("vertex", "ai-platform"),
     "tensorboard": ("vertex",),
     "restart_job_on_worker_restart": ("vertex",),
+    "stream_logs": ("vertex", "local"),
     **{
         key: ("vertex",)
         for key in (

@@ -276,3 +276,29 @@ def test_real_credentials_flow_never_prints_the_token(
     body_lines = [line for line in pem.splitlines() if "PRIVATE KEY" not in line]
     for secret in (*sent, fake.token, *body_lines[:3]):
         assert secret not in everything
+
+
+def test_stream_logs_prints_the_jobs_lines_inline_until_it_ends(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
+    # gcloud's --stream-logs: a blocking submit shows the job's log lines as `tfjob logs --follow` does.
+    create = fake.create
+
+    def create_with_logs(project: str, region: str, body: dict[str, Any]) -> dict[str, Any]:
+        job = create(project, region, body)
+        job_id = job["name"].rsplit("/", 1)[1]
+        fake.add_log(job_id, "workerpool0-0", "epoch 1 loss 0.7", 1)
+        fake.add_log(job_id, "workerpool1-1", "worker 1 ready", 2)
+        return job
+
+    fake.create = create_with_logs  # type: ignore[method-assign]
+    result = CliRunner().invoke(
+        app,
+        ["submit", str(trainer), "-m", "trainer.task", "--backend", "vertex", "--project", "p", "--staging-bucket", "gs://b",
+         "--workers", "2", "--api-endpoint", fake.endpoint, "--stream-logs"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["[chief-0] epoch 1 loss 0.7", "[worker-1] worker 1 ready"]
+    assert lines[2] == next(iter(fake.jobs))  # the id, last, as without --stream-logs
+    assert "SUCCEEDED" in result.stderr
+    bad = CliRunner().invoke(app, ["submit", str(trainer), "-m", "trainer.task", "--stream-logs", "--detach"])
+    assert bad.exit_code == 2 and "drop --async/--detach" in bad.stderr

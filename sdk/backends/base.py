@@ -109,6 +109,8 @@ class SubmitOptions:
     #: The hyperparameter-tuning trial this job is (``tfjob tune``): its id goes in every
     #: task's TF_CONFIG / CLUSTER_SPEC task and CLOUD_ML_TRIAL_ID, and its --job-dir is DIR/<trial>.
     trial: str | None = None
+    #: Print the job's log lines inline while waiting (vertex; local tasks always stream).
+    stream_logs: bool = False
     # all
     wait: bool = True
     cancel_on_interrupt: bool = False

@@ -57,10 +57,12 @@ class VertexBackend:
         With ``options.wait`` false this is :meth:`submit`. The caller learns the
         outcome from :meth:`status` (``JobHandle.result()`` raises on failure).
         """
-        from ..gcp.service import follow_job, submit_job
+        from ..gcp.service import follow_job, stream_job, submit_job
 
         job_id = submit_job(spec, options, echo=self.echo)
-        if options.wait:
+        if options.wait and options.stream_logs:
+            stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True))
+        elif options.wait:
             follow_job(job_id, options, echo=self.echo)
         return job_id
 

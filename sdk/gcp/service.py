@@ -238,6 +238,33 @@ def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
     return (record.id if record is not None else job_id), record
 
 
+def interrupted(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> None:
+    """Ctrl-C while following a job: cancel it (``cancel_on_interrupt``: JobCancelledError)
+    or say that it keeps running and how to reach it; the caller re-raises."""
+    if options.cancel_on_interrupt:
+        cancel_job(job_id, echo=echo, client=client)
+        from ..errors import JobCancelledError
+
+        raise JobCancelledError(f"job {job_id} was cancelled on Ctrl-C") from None
+    echo(
+        f"stopped waiting; job {job_id} keeps running on Vertex AI. "
+        f"`tfjob status {job_id}` shows it, `tfjob logs {job_id} --follow` follows it, "
+        f"`tfjob cancel {job_id}` stops it"
+    )
+
+
+def stream_job(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, out: Callable[[str], None] = print) -> JobStatus:
+    """``--stream-logs``: the job's log lines as they arrive (``[worker-1] …``, as ``tfjob
+    logs --follow`` prints them) until it ends, then its final state as :func:`follow_job`."""
+    try:
+        for line in fetch_logs(job_id, follow=True):
+            out(line)
+    except KeyboardInterrupt:
+        interrupted(job_id, options, echo=echo)
+        raise
+    return follow_job(job_id, options, echo=echo)
+
+
 def follow_job(
     job_id: str,
     options: SubmitOptions,
@@ -272,17 +299,7 @@ def follow_job(
             sleep=sleep,
         )
     except KeyboardInterrupt:
-        if options.cancel_on_interrupt:
-            cancel_job(job_id, echo=echo, client=client)
-            from ..errors import JobCancelledError
-
-            raise JobCancelledError(f"job {job_id} was cancelled on Ctrl-C") from None
-        else:
-            echo(
-                f"stopped waiting; job {job_id} keeps running on Vertex AI. "
-                f"`tfjob status {job_id}` shows it, `tfjob logs {job_id} --follow` follows it, "
-                f"`tfjob cancel {job_id}` stops it"
-            )
+        interrupted(job_id, options, echo=echo, client=client)
         raise
     return _record_status(job_id, final, record)
 
