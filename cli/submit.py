@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
@@ -42,7 +43,9 @@ def dump(data: Any, output: str) -> str:
 
 
 #: ``submit`` parameters that are not :class:`tfjob.Job` keywords (handled by the command).
-_NOT_JOB_KEYWORDS = {"ctx", "package_path", "package_path_opt", "output", "run_async", "dry_run"}
+_NOT_JOB_KEYWORDS = {
+    "ctx", "package_path", "package_path_opt", "python_package_uris", "worker_pool_spec", "output", "run_async", "dry_run",
+}  # fmt: skip
 #: ``submit`` parameter names whose Job keyword differs.
 _RENAMED = {
     "module_name": "module", "display_name": "name", "kube_context": "context",
@@ -88,7 +91,7 @@ Examples:
 def submit(
     ctx: typer.Context,
     package_path: Optional[str] = typer.Argument(
-        None, metavar="[PACKAGE_PATH]", help="The trainer's source directory (a Python package, or a project holding one)."
+        None, metavar="[PACKAGE_PATH]", help="The trainer's source directory (a Python package, or a project holding one); with --package-path, the job's name, as gcloud takes it."
     ),
     package_path_opt: Optional[str] = typer.Option(None, "--package-path", help="Same as PACKAGE_PATH (gcloud spelling)."),
     module_name: Optional[str] = typer.Option(None, "--module-name", "-m", help="The trainer module to run, e.g. trainer.task."),
@@ -121,6 +124,8 @@ def submit(
     ps_image: Optional[str] = typer.Option(None, "--ps-image", "--parameter-server-image-uri", help="Container image of the parameter servers."),
     evaluator_image: Optional[str] = typer.Option(None, "--evaluator-image", "--evaluator-image-uri", help="Container image of the evaluators."),
     script: Optional[str] = typer.Option(None, "--script", help="The trainer's Python file, run as `python PATH` (instead of --module-name), e.g. dist_mnist.py."),
+    worker_pool_spec: Optional[List[str]] = typer.Option(None, "--worker-pool-spec", help="gcloud's pool syntax, once per pool in order (chief, workers, ps, evaluators): machine-type=…,replica-count=…,accelerator-type=…,container-image-uri=…,python-module=…,local-package-path=…; '' leaves a pool unused."),
+    python_package_uris: Optional[List[str]] = typer.Option(None, "--python-package-uris", help="gs:// trainer package then extra packages, already built and staged (gcloud spelling; repeat or comma-separate)."),
     packages: Optional[List[str]] = typer.Option(None, "--packages", help="Extra built tarballs or wheels to install (repeat, or comma-separate)."),
     job_dir: Optional[str] = typer.Option(None, "--job-dir", help="Where the trainer writes; passed to it as --job-dir."),
     config: Optional[str] = typer.Option(None, "--config", help="A gcloud trainingInput or Vertex CustomJobSpec YAML/JSON file; flags override it."),
@@ -148,7 +153,7 @@ def submit(
     max_wait: Optional[str] = typer.Option(None, "--max-wait", help="vertex: how long a --flex-start job waits for its machines (2h, 30m, seconds)."),
     disable_retries: Optional[bool] = typer.Option(None, "--disable-retries", help="vertex: fail at the first error instead of retrying the job on platform errors."),
     reservation: Optional[str] = typer.Option(None, "--reservation", help="vertex: run on reserved machines: any, none, or projects/P/zones/Z/reservations/NAME."),
-    persistent_resource: Optional[str] = typer.Option(None, "--persistent-resource", help="vertex: run on this persistent resource's machines (its id)."),
+    persistent_resource: Optional[str] = typer.Option(None, "--persistent-resource", "--persistent-resource-id", help="vertex: run on this persistent resource's machines (its id)."),
     boot_disk_type: Optional[str] = typer.Option(None, "--boot-disk-type", help="vertex: every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced."),
     boot_disk_size: Optional[int] = typer.Option(None, "--boot-disk-size", help="vertex: every pool's boot disk size in GB (100-64000; default 100)."),
     kms_key: Optional[str] = typer.Option(None, "--kms-key", help="vertex: encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K)."),
@@ -185,11 +190,32 @@ def submit(
     if output not in ("json", "yaml"):
         raise UsageError(f"--output {output!r} must be json or yaml")
     if package_path and package_path_opt and package_path != package_path_opt:
-        raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
+        if Path(package_path).exists() or display_name is not None:
+            raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
+        # gcloud's form: `submit JOB --package-path DIR`: the positional is the job's name.
+        display_name, package_path = package_path, None
+    if python_package_uris:
+        uris = [u for item in python_package_uris for u in item.split(",") if u]
+        if package_path or package_path_opt or packages:
+            raise UsageError("--python-package-uris names the trainer package and its extras; leave out PACKAGE_PATH, --package-path and --packages")
+        bad = [u for u in uris if not u.startswith("gs://")]
+        if bad:
+            raise UsageError(f"--python-package-uris {bad[0]!r} is not a gs:// URI; a local trainer directory is PACKAGE_PATH")
+        package_path, packages = uris[0], uris[1:] or None
+        options.update(packages=packages)
     if stream_logs and (run_async or detach):
         raise UsageError("--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)")
     rendering = ctx.info_name == "render"
+    options.update(display_name=display_name)
     values = job_keywords(options)
+    if worker_pool_spec:
+        from tfjob.pool_flags import pool_spec_keywords
+
+        values.update(pool_spec_keywords(worker_pool_spec, values))
+        if "package" in values:
+            if package_path or package_path_opt:
+                raise UsageError("--worker-pool-spec local-package-path names the trainer directory; leave out PACKAGE_PATH")
+            package_path = values.pop("package")
     if dry_run or rendering:
         values["dry_run"] = True
     user_args = ctx.meta.get(USER_ARGS, [])
