@@ -49,7 +49,7 @@ _NOT_JOB_KEYWORDS = {
 #: ``submit`` parameter names whose Job keyword differs.
 _RENAMED = {
     "module_name": "module", "display_name": "name", "kube_context": "context",
-    "persistent_resource": "persistent_resource_id", "reserved_ip_range": "reserved_ip_ranges",
+    "persistent_resource": "persistent_resource_id", "reserved_ip_range": "reserved_ip_ranges", "ttl": "ttl_seconds_after_finished",
 }  # fmt: skip
 
 
@@ -176,7 +176,18 @@ def submit(
     namespace: Optional[str] = typer.Option(None, "--namespace", help="kubeflow: the Kubernetes namespace."),
     kubeconfig: Optional[str] = typer.Option(None, "--kubeconfig", help="kubeflow: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config)."),
     kube_context: Optional[str] = typer.Option(None, "--context", help="kubeflow: the kubeconfig context."),
-    restart_policy: Optional[str] = typer.Option(None, "--restart-policy", help="kubeflow: Never, OnFailure, ExitCode or Always."),
+    restart_policy: Optional[List[str]] = typer.Option(None, "--restart-policy", help="kubeflow: Never, OnFailure, ExitCode (default) or Always; ROLE=POLICY for one role (repeat)."),
+    cpu: Optional[List[str]] = typer.Option(None, "--cpu", help="kubeflow: CPUs of every pod (2, 500m), or ROLE=CPUS (repeat); replaces the machine type's."),
+    memory: Optional[List[str]] = typer.Option(None, "--memory", help="kubeflow: memory of every pod (8Gi), or ROLE=MEMORY (repeat)."),
+    gpu: Optional[List[str]] = typer.Option(None, "--gpu", help="kubeflow: nvidia.com/gpu of every pod, or ROLE=COUNT (repeat)."),
+    pod_template: Optional[str] = typer.Option(None, "--pod-template", help="kubeflow: YAML pod template (or role: template) merged into every replica: nodeSelector, tolerations, volumes, sidecars, labels…"),
+    clean_pod_policy: Optional[str] = typer.Option(None, "--clean-pod-policy", help="kubeflow: Running (default), All or None."),
+    backoff_limit: Optional[int] = typer.Option(None, "--backoff-limit", help="kubeflow: pod restarts before the job fails (default 3)."),
+    ttl: Optional[int] = typer.Option(None, "--ttl", help="kubeflow: seconds a finished TFJob is kept (default a week)."),
+    suspend: Optional[bool] = typer.Option(None, "--suspend", help="kubeflow: create the job suspended (a queue admits it later)."),
+    queue: Optional[str] = typer.Option(None, "--queue", help="kubeflow: Kueue LocalQueue / scheduler queue (label and schedulingPolicy.queue)."),
+    priority_class: Optional[str] = typer.Option(None, "--priority-class", help="kubeflow: PriorityClass of the job's pods."),
+    min_available: Optional[int] = typer.Option(None, "--min-available", help="kubeflow: gang scheduling: tasks that must start together."),
     stream_logs: Optional[bool] = typer.Option(None, "--stream-logs", help="vertex: print the job's log lines while waiting, as `tfjob logs --follow` does (local tasks always stream)."),
     run_async: bool = typer.Option(False, "--async", help="Return the job id once submitted; do not wait for the end."),
     cancel_on_interrupt: bool = typer.Option(False, "--cancel-on-interrupt", help="Cancel a cloud job when waiting is interrupted by Ctrl-C."),

@@ -40,6 +40,13 @@ BACKEND_ONLY: dict[str, tuple[str, ...]] = {
     "kubeconfig": ("kubeflow",),
     "context": ("kubeflow",),
     "restart_policy": ("kubeflow",),
+    **{
+        key: ("kubeflow",)
+        for key in (
+            "cpu", "memory", "gpu", "pod_template", "clean_pod_policy", "backoff_limit", "ttl_seconds_after_finished",
+            "suspend", "queue", "priority_class", "min_available",
+        )
+    },  # fmt: skip
     "project": ("vertex", "ai-platform"),
     "region": ("vertex", "ai-platform"),
     "staging_bucket": ("vertex", "ai-platform"),

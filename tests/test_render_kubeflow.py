@@ -106,6 +106,17 @@ CASES: dict[str, tuple[dict[str, Any], SubmitOptions]] = {
         SubmitOptions(restart_policy="Never", strategy="multi-worker"),
     ),
     "standard-1": (dict(name="census-tier", module="trainer.task", image=IMAGE, scale_tier="STANDARD_1"), SubmitOptions()),
+    # Issue 16.7/16.8: explicit resources per role, a pod template, a queue and a run policy.
+    "pod-template-queue": (
+        dict(name="census-kueue", module="trainer.task", image=IMAGE, workers=2, ps=1, worker_accelerator="type=NVIDIA_L4,count=1",
+             worker_machine_type="g2-standard-8"),
+        SubmitOptions(
+            cpu=["2", "worker=4"], memory=["4Gi"], restart_policy=["ExitCode", "ps=OnFailure"],
+            pod_template=str(Path(__file__).parent / "data" / "k8s" / "pod_template.yaml"), clean_pod_policy="all",
+            backoff_limit=5, ttl_seconds_after_finished=3600, suspend=True, queue="team-a", priority_class="high-priority",
+            min_available=4,
+        ),
+    ),  # fmt: skip
     "custom-container": (
         dict(
             name="own-entrypoint",

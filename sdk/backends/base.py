@@ -91,7 +91,22 @@ class SubmitOptions:
     namespace: str | None = None
     kubeconfig: str | None = None
     context: str | None = None
-    restart_policy: str | None = None
+    #: ``Never``/``OnFailure``/``ExitCode``/``Always``, or a list with ``ROLE=POLICY`` entries.
+    restart_policy: Any = None
+    #: Explicit resources: ``VALUE`` for every role, ``ROLE=VALUE`` entries, or ``{role: value}``.
+    cpu: Any = None
+    memory: Any = None
+    gpu: Any = None
+    #: A YAML pod template (or role → pod template) merged into every replica.
+    pod_template: str | None = None
+    clean_pod_policy: str | None = None
+    backoff_limit: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    suspend: bool = False
+    #: Kueue's LocalQueue (label and runPolicy.schedulingPolicy.queue).
+    queue: str | None = None
+    priority_class: str | None = None
+    min_available: int | None = None
     # local
     dialect: str = "vertex"
     python: str | None = None

@@ -61,6 +61,9 @@ DEFAULT_CLEAN_POD_POLICY = "Running"
 # A finished TFJob (with its pods) is garbage-collected after a week.
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 
+#: Kueue's queue label (a TFJob is admitted by Kueue when it carries it) and GKE's GPU node label.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 #: Label put on every TFJob tfjob creates; ``tfjob list`` selects on it.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "tfjob"
@@ -126,8 +129,9 @@ def check_restart_policy(value: str | None) -> str:
     )
 
 
-def render_resources(pool: Pool) -> dict[str, Any]:
-    """Requests and limits of one replica, from its machine type.
+def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Requests and limits of one replica: ``explicit`` amounts (``--cpu``/``--memory``/``--gpu``)
+    where given, the rest from its machine type.
 
     CPU and memory are the machine's (memory in MiB, as Compute Engine's "GB" are
     GiB); GPUs become ``nvidia.com/gpu`` limits. Requests equal limits, so every task
@@ -136,11 +140,19 @@ def render_resources(pool: Pool) -> dict[str, Any]:
     Raises:
         SpecError: the pool asks for a Cloud TPU, which a TFJob cannot schedule.
     """
+    explicit = dict(explicit or {})
+    if "cpu" in explicit and "memory" in explicit:
+        amounts = {"cpu": explicit["cpu"], "memory": explicit["memory"]}
+        resources = {"requests": dict(amounts), "limits": dict(amounts)}
+        gpus = explicit.get("nvidia.com/gpu", pool.machine.accelerator.count if pool.machine.accelerator else None)
+        if gpus:
+            resources["limits"]["nvidia.com/gpu"] = gpus
+        return resources
     info = machine_info(pool.machine.type)
     if info is None or not info.vcpus or tpu_chips(pool.machine.type) is not None:
         raise SpecError(
             f"the {pool.role} pool's machine type {pool.machine.type} has no CPU and memory tfjob knows, or is a TPU VM: "
-            "a Kubeflow pod needs them; choose a listed type (`tfjob machines`)"
+            "a Kubeflow pod needs them; choose a listed type (`tfjob machines`), or give --cpu and --memory"
         )
     acc = pool.machine.accelerator
     if acc is not None and acc.type.startswith("TPU_"):
@@ -149,10 +161,12 @@ def render_resources(pool: Pool) -> dict[str, Any]:
             "Kubeflow TFJob; use --backend vertex for TPUs, or a GPU accelerator (type=NVIDIA_TESLA_T4,count=1)"
         )
     amounts: dict[str, Any] = {"cpu": str(info.vcpus), "memory": f"{int(round(info.memory_gb * 1024))}Mi"}
+    amounts.update({k: v for k, v in explicit.items() if k in ("cpu", "memory")})
     resources: dict[str, Any] = {"requests": dict(amounts), "limits": dict(amounts)}
-    if acc is not None:
+    gpus = explicit.get("nvidia.com/gpu", acc.count if acc is not None else None)
+    if gpus:
         # Extended resources are given as limits; Kubernetes sets the request equal.
-        resources["limits"]["nvidia.com/gpu"] = acc.count
+        resources["limits"]["nvidia.com/gpu"] = gpus
     return resources
 
 
@@ -179,7 +193,12 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
     if spec.env:
         container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(spec.env.items())]
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
-    container["resources"] = render_resources(pool)
+    from .pod import parse_role_values, role_resources
+
+    explicit = role_resources(
+        pool.role, *(parse_role_values(getattr(options, name, None), f"--{name}") for name in ("cpu", "memory", "gpu"))
+    )
+    container["resources"] = render_resources(pool, explicit)
     return container
 
 
@@ -240,7 +259,9 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         UsageError: a bad ``--restart-policy`` or ``--strategy``.
     """
     _check_spec(spec, options)
-    restart_policy = check_restart_policy(getattr(options, "restart_policy", None))
+    from .pod import parse_role_values
+
+    restart_policy = check_restart_policy(parse_role_values(getattr(options, "restart_policy", None), "--restart-policy").get("default"))
     labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     metadata: dict[str, Any] = {"name": spec.name}
     namespace = getattr(options, "namespace", None)
@@ -249,27 +270,38 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         metadata["namespace"] = namespace
     metadata["labels"] = labels
 
+    from .pod import apply_template, gke_accelerator_label, known_roles, load_pod_template, parse_role_values
+
+    templates = load_pod_template(options.pod_template) if getattr(options, "pod_template", None) else {}
+    policies = parse_role_values(getattr(options, "restart_policy", None), "--restart-policy")
+    known_roles(
+        [templates, policies, *(parse_role_values(getattr(options, n, None), f"--{n}") for n in ("cpu", "memory", "gpu"))],
+        [p.role for p in spec.pools],
+        "--pod-template, --restart-policy, --cpu, --memory or --gpu",
+    )
     replica_specs: dict[str, Any] = {}
     for pool in spec.pools:
         pod_spec: dict[str, Any] = {"containers": [render_container(spec, pool, options)]}
         if spec.service_account:
             pod_spec["serviceAccountName"] = spec.service_account
+        if pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):
+            # The GPU type is a node choice: GKE labels its GPU nodes with it.
+            pod_spec["nodeSelector"] = {GKE_ACCELERATOR_LABEL: gke_accelerator_label(pool.machine.accelerator.type)}
         template: dict[str, Any] = {"spec": pod_spec}
         if spec.labels:
             template = {"metadata": {"labels": dict(spec.labels)}, **template}
+        template = apply_template(template, templates, pool.role)
+        policy = policies.get(pool.role, policies.get("default"))
         replica_specs[REPLICA_TYPES[pool.role]] = {
             "replicas": pool.replicas,
-            "restartPolicy": restart_policy,
+            "restartPolicy": check_restart_policy(policy) if policy is not None else restart_policy,
             "template": template,
         }
 
-    run_policy: dict[str, Any] = {
-        "cleanPodPolicy": DEFAULT_CLEAN_POD_POLICY,
-        "backoffLimit": DEFAULT_BACKOFF_LIMIT,
-        "ttlSecondsAfterFinished": DEFAULT_TTL_SECONDS,
-    }
-    if spec.timeout is not None:
-        run_policy["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
+    run_policy = render_run_policy(spec, options)
+    queue = getattr(options, "queue", None)
+    if queue:
+        labels[KUEUE_QUEUE_LABEL] = queue
     manifest = {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -278,6 +310,57 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     }
     validate_tfjob(manifest)
     return manifest
+
+
+def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
+    """``runPolicy``: tfjob's defaults, or the ``--clean-pod-policy``, ``--backoff-limit``,
+    ``--ttl``, ``--suspend``, ``--queue``, ``--priority-class``, ``--min-available`` given."""
+    clean = getattr(options, "clean_pod_policy", None)
+    if clean is not None:
+        match = [p for p in CLEAN_POD_POLICIES if p.lower() == str(clean).strip().lower()]
+        if not match:
+            raise UsageError(
+                f"--clean-pod-policy {clean!r} is not one of {', '.join(CLEAN_POD_POLICIES)}{did_you_mean(str(clean), CLEAN_POD_POLICIES)}"
+            )
+        clean = match[0]
+    run_policy: dict[str, Any] = {
+        "cleanPodPolicy": clean or DEFAULT_CLEAN_POD_POLICY,
+        "backoffLimit": _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
+        "ttlSecondsAfterFinished": _whole(getattr(options, "ttl_seconds_after_finished", None), "--ttl", DEFAULT_TTL_SECONDS),
+    }
+    if spec.timeout is not None:
+        run_policy["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
+    if getattr(options, "suspend", False):
+        run_policy["suspend"] = True
+    scheduling: dict[str, Any] = {}
+    queue = getattr(options, "queue", None)
+    if queue:
+        if not _LABEL_VALUE_RE.match(queue) or len(queue) > 63:
+            raise UsageError(f"--queue {queue!r} is not a queue name (a Kubernetes label value)")
+        scheduling["queue"] = queue
+    priority = getattr(options, "priority_class", None)
+    if priority:
+        if len(priority) > 253 or not _DNS1123_SUBDOMAIN_RE.match(priority):
+            raise UsageError(f"--priority-class {priority!r} is not a PriorityClass name")
+        scheduling["priorityClass"] = priority
+    min_available = getattr(options, "min_available", None)
+    if min_available is not None:
+        total = len(spec.tasks())
+        value = _whole(min_available, "--min-available", 0)
+        if not 1 <= value <= total:
+            raise UsageError(f"--min-available {value} must be from 1 to the job's {total} tasks (gang scheduling)")
+        scheduling["minAvailable"] = value
+    if scheduling:
+        run_policy["schedulingPolicy"] = scheduling
+    return run_policy
+
+
+def _whole(value: Any, flag: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
+        raise UsageError(f"{flag} {value!r} must be a whole number from 0 to {2**31 - 1}")
+    return value
 
 
 def find_tfjob_problems(manifest: Mapping[str, Any]) -> list[str]:
