@@ -60,6 +60,8 @@ def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], 
     ]
     if status.message:
         lines.append(f"message   {status.message}")
+    if status.extra.get("waiting"):
+        lines.append(f"waiting   {status.extra['waiting']}")
     if status.failed_task:
         lines.append(f"failed    {status.failed_task}")
     lines += [
@@ -81,7 +83,10 @@ def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], 
         lines += ["  " + line for line in render_study_status(status.extra).splitlines()]
     elif status.tasks:
         rows = [
-            SummaryRow(t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None)
+            SummaryRow(
+                t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None,
+                t.reason,
+            )
             for t in status.tasks
         ]
         lines.append("tasks")

@@ -46,6 +46,9 @@ class TaskStatus:
     started: float | None = None
     ended: float | None = None
     log_path: str | None = None
+    #: Why the task is not running, as its platform says (``Unschedulable: 0/3 nodes are
+    #: available: 3 Insufficient cpu``, ``ImagePullBackOff: …``, ``CrashLoopBackOff``).
+    reason: str | None = None
 
 
 @dataclass

@@ -139,6 +139,7 @@ class KubeflowBackend:
         job_id = self.submit(spec, options)
         interval = options.poll_interval if options.poll_interval is not None else self.poll_interval
         last: JobState | None = None
+        waiting: str | None = None
         try:
             while True:
                 status = self.status(job_id)
@@ -147,6 +148,11 @@ class KubeflowBackend:
                     if not options.quiet:
                         note = f": {status.message}" if status.message else ""
                         print(f"tfjob: {job_id} {status.state.value}{note}", file=sys.stderr, flush=True)
+                if status.extra.get("waiting") != waiting:
+                    # Why is it Pending (or crash-looping)? Said once per change, not every poll.
+                    waiting = status.extra.get("waiting")
+                    if waiting and not options.quiet:
+                        print(f"tfjob: {job_id} waiting: {waiting}", file=sys.stderr, flush=True)
                 if status.state.is_terminal:
                     return job_id
                 self._sleep(interval)

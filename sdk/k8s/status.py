@@ -121,6 +121,39 @@ def pod_has_logs(pod: Mapping[str, Any]) -> bool:
     return "running" in state or "terminated" in state or (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
 
 
+#: Container waiting reasons worth saying: the pod will not start, or keeps failing, until
+#: someone acts (``ContainerCreating`` and ``PodInitializing`` are normal and left out).
+STUCK_REASONS = (
+    "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull", "CrashLoopBackOff",
+    "CreateContainerConfigError", "CreateContainerError", "RunContainerError",
+)  # fmt: skip
+MAX_REASON_CHARS = 300
+
+
+def pod_reason(pod: Mapping[str, Any]) -> str | None:
+    """Why a pod is not running, from the scheduler, the kubelet or an eviction; None if
+    nothing is wrong (or it is running or done)."""
+    status = pod.get("status") or {}
+
+    def said(reason: str, message: str | None) -> str:
+        text = f"{reason}: {' '.join(str(message).split())}" if message else reason
+        return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+    if status.get("reason") == "Evicted":
+        return said("Evicted", status.get("message"))
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and str(condition.get("status")) == "False":
+            return said(condition.get("reason") or "Unschedulable", condition.get("message"))
+    container = _container_status(pod)
+    waiting = (container.get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") in STUCK_REASONS:
+        return said(waiting["reason"], waiting.get("message"))
+    terminated = (container.get("lastState") or {}).get("terminated") or (container.get("state") or {}).get("terminated") or {}
+    if terminated.get("reason") == "OOMKilled":
+        return "OOMKilled: the container used more memory than its limit (raise --memory)"
+    return None
+
+
 def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
     """A pod as a :class:`TaskStatus` (state from its phase, exit code of ``tensorflow``)."""
     status = pod.get("status") or {}
@@ -137,6 +170,7 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
         signal=exit_code - 128 if isinstance(exit_code, int) and exit_code > 128 else None,
         started=parse_timestamp(status.get("startTime")),
         ended=parse_timestamp(terminated.get("finishedAt")),
+        reason=pod_reason(pod),
     )
 
 
@@ -165,6 +199,11 @@ def build_job_status(job_id: str, tfjob: Mapping[str, Any], pods: Iterable[Mappi
     }
     if status.get("replicaStatuses"):
         extra["replica_statuses"] = status["replicaStatuses"]
+    stuck = [t for t in tasks if t.reason]
+    if stuck and not state.is_terminal:
+        # Why is it Pending? The first stuck task says, and how many others are.
+        others = f" (and {len(stuck) - 1} more task{'s' if len(stuck) > 2 else ''})" if len(stuck) > 1 else ""
+        extra["waiting"] = f"{stuck[0].name} {stuck[0].reason}{others}"
     failed_exit = next((t.exit_code for t in tasks if t.name == failed_task), None)
     if failed_exit is not None:
         extra["task_exit_code"] = failed_exit

@@ -162,6 +162,8 @@ class SummaryRow:
     exit_code: int | None
     signal: int | None
     duration: float | None
+    #: Why the task is not running (Unschedulable, ImagePullBackOff…); a WHY column when any has one.
+    reason: str | None = None
 
 
 def describe_exit(exit_code: int | None, sig: int | None) -> str:
@@ -191,7 +193,9 @@ def render_summary(rows: list[SummaryRow]) -> str:
     """The summary table (task, state, exit code, duration), one line per task."""
     table = [("TASK", "STATE", "EXIT", "DURATION")]
     table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
-    widths = [max(len(row[i]) for row in table) for i in range(4)]
+    if any(r.reason for r in rows):
+        table = [(*table[0], "WHY")] + [(*row, r.reason or "") for row, r in zip(table[1:], rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
 
 
