@@ -201,7 +201,10 @@ def submit(
     if output not in ("json", "yaml"):
         raise UsageError(f"--output {output!r} must be json or yaml")
     if package_path and package_path_opt and package_path != package_path_opt:
-        if Path(package_path).exists() or display_name is not None:
+        import re
+
+        looks_like_name = re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,127}", package_path) is not None
+        if Path(package_path).exists() or display_name is not None or not looks_like_name:
             raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
         # gcloud's form: `submit JOB --package-path DIR`: the positional is the job's name.
         display_name, package_path = package_path, None
