@@ -1,0 +1,108 @@
+"""The TensorFlow cluster of a JobSet pod, from the JobSet's own environment.
+
+JobSet (kubernetes-sigs/jobset, the engine under Kubeflow Trainer v2) sets no
+``TF_CONFIG``. tfjob renders one replicated job per role (``chief``, ``worker``, ``ps``,
+``evaluator``), each one Indexed Job of N pods, with DNS hostnames on; then every pod
+knows, from variables tfjob renders and the platform fills in:
+
+- ``JOBSET_NAME`` (downward API, label ``jobset.sigs.k8s.io/jobset-name``),
+- ``REPLICATED_JOB_NAME`` (label ``jobset.sigs.k8s.io/replicatedjob-name``): its role,
+- ``JOB_INDEX`` (label ``jobset.sigs.k8s.io/job-index``): always 0, one Job per role,
+- ``JOB_COMPLETION_INDEX`` (set by the Indexed Job controller): its index in the role,
+- ``TFJOB_JOBSET_ROLES`` (rendered by tfjob: ``chief=1,worker=2,ps=1``) and
+  ``TFJOB_JOBSET_PORT`` (the cluster port, 2222 as the TFJob operator uses),
+
+and every task's address is its hostname ``<jobset>-<role>-0-<index>.<subdomain>`` (the
+subdomain defaults to the JobSet's name). :func:`jobset_task_env` turns this into the
+``TF_CONFIG`` the Kubeflow TFJob operator would have written for the same job (its
+dialect: chief, no ``TF_CONFIG`` for a one-replica job), so a trainer sees the same
+variable on every backend. Stdlib only (the bootstrap imports it).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+from ..errors import ClusterConfigError
+from .render import ROLES, render_task_env
+
+#: Variables tfjob renders into every JobSet pod.
+ROLES_VAR = "TFJOB_JOBSET_ROLES"
+PORT_VAR = "TFJOB_JOBSET_PORT"
+SUBDOMAIN_VAR = "TFJOB_JOBSET_SUBDOMAIN"
+#: Variables the JobSet and Job controllers give it (the first three through the downward API).
+JOBSET_NAME_VAR = "JOBSET_NAME"
+REPLICATED_JOB_VAR = "REPLICATED_JOB_NAME"
+JOB_INDEX_VAR = "JOB_INDEX"
+COMPLETION_INDEX_VAR = "JOB_COMPLETION_INDEX"
+
+#: The labels JobSet puts on its pods, read through the downward API.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+
+#: Bounds: what a Kubernetes job can hold.
+MAX_TASKS_PER_ROLE = 2**31 - 1
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+
+
+def render_roles(counts: Mapping[str, int]) -> str:
+    """``TFJOB_JOBSET_ROLES``: ``chief=1,worker=2,ps=1`` in tfjob's role order."""
+    return ",".join(f"{role}={counts[role]}" for role in ROLES if counts.get(role))
+
+
+def parse_roles(text: str) -> dict[str, int]:
+    """The counts of ``TFJOB_JOBSET_ROLES``.
+
+    Raises:
+        ClusterConfigError: not ``role=count`` pairs of known roles, each once.
+    """
+    if len(text) > 200:
+        raise ClusterConfigError(f"{ROLES_VAR} is longer than 200 characters; tfjob writes role=count pairs")
+    counts: dict[str, int] = {}
+    for part in text.split(","):
+        role, sep, count = part.strip().partition("=")
+        if not sep or role not in ROLES or role in counts or not count.isdigit() or not 1 <= int(count) <= MAX_TASKS_PER_ROLE:
+            raise ClusterConfigError(f"{ROLES_VAR}={text!r} is not role=count pairs (e.g. chief=1,worker=2,ps=1)")
+        counts[role] = int(count)
+    return counts
+
+
+def jobset_cluster(jobset: str, counts: Mapping[str, int], port: int, subdomain: str | None = None) -> dict[str, list[str]]:
+    """Every task's address in a tfjob JobSet: the pods' DNS hostnames."""
+    domain = subdomain or jobset
+    return {role: [f"{jobset}-{role}-0-{i}.{domain}:{port}" for i in range(counts[role])] for role in ROLES if counts.get(role)}
+
+
+def is_jobset_pod(env: Mapping[str, str]) -> bool:
+    """True in a pod of a JobSet tfjob rendered (whatever else the environment holds)."""
+    return bool(env.get(ROLES_VAR)) and bool(env.get(JOBSET_NAME_VAR))
+
+
+def jobset_task_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The ``TF_CONFIG`` the TFJob operator would give this pod, from the JobSet's variables.
+
+    Raises:
+        ClusterConfigError: a variable is missing or not what JobSet and tfjob write.
+    """
+    name = env.get(JOBSET_NAME_VAR, "")
+    role = env.get(REPLICATED_JOB_VAR, "")
+    index_text = env.get(COMPLETION_INDEX_VAR, "")
+    if not _NAME_RE.match(name) or len(name) > 63:
+        raise ClusterConfigError(f"{JOBSET_NAME_VAR}={name!r} is not a JobSet name")
+    counts = parse_roles(env.get(ROLES_VAR, ""))
+    if role not in counts:
+        raise ClusterConfigError(f"{REPLICATED_JOB_VAR}={role!r} is not one of this job's roles ({', '.join(counts)})")
+    if env.get(JOB_INDEX_VAR, "0") != "0":
+        raise ClusterConfigError(f"{JOB_INDEX_VAR}={env.get(JOB_INDEX_VAR)!r}: tfjob runs one Job per role (index 0)")
+    if not index_text.isdigit() or int(index_text) >= counts[role]:
+        raise ClusterConfigError(f"{COMPLETION_INDEX_VAR}={index_text!r} is not an index of the {counts[role]} {role} tasks")
+    port_text = env.get(PORT_VAR, "2222")
+    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ClusterConfigError(f"{PORT_VAR}={port_text!r} is not a port")
+    subdomain = env.get(SUBDOMAIN_VAR) or None
+    if subdomain is not None and (not _NAME_RE.match(subdomain) or len(subdomain) > 63):
+        raise ClusterConfigError(f"{SUBDOMAIN_VAR}={subdomain!r} is not a DNS label")
+    cluster = jobset_cluster(name, counts, int(port_text), subdomain)
+    return render_task_env(cluster, role, int(index_text), "kubeflow")

@@ -1,0 +1,163 @@
+"""JobSet (issue 16.10): the manifest is valid against the JobSet v0.12 CRD, and every pod's
+bootstrap derives from the JobSet's variables the TF_CONFIG the TFJob operator would have
+set for the same job (a table over roles and indices, the real bootstrap, TF's resolver)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from conftest import SHARED
+from tfjob.backends.base import SubmitOptions
+from tfjob.cluster import render_kubeflow_cluster, render_task_env
+from tfjob.cluster.jobset import jobset_task_env
+from tfjob.errors import ClusterConfigError, SpecError
+from tfjob.render.jobset import render_jobset
+from tfjob.spec import build_spec
+from test_render_kubeflow import _strict
+
+CRD = SHARED / "data" / "jobset.x-k8s.io_jobsets.yaml"
+IMAGE = "us-docker.pkg.dev/proj/trainers/census:1.0"
+SHAPES = {
+    "chief-only": dict(),
+    "ps": dict(workers=2, ps=1),
+    "ps-evaluator": dict(workers=3, ps=2, evaluators=1),
+    "multi-worker": dict(workers=4),
+    "no-chief": dict(workers=3, chief=False),
+}
+
+
+@pytest.fixture(scope="module")
+def validator() -> Any:
+    jsonschema = pytest.importorskip("jsonschema")
+    if not CRD.is_file():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CRD} is missing; CI must have the JobSet CRD (see ../shared/data/README.md)")
+        pytest.skip(f"{CRD} is not here")
+    crd = yaml.safe_load(CRD.read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
+    return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
+
+
+def _pod_env(manifest: dict[str, Any], role: str, index: int) -> dict[str, str]:
+    """What Kubernetes gives the container of pod ``role-index``: its static values, the
+    downward API's labels, and the Indexed Job's JOB_COMPLETION_INDEX."""
+    name = manifest["metadata"]["name"]
+    (job,) = [j for j in manifest["spec"]["replicatedJobs"] if j["name"] == role]
+    (container,) = job["template"]["spec"]["template"]["spec"]["containers"]
+    labels = {"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": role, "jobset.sigs.k8s.io/job-index": "0"}
+    env = {"JOB_COMPLETION_INDEX": str(index)}
+    for item in container["env"]:
+        if "value" in item:
+            env[item["name"]] = item["value"]
+        else:
+            path = item["valueFrom"]["fieldRef"]["fieldPath"]
+            env[item["name"]] = labels[path[len("metadata.labels['") : -2]]
+    return env
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_manifest_is_valid_against_the_jobset_crd(shape: str, validator: Any) -> None:
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    manifest = render_jobset(spec, SubmitOptions(namespace="ml", strategy="parameter-server" if "ps" in SHAPES[shape] else None))
+    errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(manifest)]
+    assert errors == []
+    jobs = manifest["spec"]["replicatedJobs"]
+    assert [j["name"] for j in jobs] == [p.role for p in spec.pools]
+    assert all(j["template"]["spec"]["completionMode"] == "Indexed" for j in jobs)
+    assert manifest["spec"]["successPolicy"]["targetReplicatedJobs"] == ["chief" if spec.has_chief else "worker"]
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -> None:
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    manifest = render_jobset(spec, SubmitOptions(namespace="ml"))
+    counts = {p.role: p.replicas for p in spec.pools}
+    tfjob_cluster = render_kubeflow_cluster("census", "ml", counts)
+    for role, index in spec.tasks():
+        derived = jobset_task_env(_pod_env(manifest, role, index))
+        operator = render_task_env(tfjob_cluster, role, index, "kubeflow")
+        assert set(derived) == set(operator), (role, index)  # a one-replica job: no TF_CONFIG in both
+        if not operator:
+            continue
+        ours, theirs = json.loads(derived["TF_CONFIG"]), json.loads(operator["TF_CONFIG"])
+        # The same job, roles, order and task; only the hosts are the JobSet's pod hostnames.
+        hosts = {r: [f"census-{r}-0-{i}.census:2222" for i in range(n)] for r, n in counts.items()}
+        theirs["cluster"] = {r: hosts[r] for r in theirs["cluster"]}
+        assert ours == theirs, (role, index)
+
+
+def test_tensorflows_resolver_reads_the_derived_tf_config() -> None:
+    tf = pytest.importorskip("tensorflow")
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1)
+    env = jobset_task_env(_pod_env(render_jobset(spec, SubmitOptions()), "worker", 1))
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
+    import unittest.mock
+
+    with unittest.mock.patch.dict(os.environ, {"TF_CONFIG": env["TF_CONFIG"]}):
+        r = resolver()
+        assert (r.task_type, r.task_id) == ("worker", 1)
+        assert r.cluster_spec().as_dict() == {
+            "chief": ["census-chief-0-0.census:2222"],
+            "worker": ["census-worker-0-0.census:2222", "census-worker-0-1.census:2222"],
+            "ps": ["census-ps-0-0.census:2222"],
+        }
+
+
+def test_the_real_bootstrap_exports_it_to_the_trainer(tmp_path: Path) -> None:
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "__init__.py").write_text("")
+    (tmp_path / "probe" / "task.py").write_text("import os\nprint(os.environ['TF_CONFIG'])\n")
+    spec = build_spec(name="census", module="probe.task", image=IMAGE, workers=2, ps=1)
+    env = _pod_env(render_jobset(spec, SubmitOptions()), "ps", 0)
+    done = subprocess.run(
+        [sys.executable, "-m", "tfjob.container.bootstrap", "--module", "probe.task", "--"],
+        cwd=tmp_path, env={**os.environ, **env, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    tf_config = json.loads(done.stdout)
+    assert tf_config["task"] == {"type": "ps", "index": 0} and tf_config["cluster"]["ps"] == ["census-ps-0-0.census:2222"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"JOB_COMPLETION_INDEX": "2"}, "is not an index of the 2 worker tasks"),
+        ({"REPLICATED_JOB_NAME": "launcher"}, "is not one of this job's roles"),
+        ({"TFJOB_JOBSET_ROLES": "chief=1,worker=x"}, "is not role=count pairs"),
+        ({"TFJOB_JOBSET_ROLES": "w" * 500}, "is longer than 200 characters"),
+        ({"JOB_INDEX": "1"}, "tfjob runs one Job per role"),
+        ({"JOBSET_NAME": "Bad_Name"}, "is not a JobSet name"),
+        ({"TFJOB_JOBSET_PORT": "99999"}, "is not a port"),
+    ],
+)
+def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str], message: str) -> None:
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2)
+    env = {**_pod_env(render_jobset(spec, SubmitOptions()), "worker", 0), **change}
+    with pytest.raises(ClusterConfigError, match=message):
+        jobset_task_env(env)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (dict(clean_pod_policy="All"), "--clean-pod-policy is a TFJob run policy"),
+        (dict(restart_policy=["OnFailure"]), "a JobSet restarts the whole set"),
+    ],
+)
+def test_tfjob_only_run_policies_are_refused(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        render_jobset(build_spec(name="j", module="trainer.task", image=IMAGE, workers=1), SubmitOptions(**options))
+
+
+def test_a_name_too_long_for_the_pod_hostnames_is_refused_with_a_fix() -> None:
+    spec = build_spec(name="a" * 52, module="trainer.task", image=IMAGE, workers=12)
+    with pytest.raises(SpecError, match=r"too long for its pods' hostnames .* use --display-name a{51}$"):
+        render_jobset(spec, SubmitOptions())
