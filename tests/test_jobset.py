@@ -161,3 +161,80 @@ def test_a_name_too_long_for_the_pod_hostnames_is_refused_with_a_fix() -> None:
     spec = build_spec(name="a" * 52, module="trainer.task", image=IMAGE, workers=12)
     with pytest.raises(SpecError, match=r"too long for its pods' hostnames .* use --display-name a{51}$"):
         render_jobset(spec, SubmitOptions())
+
+
+# -- the jobset backend through the Kubernetes stand-in -----------------------------------------
+from typer.testing import CliRunner  # noqa: E402
+
+from fakes.kube_api import FakeKube, kube_fixture  # noqa: E402
+from tfjob.cli.main import app  # noqa: E402
+
+TFJOB_CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
+
+
+@pytest.fixture
+def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    yield from kube_fixture(TFJOB_CRD, tmp_path, monkeypatch)
+
+
+def _argv(kubeconfig: str, name: str, *more: str) -> list[str]:
+    return ["submit", "--backend", "jobset", "--kubeconfig", kubeconfig, "--image", IMAGE, "-m", "trainer.task",
+            "--workers", "2", "--ps", "1", "--display-name", name, *more]  # fmt: skip
+
+
+def test_submit_status_logs_cancel_list_through_the_stand_in(fake: FakeKube, tmp_path: Path) -> None:
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    runner = CliRunner()
+    result = runner.invoke(app, [*_argv(kubeconfig, "census"), "--async", "--", "--train-steps", "10"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "default/census\n"
+    (stored,) = fake.jobsets.values()
+    assert stored["kind"] == "JobSet" and [j["name"] for j in stored["spec"]["replicatedJobs"]] == ["chief", "worker", "ps"]
+
+    fake.advance_jobset("default", "census", "Created")
+    pending = json.loads(runner.invoke(app, ["status", "default/census", "--json"]).stdout)
+    assert pending["state"] == "PENDING" and pending["backend"] == "jobset"
+    assert [t["name"] for t in pending["tasks"]] == ["chief-0", "worker-0", "worker-1", "ps-0"]
+
+    fake.advance_jobset("default", "census", "Running")
+    fake.write_log("default", fake.jobset_pod_name("census", "worker-1"), "worker one at step 5\n")
+    running = json.loads(runner.invoke(app, ["status", "default/census", "--json"]).stdout)
+    assert running["state"] == "RUNNING"
+    logs = runner.invoke(app, ["logs", "default/census", "--task", "worker-1"])
+    assert logs.exit_code == 0, logs.stderr
+    assert logs.stdout == "[worker-1] worker one at step 5\n"
+    listed = json.loads(runner.invoke(app, ["list", "--backend", "jobset", "--json"]).stdout)
+    assert [(j["id"], j["backend"]) for j in listed] == [("default/census", "jobset")]
+
+    assert runner.invoke(app, ["cancel", "default/census"]).exit_code == 0
+    assert fake.jobsets == {} and not fake.pods
+    assert json.loads(runner.invoke(app, ["status", "default/census", "--json"]).stdout)["state"] == "CANCELLED"
+
+
+def test_a_blocking_submit_ends_as_the_jobset_ends(fake: FakeKube, tmp_path: Path) -> None:
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    fake.script("default", "ok", lambda: [fake.advance_jobset("default", "ok", c) for c in ("Created", "Running", "Completed")])
+    done = CliRunner().invoke(app, _argv(kubeconfig, "ok"))
+    assert done.exit_code == 0, done.stderr
+    assert "tfjob: default/ok SUCCEEDED" in done.stderr
+
+    def fail() -> None:
+        for condition in ("Created", "Running"):
+            fake.advance_jobset("default", "bad", condition)
+        fake.write_log("default", fake.jobset_pod_name("bad", "worker-1"), "Traceback …\nValueError: bad shard\n")
+        fake.advance_jobset("default", "bad", "Failed", failed_task="worker-1", exit_code=3)
+
+    fake.script("default", "bad", fail)
+    failed = CliRunner().invoke(app, [*_argv(kubeconfig, "bad"), "--quiet"])
+    assert failed.exit_code == 1
+    assert failed.stderr.count("\n") == 1 and failed.stderr.startswith("error: job default/bad FAILED") and "worker-1" in failed.stderr
+    shown = CliRunner().invoke(app, ["status", "default/bad"])
+    assert "failed    worker-1" in shown.stdout and "ValueError: bad shard" in shown.stdout  # its last lines
+
+
+def test_a_cluster_without_jobset_is_one_line_with_the_install_command(fake: FakeKube, tmp_path: Path) -> None:
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    fake.crd_installed = False
+    result = CliRunner().invoke(app, _argv(kubeconfig, "x"))
+    assert result.exit_code == 1
+    assert result.stderr.count("\n") == 1 and "the JobSet resource (jobsets.jobset.x-k8s.io/v1alpha2) is not installed" in result.stderr

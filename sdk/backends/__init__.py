@@ -18,6 +18,8 @@ BACKENDS: dict[str, str] = {
     "local": "tfjob.backends.local",
     "vertex": "tfjob.backends.vertex",
     "kubeflow": "tfjob.backends.kubeflow",
+    # A JobSet (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed.
+    "jobset": "tfjob.backends.jobset",
     # Vertex AI hyperparameter tuning jobs, which `tfjob tune --backend vertex` creates (status, logs, cancel).
     "vertex-tuning": "tfjob.tuning.vertex",
     # Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.

@@ -42,10 +42,37 @@ class KubeflowBackend:
         self.poll_interval = poll_interval
         self._sleep = sleep
 
+    #: What the job is on the cluster, in messages.
+    kind = "TFJob"
+    #: Who acts on a new job (the training operator, or the JobSet controller).
+    controller = "the training operator"
+
     # -- pure ------------------------------------------------------------------------------
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The TFJob manifest (see :func:`tfjob.render.kubeflow.render_tfjob`)."""
         return render_tfjob(spec, options)
+
+    # -- the resource (a subclass runs another kind of job the same way) ----------------------
+    def _create(self, client: Any, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return client.create_tfjob(namespace, manifest)
+
+    def _get(self, client: Any, namespace: str, name: str) -> dict[str, Any]:
+        return client.get_tfjob(namespace, name)
+
+    def _delete(self, client: Any, namespace: str, name: str) -> None:
+        client.delete_tfjob(namespace, name)
+
+    def _list_objects(self, client: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return client.list_tfjobs(namespace, selector)
+
+    def _selector(self, name: str, task: str | None = None) -> str:
+        return build_pod_selector(name, task)
+
+    def _state(self, client: Any, namespace: str, name: str) -> JobState:
+        return parse_tfjob_state(self._get(client, namespace, name))[0]
+
+    def _status(self, job_id: str, obj: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
+        return build_job_status(job_id, obj, pods)
 
     # -- plumbing --------------------------------------------------------------------------
     @staticmethod
@@ -99,13 +126,13 @@ class KubeflowBackend:
             AuthError: the cluster refused the credentials or the permission (401/403).
             BackendError: the TFJob CRD is not installed, or the API failed.
         """
-        manifest = render_tfjob(spec, options)
+        manifest = self.render(spec, options)
         client = self._connect(options.kubeconfig, options.context)
         try:
             namespace = options.namespace or client.namespace
             check_k8s_name(namespace, field="namespace", flag="--namespace")
             manifest["metadata"]["namespace"] = namespace
-            created = client.create_tfjob(namespace, manifest)
+            created = self._create(client, namespace, manifest)
         finally:
             client.close()
         job_id = f"{namespace}/{spec.name}"
@@ -117,7 +144,7 @@ class KubeflowBackend:
             state=JobState.PENDING,
             spec=spec.to_dict(),
             options={"namespace": namespace, "kubeconfig": client.kubeconfig, "context": options.context},
-            message="TFJob created; waiting for the training operator",
+            message=f"{self.kind} created; waiting for {self.controller}",
             created=parse_timestamp(meta.get("creationTimestamp")) or time.time(),
             extra={"server": client.server, "uid": meta.get("uid")},
         )
@@ -159,7 +186,7 @@ class KubeflowBackend:
         except KeyboardInterrupt:
             if options.cancel_on_interrupt:
                 self.cancel(job_id)
-                raise JobCancelledError(f"job {job_id} was cancelled (its TFJob deleted) on Ctrl-C") from None
+                raise JobCancelledError(f"job {job_id} was cancelled (its {self.kind} deleted) on Ctrl-C") from None
             print(
                 f"tfjob: stopped waiting; {job_id} keeps running (tfjob status {job_id}, tfjob cancel {job_id})",
                 file=sys.stderr,
@@ -180,13 +207,13 @@ class KubeflowBackend:
             namespace = namespace or client.namespace
             full_id = f"{namespace}/{name}"
             try:
-                tfjob = client.get_tfjob(namespace, name)
+                tfjob = self._get(client, namespace, name)
             except JobNotFoundError:
                 if record is None:
                     raise
                 return self._gone(record)
-            pods = client.list_pods(namespace, build_pod_selector(name))
-            status = build_job_status(full_id, tfjob, pods)
+            pods = client.list_pods(namespace, self._selector(name))
+            status = self._status(full_id, tfjob, pods)
             if record is not None and record.state is JobState.CANCELLED:
                 # Deleted by `tfjob cancel`: the object may linger while its pods go.
                 status.state, status.message = JobState.CANCELLED, record.message
@@ -214,7 +241,7 @@ class KubeflowBackend:
                 store.set_state(
                     record.id,
                     JobState.LOST,
-                    "the TFJob is no longer on the cluster (deleted outside tfjob, or removed after "
+                    f"the {self.kind} is no longer on the cluster (deleted outside tfjob, or removed after "
                     "ttlSecondsAfterFinished) and its end was not seen",
                 )
                 record = store.get(record.id) or record
@@ -234,7 +261,7 @@ class KubeflowBackend:
         from ..k8s.logs import follow_logs, read_logs
 
         namespace, name, record = self._locate(job_id)
-        selector = build_pod_selector(name, task)
+        selector = self._selector(name, task)
         client = self._client_for(record)
         namespace = namespace or client.namespace
         try:
@@ -242,7 +269,7 @@ class KubeflowBackend:
 
                 def ended() -> bool:
                     try:
-                        return parse_tfjob_state(client.get_tfjob(namespace, name))[0].is_terminal
+                        return self._state(client, namespace, name).is_terminal
                     except JobNotFoundError:
                         return True
 
@@ -253,7 +280,7 @@ class KubeflowBackend:
                 any_line = True
                 yield line
             if not any_line and not client.list_pods(namespace, selector):
-                what = f"task {task} of TFJob" if task else "TFJob"
+                what = f"task {task} of {self.kind}" if task else self.kind
                 raise BackendError(
                     f"no pods of {what} {namespace}/{name} to read logs from: they are not created yet, or were "
                     f"deleted when the job ended; `tfjob status {namespace}/{name}` shows the job"
@@ -275,10 +302,10 @@ class KubeflowBackend:
             namespace = namespace or client.namespace
             full_id = f"{namespace}/{name}"
             try:
-                state, _ = parse_tfjob_state(client.get_tfjob(namespace, name))
+                state = self._state(client, namespace, name)
                 if state.is_terminal:
                     return  # as on every backend: a finished job is left as it ended
-                client.delete_tfjob(namespace, name)
+                self._delete(client, namespace, name)
             except JobNotFoundError:
                 if record is None:
                     raise
@@ -289,7 +316,7 @@ class KubeflowBackend:
         if record is not None:
             store = JobStore()
             try:
-                store.set_state(record.id, JobState.CANCELLED, "cancelled: the TFJob was deleted by tfjob cancel")
+                store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind} was deleted by tfjob cancel")
             finally:
                 store.close()
 
@@ -298,10 +325,10 @@ class KubeflowBackend:
         client = self._connect(None, None)
         try:
             namespace = client.namespace
-            tfjobs = client.list_tfjobs(namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+            tfjobs = self._list_objects(client, namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
         finally:
             client.close()
-        statuses = [build_job_status(f"{namespace}/{j['metadata']['name']}", j) for j in tfjobs]
+        statuses = [self._status(f"{namespace}/{j['metadata']['name']}", j, []) for j in tfjobs]
         statuses.sort(key=lambda s: (s.created or 0.0, s.id), reverse=True)
         return statuses[:limit] if limit is not None else statuses
 

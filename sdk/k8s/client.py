@@ -18,6 +18,8 @@ Errors are translated here, one clear line each:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import json
 import os
 from pathlib import Path
@@ -31,10 +33,28 @@ REQUEST_TIMEOUT = 30.0
 #: Seconds a followed log may stay silent (the client takes no "forever").
 FOLLOW_READ_TIMEOUT = 7 * 24 * 3600.0
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+@dataclass(frozen=True)
+class Resource:
+    """A custom resource tfjob creates: its API group, version, plural and kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    install_hint: str
+
+
+JOBSET_INSTALL_HINT = (
+    "install JobSet (kubectl apply --server-side -f "
+    "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml)"
+)
+
 INSTALL_HINT = (
     "install the Kubeflow training operator (kubectl apply --server-side -k "
     '"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.0")'
 )
+TFJOB = Resource(GROUP, VERSION, PLURAL, "TFJob", INSTALL_HINT)
+JOBSET = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET_INSTALL_HINT)
 
 
 def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
@@ -138,8 +158,11 @@ class KubeClient:
         self._api.close()
 
     # -- errors --------------------------------------------------------------------------
-    def _translate(self, error: Exception, action: str, namespace: str, name: str | None = None) -> Exception:
+    def _translate(
+        self, error: Exception, action: str, namespace: str, name: str | None = None, resource: "Resource | None" = None
+    ) -> Exception:
         """A tfjob error for a failed call (the caller raises it ``from`` the original)."""
+        resource = resource or TFJOB
         from kubernetes.client.exceptions import ApiException
 
         if not isinstance(error, ApiException) or not error.status:
@@ -155,13 +178,13 @@ class KubeClient:
         if code == 403:
             return AuthError(
                 f"forbidden to {action} in namespace {namespace!r}: {message}; ask a cluster admin for a Role that "
-                f"allows it (check with `kubectl auth can-i create tfjobs.kubeflow.org -n {namespace}`)"
+                f"allows it (check with `kubectl auth can-i create {resource.plural}.{resource.group} -n {namespace}`)"
             )
         if code == 404:
-            if not self.crd_installed():
+            if not self.crd_installed(resource):
                 return BackendError(
-                    f"the TFJob resource ({PLURAL}.{GROUP}/{VERSION}) is not installed on the cluster at {self.server}: "
-                    + INSTALL_HINT
+                    f"the {resource.kind} resource ({resource.plural}.{resource.group}/{resource.version}) is not installed "
+                    f"on the cluster at {self.server}: " + resource.install_hint
                 )
             if "namespaces" in message and "not found" in message:
                 return UsageError(
@@ -170,31 +193,74 @@ class KubeClient:
                 )
             if name is not None:
                 return JobNotFoundError(
-                    f"TFJob {namespace}/{name} is not on the cluster at {self.server} (deleted, or removed "
+                    f"{resource.kind} {namespace}/{name} is not on the cluster at {self.server} (deleted, or removed "
                     "after its ttlSecondsAfterFinished)"
                 )
         if code == 409:
             return UsageError(
-                f"a TFJob named {name!r} already exists in namespace {namespace!r}; pick another --display-name, "
+                f"a {resource.kind} named {name!r} already exists in namespace {namespace!r}; pick another --display-name, "
                 f"or delete it first with `tfjob cancel {namespace}/{name}`"
             )
         if code in (400, 422):
             return SpecError(f"the Kubernetes API refused to {action}: {message}")
         return BackendError(f"the Kubernetes API at {self.server} answered {code} {error.reason} to {action}: {message}")
 
-    def crd_installed(self) -> bool:
-        """True when the cluster serves ``tfjobs`` in ``kubeflow.org/v1`` (discovery)."""
+    def crd_installed(self, resource: "Resource | None" = None) -> bool:
+        """True when the cluster serves the resource (default ``tfjobs`` in ``kubeflow.org/v1``)."""
         from kubernetes.client.exceptions import ApiException
 
+        resource = resource or TFJOB
+        where = f"{resource.group}/{resource.version}"
         try:
-            resources = self._custom.get_api_resources(GROUP, VERSION, _request_timeout=self.timeout)
+            resources = self._custom.get_api_resources(resource.group, resource.version, _request_timeout=self.timeout)
         except ApiException as e:
             if e.status == 404:
                 return False
-            raise self._translate(e, f"discover {GROUP}/{VERSION}", "-") from e
+            raise self._translate(e, f"discover {where}", "-") from e
         except self._errors as e:
-            raise self._translate(e, f"discover {GROUP}/{VERSION}", "-") from e
-        return any(r.name == PLURAL for r in resources.resources or [])
+            raise self._translate(e, f"discover {where}", "-") from e
+        return any(r.name == resource.plural for r in resources.resources or [])
+
+    # -- any custom resource ---------------------------------------------------------------
+    def create(self, resource: Resource, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a custom resource; return it as the API server stored it."""
+        name = manifest["metadata"]["name"]
+        r = resource
+        try:
+            return self._custom.create_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, dict(manifest), _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"create {r.kind} {name}", namespace, name, r) from e
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+        """The custom resource ``namespace/name``."""
+        r = resource
+        try:
+            return self._custom.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get {r.kind} {name}", namespace, name, r) from e
+
+    def list(self, resource: Resource, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """The custom resources of a namespace (matching ``label_selector``)."""
+        r = resource
+        try:
+            answer = self._custom.list_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, label_selector=label_selector, _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"list {r.kind}s", namespace, None, r) from e
+        return list(answer.get("items") or [])
+
+    def delete(self, resource: Resource, namespace: str, name: str) -> None:
+        """Delete the custom resource; the garbage collector deletes what it owns."""
+        r = resource
+        try:
+            self._custom.delete_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, name, propagation_policy="Background", _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"delete {r.kind} {name}", namespace, name, r) from e
 
     # -- TFJobs ----------------------------------------------------------------------------
     def create_tfjob(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,12 @@ from typing import Any, Iterable, Mapping
 
 from ..backends.base import JobState, JobStatus, TaskStatus
 from ..errors import UsageError
+from ..cluster.jobset import JOBSET_NAME_LABEL
+from ..cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
 from ..render.kubeflow import CONTAINER_NAME, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+
+#: The Job controller's label (and, before Kubernetes 1.28, annotation) of a pod's index.
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 #: Our roles in the order tasks are shown; ``master`` is the operator's legacy chief.
 _ROLE_ORDER = ("chief", "worker", "ps", "evaluator")
@@ -85,9 +90,58 @@ def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
     return JobState.PENDING, "waiting for the training operator to pick the TFJob up"
 
 
+def parse_jobset_state(jobset: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> tuple[JobState, str]:
+    """The job state and its message, from a JobSet's conditions (and its pods).
+
+    Completed: SUCCEEDED; Failed: FAILED; being deleted: CANCELLING; Suspended: QUEUED;
+    else RUNNING once a pod runs, PENDING before (pods being made or scheduled).
+    """
+    metadata = jobset.get("metadata") or {}
+    conditions = (jobset.get("status") or {}).get("conditions") or []
+    true = {c.get("type"): c.get("message") or "" for c in conditions if str(c.get("status")) == "True"}
+    if "Completed" in true:
+        return JobState.SUCCEEDED, true["Completed"] or "the JobSet completed"
+    if "Failed" in true:
+        return JobState.FAILED, true["Failed"] or "the JobSet failed"
+    if metadata.get("deletionTimestamp"):
+        return JobState.CANCELLING, "the JobSet is being deleted"
+    if "Suspended" in true:
+        return JobState.QUEUED, true["Suspended"] or "the JobSet is suspended"
+    if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
+        return JobState.RUNNING, "the JobSet is running"
+    return JobState.PENDING, "waiting for the JobSet's pods to be made and scheduled"
+
+
+def jobset_pod_task_name(pod: Mapping[str, Any]) -> str:
+    """``worker-1`` for the pod of index 1 of a JobSet's ``worker`` replicated job."""
+    metadata = pod.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    index = labels.get(COMPLETION_INDEX_LABEL) or (metadata.get("annotations") or {}).get(COMPLETION_INDEX_LABEL, "0")
+    return f"{labels.get(JOBSET_ROLE_LABEL, 'task')}-{index}"
+
+
+def build_jobset_selector(name: str, task: str | None = None) -> str:
+    """The label selector of a JobSet's pods, or of one task's (``worker-1``) or role's (``ps``)."""
+    selector = [f"{JOBSET_NAME_LABEL}={name}"]
+    if task is not None:
+        match = _TASK_RE.match(task.strip().lower())
+        role = _ROLE_ALIASES.get(match.group("role")) if match else None
+        if role is None or match is None:
+            raise UsageError(
+                f"--task {task!r} is not a task; write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)"
+            )
+        selector.append(f"{JOBSET_ROLE_LABEL}={role}")
+        if match.group("index") is not None:
+            selector.append(f"{COMPLETION_INDEX_LABEL}={int(match.group('index'))}")
+    return ",".join(selector)
+
+
 def pod_task_name(pod: Mapping[str, Any]) -> str:
-    """``worker-1`` for the pod of Worker replica 1 (``chief-0`` for a Master)."""
+    """``worker-1`` for the pod of Worker replica 1 (``chief-0`` for a Master); a JobSet
+    pod's from its replicated job and completion index."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
+    if JOBSET_ROLE_LABEL in labels:
+        return jobset_pod_task_name(pod)
     role = _ROLE_ALIASES.get(str(labels.get(REPLICA_TYPE_LABEL, "")).lower(), labels.get(REPLICA_TYPE_LABEL, "task"))
     return f"{role}-{labels.get(REPLICA_INDEX_LABEL, '0')}"
 
@@ -174,7 +228,9 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
     )
 
 
-def build_job_status(job_id: str, tfjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> JobStatus:
+def build_job_status(
+    job_id: str, tfjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = (), *, backend: str = "kubeflow"
+) -> JobStatus:
     """The :class:`JobStatus` of a TFJob and (optionally) its pods.
 
     ``failed_task`` is the first failed pod's task, else the replica type the
@@ -182,7 +238,8 @@ def build_job_status(job_id: str, tfjob: Mapping[str, Any], pods: Iterable[Mappi
     """
     metadata = tfjob.get("metadata") or {}
     status = tfjob.get("status") or {}
-    state, message = parse_tfjob_state(tfjob)
+    pods = list(pods)
+    state, message = parse_jobset_state(tfjob, pods) if backend == "jobset" else parse_tfjob_state(tfjob)
     tasks = [parse_pod_task(p) for p in sort_pods(pods)]
     failed_task = None
     if state is JobState.FAILED:
@@ -209,7 +266,7 @@ def build_job_status(job_id: str, tfjob: Mapping[str, Any], pods: Iterable[Mappi
         extra["task_exit_code"] = failed_exit
     return JobStatus(
         id=job_id,
-        backend="kubeflow",
+        backend=backend,
         name=metadata.get("name", job_id.rpartition("/")[2]),
         state=state,
         message=message,

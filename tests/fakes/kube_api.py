@@ -114,11 +114,14 @@ class FakeKube(LocalServer):
     namespaces: set[str] = field(default_factory=lambda: {"default"})
     crd_installed: bool = True
     schema: dict[str, Any] | None = None
+    #: The JobSet CRD's schema: creates of JobSets are validated against it when given.
+    jobset_schema: dict[str, Any] | None = None
     requests: list[tuple[str, str]] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.tfjobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.jobsets: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], _Pod] = {}
         self._scripts: dict[tuple[str, str], list[Callable[[], None]]] = {}
         self._injections: list[_Injection] = []
@@ -265,6 +268,64 @@ class FakeKube(LocalServer):
             p.done = True
             self._cond.notify_all()
 
+    def jobset_pod_name(self, name: str, task: str) -> str:
+        """The pod of a JobSet task (``worker-1`` → ``NAME-worker-0-1-<suffix>``), once made."""
+        role, index = task.rsplit("-", 1)
+        prefix = f"{name}-{role}-0-{index}-"
+        return next(n for (_, n) in self.pods if n.startswith(prefix))
+
+    def advance_jobset(self, namespace: str, name: str, condition: str, *, failed_task: str = "worker-0", exit_code: int = 1) -> None:
+        """Do what the JobSet and Job controllers do: Created makes one pod per task of every
+        replicated job (Pending, with JobSet's labels); Running starts them; Completed ends
+        the chief (the success target) with 0 and deletes the Jobs still running; Failed
+        ends ``failed_task`` with ``exit_code`` and fails the set."""
+        with self._cond:
+            job = self.jobsets[(namespace, name)]
+            status = job.setdefault("status", {})
+            now = _now()
+            pods = {k: p for k, p in self.pods.items() if k[0] == namespace and p.obj["metadata"]["labels"].get(_JOBSET) == name}
+            if condition == "Created":
+                for rjob in job["spec"]["replicatedJobs"]:
+                    spec = rjob["template"]["spec"]
+                    for i in range(spec.get("completions", 1)):
+                        labels = {
+                            **((spec["template"].get("metadata") or {}).get("labels") or {}),
+                            _JOBSET: name, "jobset.sigs.k8s.io/replicatedjob-name": rjob["name"],
+                            "jobset.sigs.k8s.io/replicatedjob-replicas": "1", "jobset.sigs.k8s.io/job-index": "0",
+                            "batch.kubernetes.io/job-completion-index": str(i),
+                        }  # fmt: skip
+                        pod_name = f"{name}-{rjob['name']}-0-{i}-{uuid.uuid4().hex[:5]}"
+                        self.pods[(namespace, pod_name)] = _Pod({
+                            "apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": pod_name, "namespace": namespace, "uid": str(uuid.uuid4()), "labels": labels, "creationTimestamp": now},
+                            "spec": spec["template"]["spec"],
+                            "status": {"phase": "Pending", "containerStatuses": [
+                                {"name": "tensorflow", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                            ]},
+                        })  # fmt: skip
+            elif condition == "Running":
+                for pod in pods.values():
+                    _set_phase(pod.obj, "Running", now)
+            elif condition in ("Completed", "Failed"):
+                target = "chief-0" if condition == "Completed" else failed_task
+                for key, pod in list(pods.items()):
+                    labels = pod.obj["metadata"]["labels"]
+                    task = f"{labels['jobset.sigs.k8s.io/replicatedjob-name']}-{labels['batch.kubernetes.io/job-completion-index']}"
+                    if task == target:
+                        code = 0 if condition == "Completed" else exit_code
+                        _set_phase(pod.obj, "Succeeded" if code == 0 else "Failed", now, exit_code=code)
+                        pod.done = True
+                    elif pod.obj["status"]["phase"] in ("Running", "Pending"):
+                        del self.pods[key]
+                        pod.done = True
+                message = "jobset completed successfully" if condition == "Completed" else f"jobset failed: {target} failed"
+                status.setdefault("conditions", []).append(
+                    {"type": condition, "status": "True", "reason": f"AllJobs{condition}", "message": message, "lastTransitionTime": now}
+                )
+                status["terminalState"] = condition
+            self._bump(job)
+            self._cond.notify_all()
+
     def count(self, method: str, pattern: str) -> int:
         """How many requests with ``method`` had a path (and query, decoded) matching ``pattern``."""
         return sum(1 for m, p in self.requests if m == method and re.search(pattern, unquote(p)))
@@ -324,6 +385,7 @@ class FakeKube(LocalServer):
 
 
 _JOB = "training.kubeflow.org/job-name"
+_JOBSET = "jobset.sigs.k8s.io/jobset-name"
 
 
 def _type_of(task: str) -> str:
@@ -351,6 +413,9 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("tfjobs_all", re.compile(r"^/apis/kubeflow\.org/v1/tfjobs/?$")),
     ("tfjobs", re.compile(r"^/apis/kubeflow\.org/v1/namespaces/(?P<ns>[^/]+)/tfjobs/?$")),
     ("tfjob", re.compile(r"^/apis/kubeflow\.org/v1/namespaces/(?P<ns>[^/]+)/tfjobs/(?P<name>[^/]+)/?$")),
+    ("jobset_discovery", re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/?$")),
+    ("jobsets", re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/namespaces/(?P<ns>[^/]+)/jobsets/?$")),
+    ("jobset", re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/namespaces/(?P<ns>[^/]+)/jobsets/(?P<name>[^/]+)/?$")),
     ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/?$")),
     ("log", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log/?$")),
 ]
@@ -415,6 +480,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.kube.crd_installed:
             version = {"groupVersion": GROUP_VERSION, "version": "v1"}
             groups.append({"name": "kubeflow.org", "versions": [version], "preferredVersion": version})
+            jobset = {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}
+            groups.append({"name": "jobset.x-k8s.io", "versions": [jobset], "preferredVersion": jobset})
         self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
     def _discovery(self, method: str, query: dict[str, str], body: Any) -> None:
@@ -521,6 +588,67 @@ class _Handler(BaseHTTPRequestHandler):
                 answer = json.loads(json.dumps(obj))
         self._send(200, answer)
 
+    # -- JobSets (jobset.x-k8s.io/v1alpha2): installed with the TFJob CRD (crd_installed) --
+    def _jobset_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
+        if not self.kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        verbs = ["delete", "get", "list", "create", "watch"]
+        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "jobset.x-k8s.io/v1alpha2",
+                         "resources": [{"name": "jobsets", "singularName": "jobset", "namespaced": True, "kind": "JobSet", "verbs": verbs}]})  # fmt: skip
+
+    def _jobsets(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        kube = self.kube
+        if not kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        if method == "GET":
+            with kube._cond:
+                items = json.loads(json.dumps([j for (n, _), j in kube.jobsets.items() if n == ns]))
+            self._list(items, "JobSetList", query)
+            return
+        if ns not in kube.namespaces:
+            self._error(404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"})
+            return
+        name = ((body or {}).get("metadata") or {}).get("name", "")
+        if kube.jobset_schema is not None:
+            import jsonschema
+
+            errors = sorted(jsonschema.Draft7Validator(kube.jobset_schema).iter_errors(body), key=lambda e: list(e.path))
+            if errors:
+                where = ".".join(str(p) for p in errors[0].path)
+                self._error(422, f'JobSet.jobset.x-k8s.io "{name}" is invalid: {where}: {errors[0].message}')
+                return
+        with kube._cond:
+            if (ns, name) in kube.jobsets:
+                self._error(409, f'jobsets.jobset.x-k8s.io "{name}" already exists', details={"name": name, "kind": "jobsets"})
+                return
+            obj = json.loads(json.dumps(body))
+            obj["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+            kube._bump(obj)
+            kube.jobsets[(ns, name)] = obj
+            answer = json.loads(json.dumps(obj))
+        self._send(201, answer)
+
+    def _jobset(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        kube = self.kube
+        if method == "GET":
+            kube._run_script(ns, name)
+        with kube._cond:
+            obj = kube.jobsets.get((ns, name))
+            if obj is None:
+                self._error(404, f'jobsets.jobset.x-k8s.io "{name}" not found', details={"name": name, "kind": "jobsets"})
+                return
+            if method == "DELETE":
+                del kube.jobsets[(ns, name)]
+                for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOBSET) == name]:
+                    kube.pods.pop(key).done = True
+                kube._cond.notify_all()
+                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+            else:
+                answer = json.loads(json.dumps(obj))
+        self._send(200, answer)
+
     def _pods(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
         with self.kube._cond:
             items = json.loads(json.dumps([p.obj for (n, _), p in self.kube.pods.items() if n == ns]))
@@ -607,7 +735,12 @@ def kube_fixture(crd_path: Path, tmp_path: Path, monkeypatch: Any) -> Iterator[F
         pytest.fail(f"{crd_path} is missing; CI must have the TFJob CRD (see ../shared/data/README.md)")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    with FakeKube(namespaces={"default", "ml"}, schema=schema) as server:
+    jobset_crd = crd_path.parent / "jobset.x-k8s.io_jobsets.yaml"
+    jobset_schema = None
+    if jobset_crd.is_file():
+        versions = _load_crd(jobset_crd)["spec"]["versions"]
+        jobset_schema = next(v for v in versions if v["name"] == "v1alpha2")["schema"]["openAPIV3Schema"]
+    with FakeKube(namespaces={"default", "ml"}, schema=schema, jobset_schema=jobset_schema) as server:
         yield server
 
 
