@@ -36,12 +36,12 @@ BACKEND_ONLY: dict[str, tuple[str, ...]] = {
     "install": ("local",),
     "grace": ("local",),
     "detach": ("local",),
-    "namespace": ("kubeflow", "jobset"),
+    "namespace": ("kubeflow", "jobset", "trainjob"),
     "kubeconfig": ("kubeflow", "jobset"),
     "context": ("kubeflow", "jobset"),
     "restart_policy": ("kubeflow",),
     **{
-        key: ("kubeflow",) if key in ("clean_pod_policy", "priority_class", "min_available") else ("kubeflow", "jobset")
+        key: ("kubeflow",) if key in ("clean_pod_policy", "priority_class", "min_available") else ("kubeflow", "jobset", "trainjob")
         for key in (
             "cpu", "memory", "gpu", "pod_template", "clean_pod_policy", "backoff_limit", "ttl_seconds_after_finished",
             "suspend", "queue", "priority_class", "min_available",

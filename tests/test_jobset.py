@@ -238,3 +238,64 @@ def test_a_cluster_without_jobset_is_one_line_with_the_install_command(fake: Fak
     result = CliRunner().invoke(app, _argv(kubeconfig, "x"))
     assert result.exit_code == 1
     assert result.stderr.count("\n") == 1 and "the JobSet resource (jobsets.jobset.x-k8s.io/v1alpha2) is not installed" in result.stderr
+
+
+# -- Kubeflow Trainer v2: the TensorFlow runtime and the TrainJob --------------------------------
+from tfjob.render.trainjob import render_trainjob_list  # noqa: E402
+
+TRAINER_CRDS = {
+    "TrainJob": SHARED / "data" / "trainer.kubeflow.org_trainjobs.yaml",
+    "ClusterTrainingRuntime": SHARED / "data" / "trainer.kubeflow.org_clustertrainingruntimes.yaml",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_the_runtime_and_the_trainjob_are_valid_against_trainer_v2_crds(shape: str) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    runtime, trainjob = render_trainjob_list(spec, SubmitOptions(namespace="ml"))["items"]
+    for obj in (runtime, trainjob):
+        crd = yaml.safe_load(TRAINER_CRDS[obj["kind"]].read_text())
+        schema = _strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+        errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(obj)]
+        assert errors == [], obj["kind"]
+    role = "worker" if spec.count("worker") else "chief"
+    assert trainjob["spec"]["trainer"]["numNodes"] == runtime["spec"]["mlPolicy"]["numNodes"] == spec.count(role)
+    jobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    (node,) = [j for j in jobs if j["name"] == "node"]
+    assert node["template"]["metadata"]["labels"] == {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    assert node["template"]["spec"]["template"]["spec"]["containers"][0]["name"] == "node"
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_trainer_v2_pods_get_the_same_tf_config_as_jobset_pods(shape: str) -> None:
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    runtime = render_trainjob_list(spec, SubmitOptions())["items"][0]
+    jobset = {"metadata": {"name": "census"}, "spec": runtime["spec"]["template"]["spec"]}
+    plain = render_jobset(spec, SubmitOptions())
+    renamed = {"worker" if spec.count("worker") else "chief": "node"}
+    for role, index in spec.tasks():
+        env = _pod_env_named(jobset, renamed.get(role, role), index)
+        ours = jobset_task_env(env)
+        theirs = jobset_task_env(_pod_env(plain, role, index))
+        if theirs:
+            a, b = json.loads(ours["TF_CONFIG"]), json.loads(theirs["TF_CONFIG"])
+            assert a["task"] == b["task"] and list(a["cluster"]) == list(b["cluster"])
+            assert all(len(a["cluster"][r]) == len(b["cluster"][r]) for r in a["cluster"])
+        else:
+            assert ours == {}
+
+
+def _pod_env_named(manifest: dict[str, Any], job_name: str, index: int) -> dict[str, str]:
+    (job,) = [j for j in manifest["spec"]["replicatedJobs"] if j["name"] == job_name]
+    (container,) = job["template"]["spec"]["template"]["spec"]["containers"]
+    labels = {"jobset.sigs.k8s.io/jobset-name": "census", "jobset.sigs.k8s.io/replicatedjob-name": job_name, "jobset.sigs.k8s.io/job-index": "0"}
+    env = {"JOB_COMPLETION_INDEX": str(index)}
+    for item in container["env"]:
+        env[item["name"]] = item["value"] if "value" in item else labels[item["valueFrom"]["fieldRef"]["fieldPath"][len("metadata.labels['") : -2]]
+    return env
+
+
+def test_trainjob_is_render_only_and_says_how_to_run_it() -> None:
+    result = CliRunner().invoke(app, ["submit", "--backend", "trainjob", "-m", "trainer.task", "--image", IMAGE, "--workers", "2"])
+    assert result.exit_code == 2 and "use --backend jobset" in result.stderr

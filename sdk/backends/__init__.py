@@ -20,6 +20,8 @@ BACKENDS: dict[str, str] = {
     "kubeflow": "tfjob.backends.kubeflow",
     # A JobSet (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed.
     "jobset": "tfjob.backends.jobset",
+    # A Kubeflow Trainer v2 TrainJob with the TensorFlow runtime tfjob renders for it: render only.
+    "trainjob": "tfjob.backends.trainjob",
     # Vertex AI hyperparameter tuning jobs, which `tfjob tune --backend vertex` creates (status, logs, cancel).
     "vertex-tuning": "tfjob.tuning.vertex",
     # Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.

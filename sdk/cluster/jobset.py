@@ -31,6 +31,9 @@ from .render import ROLES, render_task_env
 ROLES_VAR = "TFJOB_JOBSET_ROLES"
 PORT_VAR = "TFJOB_JOBSET_PORT"
 SUBDOMAIN_VAR = "TFJOB_JOBSET_SUBDOMAIN"
+#: Roles whose replicated job has another name (``worker=node``: Kubeflow Trainer v2's
+#: trainer job is ``node``), as tfjob renders them for a TrainJob's runtime.
+JOBS_VAR = "TFJOB_JOBSET_JOBS"
 #: Variables the JobSet and Job controllers give it (the first three through the downward API).
 JOBSET_NAME_VAR = "JOBSET_NAME"
 REPLICATED_JOB_VAR = "REPLICATED_JOB_NAME"
@@ -69,10 +72,28 @@ def parse_roles(text: str) -> dict[str, int]:
     return counts
 
 
-def jobset_cluster(jobset: str, counts: Mapping[str, int], port: int, subdomain: str | None = None) -> dict[str, list[str]]:
+def parse_jobs(text: str) -> dict[str, str]:
+    """Role → replicated job name of ``TFJOB_JOBSET_JOBS`` (``worker=node``); empty: none renamed."""
+    jobs: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        role, sep, job = part.partition("=")
+        if not sep or role not in ROLES or role in jobs or not _NAME_RE.match(job) or len(job) > 63 or len(jobs) >= len(ROLES):
+            raise ClusterConfigError(f"{JOBS_VAR}={text!r} is not role=job pairs (e.g. worker=node)")
+        jobs[role] = job
+    return jobs
+
+
+def jobset_cluster(
+    jobset: str, counts: Mapping[str, int], port: int, subdomain: str | None = None, jobs: Mapping[str, str] | None = None
+) -> dict[str, list[str]]:
     """Every task's address in a tfjob JobSet: the pods' DNS hostnames."""
     domain = subdomain or jobset
-    return {role: [f"{jobset}-{role}-0-{i}.{domain}:{port}" for i in range(counts[role])] for role in ROLES if counts.get(role)}
+    jobs = jobs or {}
+    return {
+        role: [f"{jobset}-{jobs.get(role, role)}-0-{i}.{domain}:{port}" for i in range(counts[role])]
+        for role in ROLES
+        if counts.get(role)
+    }
 
 
 def is_jobset_pod(env: Mapping[str, str]) -> bool:
@@ -92,6 +113,8 @@ def jobset_task_env(env: Mapping[str, str]) -> dict[str, str]:
     if not _NAME_RE.match(name) or len(name) > 63:
         raise ClusterConfigError(f"{JOBSET_NAME_VAR}={name!r} is not a JobSet name")
     counts = parse_roles(env.get(ROLES_VAR, ""))
+    jobs = parse_jobs(env.get(JOBS_VAR, ""))
+    role = {job: r for r, job in jobs.items()}.get(role, role)
     if role not in counts:
         raise ClusterConfigError(f"{REPLICATED_JOB_VAR}={role!r} is not one of this job's roles ({', '.join(counts)})")
     if env.get(JOB_INDEX_VAR, "0") != "0":
@@ -104,5 +127,5 @@ def jobset_task_env(env: Mapping[str, str]) -> dict[str, str]:
     subdomain = env.get(SUBDOMAIN_VAR) or None
     if subdomain is not None and (not _NAME_RE.match(subdomain) or len(subdomain) > 63):
         raise ClusterConfigError(f"{SUBDOMAIN_VAR}={subdomain!r} is not a DNS label")
-    cluster = jobset_cluster(name, counts, int(port_text), subdomain)
+    cluster = jobset_cluster(name, counts, int(port_text), subdomain, jobs)
     return render_task_env(cluster, role, int(index_text), "kubeflow")
