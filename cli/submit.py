@@ -64,7 +64,7 @@ def job_keywords(options: dict[str, Any]) -> dict[str, Any]:
     for name, value in options.items():
         if value is None or name in _NOT_JOB_KEYWORDS:
             continue
-        if name == "packages":
+        if name in ("packages", "command"):
             value = [p for item in value for p in item.split(",") if p] or None
         elif name in ("labels", "env"):
             value = parse_key_values(value, f"--{name}") or None
@@ -147,6 +147,7 @@ def submit(
     restart_job_on_worker_restart: Optional[bool] = typer.Option(None, "--restart-job-on-worker-restart/--no-restart-job-on-worker-restart", help="Restart all tasks when a worker restarts."),
     enable_web_access: Optional[bool] = typer.Option(None, "--enable-web-access/--no-enable-web-access", help="Vertex interactive shell into the tasks."),
     tensorboard: Optional[str] = typer.Option(None, "--tensorboard", help="Vertex TensorBoard resource to stream to."),
+    command: Optional[List[str]] = typer.Option(None, "--command", help="Replace an --image's entrypoint (gcloud spelling: comma-separated, or repeat); not with --module-name."),
     requirements: Optional[str] = typer.Option(None, "--requirements", help="A bare trainer's dependencies (default: its requirements.txt): declared in the package, checked locally."),
     spot: Optional[bool] = typer.Option(None, "--spot", help="vertex: run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted."),
     flex_start: Optional[bool] = typer.Option(None, "--flex-start", help="vertex: Flex-start (Dynamic Workload Scheduler): wait for scarce GPUs/TPUs to be provisioned together."),

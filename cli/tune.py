@@ -25,7 +25,7 @@ _NOT_FOR_TUNE = {
     "ctx", "detach", "dry_run", "output", "backend", "run_async",
     "namespace", "kubeconfig", "kube_context", "restart_policy", "cpu", "memory", "gpu", "pod_template", "clean_pod_policy",
     "backoff_limit", "ttl", "suspend", "queue", "priority_class", "min_available",
-    "worker_pool_spec", "python_package_uris", "stream_logs",
+    "worker_pool_spec", "python_package_uris", "stream_logs", "command",
 }  # fmt: skip
 
 

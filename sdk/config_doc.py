@@ -220,9 +220,8 @@ def bootstrap_values(doc: ConfigDoc, value: Any, path: str) -> dict[str, Any]:
         return values
     raise doc.error(
         path,
-        f"{command!r} is not supported: tfjob starts containers through their entrypoint, or as "
-        f"[{BOOTSTRAP}, --module, MODULE, --] (with the --package, --strategy and --tf-config it renders); "
-        "put trainer arguments in args",
+        f"{command!r} is not supported: a {BOOTSTRAP} command is [{BOOTSTRAP}, --module, MODULE, --] "
+        "(with the --package, --strategy and --tf-config tfjob renders); put trainer arguments in args",
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .config_doc import ConfigDoc, bootstrap_values, package_values, require_same
+from .config_doc import BOOTSTRAP, ConfigDoc, bootstrap_values, package_values, require_same
 from .machines import did_you_mean
 from .spec import ROLES, SCHEDULING_STRATEGIES, check_boot_disk
 
@@ -134,9 +134,13 @@ def _parse_pool(
         image = doc.text(spec.get("imageUri"), f"{spec_path}.imageUri")
         if not image:
             raise doc.error(spec_path, "has no imageUri; name the container image")
-        if spec.get("command") is not None:
-            for key, value in bootstrap_values(doc, spec["command"], f"{spec_path}.command").items():
+        command = spec.get("command")
+        if command is not None and doc.strings(command, f"{spec_path}.command")[:1] == [BOOTSTRAP]:
+            for key, value in bootstrap_values(doc, command, f"{spec_path}.command").items():
                 require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.command", value)
+        elif command is not None:
+            # The image's own entrypoint, replaced (tfjob runs one command in every pool).
+            require_same(doc, shared, "command", f"{spec_path}.command", doc.strings(command, f"{spec_path}.command"))
     else:
         spec_path = f"{path}.pythonPackageSpec"
         spec = doc.mapping(pool["pythonPackageSpec"], spec_path)
@@ -150,10 +154,10 @@ def _parse_pool(
         executor = doc.text(spec.get("executorImageUri"), f"{spec_path}.executorImageUri")
         if executor is not None:
             require_same(doc, shared, "executorImageUri", f"{spec_path}.executorImageUri", executor)
-    if spec.get("args") is not None:
-        require_same(doc, shared, "args", f"{spec_path}.args", doc.strings(spec["args"], f"{spec_path}.args"))
-    if spec.get("env") is not None:
-        require_same(doc, shared, "env", f"{spec_path}.env", _env(doc, spec["env"], f"{spec_path}.env"))
+    # Each pool's own arguments and variables; equal in every pool, they are the job's.
+    own = values.setdefault("_own", {})
+    own.setdefault("args", {})[role] = doc.strings(spec["args"], f"{spec_path}.args") if spec.get("args") is not None else []
+    own.setdefault("env", {})[role] = _env(doc, spec["env"], f"{spec_path}.env") if spec.get("env") is not None else {}
     return image
 
 
@@ -185,7 +189,17 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
         values["image"] = used[0]
     else:
         values.update({f"{role}_image": img for role, img in images.items() if img})
-    names = {"pythonModule": "module", "executorImageUri": "executor_image", "args": "args", "env": "env"}
+    own = values.pop("_own", {})
+    for key in ("args", "env"):
+        by_role = own.get(key, {})
+        distinct = {repr(v) for v in by_role.values()}
+        if len(distinct) == 1:
+            value = next(iter(by_role.values()))
+            if value:
+                values[key] = value
+        elif by_role:
+            values.update({f"{role}_{key}": value for role, value in by_role.items()})
+    names = {"pythonModule": "module", "executorImageUri": "executor_image", "args": "args", "env": "env", "command": "command"}
     names.update({key: key for key in ("packages", "script", "strategy", "tf_config")})  # a bootstrap command's flags
     names.update({"tpu_topology": "tpu_topology", "reservation": "reservation"})
     for key, (_, value) in shared.items():

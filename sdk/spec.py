@@ -320,8 +320,20 @@ class Pool:
     replicas: int
     machine: Machine = field(default_factory=lambda: Machine(DEFAULT_MACHINE))
     image: str | None = None
+    #: This pool's trainer arguments, instead of the job's (None: the job's).
+    args: tuple[str, ...] | None = None
+    #: Variables for this pool's tasks, over the job's ``env``.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.args is not None:
+            if isinstance(self.args, str) or not all(isinstance(a, (str, int, float)) for a in self.args):
+                raise SpecError(f"{self.role}_args {self.args!r} must be a list of arguments")
+            object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        if not isinstance(self.env, Mapping):
+            raise SpecError(f"{self.role}_env {self.env!r} must be a mapping of names to values")
+        check_env(self.env, f"{self.role}_env")
+        object.__setattr__(self, "env", dict(self.env))
         if self.role not in ROLES:
             raise SpecError(f"pool role {self.role!r} is not one of {', '.join(ROLES)}{did_you_mean(self.role, ROLES)}")
         flag = COUNT_FLAGS[self.role]
@@ -337,11 +349,19 @@ class Pool:
         out: dict[str, Any] = {"role": self.role, "replicas": self.replicas, "machine": self.machine.to_dict()}
         if self.image:
             out["image"] = self.image
+        if self.args is not None:
+            out["args"] = list(self.args)
+        if self.env:
+            out["env"] = dict(self.env)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Pool":
-        return cls(data["role"], data["replicas"], Machine.from_dict(data["machine"]), data.get("image"))
+        args = data.get("args")
+        return cls(
+            data["role"], data["replicas"], Machine.from_dict(data["machine"]), data.get("image"),
+            tuple(args) if args is not None else None, data.get("env") or {},
+        )  # fmt: skip
 
 
 #: Environment variables the platforms and tfjob set in every task; a user's would be
@@ -386,6 +406,21 @@ def _check_types(spec: "JobSpec") -> None:
             raise SpecError(f"{name}={value!r} must be a mapping, e.g. {name}={{'key': 'value'}}")
     if spec.timeout is not None and (isinstance(spec.timeout, bool) or not isinstance(spec.timeout, (int, float))):
         raise SpecError(f"timeout={spec.timeout!r} must be a number of seconds")
+
+
+def check_env(env: Mapping[str, Any], flag: str) -> None:
+    """Names a shell takes, not reserved for the platform or tfjob, and text values."""
+    for key in env:
+        if not isinstance(key, str) or not _ENV_RE.match(key):
+            raise SpecError(f"{flag} {key!r} is not a valid environment variable name")
+        if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
+            raise SpecError(
+                f"{flag} {key} is set by the platform and by tfjob in every task (reserved: "
+                f"{', '.join(RESERVED_ENV)}, {', '.join(p + '*' for p in RESERVED_ENV_PREFIXES)}); "
+                "choose another name, or pick the dialect with --dialect"
+            )
+        if not isinstance(env[key], str):
+            raise SpecError(f"{flag} {key}: the value {env[key]!r} must be text")
 
 
 def _check_labels(labels: Mapping[str, str]) -> None:
@@ -530,6 +565,8 @@ class JobSpec:
     network_attachment: str | None = None
     enable_dashboard_access: bool = False
     requirements: str | None = None
+    #: A container image's entrypoint, replaced (``--command``; image jobs without a module).
+    command: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_job_name(self.name)
@@ -567,17 +604,15 @@ class JobSpec:
                 f"--module-name {self.module!r} is not a module `python -m` can run (dotted names like trainer.task; "
                 "for a file path use --script)"
             )
-        for key in self.env:
-            if not isinstance(key, str) or not _ENV_RE.match(key):
-                raise SpecError(f"--env {key!r} is not a valid environment variable name")
-            if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
-                raise SpecError(
-                    f"--env {key} is set by the platform and by tfjob in every task (reserved: "
-                    f"{', '.join(RESERVED_ENV)}, {', '.join(p + '*' for p in RESERVED_ENV_PREFIXES)}); "
-                    "choose another name, or pick the dialect with --dialect"
-                )
-            if not isinstance(self.env[key], str):
-                raise SpecError(f"--env {key}: the value {self.env[key]!r} must be text")
+        check_env(self.env, "--env")
+        if not isinstance(self.command, (tuple, list)) or not all(isinstance(c, str) and c for c in self.command):
+            raise SpecError(f"--command {self.command!r} must be a list of non-empty strings (the container's entrypoint)")
+        object.__setattr__(self, "command", tuple(self.command))
+        if self.command and (self.module is not None or self.script is not None or not has_image):
+            raise SpecError(
+                "--command replaces a container image's entrypoint; a --module-name or --script job starts through "
+                "tfjob-bootstrap instead (drop --command, or give --image without --module-name)"
+            )
         _check_labels(self.labels)
         for key in self.labels:
             if key in RESERVED_LABELS:
@@ -613,6 +648,21 @@ class JobSpec:
         """Every task as (role, index), chief (or worker 0) first."""
         return [(p.role, i) for p in self.pools for i in range(p.replicas)]
 
+    def args_for(self, role: str) -> tuple[str, ...]:
+        """The trainer arguments tasks of ``role`` get: their pool's, else the job's."""
+        p = self.pool(role)
+        return p.args if p is not None and p.args is not None else self.args
+
+    def env_for(self, role: str) -> dict[str, str]:
+        """The variables tasks of ``role`` get: the job's, with their pool's over them."""
+        p = self.pool(role)
+        return {**self.env, **(p.env if p is not None else {})}
+
+    @property
+    def per_pool(self) -> bool:
+        """True when a pool has arguments or variables of its own."""
+        return any(p.args is not None or p.env for p in self.pools)
+
     def image_for(self, role: str) -> str | None:
         """The container image tasks of ``role`` run, if any."""
         p = self.pool(role)
@@ -647,7 +697,7 @@ class JobSpec:
             raise SpecError(f"unknown job spec fields: {', '.join(sorted(unknown))}")
         values = dict(data)
         values["pools"] = tuple(Pool.from_dict(p) for p in data["pools"])
-        for name in ("args", "packages", "reserved_ip_ranges"):
+        for name in ("args", "packages", "reserved_ip_ranges", "command"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -720,6 +770,14 @@ def build_spec(
     evaluator_boot_disk_size: int | None = None,
     spot: bool = False,
     flex_start: bool = False,
+    chief_args: Sequence[str] | None = None,
+    worker_args: Sequence[str] | None = None,
+    ps_args: Sequence[str] | None = None,
+    evaluator_args: Sequence[str] | None = None,
+    chief_env: Mapping[str, str] | None = None,
+    worker_env: Mapping[str, str] | None = None,
+    ps_env: Mapping[str, str] | None = None,
+    evaluator_env: Mapping[str, str] | None = None,
     **settings: Any,
 ) -> JobSpec:
     """Build a :class:`JobSpec` from the options users give.
@@ -817,6 +875,17 @@ def build_spec(
         "ps": (ps_boot_disk_type, ps_boot_disk_size),
         "evaluator": (evaluator_boot_disk_type, evaluator_boot_disk_size),
     }
+    own = {
+        "chief": (chief_args, chief_env), "worker": (worker_args, worker_env),
+        "ps": (ps_args, ps_env), "evaluator": (evaluator_args, evaluator_env),
+    }  # fmt: skip
+    for role, (args, env) in own.items():
+        if (args is not None or env) and role not in [p.role for p in pools]:
+            raise SpecError(f"{role}_args/{role}_env is set but the job has no {role} pool")
+    pools = [
+        dataclasses.replace(p, args=own[p.role][0] if own[p.role][0] is not None else p.args, env={**p.env, **(own[p.role][1] or {})})
+        for p in pools
+    ]
     for role, (disk_type, disk_size) in disks.items():
         if (disk_type is not None or disk_size is not None) and role not in [p.role for p in pools]:
             raise SpecError(f"{role}_boot_disk_* is set but the job has no {role} pool")

@@ -132,7 +132,7 @@ def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
                 "pythonPackageSpec": {
                     "packageUris": [spec.package] if spec.package else [],
                     "pythonModule": spec.module,
-                    "args": list(spec.args),
+                    "args": list(spec.args_for(role)),
                 },
             }
         )
@@ -218,33 +218,36 @@ def build_task_plans(
         # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
         trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
         boot = bootstrap_args(
-            spec.module, spec.args, strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir, script=spec.script
-        )
+            spec.module, spec.args_for(role), strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir,
+            script=spec.script,
+        )  # fmt: skip
         argv = [python, "-m", "tfjob.container.bootstrap", "--check-port", *boot]
         platform = render_task_env(
             dict(cluster), role, index, dialect, job=job_info, trial=trial, use_chief=spec.use_chief, job_dir=spec.job_dir
         )
         env = dict(base)
+        env.update(spec.env_for(role))  # the pool's own variables over the job's
         env.update(platform)
         image = spec.image_for(role)
         if image:
             if engine is None:
                 raise SpecError("--image runs locally through a container engine (podman or docker)")
             # What the platform gives a replica, and the user's --env: nothing else of this machine's.
-            names = sorted({*spec.env, *platform, "PYTHONUNBUFFERED", "TF_CPP_MIN_LOG_LEVEL", "TFJOB_JOB_ID",
+            names = sorted({*spec.env_for(role), *platform, "PYTHONUNBUFFERED", "TF_CPP_MIN_LOG_LEVEL", "TFJOB_JOB_ID",
                             *(["CLOUD_ML_TRIAL_ID"] if trial is not None else [])})  # fmt: skip
             volumes = []
             if spec.job_dir and "://" not in spec.job_dir:
                 volumes.append(engine.writable_volume(spec.job_dir, spec.job_dir))
             runs_bootstrap = spec.module is not None or spec.script is not None
+            command = list(spec.command)
             argv = engine.run_argv(
                 image,
-                ["--check-port", *boot] if runs_bootstrap else list(spec.args),
+                ["--check-port", *boot] if runs_bootstrap else [*command[1:], *spec.args_for(role)],
                 name=f"tfjob-{job_id}-{task_name(role, index)}".lower(),
                 job_id=job_id,
                 env_names=names,
                 volumes=volumes,
-                entrypoint="tfjob-bootstrap" if runs_bootstrap else None,
+                entrypoint="tfjob-bootstrap" if runs_bootstrap else (command[0] if command else None),
             )
         plans.append(TaskPlan(task_name(role, index), role, index, address, argv, env, cwd or source_root or "."))
     return plans

@@ -180,18 +180,21 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
         container["command"] = ["tfjob-bootstrap"]
         container["args"] = bootstrap_args(
             spec.module,
-            spec.args,
+            spec.args_for(pool.role),
             strategy=strategy,
             dialect="kubeflow",
             tf_config=getattr(options, "tf_config", "platform") or "platform",
             script=spec.script,
         )
     else:
-        # A custom container keeps its own entrypoint; the args replace its CMD.
-        if spec.args:
-            container["args"] = list(spec.args)
-    if spec.env:
-        container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(spec.env.items())]
+        # A custom container keeps its own entrypoint (unless --command replaces it); the args replace its CMD.
+        if spec.command:
+            container["command"] = list(spec.command)
+        if spec.args_for(pool.role):
+            container["args"] = list(spec.args_for(pool.role))
+    env = spec.env_for(pool.role)
+    if env:
+        container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(env.items())]
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
     from .pod import parse_role_values, role_resources
 

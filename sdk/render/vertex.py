@@ -138,11 +138,11 @@ def _has_gpu(pool: Pool) -> bool:
     return acc is not None and acc.type.startswith("NVIDIA_")
 
 
-def trainer_args(spec: JobSpec) -> list[str]:
-    """What every task's trainer gets: the user's arguments. Vertex AI passes no
-    ``--job-dir``: it sets ``AIP_MODEL_DIR`` (and the other ``AIP_*_DIR``) from
-    ``baseOutputDirectory``."""
-    return list(spec.args)
+def trainer_args(spec: JobSpec, role: str | None = None) -> list[str]:
+    """What a task's trainer gets: the user's arguments (its pool's own, if it has them).
+    Vertex AI passes no ``--job-dir``: it sets ``AIP_MODEL_DIR`` (and the other
+    ``AIP_*_DIR``) from ``baseOutputDirectory``."""
+    return list(spec.args_for(role) if role is not None else spec.args)
 
 
 def bootstrap_command(spec: JobSpec, options: Any, packages: Sequence[str] = ()) -> list[str]:
@@ -171,12 +171,15 @@ def _pool_body(
     disk = _disk(pool)
     if disk is not None:
         body["diskSpec"] = disk
-    args = trainer_args(spec)
+    args = trainer_args(spec, pool.role)
+    env = spec.env_for(pool.role)
     image = spec.image_for(pool.role)
     if image:
         container: dict[str, Any] = {"imageUri": image}
         if spec.module or spec.script:
             container["command"] = bootstrap_command(spec, options, package_uris)
+        elif spec.command:
+            container["command"] = list(spec.command)
         elif package_uris:
             raise SpecError(
                 "--packages with an --image that keeps its own entrypoint cannot be installed by tfjob; "
@@ -184,8 +187,8 @@ def _pool_body(
             )
         if args:
             container["args"] = args
-        if spec.env:
-            container["env"] = _env(dict(spec.env))
+        if env:
+            container["env"] = _env(env)
         body["containerSpec"] = container
     else:
         if not package_uris:
@@ -214,8 +217,8 @@ def _pool_body(
         }
         if args:
             package["args"] = args
-        if spec.env:
-            package["env"] = _env(dict(spec.env))
+        if env:
+            package["env"] = _env(env)
         body["pythonPackageSpec"] = package
     return body
 

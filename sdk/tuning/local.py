@@ -93,10 +93,14 @@ def build_trial_spec(spec: JobSpec, study: StudySpec, trial: Trial, metric_file:
     # Without the default name's date (the study has it), so the trial's job id shows the trial.
     stem = re.sub(r"-\d{8}-\d{6}$", "", spec.name)
     suffix = f"-trial-{trial.id}"
+    params = tuple(study.render_args(trial.params))
+    # As Vertex AI does, every pool's arguments get the trial's (a pool with its own too).
+    pools = tuple(dataclasses.replace(p, args=(*p.args, *params)) if p.args is not None else p for p in spec.pools)
     return spec.replace(
         name=stem[: 128 - len(suffix)] + suffix,
-        args=(*spec.args, *study.render_args(trial.params)),
+        args=(*spec.args, *params),
         env={**spec.env, METRIC_FILE_ENV: str(metric_file)},
+        pools=pools,
     )
 
 
