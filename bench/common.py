@@ -269,8 +269,11 @@ def private_home(prefix: str = "tfjob-bench-") -> Iterator[Path]:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment for measured commands: no cloud settings, no TF_CONFIG, quiet TF."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_CONFIG", "CLUSTER_SPEC", "GOOGLE_", "CLOUDSDK_"))}
+    """The environment for measured commands: no cloud settings, no TF_CONFIG, quiet TF, and
+    bytecode caches written and used as on a user's machine (a shell's
+    PYTHONDONTWRITEBYTECODE would make every command compile tfjob from source)."""
+    dropped = ("TF_CONFIG", "CLUSTER_SPEC", "GOOGLE_", "CLOUDSDK_", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env.update({"TF_CPP_MIN_LOG_LEVEL": "2", "TF_USE_LEGACY_KERAS": "1"})
     env.update(extra)
     return env

@@ -32,6 +32,7 @@ def sections() -> dict[str, Measure]:
     import bootstrap_startup
     import cli_start
     import local_cluster
+    import resubmit
     import scale
     import sdist_build
     import vertex_submit
@@ -41,6 +42,7 @@ def sections() -> dict[str, Measure]:
         vertex_submit.SECTION: vertex_submit.measure,
         bootstrap_startup.SECTION: bootstrap_startup.measure,
         sdist_build.SECTION: sdist_build.measure,
+        resubmit.SECTION: resubmit.measure,
         local_cluster.SECTION: local_cluster.measure,
         scale.SECTION: scale.measure,
     }
