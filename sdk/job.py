@@ -37,8 +37,8 @@ BACKEND_ONLY: dict[str, tuple[str, ...]] = {
     "grace": ("local",),
     "detach": ("local",),
     "namespace": ("kubeflow", "jobset", "trainjob"),
-    "kubeconfig": ("kubeflow", "jobset"),
-    "context": ("kubeflow", "jobset"),
+    "kubeconfig": ("kubeflow", "jobset", "trainjob"),
+    "context": ("kubeflow", "jobset", "trainjob"),
     "restart_policy": ("kubeflow",),
     **{
         key: ("kubeflow",) if key in ("clean_pod_policy", "priority_class", "min_available") else ("kubeflow", "jobset", "trainjob")
@@ -307,8 +307,13 @@ class JobHandle:
         if status.state is JobState.CANCELLED:
             raise JobCancelledError(f"job {self.id} was cancelled{': ' + status.message if status.message else ''}")
         tail = str(status.extra.get("log_tail", ""))
+        message = status.message or "no message"
+        if status.failed_task and status.failed_task not in message:
+            # Which task failed, and how, when the platform's message does not say.
+            code = status.extra.get("task_exit_code")
+            message += f" (task {status.failed_task}" + (f" exited with code {code})" if code is not None else " failed)")
         raise JobFailedError(
-            f"job {self.id} {status.state.value}: {status.message or 'no message'}",
+            f"job {self.id} {status.state.value}: {message}",
             job_id=self.id,
             task=status.failed_task,
             exit_code_of_task=status.extra.get("task_exit_code"),

@@ -296,6 +296,46 @@ def _pod_env_named(manifest: dict[str, Any], job_name: str, index: int) -> dict[
     return env
 
 
-def test_trainjob_is_render_only_and_says_how_to_run_it() -> None:
-    result = CliRunner().invoke(app, ["submit", "--backend", "trainjob", "-m", "trainer.task", "--image", IMAGE, "--workers", "2"])
-    assert result.exit_code == 2 and "use --backend jobset" in result.stderr
+def _trainjob_argv(kubeconfig: str, name: str, *more: str) -> list[str]:
+    return ["submit", "--backend", "trainjob", "--kubeconfig", kubeconfig, "--image", IMAGE, "-m", "trainer.task",
+            "--workers", "2", "--ps", "1", "--display-name", name, *more]  # fmt: skip
+
+
+def test_trainjob_submit_status_logs_cancel_through_the_stand_in(fake: FakeKube, tmp_path: Path) -> None:
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    runner = CliRunner()
+    result = runner.invoke(app, [*_trainjob_argv(kubeconfig, "census"), "--async"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "default/census\n"
+    assert list(fake.runtimes) == ["tfjob-tensorflow-census"] and list(fake.trainjobs) == [("default", "census")]
+    fake.advance_trainjob("default", "census", "Created")
+    fake.advance_trainjob("default", "census", "Running")
+    status = json.loads(runner.invoke(app, ["status", "default/census", "--json"]).stdout)
+    assert status["state"] == "RUNNING" and status["backend"] == "trainjob"
+    # Trainer's `node` job is the workers: tasks are named by their role.
+    assert [t["name"] for t in status["tasks"]] == ["chief-0", "worker-0", "worker-1", "ps-0"]
+    fake.write_log("default", fake.jobset_pod_name("census", "node-1"), "worker one here\n")
+    logs = runner.invoke(app, ["logs", "default/census", "--task", "worker-1"])
+    assert logs.exit_code == 0, logs.stderr
+    assert logs.stdout == "[worker-1] worker one here\n"
+    again = runner.invoke(app, [*_trainjob_argv(kubeconfig, "census"), "--async"])
+    assert again.exit_code == 2 and "a TrainJob named 'census' already exists" in again.stderr
+    assert runner.invoke(app, ["cancel", "default/census"]).exit_code == 0
+    assert fake.trainjobs == {} and fake.runtimes == {} and not fake.pods
+
+
+def test_a_trainjob_ends_as_trainer_says(fake: FakeKube, tmp_path: Path) -> None:
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    fake.script("default", "ok", lambda: [fake.advance_trainjob("default", "ok", c) for c in ("Created", "Running", "Complete")])
+    done = CliRunner().invoke(app, _trainjob_argv(kubeconfig, "ok"))
+    assert done.exit_code == 0, done.stderr
+    assert "tfjob: default/ok SUCCEEDED" in done.stderr
+
+    def fail() -> None:
+        for condition in ("Created", "Running"):
+            fake.advance_trainjob("default", "bad", condition)
+        fake.advance_trainjob("default", "bad", "Failed", failed_task="node-0", exit_code=2)
+
+    fake.script("default", "bad", fail)
+    failed = CliRunner().invoke(app, [*_trainjob_argv(kubeconfig, "bad"), "--quiet"])
+    assert failed.exit_code == 1 and "worker-0" in failed.stderr, failed.stderr

@@ -161,7 +161,7 @@ def test_a_failed_job_names_its_task_exit_code_and_log_tail(fake: FakeKube, kube
         module="trainer.task", image=IMAGE, workers=2, name=name,
         backend="kubeflow", kubeconfig=kubeconfig, poll_interval=0,
     )  # fmt: skip
-    with pytest.raises(JobFailedError, match=r"^job default/census-fail FAILED: TFJob default/census-fail has failed because 1 Worker replica\(s\) failed\.$") as info:
+    with pytest.raises(JobFailedError, match=r"^job default/census-fail FAILED: TFJob default/census-fail has failed because 1 Worker replica\(s\) failed\. \(task worker-1 exited with code 3\)$") as info:
         job.run()
     assert info.value.task == "worker-1"
     assert info.value.exit_code_of_task == 3

@@ -100,7 +100,8 @@ def test_a_failed_job_exits_1_with_one_line_naming_the_task(fake: FakeKube, kube
     result = CliRunner().invoke(app, [*_submit_args(kubeconfig), "--quiet"])
     assert result.exit_code == 1
     assert _one_error_line(result.stderr) == (
-        "error: job default/cli-job FAILED: TFJob default/cli-job has failed because 1 Worker replica(s) failed."
+        "error: job default/cli-job FAILED: TFJob default/cli-job has failed because 1 Worker replica(s) failed. "
+        "(task worker-0 exited with code 2)"
     )
 
 

@@ -48,7 +48,7 @@ class JobSetBackend(KubeflowBackend):
     def _list_objects(self, client: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
         return client.list(self._resource(), namespace, selector)
 
-    def _selector(self, name: str, task: str | None = None) -> str:
+    def _selector(self, name: str, task: str | None = None, record: Any = None) -> str:
         return build_jobset_selector(name, task)
 
     def _state(self, client: Any, namespace: str, name: str) -> JobState:

@@ -53,6 +53,10 @@ class KubeflowBackend:
         return render_tfjob(spec, options)
 
     # -- the resource (a subclass runs another kind of job the same way) ----------------------
+    @staticmethod
+    def _set_namespace(manifest: dict[str, Any], namespace: str) -> None:
+        manifest["metadata"]["namespace"] = namespace
+
     def _create(self, client: Any, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
         return client.create_tfjob(namespace, manifest)
 
@@ -65,7 +69,7 @@ class KubeflowBackend:
     def _list_objects(self, client: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
         return client.list_tfjobs(namespace, selector)
 
-    def _selector(self, name: str, task: str | None = None) -> str:
+    def _selector(self, name: str, task: str | None = None, record: JobRecord | None = None) -> str:
         return build_pod_selector(name, task)
 
     def _state(self, client: Any, namespace: str, name: str) -> JobState:
@@ -131,7 +135,7 @@ class KubeflowBackend:
         try:
             namespace = options.namespace or client.namespace
             check_k8s_name(namespace, field="namespace", flag="--namespace")
-            manifest["metadata"]["namespace"] = namespace
+            self._set_namespace(manifest, namespace)
             created = self._create(client, namespace, manifest)
         finally:
             client.close()
@@ -261,7 +265,7 @@ class KubeflowBackend:
         from ..k8s.logs import follow_logs, read_logs
 
         namespace, name, record = self._locate(job_id)
-        selector = self._selector(name, task)
+        selector = self._selector(name, task, record)
         client = self._client_for(record)
         namespace = namespace or client.namespace
         try:

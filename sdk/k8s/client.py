@@ -55,6 +55,12 @@ INSTALL_HINT = (
 )
 TFJOB = Resource(GROUP, VERSION, PLURAL, "TFJob", INSTALL_HINT)
 JOBSET = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET_INSTALL_HINT)
+TRAINER_INSTALL_HINT = (
+    "install Kubeflow Trainer v2 (kubectl apply --server-side -k "
+    '"github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.3.0")'
+)
+TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", TRAINER_INSTALL_HINT)
+RUNTIME = Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", TRAINER_INSTALL_HINT)
 
 
 def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
@@ -220,6 +226,31 @@ class KubeClient:
         except self._errors as e:
             raise self._translate(e, f"discover {where}", "-") from e
         return any(r.name == resource.plural for r in resources.resources or [])
+
+    # -- cluster-scoped custom resources (a ClusterTrainingRuntime) -------------------------
+    def create_cluster_object(self, resource: Resource, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a cluster-scoped custom resource; return it as stored."""
+        r, name = resource, manifest["metadata"]["name"]
+        try:
+            return self._custom.create_cluster_custom_object(r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"create {r.kind} {name}", "-", name, r) from e
+
+    def get_cluster_object(self, resource: Resource, name: str) -> dict[str, Any]:
+        """The cluster-scoped custom resource ``name``."""
+        r = resource
+        try:
+            return self._custom.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get {r.kind} {name}", "-", name, r) from e
+
+    def delete_cluster_object(self, resource: Resource, name: str) -> None:
+        """Delete the cluster-scoped custom resource ``name``."""
+        r = resource
+        try:
+            self._custom.delete_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"delete {r.kind} {name}", "-", name, r) from e
 
     # -- any custom resource ---------------------------------------------------------------
     def create(self, resource: Resource, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:

@@ -112,12 +112,34 @@ def parse_jobset_state(jobset: Mapping[str, Any], pods: Iterable[Mapping[str, An
     return JobState.PENDING, "waiting for the JobSet's pods to be made and scheduled"
 
 
+def parse_trainjob_state(trainjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> tuple[JobState, str]:
+    """The job state of a Kubeflow Trainer v2 TrainJob: its Complete/Failed/Suspended
+    conditions, else its JobSet's pods (RUNNING once one runs)."""
+    conditions = (trainjob.get("status") or {}).get("conditions") or []
+    true = {c.get("type"): c.get("message") or "" for c in conditions if str(c.get("status")) == "True"}
+    if "Complete" in true:
+        return JobState.SUCCEEDED, true["Complete"] or "the TrainJob completed"
+    if "Failed" in true:
+        return JobState.FAILED, true["Failed"] or "the TrainJob failed"
+    state, message = parse_jobset_state({"metadata": trainjob.get("metadata") or {}}, pods)
+    if "Suspended" in true and state is JobState.PENDING:
+        return JobState.QUEUED, true["Suspended"] or "the TrainJob is suspended"
+    return state, message.replace("JobSet", "TrainJob")
+
+
 def jobset_pod_task_name(pod: Mapping[str, Any]) -> str:
-    """``worker-1`` for the pod of index 1 of a JobSet's ``worker`` replicated job."""
+    """``worker-1`` for the pod of index 1 of a JobSet's ``worker`` replicated job (a
+    Trainer v2 ``node`` job is named back by the role tfjob rendered it for)."""
     metadata = pod.get("metadata") or {}
     labels = metadata.get("labels") or {}
     index = labels.get(COMPLETION_INDEX_LABEL) or (metadata.get("annotations") or {}).get(COMPLETION_INDEX_LABEL, "0")
-    return f"{labels.get(JOBSET_ROLE_LABEL, 'task')}-{index}"
+    job = labels.get(JOBSET_ROLE_LABEL, "task")
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for item in container.get("env") or []:
+            if item.get("name") == "TFJOB_JOBSET_JOBS":
+                renamed = {j: r for r, _, j in (p.partition("=") for p in str(item.get("value", "")).split(","))}
+                job = renamed.get(job, job)
+    return f"{job}-{index}"
 
 
 def build_jobset_selector(name: str, task: str | None = None) -> str:
@@ -239,7 +261,12 @@ def build_job_status(
     metadata = tfjob.get("metadata") or {}
     status = tfjob.get("status") or {}
     pods = list(pods)
-    state, message = parse_jobset_state(tfjob, pods) if backend == "jobset" else parse_tfjob_state(tfjob)
+    if backend == "jobset":
+        state, message = parse_jobset_state(tfjob, pods)
+    elif backend == "trainjob":
+        state, message = parse_trainjob_state(tfjob, pods)
+    else:
+        state, message = parse_tfjob_state(tfjob)
     tasks = [parse_pod_task(p) for p in sort_pods(pods)]
     failed_task = None
     if state is JobState.FAILED:

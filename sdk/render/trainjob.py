@@ -60,8 +60,9 @@ def render_runtime(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     }
 
 
-def runtime_name(spec: JobSpec) -> str:
-    return f"tfjob-tensorflow-{spec.name}"
+def runtime_name(job: "JobSpec | str") -> str:
+    """The runtime tfjob renders for a job (by its spec or its name)."""
+    return f"tfjob-tensorflow-{job if isinstance(job, str) else job.name}"
 
 
 def render_trainjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:

@@ -116,12 +116,16 @@ class FakeKube(LocalServer):
     schema: dict[str, Any] | None = None
     #: The JobSet CRD's schema: creates of JobSets are validated against it when given.
     jobset_schema: dict[str, Any] | None = None
+    #: The Trainer v2 CRDs' schemas by kind (TrainJob, ClusterTrainingRuntime), when given.
+    trainer_schemas: dict[str, Any] | None = None
     requests: list[tuple[str, str]] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.tfjobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.jobsets: dict[tuple[str, str], dict[str, Any]] = {}
+        self.trainjobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.runtimes: dict[str, dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], _Pod] = {}
         self._scripts: dict[tuple[str, str], list[Callable[[], None]]] = {}
         self._injections: list[_Injection] = []
@@ -326,6 +330,35 @@ class FakeKube(LocalServer):
             self._bump(job)
             self._cond.notify_all()
 
+    def advance_trainjob(self, namespace: str, name: str, condition: str, *, failed_task: str = "node-0", exit_code: int = 1) -> None:
+        """Do what Kubeflow Trainer does: Created expands the runtime into a JobSet of the
+        TrainJob's name (the ``node`` job gets the TrainJob's image and node count) and makes
+        its pods; Running starts them; Complete and Failed end the JobSet and set the
+        TrainJob's condition (``failed_task`` names the pod by its JobSet job, ``node-1``)."""
+        with self._cond:
+            trainjob = self.trainjobs[(namespace, name)]
+            if condition == "Created":
+                runtime = self.runtimes[trainjob["spec"]["runtimeRef"]["name"]]
+                spec = json.loads(json.dumps(runtime["spec"]["template"]["spec"]))
+                trainer = trainjob["spec"].get("trainer") or {}
+                for job in spec["replicatedJobs"]:
+                    if job["name"] == "node":
+                        nodes = trainer.get("numNodes", runtime["spec"].get("mlPolicy", {}).get("numNodes", 1))
+                        job["template"]["spec"]["parallelism"] = job["template"]["spec"]["completions"] = nodes
+                        for container in job["template"]["spec"]["template"]["spec"]["containers"]:
+                            if container["name"] == "node" and trainer.get("image"):
+                                container["image"] = trainer["image"]
+                self.jobsets[(namespace, name)] = {"metadata": {"name": name, "namespace": namespace, "resourceVersion": "1"}, "spec": spec}
+        jobset_condition = {"Complete": "Completed"}.get(condition, condition)
+        self.advance_jobset(namespace, name, jobset_condition, failed_task=failed_task, exit_code=exit_code)
+        if condition in ("Complete", "Failed"):
+            with self._cond:
+                trainjob.setdefault("status", {}).setdefault("conditions", []).append(
+                    {"type": condition, "status": "True", "reason": f"Jobs{condition}", "message": f"jobset {name} {condition.lower()}",
+                     "lastTransitionTime": _now()}  # fmt: skip
+                )
+                self._bump(trainjob)
+
     def count(self, method: str, pattern: str) -> int:
         """How many requests with ``method`` had a path (and query, decoded) matching ``pattern``."""
         return sum(1 for m, p in self.requests if m == method and re.search(pattern, unquote(p)))
@@ -416,6 +449,11 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("jobset_discovery", re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/?$")),
     ("jobsets", re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/namespaces/(?P<ns>[^/]+)/jobsets/?$")),
     ("jobset", re.compile(r"^/apis/jobset\.x-k8s\.io/v1alpha2/namespaces/(?P<ns>[^/]+)/jobsets/(?P<name>[^/]+)/?$")),
+    ("trainer_discovery", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/?$")),
+    ("runtimes", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/clustertrainingruntimes/?$")),
+    ("runtime", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/clustertrainingruntimes/(?P<name>[^/]+)/?$")),
+    ("trainjobs", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/?$")),
+    ("trainjob", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/(?P<name>[^/]+)/?$")),
     ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/?$")),
     ("log", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log/?$")),
 ]
@@ -482,6 +520,8 @@ class _Handler(BaseHTTPRequestHandler):
             groups.append({"name": "kubeflow.org", "versions": [version], "preferredVersion": version})
             jobset = {"groupVersion": "jobset.x-k8s.io/v1alpha2", "version": "v1alpha2"}
             groups.append({"name": "jobset.x-k8s.io", "versions": [jobset], "preferredVersion": jobset})
+            trainer = {"groupVersion": "trainer.kubeflow.org/v1alpha1", "version": "v1alpha1"}
+            groups.append({"name": "trainer.kubeflow.org", "versions": [trainer], "preferredVersion": trainer})
         self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
     def _discovery(self, method: str, query: dict[str, str], body: Any) -> None:
@@ -649,6 +689,116 @@ class _Handler(BaseHTTPRequestHandler):
                 answer = json.loads(json.dumps(obj))
         self._send(200, answer)
 
+    # -- Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1), installed with the others --------
+    def _trainer_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
+        if not self.kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        verbs = ["delete", "get", "list", "create", "watch"]
+        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "trainer.kubeflow.org/v1alpha1", "resources": [
+            {"name": "trainjobs", "singularName": "trainjob", "namespaced": True, "kind": "TrainJob", "verbs": verbs},
+            {"name": "clustertrainingruntimes", "singularName": "clustertrainingruntime", "namespaced": False, "kind": "ClusterTrainingRuntime", "verbs": verbs},
+        ]})  # fmt: skip
+
+    def _validated(self, kind: str, body: Any) -> bool:
+        schema = (self.kube.trainer_schemas or {}).get(kind)
+        if schema is None:
+            return True
+        import jsonschema
+
+        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(body), key=lambda e: list(e.path))
+        if errors:
+            where = ".".join(str(p) for p in errors[0].path)
+            self._error(422, f'{kind}.trainer.kubeflow.org "{(body.get("metadata") or {}).get("name")}" is invalid: {where}: {errors[0].message}')
+            return False
+        return True
+
+    def _runtimes(self, method: str, query: dict[str, str], body: Any) -> None:
+        kube = self.kube
+        if not kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        if method == "GET":
+            with kube._cond:
+                items = json.loads(json.dumps(list(kube.runtimes.values())))
+            self._list(items, "ClusterTrainingRuntimeList", query)
+            return
+        if not self._validated("ClusterTrainingRuntime", body):
+            return
+        name = body["metadata"]["name"]
+        with kube._cond:
+            if name in kube.runtimes:
+                self._error(409, f'clustertrainingruntimes.trainer.kubeflow.org "{name}" already exists', details={"name": name})
+                return
+            obj = json.loads(json.dumps(body))
+            obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now())
+            kube._bump(obj)
+            kube.runtimes[name] = obj
+        self._send(201, obj)
+
+    def _runtime(self, method: str, query: dict[str, str], body: Any, name: str) -> None:
+        kube = self.kube
+        with kube._cond:
+            obj = kube.runtimes.get(name)
+            if obj is None:
+                self._error(404, f'clustertrainingruntimes.trainer.kubeflow.org "{name}" not found', details={"name": name})
+                return
+            if method == "DELETE":
+                del kube.runtimes[name]
+                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+            else:
+                answer = json.loads(json.dumps(obj))
+        self._send(200, answer)
+
+    def _trainjobs(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        kube = self.kube
+        if not kube.crd_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        if method == "GET":
+            with kube._cond:
+                items = json.loads(json.dumps([j for (n, _), j in kube.trainjobs.items() if n == ns]))
+            self._list(items, "TrainJobList", query)
+            return
+        if ns not in kube.namespaces:
+            self._error(404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"})
+            return
+        if not self._validated("TrainJob", body):
+            return
+        name = body["metadata"]["name"]
+        with kube._cond:
+            if (ns, name) in kube.trainjobs:
+                self._error(409, f'trainjobs.trainer.kubeflow.org "{name}" already exists', details={"name": name})
+                return
+            if body["spec"]["runtimeRef"]["name"] not in kube.runtimes:
+                self._error(422, f'TrainJob.trainer.kubeflow.org "{name}" is invalid: spec.runtimeRef: ClusterTrainingRuntime not found')
+                return
+            obj = json.loads(json.dumps(body))
+            obj["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now())
+            kube._bump(obj)
+            kube.trainjobs[(ns, name)] = obj
+        self._send(201, obj)
+
+    def _trainjob(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        kube = self.kube
+        if method == "GET":
+            kube._run_script(ns, name)
+        with kube._cond:
+            obj = kube.trainjobs.get((ns, name))
+            if obj is None:
+                self._error(404, f'trainjobs.trainer.kubeflow.org "{name}" not found', details={"name": name})
+                return
+            if method == "DELETE":
+                del kube.trainjobs[(ns, name)]
+                kube.jobsets.pop((ns, name), None)
+                for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOBSET) == name]:
+                    kube.pods.pop(key).done = True
+                kube._cond.notify_all()
+                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+            else:
+                answer = json.loads(json.dumps(obj))
+        self._send(200, answer)
+
     def _pods(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
         with self.kube._cond:
             items = json.loads(json.dumps([p.obj for (n, _), p in self.kube.pods.items() if n == ns]))
@@ -740,7 +890,11 @@ def kube_fixture(crd_path: Path, tmp_path: Path, monkeypatch: Any) -> Iterator[F
     if jobset_crd.is_file():
         versions = _load_crd(jobset_crd)["spec"]["versions"]
         jobset_schema = next(v for v in versions if v["name"] == "v1alpha2")["schema"]["openAPIV3Schema"]
-    with FakeKube(namespaces={"default", "ml"}, schema=schema, jobset_schema=jobset_schema) as server:
+    trainer_schemas = {}
+    for kind, file in (("TrainJob", "trainer.kubeflow.org_trainjobs.yaml"), ("ClusterTrainingRuntime", "trainer.kubeflow.org_clustertrainingruntimes.yaml")):
+        if (crd_path.parent / file).is_file():
+            trainer_schemas[kind] = _load_crd(crd_path.parent / file)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    with FakeKube(namespaces={"default", "ml"}, schema=schema, jobset_schema=jobset_schema, trainer_schemas=trainer_schemas) as server:
         yield server
 
 
