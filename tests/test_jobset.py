@@ -339,3 +339,22 @@ def test_a_trainjob_ends_as_trainer_says(fake: FakeKube, tmp_path: Path) -> None
     fake.script("default", "bad", fail)
     failed = CliRunner().invoke(app, [*_trainjob_argv(kubeconfig, "bad"), "--quiet"])
     assert failed.exit_code == 1 and "worker-0" in failed.stderr, failed.stderr
+
+
+# -- golden manifests --------------------------------------------------------------------------
+GOLDEN = Path(__file__).parent / "golden" / "jobset"
+
+
+@pytest.mark.parametrize("kind", ["jobset", "trainjob"])
+def test_golden_manifests(kind: str) -> None:
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, worker_accelerator="type=NVIDIA_L4,count=1",
+                      worker_machine_type="g2-standard-8", labels={"team": "ml"}, timeout=3600.0)  # fmt: skip
+    options = SubmitOptions(namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"])
+    manifest = render_jobset(spec, options) if kind == "jobset" else render_trainjob_list(spec, options)
+    text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+    path = GOLDEN / f"{kind}.yaml"
+    if os.environ.get("TFJOB_REGEN_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"{path} is missing; run with TFJOB_REGEN_GOLDEN=1 to create it"
+    assert path.read_text() == text

@@ -76,6 +76,14 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
         SubmitOptions(region="us-central1"),
         [PKG],
     ),
+    "per_pool_args_env_command": lambda: (
+        build_spec(
+            name="own-command", image="gcr.io/p/t:1", workers=2, ps=1, command=("python", "-m", "trainer.task"),
+            args=("--steps", "100"), env={"A": "job"}, worker_args=("--steps", "100", "--shard", "auto"), ps_env={"A": "ps"},
+        ),  # fmt: skip
+        SubmitOptions(region="us-central1"),
+        [],
+    ),
     "tpu_v5e_vm": lambda: (
         build_spec(name="tpu-job", module="trainer.task", chief_machine_type="ct5lp-hightpu-4t", tpu_topology="2x2"),
         SubmitOptions(region="us-west4"),
