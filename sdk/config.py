@@ -144,22 +144,9 @@ MAX_DOCUMENT_DEPTH = 64
 
 def _read_bounded(path: Path, flag: str) -> str:
     """The text of a regular file of at most :data:`MAX_DOCUMENT_BYTES`, never blocking on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise ConfigFileError(f"{flag} {str(path)!r}: no such file") from None
-    except OSError as e:
-        raise ConfigFileError(f"{flag} {str(path)!r}: cannot read it: {e.strerror or e}") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ConfigFileError(f"{flag} {str(path)!r} is not a regular file; give a YAML or JSON file")
-        data = f.read(MAX_DOCUMENT_BYTES + 1)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        raise ConfigFileError(f"{flag} {str(path)!r} is larger than {MAX_DOCUMENT_BYTES // 1024} KiB; a job or study file is a few KiB")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigFileError(f"{flag} {str(path)!r}: not UTF-8 text: {e.reason} at byte {e.start}") from None
+    from .limits import read_bounded_text
+
+    return read_bounded_text(path, flag, MAX_DOCUMENT_BYTES, "a YAML or JSON file (a job or study file is a few KiB)")
 
 
 def _check_depth(document: Any, path: Path) -> None:

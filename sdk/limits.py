@@ -13,6 +13,8 @@ much is rendered, started and kept in memory, so each has a ceiling, said in the
 
 from __future__ import annotations
 
+import os
+
 from .errors import SpecError
 
 #: The largest replica or trial count any platform's API can carry (int32).
@@ -37,3 +39,35 @@ def check_local_tasks(tasks: int, what: str = "this job") -> None:
             f"{what} has {tasks} tasks; the local backend runs at most {LOCAL_MAX_TASKS} on one machine "
             "(each task is a process with its own port): use fewer --workers/--ps, or a cloud backend"
         )
+
+
+def read_bounded_text(path: "str | os.PathLike[str]", flag: str, max_bytes: int, what: str, *, follow_links: bool = True) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes``: never blocking on a FIFO,
+    never reading a device, and (``follow_links=False``) never through a symbolic link.
+
+    Raises:
+        ConfigFileError: missing, unreadable, not a regular file, too large, or not UTF-8
+            (one line naming ``flag``, the path and what such a file is: ``what``).
+    """
+    import os
+    import stat
+
+    from .errors import ConfigFileError
+
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ConfigFileError(f"{flag} {str(path)!r}: no such file") from None
+    except OSError as e:
+        raise ConfigFileError(f"{flag} {str(path)!r}: cannot read it: {e.strerror or e}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ConfigFileError(f"{flag} {str(path)!r} is not a regular file; give {what}")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ConfigFileError(f"{flag} {str(path)!r} is larger than {max_bytes // 1024} KiB; {what} is smaller")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ConfigFileError(f"{flag} {str(path)!r}: not UTF-8 text: {e.reason} at byte {e.start}") from None

@@ -42,23 +42,10 @@ def read_requirements(path: str | os.PathLike[str], flag: str = "--requirements"
     """
     from packaging.requirements import InvalidRequirement, Requirement
 
+    from .limits import read_bounded_text
+
     file = Path(path).expanduser()
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        raise UsageError(f"{flag} {str(path)!r}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"{flag} {str(path)!r}: cannot be read ({e.strerror or e}); give a regular file") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise UsageError(f"{flag} {str(path)!r} is not a regular file")
-        data = f.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise UsageError(f"{flag} {str(path)!r} is larger than {MAX_BYTES // 1024} KiB; a requirements file lists packages")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UsageError(f"{flag} {str(path)!r} is not UTF-8 text") from None
+    text = read_bounded_text(file, flag, MAX_BYTES, "a requirements file (one package per line)", follow_links=False)
     out: list[str] = []
     logical = ""
     for number, raw in enumerate(text.splitlines(), 1):

@@ -69,7 +69,7 @@ def test_an_explicit_file_replaces_requirements_txt_and_a_trainer_without_one_de
         ("-e .\n", r"-e is a pip option"),
         ("pyyaml >== 6\n", r"requirements.txt:1: 'pyyaml >== 6' is not a requirement"),
         ("x" * (300 * 1024), r"is larger than 256 KiB"),
-        (b"\xff\xfe\x00".decode("latin-1"), r"is not UTF-8 text"),
+        (b"\xff\xfe\x00".decode("latin-1"), r"not UTF-8 text"),
     ],
 )
 def test_what_a_package_cannot_declare_is_one_error_naming_the_line(tmp_path: Path, text: str, message: str) -> None:
@@ -86,7 +86,7 @@ def test_a_fifo_or_a_link_is_not_read(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not a regular file"):
         read_requirements(tmp_path / "fifo")
     (tmp_path / "link").symlink_to("/etc/passwd")
-    with pytest.raises(UsageError, match="cannot be read"):
+    with pytest.raises(UsageError, match="cannot read it: Too many levels of symbolic links"):
         read_requirements(tmp_path / "link")
 
 

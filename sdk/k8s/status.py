@@ -146,15 +146,10 @@ def build_jobset_selector(name: str, task: str | None = None) -> str:
     """The label selector of a JobSet's pods, or of one task's (``worker-1``) or role's (``ps``)."""
     selector = [f"{JOBSET_NAME_LABEL}={name}"]
     if task is not None:
-        match = _TASK_RE.match(task.strip().lower())
-        role = _ROLE_ALIASES.get(match.group("role")) if match else None
-        if role is None or match is None:
-            raise UsageError(
-                f"--task {task!r} is not a task; write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)"
-            )
+        role, index = parse_task(task)
         selector.append(f"{JOBSET_ROLE_LABEL}={role}")
-        if match.group("index") is not None:
-            selector.append(f"{COMPLETION_INDEX_LABEL}={int(match.group('index'))}")
+        if index is not None:
+            selector.append(f"{COMPLETION_INDEX_LABEL}={index}")
     return ",".join(selector)
 
 
@@ -314,14 +309,23 @@ def build_pod_selector(job_name: str, task: str | None = None) -> str:
     """
     selector = [f"{JOB_NAME_LABEL}={job_name}"]
     if task is not None:
-        match = _TASK_RE.match(task.strip().lower())
-        role = _ROLE_ALIASES.get(match.group("role")) if match else None
-        if role is None or match is None:
-            raise UsageError(
-                f"--task {task!r} is not a task; write ROLE or ROLE-INDEX with ROLE one of "
-                f"{', '.join(_ROLE_ORDER)} (e.g. worker-1)"
-            )
+        role, index = parse_task(task)
         selector.append(f"{REPLICA_TYPE_LABEL}={role}")
-        if match.group("index") is not None:
-            selector.append(f"{REPLICA_INDEX_LABEL}={int(match.group('index'))}")
+        if index is not None:
+            selector.append(f"{REPLICA_INDEX_LABEL}={index}")
     return ",".join(selector)
+
+
+def parse_task(task: str) -> tuple[str, int | None]:
+    """``worker-1`` → ("worker", 1), ``ps`` → ("ps", None) (``master`` is the chief).
+
+    Raises:
+        UsageError: ``task`` is not ROLE or ROLE-INDEX.
+    """
+    match = _TASK_RE.match(task.strip().lower())
+    role = _ROLE_ALIASES.get(match.group("role")) if match else None
+    if role is None or match is None:
+        raise UsageError(
+            f"--task {task!r} is not a task; write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)"
+        )
+    return role, (int(match.group("index")) if match.group("index") is not None else None)

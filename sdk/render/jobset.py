@@ -43,17 +43,16 @@ from ..spec import JobSpec
 from .kubeflow import (
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_TTL_SECONDS,
-    GKE_ACCELERATOR_LABEL,
     KUEUE_QUEUE_LABEL,
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
-    MAX_NAME_LENGTH,
     PORT,
     _check_spec,
     _whole,
     check_k8s_name,
+    check_name_room,
     render_container,
-    suggest_k8s_name,
+    render_pod_template,
 )
 
 GROUP = "jobset.x-k8s.io"
@@ -87,18 +86,10 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     Raises:
         SpecError: the job cannot run as a JobSet (no image, a name Kubernetes refuses…).
     """
-    from .pod import apply_template, gke_accelerator_label, known_roles, load_pod_template, parse_role_values
+    from .pod import known_roles, load_pod_template, parse_role_values
 
     _check_spec(spec, options)
-    suffix = _hostname_suffix(spec)
-    room = MAX_NAME_LENGTH - len(suffix)
-    check_k8s_name(spec.name, suggest_length=room)
-    if len(spec.name) > room:
-        raise SpecError(
-            f"job name {spec.name!r} is too long for its pods' hostnames ({spec.name}{suffix} has "
-            f"{len(spec.name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH}); "
-            f"use --display-name {suggest_k8s_name(spec.name, room)}"
-        )
+    check_name_room(spec.name, _hostname_suffix(spec), "pods' hostnames")
     for name in ("clean_pod_policy", "priority_class", "min_available"):
         if getattr(options, name, None) is not None:
             raise SpecError(f"--{name.replace('_', '-')} is a TFJob run policy; a JobSet has none (use --backend kubeflow)")
@@ -122,15 +113,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     for pool in spec.pools:
         container = render_container(spec, pool, options)
         container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
-        pod_spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
-        if spec.service_account:
-            pod_spec["serviceAccountName"] = spec.service_account
-        if pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):
-            pod_spec["nodeSelector"] = {GKE_ACCELERATOR_LABEL: gke_accelerator_label(pool.machine.accelerator.type)}
-        template: dict[str, Any] = {"spec": pod_spec}
-        if spec.labels:
-            template = {"metadata": {"labels": dict(spec.labels)}, **template}
-        template = apply_template(template, templates, pool.role)
+        template = render_pod_template(spec, pool, container, templates, restartPolicy="Never")
         replicated.append(
             {
                 "name": pool.role,

@@ -205,16 +205,21 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
     return container
 
 
-def _check_spec(spec: JobSpec, options: Any) -> None:
-    suffix = _longest_service_suffix(spec)
+def check_name_room(name: str, suffix: str, what: str) -> None:
+    """``name`` is a DNS-1035 label that still is one with ``suffix`` (a task's service or
+    pod hostname) appended; else one error naming the longest and a shorter name."""
     room = MAX_NAME_LENGTH - len(suffix)
-    check_k8s_name(spec.name, suggest_length=room)
-    if len(spec.name) > room:
+    check_k8s_name(name, suggest_length=room)
+    if len(name) > room:
         raise SpecError(
-            f"job name {spec.name!r} is too long for its task services ({spec.name}{suffix} has "
-            f"{len(spec.name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH}); "
-            f"use --display-name {suggest_k8s_name(spec.name, room)}"
+            f"job name {name!r} is too long for its {what} ({name}{suffix} has "
+            f"{len(name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH}); "
+            f"use --display-name {suggest_k8s_name(name, room)}"
         )
+
+
+def _check_spec(spec: JobSpec, options: Any) -> None:
+    check_name_room(spec.name, _longest_service_suffix(spec), "task services")
     missing = [pool.role for pool in spec.pools if not spec.image_for(pool.role)]
     if missing:
         pools = f"{' and '.join(missing)} pool{'s have' if len(missing) > 1 else ' has'}"
@@ -273,7 +278,7 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         metadata["namespace"] = namespace
     metadata["labels"] = labels
 
-    from .pod import apply_template, gke_accelerator_label, known_roles, load_pod_template, parse_role_values
+    from .pod import known_roles, load_pod_template, parse_role_values
 
     templates = load_pod_template(options.pod_template) if getattr(options, "pod_template", None) else {}
     policies = parse_role_values(getattr(options, "restart_policy", None), "--restart-policy")
@@ -284,16 +289,7 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     )
     replica_specs: dict[str, Any] = {}
     for pool in spec.pools:
-        pod_spec: dict[str, Any] = {"containers": [render_container(spec, pool, options)]}
-        if spec.service_account:
-            pod_spec["serviceAccountName"] = spec.service_account
-        if pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):
-            # The GPU type is a node choice: GKE labels its GPU nodes with it.
-            pod_spec["nodeSelector"] = {GKE_ACCELERATOR_LABEL: gke_accelerator_label(pool.machine.accelerator.type)}
-        template: dict[str, Any] = {"spec": pod_spec}
-        if spec.labels:
-            template = {"metadata": {"labels": dict(spec.labels)}, **template}
-        template = apply_template(template, templates, pool.role)
+        template = render_pod_template(spec, pool, render_container(spec, pool, options), templates)
         policy = policies.get(pool.role, policies.get("default"))
         replica_specs[REPLICA_TYPES[pool.role]] = {
             "replicas": pool.replicas,
@@ -313,6 +309,26 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     }
     validate_tfjob(manifest)
     return manifest
+
+
+def render_pod_template(
+    spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], **pod: Any
+) -> dict[str, Any]:
+    """One role's pod template: its ``tensorflow`` container, the service account, the GPU's
+    node selector, the job's labels, then the user's ``--pod-template`` merged in; ``pod``
+    adds fields of the pod spec (a JobSet's ``restartPolicy``)."""
+    from .pod import apply_template, gke_accelerator_label
+
+    pod_spec: dict[str, Any] = {**pod, "containers": [container]}
+    if spec.service_account:
+        pod_spec["serviceAccountName"] = spec.service_account
+    if pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):
+        # The GPU type is a node choice: GKE labels its GPU nodes with it.
+        pod_spec["nodeSelector"] = {GKE_ACCELERATOR_LABEL: gke_accelerator_label(pool.machine.accelerator.type)}
+    template: dict[str, Any] = {"spec": pod_spec}
+    if spec.labels:
+        template = {"metadata": {"labels": dict(spec.labels)}, **template}
+    return apply_template(template, templates, pool.role)
 
 
 def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
