@@ -613,4 +613,21 @@ class JobStore:
             )
         for row in orphans:
             stop_orphan_group(row["pid"], row["proc_start"])
+        _remove_containers(record)
         return self.get(record.id) or record
+
+
+def _remove_containers(record: JobRecord) -> None:
+    """A lost local job's containers (``--image`` tasks, labelled with its id) go with it:
+    the supervisor that would have removed them is gone (SIGKILLed, the machine rebooted)."""
+    spec = record.spec or {}
+    uses_images = bool(spec.get("image")) or any(p.get("image") for p in spec.get("pools") or [])
+    if record.backend != "local" or not uses_images:
+        return
+    from .engine import find_engine
+    from .errors import TfjobError
+
+    try:
+        find_engine((record.options or {}).get("container_engine")).remove_job(record.id)
+    except TfjobError:
+        pass  # no engine any more: nothing of it can be running
