@@ -58,3 +58,56 @@ def resolve_credentials(api_endpoint: str | None, env: Mapping[str, str] | None 
     except auth_exceptions.DefaultCredentialsError as e:
         raise translate(e, action="auth") from e
     return credentials
+
+
+def credentials_source(credentials: Any, env: Mapping[str, str] | None = None) -> str:
+    """Where the credentials came from, for a message: the file, or the metadata server."""
+    env = os.environ if env is None else env
+    kind = type(credentials).__module__.rsplit(".", 1)[-1]
+    if kind == "compute_engine" or "compute_engine" in type(credentials).__module__:
+        return "the metadata server's (this VM's service account)"
+    path = env.get("GOOGLE_APPLICATION_CREDENTIALS") or os.path.join(
+        env.get("CLOUDSDK_CONFIG") or os.path.expanduser("~/.config/gcloud"), "application_default_credentials.json"
+    )
+    return f"the application-default credentials in {path}"
+
+
+def ensure_token(credentials: Any, env: Mapping[str, str] | None = None) -> None:
+    """Get an access token now, before anything is sent: a token endpoint that cannot be
+    reached (offline, a proxy, a bad credentials file) is then a credentials failure,
+    said as one, and never taken for a create whose answer was lost.
+
+    Raises:
+        AuthError: the token endpoint cannot be reached, or refuses the credentials;
+            the message names the credentials, the host and the fix.
+    """
+    from google.auth import exceptions as auth_exceptions
+    from google.auth.credentials import AnonymousCredentials
+
+    from ..errors import AuthError
+
+    if isinstance(credentials, AnonymousCredentials) or (getattr(credentials, "valid", False) and getattr(credentials, "token", None)):
+        return
+    import google.auth.transport.requests
+
+    token_uri = getattr(credentials, "_token_uri", None) or getattr(credentials, "token_uri", None) or "https://oauth2.googleapis.com/token"
+    host = urlparse(str(token_uri)).hostname or str(token_uri)
+    source = credentials_source(credentials, env)
+    try:
+        credentials.refresh(google.auth.transport.requests.Request())
+    except auth_exceptions.RefreshError as e:
+        raise AuthError(
+            f"{source} were refused by {host} ({_first_line(e)}); nothing was sent. "
+            "Log in again: gcloud auth application-default login (or set GOOGLE_APPLICATION_CREDENTIALS to a valid key)"
+        ) from e
+    except auth_exceptions.TransportError as e:
+        raise AuthError(
+            f"cannot get an access token for {source}: {host} cannot be reached ({_first_line(e)}); nothing was sent. "
+            f"Check the network or proxy to {host}, then try again"
+        ) from e
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    line = text[0] if text else type(error).__name__
+    return line if len(line) <= 200 else line[:199] + "…"

@@ -51,7 +51,10 @@ def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo 
     from .auth import resolve_credentials
     from .client import VertexClient
 
+    from .auth import ensure_token
+
     credentials = resolve_credentials(api_endpoint)
+    ensure_token(credentials)
 
     def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
         from .errors import server_message

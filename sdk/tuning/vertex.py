@@ -118,7 +118,10 @@ def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo
         what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
         echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
 
+    from ..gcp.auth import ensure_token
+
     credentials = resolve_credentials(api_endpoint)
+    ensure_token(credentials)
     return TuningClient(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
 
 
