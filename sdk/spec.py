@@ -369,7 +369,7 @@ class Pool:
 RESERVED_ENV = ("TF_CONFIG", "CLUSTER_SPEC", "CLOUD_ML_TRIAL_ID", "CLOUD_ML_JOB_ID")
 RESERVED_ENV_PREFIXES = ("AIP_", "TFJOB_")
 #: Labels tfjob puts on every cloud job (the version, and the submission id it is found by).
-RESERVED_LABELS = ("tfjob", "tfjob-submission-id")
+RESERVED_LABELS = ("tfjob", "tfjob-submission-id", "app.kubernetes.io/managed-by")
 
 _TYPES = {
     "name": (str,),
@@ -423,14 +423,31 @@ def check_env(env: Mapping[str, Any], flag: str) -> None:
             raise SpecError(f"{flag} {key}: the value {env[key]!r} must be text")
 
 
+#: A Kubernetes label key with a prefix (``app.kubernetes.io/part-of``, ``kueue.x-k8s.io/queue-name``)
+#: and a Kubernetes label value: taken for the Kubernetes backends, refused by Vertex AI's renderer.
+_K8S_PREFIXED_KEY_RE = re.compile(
+    r"^(?=.{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
+)
+_K8S_LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
+
+
+def is_kubernetes_label_key(key: str) -> bool:
+    """True for a prefixed Kubernetes label key (``app.kubernetes.io/part-of``)."""
+    return isinstance(key, str) and bool(_K8S_PREFIXED_KEY_RE.match(key))
+
+
 def _check_labels(labels: Mapping[str, str]) -> None:
     if len(labels) > 64:
         raise SpecError(f"--labels has {len(labels)} labels; Vertex AI and Kubernetes allow at most 64")
     for key, value in labels.items():
+        if is_kubernetes_label_key(key):
+            if not isinstance(value, str) or not _K8S_LABEL_VALUE_RE.match(value):
+                raise SpecError(f"label {key}={value!r}: a Kubernetes label value is up to 63 letters, digits, '-', '_' or '.'")
+            continue
         if not isinstance(key, str) or not _LABEL_KEY_RE.match(key):
             raise SpecError(
                 f"label key {key!r} is not valid: start with a lower-case letter, then up to 62 "
-                "lower-case letters, digits, '_' or '-'"
+                "lower-case letters, digits, '_' or '-' (or, for Kubernetes, a prefixed key such as app.kubernetes.io/part-of)"
             )
         if not isinstance(value, str) or not _LABEL_VALUE_RE.match(value):
             raise SpecError(

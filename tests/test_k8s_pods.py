@@ -122,3 +122,19 @@ def test_from_the_cli_with_a_queue_and_a_template(tmp_path: Path) -> None:
     assert "suspend: true" in result.stdout and "ttlSecondsAfterFinished: 600" in result.stdout
     other = CliRunner().invoke(app, ["render", "--backend", "vertex", "--image", IMAGE, "-m", "t.m", "--queue", "q", "--project", "p", "--region", "us-central1"])
     assert other.exit_code == 2 and "kubeflow" in other.stderr
+
+
+def test_prefixed_kubernetes_labels_go_to_kubernetes_and_are_refused_by_google_cloud() -> None:
+    labels = {"app.kubernetes.io/part-of": "census", "kueue.x-k8s.io/queue-name": "team-a", "team": "ml"}
+    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, labels=labels)
+    manifest = render_tfjob(spec, SubmitOptions())
+    assert {k: manifest["metadata"]["labels"][k] for k in labels} == labels
+    from tfjob.errors import SpecError
+    from tfjob.render.vertex import render_custom_job
+
+    with pytest.raises(SpecError, match=r"label key 'app.kubernetes.io/part-of' is a Kubernetes label: Vertex AI label keys"):
+        render_custom_job(spec, SubmitOptions(region="us-central1"))
+    with pytest.raises(SpecError, match=r"label 'app.kubernetes.io/managed-by' is set by tfjob"):
+        build_spec(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/managed-by": "me"})
+    with pytest.raises(SpecError, match=r"a Kubernetes label value is up to 63"):
+        build_spec(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/part-of": "not ok"})

@@ -185,5 +185,8 @@ def render_job(spec: JobSpec, options: "SubmitOptions") -> dict[str, Any]:
     """
     body: dict[str, Any] = {"jobId": build_job_id(spec.name), "trainingInput": render_training_input(spec, options)}
     if spec.labels:
+        from .vertex import check_cloud_labels
+
+        check_cloud_labels(spec, "AI Platform")
         body["labels"] = dict(spec.labels)
     return body

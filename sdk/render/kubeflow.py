@@ -240,7 +240,11 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
             f"--service-account {spec.service_account!r} is not a Kubernetes service account name; on Kubeflow "
             "give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail"
         )
+    from ..spec import is_kubernetes_label_key
+
     for key, value in spec.labels.items():
+        if is_kubernetes_label_key(key):
+            continue  # a prefixed Kubernetes key, checked with its value by the spec
         # Vertex takes a trailing '-' or '_'; Kubernetes wants both ends alphanumeric.
         if not _LABEL_VALUE_RE.match(key) or not _LABEL_VALUE_RE.match(value):
             raise SpecError(

@@ -223,8 +223,25 @@ def _pool_body(
     return body
 
 
+def check_cloud_labels(spec: JobSpec, platform: str) -> None:
+    """Refuse a prefixed Kubernetes label key: Google Cloud label keys have no prefix."""
+    from ..spec import is_kubernetes_label_key
+
+    for key in spec.labels:
+        if is_kubernetes_label_key(key):
+            raise SpecError(
+                f"label key {key!r} is a Kubernetes label: {platform} label keys are lower-case letters, digits, '_' "
+                "and '-' without a prefix; use a plain key, or --backend kubeflow / jobset / trainjob"
+            )
+
+
 def render_labels(spec: JobSpec, submission_id: str | None, version: str) -> dict[str, str]:
-    """The job's labels plus tfjob's own (``tfjob``, ``tfjob-submission-id``)."""
+    """The job's labels plus tfjob's own (``tfjob``, ``tfjob-submission-id``).
+
+    Raises:
+        SpecError: a prefixed Kubernetes label key, which Vertex AI does not take.
+    """
+    check_cloud_labels(spec, "Vertex AI")
     labels = dict(spec.labels)
     labels[TFJOB_LABEL] = re.sub(r"[^a-z0-9_-]", "-", version.lower())
     if submission_id:
