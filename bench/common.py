@@ -186,11 +186,20 @@ class Figure:
 
 
 # -- measuring -----------------------------------------------------------------------------
-def command(argv: Sequence[str | Path], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> Run:
-    """A run that starts ``argv``, waits for it and returns its wall time; it must exit 0."""
+def command(
+    argv: Sequence[str | Path],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    before: Callable[[], object] | None = None,
+) -> Run:
+    """A run that starts ``argv``, waits for it and returns its wall time; it must exit 0.
+    ``before`` is called first, outside the timing (e.g. to change a file)."""
     args = [str(a) for a in argv]
 
     def run() -> float:
+        if before is not None:
+            before()
         start = time.perf_counter()
         proc = subprocess.run(args, env=None if env is None else dict(env), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         elapsed = time.perf_counter() - start

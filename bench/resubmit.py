@@ -21,28 +21,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from common import BIN, PYTHON, Figure, Run, Target, clean_env, rounds, section_main
+from common import BIN, PYTHON, Figure, Target, clean_env, command, rounds, section_main
 
 SECTION = "resubmit"
 TARGET_UNCHANGED = 8.0
 TARGET_CHANGED = 1.2
-
-
-def _timed(argv: list[str], env: dict[str, str], before: "callable[[], None] | None" = None) -> Run:  # type: ignore[valid-type]
-    def run() -> float:
-        if before is not None:
-            before()
-        start = time.perf_counter()
-        done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        elapsed = time.perf_counter() - start
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}")
-        return elapsed
-
-    return run
 
 
 def measure(runs: int, quick: bool = False) -> list[Figure]:
@@ -65,10 +50,10 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         subprocess.run(dry_run, env=env, check=True, capture_output=True)  # fills the cache
         out = Path(tmp) / "dist"
         items = {
-            "pass": _timed([str(PYTHON), "-c", "pass"], env),
-            "unchanged": _timed(dry_run, env),
-            "build": _timed([str(PYTHON), "-m", "build", "--sdist", "--no-isolation", "-o", str(out), str(project)], env, change),
-            "changed": _timed(dry_run, env, change),
+            "pass": command([PYTHON, "-c", "pass"], env=env),
+            "unchanged": command(dry_run, env=env),
+            "build": command([PYTHON, "-m", "build", "--sdist", "--no-isolation", "-o", out, project], env=env, before=change),
+            "changed": command(dry_run, env=env, before=change),
         }
         samples = rounds(items, runs, warmup=warmup)
     return [

@@ -18,7 +18,7 @@ from tfjob.machines import (
 )
 from tfjob.spec import TIERS, ScaleTier
 
-from .main import app
+from .app import app
 
 #: Legacy names whose GPUs were NVIDIA K80s (retired; tfjob maps them to K80_REPLACEMENT).
 _K80_NAMES = ("standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu")

@@ -8,7 +8,7 @@ import typer
 
 from tfjob.errors import UsageError
 
-from .main import app
+from .app import app
 
 _EXAMPLES = """
 Examples:

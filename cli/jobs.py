@@ -16,7 +16,7 @@ import typer
 from tfjob.backends.base import JobState, JobStatus
 from tfjob.errors import JobFailedError
 
-from .main import app
+from .app import app
 
 
 def _when(ts: float | None) -> str:

@@ -17,7 +17,7 @@ from typer.core import TyperCommand
 
 from tfjob.errors import UsageError
 
-from .main import app
+from .app import app
 
 USER_ARGS = "tfjob_user_args"
 

@@ -18,7 +18,7 @@ import typer
 from tfjob.errors import UsageError
 
 from . import submit as submit_command
-from .main import app
+from .app import app
 
 #: ``submit`` options that mean nothing to a study.
 _NOT_FOR_TUNE = {

@@ -77,7 +77,13 @@ def _env(doc: ConfigDoc, value: Any, path: str) -> dict[str, str]:
 
 
 def _parse_pool(
-    doc: ConfigDoc, pool: dict[str, Any], role: str, path: str, values: dict[str, Any], shared: dict[str, tuple[str, Any]]
+    doc: ConfigDoc,
+    pool: dict[str, Any],
+    role: str,
+    path: str,
+    values: dict[str, Any],
+    shared: dict[str, tuple[str, Any]],
+    own: dict[str, dict[str, Any]],
 ) -> str | None:
     """One worker pool into ``values``; returns the pool's container image, if any."""
     doc.check_keys(pool, path, WORKER_POOL_KEYS)
@@ -155,9 +161,8 @@ def _parse_pool(
         if executor is not None:
             require_same(doc, shared, "executorImageUri", f"{spec_path}.executorImageUri", executor)
     # Each pool's own arguments and variables; equal in every pool, they are the job's.
-    own = values.setdefault("_own", {})
-    own.setdefault("args", {})[role] = doc.strings(spec["args"], f"{spec_path}.args") if spec.get("args") is not None else []
-    own.setdefault("env", {})[role] = _env(doc, spec["env"], f"{spec_path}.env") if spec.get("env") is not None else {}
+    own["args"][role] = doc.strings(spec["args"], f"{spec_path}.args") if spec.get("args") is not None else []
+    own["env"][role] = _env(doc, spec["env"], f"{spec_path}.env") if spec.get("env") is not None else {}
     return image
 
 
@@ -175,6 +180,7 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
         )
     values: dict[str, Any] = {}
     shared: dict[str, tuple[str, Any]] = {}
+    own: dict[str, dict[str, Any]] = {"args": {}, "env": {}}
     images: dict[str, str | None] = {}
     for index, pool in enumerate(pools):
         role, pool_path = ROLES[index], f"{pools_path}[{index}]"
@@ -183,15 +189,14 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
             if index == 0:
                 raise doc.error(pool_path, "is empty; pool 0 is the chief, which every job has")
             continue  # `{}` keeps the positions of the pools after an unused one
-        images[role] = _parse_pool(doc, pool, role, pool_path, values, shared)
+        images[role] = _parse_pool(doc, pool, role, pool_path, values, shared, own)
     used = [img for img in images.values() if img]
     if used and len(used) == len(images) and len(set(used)) == 1:
         values["image"] = used[0]
     else:
         values.update({f"{role}_image": img for role, img in images.items() if img})
-    own = values.pop("_own", {})
     for key in ("args", "env"):
-        by_role = own.get(key, {})
+        by_role = own[key]
         distinct = {repr(v) for v in by_role.values()}
         if len(distinct) == 1:
             value = next(iter(by_role.values()))

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .backends import JobState, JobStatus, SubmitOptions, get_backend
+from .backends import get_backend
+from .model import JobState, JobStatus, SubmitOptions
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from .machines import did_you_mean
 from .settings import Settings, load_settings

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
-from .backends.base import JobState, JobStatus, TaskStatus
+from .model import JobState, JobStatus, TaskStatus
 from .errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
 

@@ -6,7 +6,7 @@ to search (DOUBLE, INTEGER, CATEGORICAL or DISCRETE, with a scale), the trial co
 and the search algorithm. ``tfjob tune`` runs it locally with Optuna or renders it as
 a Vertex AI ``studySpec``.
 
-``--hparams FILE`` (:func:`parse_hparams`) takes either platform's way of writing it,
+``--hparams FILE`` (:func:`tfjob.tuning.hparams.parse_hparams`) takes either platform's way of writing it,
 YAML or JSON:
 
 - **AI Platform (legacy)**: a ``HyperparameterSpec`` — ``goal``,
@@ -31,10 +31,9 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import ConfigFileError, SpecError
+from .errors import SpecError
 from .limits import check_platform_count
 from .machines import did_you_mean
 
@@ -370,33 +369,3 @@ class HparamsConfig:
     job: dict[str, Any] = field(default_factory=dict)
     dialect: str = "vertex"
     source: str = "hparams"
-
-
-def parse_hparams(path: str | Path) -> StudySpec:
-    """Read the study of an ``--hparams`` file (legacy or Vertex, YAML or JSON).
-
-    Raises:
-        ConfigFileError: the file cannot be read, or a key or value is wrong.
-    """
-    return load_hparams(path).study
-
-
-def load_hparams(path: str | Path) -> HparamsConfig:
-    """Read an ``--hparams`` file: its study and, if it has one, its cluster."""
-    from .config import read_config_file
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigFileError(f"--hparams {str(path)!r}: no such file; give a YAML or JSON file with the study")
-    return parse_hparams_config(read_config_file(path, "--hparams"), str(path))
-
-
-def parse_hparams_config(data: Any, source: str = "hparams") -> HparamsConfig:
-    """Parse an ``--hparams`` document (already read from YAML/JSON). Pure.
-
-    Raises:
-        ConfigFileError: a key that is not known or a bad value, naming where it is.
-    """
-    from .tuning.hparams import parse_document
-
-    return parse_document(data, source)

@@ -53,9 +53,8 @@ def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> N
 
 def test_kubernetes_containers_carry_them_too() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, **PER_POOL)
-    for manifest, path in ((render_tfjob(spec, SubmitOptions()), ("spec", "tfReplicaSpecs", "Worker")),):
-        worker = manifest[path[0]][path[1]][path[2]]["template"]["spec"]["containers"][0]
-        assert worker["args"][-4:] == ["--steps", "10", "--shard", "auto"]
+    worker = render_tfjob(spec, SubmitOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["args"][-4:] == ["--steps", "10", "--shard", "auto"]
     jobset = render_jobset(spec, SubmitOptions())
     (ps,) = [j for j in jobset["spec"]["replicatedJobs"] if j["name"] == "ps"]
     env = ps["template"]["spec"]["template"]["spec"]["containers"][0]["env"]

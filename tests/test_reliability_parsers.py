@@ -229,7 +229,7 @@ def write(doc_dir: Path, content: tuple[str, bytes]) -> Path:
 @given(content=_contents)
 def test_config_and_study_files(content: tuple[str, bytes], doc_dir: Path, reliability: Reliability) -> None:
     """Each document goes to both readers of files: ``--config`` and ``--hparams``."""
-    from tfjob.study import load_hparams
+    from tfjob.tuning.hparams import load_hparams
 
     reliability.tried(2)
     path = write(doc_dir, content)

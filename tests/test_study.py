@@ -15,10 +15,8 @@ from tfjob.study import (
     MetricSpec,
     ParameterSpec,
     StudySpec,
-    load_hparams,
-    parse_hparams,
-    parse_hparams_config,
 )
+from tfjob.tuning.hparams import load_hparams, parse_hparams, parse_hparams_config
 
 DATA = ROOT / "tests" / "data"
 TUNE = DATA / "tune_trainers"

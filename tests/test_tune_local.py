@@ -21,7 +21,8 @@ from local_helpers import assert_no_survivors, job_processes
 from tfjob.backends.base import JobState
 from tfjob.job import get_job
 from tfjob.store import JobStore
-from tfjob.study import MetricSpec, ParameterSpec, StudySpec, parse_hparams
+from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+from tfjob.tuning.hparams import parse_hparams
 from tfjob.errors import JobFailedError
 from tfjob.tuning.api import Tuning, check_result
 

@@ -26,7 +26,8 @@ from tfjob.cli.main import app
 from tfjob.render.vertex import render_custom_job
 from tfjob.spec import build_spec
 from tfjob.store import JobStore
-from tfjob.study import MetricSpec, ParameterSpec, StudySpec, parse_hparams
+from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+from tfjob.tuning.hparams import parse_hparams
 from tfjob.tuning.render import render_hyperparameter_tuning_job, render_study_spec
 
 from test_vertex_e2e import emulator, free_port  # noqa: F401  (the storage emulator fixture)

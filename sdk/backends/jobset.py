@@ -52,8 +52,8 @@ class JobSetBackend(KubeflowBackend):
         return build_jobset_selector(name, task)
 
     def _state(self, client: Any, namespace: str, name: str) -> JobState:
-        obj = self._get(client, namespace, name)
-        return parse_jobset_state(obj, client.list_pods(namespace, self._selector(name)))[0]
+        # Whether it ended is in the JobSet's conditions; its pods only tell PENDING from RUNNING.
+        return parse_jobset_state(self._get(client, namespace, name))[0]
 
     def _status(self, job_id: str, obj: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
         return build_job_status(job_id, obj, pods, backend="jobset")

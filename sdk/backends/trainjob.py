@@ -82,8 +82,8 @@ class TrainJobBackend(KubeflowBackend):
         return selector
 
     def _state(self, client: Any, namespace: str, name: str) -> JobState:
-        obj = self._get(client, namespace, name)
-        return parse_trainjob_state(obj, client.list_pods(namespace, build_jobset_selector(name)))[0]
+        # Whether it ended is in the TrainJob's conditions; its pods only tell PENDING from RUNNING.
+        return parse_trainjob_state(self._get(client, namespace, name))[0]
 
     def _status(self, job_id: str, obj: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
         return build_job_status(job_id, obj, pods, backend="trainjob")

@@ -44,6 +44,8 @@ COMPLETION_INDEX_VAR = "JOB_COMPLETION_INDEX"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+#: The Job controller's label (and, before Kubernetes 1.28, annotation) of a pod's index.
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 #: Bounds: what a Kubernetes job can hold.
 MAX_TASKS_PER_ROLE = 2**31 - 1

@@ -11,7 +11,7 @@ import time
 from datetime import datetime
 from typing import Any, Callable
 
-from ..backends.base import JobState, JobStatus
+from ..model import JobState, JobStatus
 
 #: Vertex AI ``JobState`` names → tfjob's states.
 VERTEX_STATES: dict[str, JobState] = {

@@ -17,7 +17,7 @@ import os
 import time
 from typing import Any, Callable, Iterator
 
-from ..backends.base import JobState, JobStatus, SubmitOptions
+from ..model import JobState, JobStatus, SubmitOptions
 from ..errors import SubmissionUncertainError, UsageError
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import SubmitOptions
+from ..model import SubmitOptions
 from ..errors import PackagingError, SpecError, UsageError
 from ..render.vertex import PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
 from ..spec import JobSpec

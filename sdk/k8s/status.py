@@ -14,14 +14,11 @@ import re
 from datetime import datetime
 from typing import Any, Iterable, Mapping
 
-from ..backends.base import JobState, JobStatus, TaskStatus
-from ..errors import UsageError
-from ..cluster.jobset import JOBSET_NAME_LABEL
+from ..model import JobState, JobStatus, TaskStatus
+from ..errors import ClusterConfigError, UsageError
+from ..cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
 from ..cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
 from ..render.kubeflow import CONTAINER_NAME, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
-
-#: The Job controller's label (and, before Kubernetes 1.28, annotation) of a pod's index.
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 #: Our roles in the order tasks are shown; ``master`` is the operator's legacy chief.
 _ROLE_ORDER = ("chief", "worker", "ps", "evaluator")
@@ -136,8 +133,11 @@ def jobset_pod_task_name(pod: Mapping[str, Any]) -> str:
     job = labels.get(JOBSET_ROLE_LABEL, "task")
     for container in (pod.get("spec") or {}).get("containers") or []:
         for item in container.get("env") or []:
-            if item.get("name") == "TFJOB_JOBSET_JOBS":
-                renamed = {j: r for r, _, j in (p.partition("=") for p in str(item.get("value", "")).split(","))}
+            if item.get("name") == JOBS_VAR:
+                try:
+                    renamed = {j: r for r, j in parse_jobs(str(item.get("value", ""))).items()}
+                except ClusterConfigError:
+                    renamed = {}  # not one tfjob rendered: the job's own name stands
                 job = renamed.get(job, job)
     return f"{job}-{index}"
 

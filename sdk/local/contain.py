@@ -27,7 +27,8 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
 
-def _prctl():  # type: ignore[no-untyped-def]
+def load_prctl():  # type: ignore[no-untyped-def]
+    """libc's ``prctl`` (Linux), or None."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -36,25 +37,26 @@ def _prctl():  # type: ignore[no-untyped-def]
         return None
 
 
-_PRCTL = _prctl()
+#: Resolved once, at import in the parent: a child must not load libraries between fork and exec.
+PRCTL = load_prctl()
 
 
 def become_subreaper() -> bool | None:
     """Make this process the subreaper of its descendants; return the previous setting (None: unsupported)."""
-    if _PRCTL is None:
+    if PRCTL is None:
         return None
     previous = ctypes.c_int(0)
-    if _PRCTL(_PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) != 0:
+    if PRCTL(_PR_GET_CHILD_SUBREAPER, ctypes.byref(previous), 0, 0, 0) != 0:
         return None
-    if _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         return None
     return bool(previous.value)
 
 
 def restore_subreaper(previous: bool | None) -> None:
     """Undo :func:`become_subreaper` (when this process was not a subreaper before)."""
-    if _PRCTL is not None and previous is False:
-        _PRCTL(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    if PRCTL is not None and previous is False:
+        PRCTL(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
 def _stat(pid: int) -> tuple[str, int] | None:

@@ -15,7 +15,6 @@ gets SIGTERM and, after the grace period, SIGKILL.
 from __future__ import annotations
 
 import collections
-import ctypes
 import json
 import os
 import selectors
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..backends.base import JobState, SubmitOptions
+from ..model import JobState, SubmitOptions
 from ..errors import BackendError
 from ..spec import JobSpec
 from ..store import JobStore, TaskRecord, process_start_time
@@ -45,17 +44,8 @@ TAIL_LINES = 20
 _PR_SET_PDEATHSIG = 1
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-# Resolved once in the parent: the child must not load libraries between fork and exec.
-_PRCTL = _load_prctl()
+# libc's prctl, resolved once in the parent (the child must not load libraries between fork and exec).
+_PRCTL = contain.PRCTL
 # Python 3.11 puts the child in its own process group itself; 3.10 does it in setup().
 _POPEN_HAS_PROCESS_GROUP = sys.version_info >= (3, 11)
 _GROUP: dict[str, Any] = {"process_group": 0} if _POPEN_HAS_PROCESS_GROUP else {}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
-from ..backends.base import JobState, SubmitOptions
+from ..model import JobState, SubmitOptions
 from ..errors import PackagingError, SpecError, TfjobError, UsageError
 from ..limits import check_local_tasks
 from ..settings import tfjob_home

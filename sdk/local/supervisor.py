@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Sequence
 
-from ..backends.base import JobState, SubmitOptions
+from ..model import JobState, SubmitOptions
 from ..errors import TfjobError
 from ..spec import JobSpec
 from ..store import JobStore, process_start_time

@@ -21,7 +21,7 @@ from ..spec import ROLES, JobSpec, ScaleTier
 from .vertex import BOOTSTRAP  # a container given a module starts it through the bootstrap
 
 if TYPE_CHECKING:
-    from ..backends.base import SubmitOptions
+    from ..model import SubmitOptions
 
 #: The name of each role in legacy field names (``masterType``, ``parameterServerCount``).
 ROLE_PREFIX: dict[str, str] = {"chief": "master", "worker": "worker", "ps": "parameterServer", "evaluator": "evaluator"}

@@ -27,7 +27,6 @@ import math
 from typing import Any
 
 from ..cluster.jobset import (
-    COMPLETION_INDEX_VAR,
     JOB_INDEX_LABEL,
     JOB_INDEX_VAR,
     JOBSET_NAME_LABEL,
@@ -60,8 +59,6 @@ VERSION = "v1alpha2"
 API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "JobSet"
 PLURAL = "jobsets"
-#: The Job controller's label of a pod's index in an Indexed Job.
-COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 
 def _hostname_suffix(spec: JobSpec) -> str:
@@ -134,11 +131,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     if namespace:
         check_k8s_name(namespace, field="--namespace", flag="--namespace")
         metadata["namespace"] = namespace
-    labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
-    queue = getattr(options, "queue", None)
-    if queue:
-        labels[KUEUE_QUEUE_LABEL] = queue
-    metadata["labels"] = labels
+    metadata["labels"] = job_labels(spec, options)
     body: dict[str, Any] = {
         "network": {"enableDNSHostnames": True},
         "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief" if spec.has_chief else "worker"]},
@@ -154,13 +147,10 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}
 
 
-def pod_task(pod: dict[str, Any]) -> str:
-    """``worker-1`` of a JobSet pod, from its labels (``?`` when they are missing)."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    role = labels.get(REPLICATED_JOB_LABEL, "?")
-    index = labels.get(COMPLETION_INDEX_LABEL, annotations.get(COMPLETION_INDEX_LABEL, "?"))
-    return f"{role}-{index}"
-
-
-__all__ = ["render_jobset", "pod_task", "COMPLETION_INDEX_VAR"]
+def job_labels(spec: JobSpec, options: Any) -> dict[str, str]:
+    """The labels of the job's object: the user's, tfjob's own, and Kueue's queue if given."""
+    labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    queue = getattr(options, "queue", None)
+    if queue:
+        labels[KUEUE_QUEUE_LABEL] = queue
+    return labels

@@ -141,27 +141,21 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
         SpecError: the pool asks for a Cloud TPU, which a TFJob cannot schedule.
     """
     explicit = dict(explicit or {})
-    if "cpu" in explicit and "memory" in explicit:
-        amounts = {"cpu": explicit["cpu"], "memory": explicit["memory"]}
-        resources = {"requests": dict(amounts), "limits": dict(amounts)}
-        gpus = explicit.get("nvidia.com/gpu", pool.machine.accelerator.count if pool.machine.accelerator else None)
-        if gpus:
-            resources["limits"]["nvidia.com/gpu"] = gpus
-        return resources
-    info = machine_info(pool.machine.type)
-    if info is None or not info.vcpus or tpu_chips(pool.machine.type) is not None:
-        raise SpecError(
-            f"the {pool.role} pool's machine type {pool.machine.type} has no CPU and memory tfjob knows, or is a TPU VM: "
-            "a Kubeflow pod needs them; choose a listed type (`tfjob machines`), or give --cpu and --memory"
-        )
     acc = pool.machine.accelerator
     if acc is not None and acc.type.startswith("TPU_"):
         raise SpecError(
             f"the {pool.role} pool asks for {acc.type} on {pool.machine.type}: Cloud TPUs cannot run in a "
             "Kubeflow TFJob; use --backend vertex for TPUs, or a GPU accelerator (type=NVIDIA_TESLA_T4,count=1)"
         )
-    amounts: dict[str, Any] = {"cpu": str(info.vcpus), "memory": f"{int(round(info.memory_gb * 1024))}Mi"}
-    amounts.update({k: v for k, v in explicit.items() if k in ("cpu", "memory")})
+    amounts: dict[str, Any] = {k: explicit[k] for k in ("cpu", "memory") if k in explicit}
+    if len(amounts) < 2:  # what --cpu/--memory leave out comes from the machine type
+        info = machine_info(pool.machine.type)
+        if info is None or not info.vcpus or tpu_chips(pool.machine.type) is not None:
+            raise SpecError(
+                f"the {pool.role} pool's machine type {pool.machine.type} has no CPU and memory tfjob knows, or is a TPU VM: "
+                "a Kubeflow pod needs them; choose a listed type (`tfjob machines`), or give --cpu and --memory"
+            )
+        amounts = {"cpu": str(info.vcpus), "memory": f"{int(round(info.memory_gb * 1024))}Mi", **amounts}
     resources: dict[str, Any] = {"requests": dict(amounts), "limits": dict(amounts)}
     gpus = explicit.get("nvidia.com/gpu", acc.count if acc is not None else None)
     if gpus:

@@ -94,7 +94,7 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
     Raises:
         UsageError: the file cannot be read or is not a pod template (naming the key).
     """
-    from ..config import read_config_file
+    from ..documents import read_config_file
 
     data = read_config_file(path, "--pod-template")
     if not isinstance(data, Mapping) or not data:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..cluster.jobset import JOBS_VAR
 from ..spec import JobSpec
-from .jobset import render_jobset
+from .jobset import job_labels, render_jobset
 from .kubeflow import CONTAINER_NAME
 
 GROUP = "trainer.kubeflow.org"
@@ -55,7 +55,7 @@ def render_runtime(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "ClusterTrainingRuntime",
-        "metadata": {"name": runtime_name(spec), "labels": dict(jobset["metadata"]["labels"])},
+        "metadata": {"name": runtime_name(spec), "labels": job_labels(spec, options)},
         "spec": {"mlPolicy": {"numNodes": spec.count(role)}, "template": {"spec": body}},
     }
 
@@ -68,7 +68,7 @@ def runtime_name(job: "JobSpec | str") -> str:
 def render_trainjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     """The ``TrainJob`` naming :func:`render_runtime`'s runtime."""
     role = trainer_role(spec)
-    metadata: dict[str, Any] = {"name": spec.name, "labels": dict(render_jobset(spec, options)["metadata"]["labels"])}
+    metadata: dict[str, Any] = {"name": spec.name, "labels": job_labels(spec, options)}
     namespace = getattr(options, "namespace", None)
     if namespace:
         metadata["namespace"] = namespace

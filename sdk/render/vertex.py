@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from ..backends.base import SubmitOptions
+from ..model import SubmitOptions
 from ..errors import SpecError
 from ..spec import ROLES, JobSpec, Pool
 

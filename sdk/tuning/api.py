@@ -20,7 +20,8 @@ from typing import Any, TextIO
 
 from ..errors import JobCancelledError, JobFailedError, SpecError, UsageError
 from ..job import Job
-from ..study import HparamsConfig, StudySpec, load_hparams
+from ..study import HparamsConfig, StudySpec
+from .hparams import load_hparams
 from .local import StudyResult
 
 #: ``--algorithm`` spellings → the platform's algorithm.
@@ -174,7 +175,7 @@ class Tuning:
         return submit_tuning(self.study, self.job.spec, self.job.options, echo=echo or _say)
 
     def _run_vertex(self, stream: TextIO | None) -> StudyResult:
-        from ..backends.base import JobState
+        from ..model import JobState
         from .trials import Trial, best_trial
         from .vertex import follow_tuning
         from .view import TrialsView
@@ -204,7 +205,7 @@ def check_result(result: StudyResult) -> StudyResult:
         JobFailedError: the study failed (too many failed trials, none reported the metric).
         JobCancelledError: it was cancelled.
     """
-    from ..backends.base import JobState
+    from ..model import JobState
 
     if result.state is JobState.CANCELLED:
         raise JobCancelledError(f"study {result.id} was cancelled: {result.message}")

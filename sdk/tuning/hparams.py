@@ -10,9 +10,11 @@ job are read by :func:`tfjob.config.parse_job_config`, the same reader as
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping
 
 from ..config_doc import ConfigDoc
+from ..documents import read_config_file
 from ..errors import ConfigFileError
 from ..study import DEFAULT_METRIC_TAG, HparamsConfig, MetricSpec, ParameterSpec, StudySpec
 
@@ -261,3 +263,24 @@ def parse_document(data: Any, source: str = "hparams") -> HparamsConfig:
         f"{source}: has no study; write hyperparameters: (AI Platform: goal, hyperparameterMetricTag, params) "
         "or studySpec: (Vertex AI: metrics, parameters) with maxTrialCount and parallelTrialCount"
     )
+
+
+def parse_hparams(path: str | Path) -> StudySpec:
+    """Read the study of an ``--hparams`` file (legacy or Vertex, YAML or JSON).
+
+    Raises:
+        ConfigFileError: the file cannot be read, or a key or value is wrong.
+    """
+    return load_hparams(path).study
+
+
+def load_hparams(path: str | Path) -> HparamsConfig:
+    """Read an ``--hparams`` file: its study and, if it has one, its cluster."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigFileError(f"--hparams {str(path)!r}: no such file; give a YAML or JSON file with the study")
+    return parse_hparams_config(read_config_file(path, "--hparams"), str(path))
+
+
+#: Parse an ``--hparams`` document already read from YAML/JSON (the name the API uses).
+parse_hparams_config = parse_document

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..backends.base import JobState, SubmitOptions
+from ..model import JobState, SubmitOptions
 from ..errors import TfjobError
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore, TaskRecord, process_start_time

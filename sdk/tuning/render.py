@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..backends.base import SubmitOptions
+from ..model import SubmitOptions
 from ..spec import JobSpec
 from ..study import ParameterSpec, StudySpec
 

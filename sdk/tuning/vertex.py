@@ -17,7 +17,7 @@ import json
 import time
 from typing import Any, Callable, Iterator
 
-from ..backends.base import JobState, JobStatus, SubmitOptions
+from ..model import JobState, JobStatus, SubmitOptions
 from ..errors import AuthError, SpecError, UsageError
 from ..gcp.client import VertexClient, job_id_of
 from ..render.vertex import SUBMISSION_LABEL

@@ -421,6 +421,35 @@ _JOB = "training.kubeflow.org/job-name"
 _JOBSET = "jobset.sigs.k8s.io/jobset-name"
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """A custom resource the stand-in serves besides TFJobs."""
+
+    kind: str
+    plural: str
+    group: str
+    store: str  # the FakeKube attribute holding them
+    schema: Callable[["FakeKube"], dict[str, Any] | None]
+    check: Callable[["FakeKube", dict[str, Any]], str | None] | None = None
+    owns_pods: bool = False
+
+
+def _runtime_missing(kube: "FakeKube", body: dict[str, Any]) -> str | None:
+    name = body["spec"]["runtimeRef"]["name"]
+    return None if name in kube.runtimes else f"spec.runtimeRef: ClusterTrainingRuntime {name} not found"
+
+
+_JOBSETS = _Kind("JobSet", "jobsets", "jobset.x-k8s.io", "jobsets", lambda k: k.jobset_schema, owns_pods=True)
+_TRAINJOBS = _Kind(
+    "TrainJob", "trainjobs", "trainer.kubeflow.org", "trainjobs", lambda k: (k.trainer_schemas or {}).get("TrainJob"),
+    check=_runtime_missing, owns_pods=True,
+)  # fmt: skip
+_RUNTIMES = _Kind(
+    "ClusterTrainingRuntime", "clustertrainingruntimes", "trainer.kubeflow.org", "runtimes",
+    lambda k: (k.trainer_schemas or {}).get("ClusterTrainingRuntime"),
+)  # fmt: skip
+
+
 def _type_of(task: str) -> str:
     role = task.rsplit("-", 1)[0]
     return {v: k for k, v in _TYPES.items()}.get(role, role)
@@ -637,57 +666,24 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "jobset.x-k8s.io/v1alpha2",
                          "resources": [{"name": "jobsets", "singularName": "jobset", "namespaced": True, "kind": "JobSet", "verbs": verbs}]})  # fmt: skip
 
+    # -- JobSets and Kubeflow Trainer v2's resources: one generic collection and member ---------
     def _jobsets(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
-        kube = self.kube
-        if not kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
-            return
-        if method == "GET":
-            with kube._cond:
-                items = json.loads(json.dumps([j for (n, _), j in kube.jobsets.items() if n == ns]))
-            self._list(items, "JobSetList", query)
-            return
-        if ns not in kube.namespaces:
-            self._error(404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"})
-            return
-        name = ((body or {}).get("metadata") or {}).get("name", "")
-        if kube.jobset_schema is not None:
-            import jsonschema
-
-            errors = sorted(jsonschema.Draft7Validator(kube.jobset_schema).iter_errors(body), key=lambda e: list(e.path))
-            if errors:
-                where = ".".join(str(p) for p in errors[0].path)
-                self._error(422, f'JobSet.jobset.x-k8s.io "{name}" is invalid: {where}: {errors[0].message}')
-                return
-        with kube._cond:
-            if (ns, name) in kube.jobsets:
-                self._error(409, f'jobsets.jobset.x-k8s.io "{name}" already exists', details={"name": name, "kind": "jobsets"})
-                return
-            obj = json.loads(json.dumps(body))
-            obj["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
-            kube._bump(obj)
-            kube.jobsets[(ns, name)] = obj
-            answer = json.loads(json.dumps(obj))
-        self._send(201, answer)
+        self._collection(_JOBSETS, method, query, body, ns)
 
     def _jobset(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
-        kube = self.kube
-        if method == "GET":
-            kube._run_script(ns, name)
-        with kube._cond:
-            obj = kube.jobsets.get((ns, name))
-            if obj is None:
-                self._error(404, f'jobsets.jobset.x-k8s.io "{name}" not found', details={"name": name, "kind": "jobsets"})
-                return
-            if method == "DELETE":
-                del kube.jobsets[(ns, name)]
-                for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOBSET) == name]:
-                    kube.pods.pop(key).done = True
-                kube._cond.notify_all()
-                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-            else:
-                answer = json.loads(json.dumps(obj))
-        self._send(200, answer)
+        self._member(_JOBSETS, method, ns, name)
+
+    def _trainjobs(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        self._collection(_TRAINJOBS, method, query, body, ns)
+
+    def _trainjob(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        self._member(_TRAINJOBS, method, ns, name)
+
+    def _runtimes(self, method: str, query: dict[str, str], body: Any) -> None:
+        self._collection(_RUNTIMES, method, query, body, None)
+
+    def _runtime(self, method: str, query: dict[str, str], body: Any, name: str) -> None:
+        self._member(_RUNTIMES, method, None, name)
 
     # -- Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1), installed with the others --------
     def _trainer_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
@@ -700,100 +696,66 @@ class _Handler(BaseHTTPRequestHandler):
             {"name": "clustertrainingruntimes", "singularName": "clustertrainingruntime", "namespaced": False, "kind": "ClusterTrainingRuntime", "verbs": verbs},
         ]})  # fmt: skip
 
-    def _validated(self, kind: str, body: Any) -> bool:
-        schema = (self.kube.trainer_schemas or {}).get(kind)
-        if schema is None:
-            return True
-        import jsonschema
-
-        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(body), key=lambda e: list(e.path))
-        if errors:
-            where = ".".join(str(p) for p in errors[0].path)
-            self._error(422, f'{kind}.trainer.kubeflow.org "{(body.get("metadata") or {}).get("name")}" is invalid: {where}: {errors[0].message}')
-            return False
-        return True
-
-    def _runtimes(self, method: str, query: dict[str, str], body: Any) -> None:
+    def _collection(self, kind: "_Kind", method: str, query: dict[str, str], body: Any, ns: str | None) -> None:
+        """GET (list, by label) or POST (create: namespace, schema, name taken, the kind's own check)."""
         kube = self.kube
         if not kube.crd_installed:
             self._error(404, "the server could not find the requested resource")
             return
+        objects: dict[Any, dict[str, Any]] = getattr(kube, kind.store)
         if method == "GET":
             with kube._cond:
-                items = json.loads(json.dumps(list(kube.runtimes.values())))
-            self._list(items, "ClusterTrainingRuntimeList", query)
+                items = json.loads(json.dumps([o for key, o in objects.items() if ns is None or key[0] == ns]))
+            self._list(items, f"{kind.kind}List", query)
             return
-        if not self._validated("ClusterTrainingRuntime", body):
-            return
-        name = body["metadata"]["name"]
-        with kube._cond:
-            if name in kube.runtimes:
-                self._error(409, f'clustertrainingruntimes.trainer.kubeflow.org "{name}" already exists', details={"name": name})
-                return
-            obj = json.loads(json.dumps(body))
-            obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now())
-            kube._bump(obj)
-            kube.runtimes[name] = obj
-        self._send(201, obj)
-
-    def _runtime(self, method: str, query: dict[str, str], body: Any, name: str) -> None:
-        kube = self.kube
-        with kube._cond:
-            obj = kube.runtimes.get(name)
-            if obj is None:
-                self._error(404, f'clustertrainingruntimes.trainer.kubeflow.org "{name}" not found', details={"name": name})
-                return
-            if method == "DELETE":
-                del kube.runtimes[name]
-                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-            else:
-                answer = json.loads(json.dumps(obj))
-        self._send(200, answer)
-
-    def _trainjobs(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
-        kube = self.kube
-        if not kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
-            return
-        if method == "GET":
-            with kube._cond:
-                items = json.loads(json.dumps([j for (n, _), j in kube.trainjobs.items() if n == ns]))
-            self._list(items, "TrainJobList", query)
-            return
-        if ns not in kube.namespaces:
+        if ns is not None and ns not in kube.namespaces:
             self._error(404, f'namespaces "{ns}" not found', details={"name": ns, "kind": "namespaces"})
             return
-        if not self._validated("TrainJob", body):
-            return
-        name = body["metadata"]["name"]
-        with kube._cond:
-            if (ns, name) in kube.trainjobs:
-                self._error(409, f'trainjobs.trainer.kubeflow.org "{name}" already exists', details={"name": name})
+        name = ((body or {}).get("metadata") or {}).get("name", "")
+        schema = kind.schema(kube)
+        if schema is not None:
+            import jsonschema
+
+            errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(body), key=lambda e: list(e.path))
+            if errors:
+                where = ".".join(str(p) for p in errors[0].path)
+                self._error(422, f'{kind.kind}.{kind.group} "{name}" is invalid: {where}: {errors[0].message}')
                 return
-            if body["spec"]["runtimeRef"]["name"] not in kube.runtimes:
-                self._error(422, f'TrainJob.trainer.kubeflow.org "{name}" is invalid: spec.runtimeRef: ClusterTrainingRuntime not found')
+        key = (ns, name) if ns is not None else name
+        with kube._cond:
+            if key in objects:
+                self._error(409, f'{kind.plural}.{kind.group} "{name}" already exists', details={"name": name, "kind": kind.plural})
+                return
+            problem = kind.check(kube, body) if kind.check is not None else None
+            if problem:
+                self._error(422, f'{kind.kind}.{kind.group} "{name}" is invalid: {problem}')
                 return
             obj = json.loads(json.dumps(body))
-            obj["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now())
+            obj["metadata"].update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1, **({"namespace": ns} if ns else {}))
             kube._bump(obj)
-            kube.trainjobs[(ns, name)] = obj
-        self._send(201, obj)
+            objects[key] = obj
+            answer = json.loads(json.dumps(obj))
+        self._send(201, answer)
 
-    def _trainjob(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+    def _member(self, kind: "_Kind", method: str, ns: str | None, name: str) -> None:
+        """GET (after the test's script step) or DELETE (with the JobSet and pods it owns)."""
         kube = self.kube
-        if method == "GET":
+        if method == "GET" and ns is not None:
             kube._run_script(ns, name)
+        objects: dict[Any, dict[str, Any]] = getattr(kube, kind.store)
+        key = (ns, name) if ns is not None else name
         with kube._cond:
-            obj = kube.trainjobs.get((ns, name))
+            obj = objects.get(key)
             if obj is None:
-                self._error(404, f'trainjobs.trainer.kubeflow.org "{name}" not found', details={"name": name})
+                self._error(404, f'{kind.plural}.{kind.group} "{name}" not found', details={"name": name, "kind": kind.plural})
                 return
             if method == "DELETE":
-                del kube.trainjobs[(ns, name)]
-                kube.jobsets.pop((ns, name), None)
-                for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOBSET) == name]:
-                    kube.pods.pop(key).done = True
-                kube._cond.notify_all()
+                del objects[key]
+                if kind.owns_pods:  # the garbage collector: its JobSet (a TrainJob's) and its pods go too
+                    kube.jobsets.pop((ns, name), None)
+                    for pod in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOBSET) == name]:
+                        kube.pods.pop(pod).done = True
+                    kube._cond.notify_all()
                 answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
             else:
                 answer = json.loads(json.dumps(obj))
