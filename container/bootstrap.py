@@ -292,7 +292,7 @@ def _download_gcs(uri: str, directory: str) -> str:
 EX_TERMINATED = 143
 
 
-def _exit_on_signal(signum: int, frame: object) -> None:
+def _die_of(signum: int) -> None:
     # Flush what the task printed, then die of the signal as a plain process would (the
     # launcher and the platforms report "ended by SIGTERM"); 128 + N if it cannot be raised.
     import signal
@@ -301,6 +301,7 @@ def _exit_on_signal(signum: int, frame: object) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})
         os.kill(os.getpid(), signum)
     finally:
         os._exit(128 + signum)
@@ -344,20 +345,22 @@ def become_init_if_pid1() -> None:
 def run_server(info: TaskInfo) -> int:
     """Serve this ps/worker task with ``tf.distribute.Server`` until the job stops it.
 
-    The server runs on TensorFlow's own threads; this thread waits in ``signal.pause()``,
-    where a handler can end it (``Server.join()`` blocks in C++, where Python handlers
-    never run): SIGTERM and SIGINT end the task by that signal, as any process.
+    SIGTERM and SIGINT are blocked before TensorFlow starts a thread, so every thread it
+    starts has them blocked too, and this thread takes them in ``sigwait``: a signal sent to
+    the process can then not land on a gRPC thread while this one sleeps (a ``pause()``
+    here would never wake), nor wait on ``Server.join()``, which blocks in C++. The task
+    then ends by that signal, as any process.
     """
     import signal
 
-    signal.signal(signal.SIGINT, _exit_on_signal)
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
     import tensorflow as tf
 
     cluster = {job: tasks for job, tasks in info.cluster.as_dict().items() if job != "evaluator"}
     tf.distribute.Server(tf.train.ClusterSpec(cluster), job_name=info.role, task_index=info.index, protocol="grpc", start=True)
-    while True:
-        signal.pause()
+    _die_of(signal.sigwait(stop))
+    return 0  # not reached: _die_of ends the process
 
 
 def _put_cwd_first() -> None:
