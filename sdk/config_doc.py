@@ -9,12 +9,13 @@ than dropped. Used by :mod:`tfjob.config_legacy` and :mod:`tfjob.config_vertex`.
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import ConfigFileError, SpecError
 from .machines import did_you_mean
-from .render.vertex import BOOTSTRAP  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
+from .render.vertex import BOOTSTRAP, BOOTSTRAP_MODULE  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
 from .spec import Accelerator, Machine, parse_duration
 
 _NO_DISK = "tfjob sets boot disks on Vertex AI only (diskSpec, --boot-disk-size); remove it"
@@ -225,11 +226,36 @@ def bootstrap_values(doc: ConfigDoc, value: Any, path: str) -> dict[str, Any]:
     )
 
 
+def bootstrap_module_values(doc: ConfigDoc, value: Any, path: str) -> tuple[dict[str, Any], list[str]]:
+    """A package replica's args when its module is the bootstrap (``--module M [...] -- ARGS``):
+    the ``Job`` keywords they say, and the trainer's own arguments after ``--``.
+    The reverse of :func:`tfjob.render.vertex.package_args`."""
+    args = doc.strings(value, path) if value is not None else []
+    if "--" not in args:
+        raise doc.error(
+            path,
+            f"{args!r}: the module is {BOOTSTRAP_MODULE}, whose args are [--module, MODULE, …, --, TRAINER_ARGS…]; "
+            f"write them so, or give the trainer's module as the pythonModule",
+        )
+    end = args.index("--")
+    values = bootstrap_values(doc, [BOOTSTRAP, *args[: end + 1]], path)
+    if "module" not in values or "packages" in values:
+        raise doc.error(path, f"{args[: end + 1]!r}: a package replica's bootstrap takes --module (packages go in packageUris)")
+    return values, args[end + 1 :]
+
+
+def is_bootstrap_wheel(uri: str) -> bool:
+    """A staged ``tfjob-bootstrap`` wheel (tfjob adds it to every package pool)."""
+    return re.search(r"(^|/)tfjob_bootstrap-[^/]+\.whl$", uri) is not None
+
+
 def package_values(uris: list[str]) -> dict[str, Any]:
     """``package`` and ``packages`` from a list of package URIs.
 
     The first URI is the trainer; the rest are its extra dependencies (built tarballs).
+    The ``tfjob-bootstrap`` wheel tfjob stages itself is left out.
     """
+    uris = [uri for uri in uris if not is_bootstrap_wheel(uri)]
     return {"package": uris[0], "packages": uris[1:]} if uris else {}
 
 

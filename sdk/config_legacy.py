@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .config_doc import ConfigDoc, bootstrap_values, package_values, require_same
+from .config_doc import BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
 from .machines import did_you_mean
 from .spec import ROLES, ScaleTier
 
@@ -104,7 +104,13 @@ def parse_training_input(
                 values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = n
     values.update(package_values(doc.strings(data.get("packageUris"), f"{path}.packageUris")))
     module = doc.text(data.get("pythonModule"), f"{path}.pythonModule")
-    if module is not None:
+    trainer_args: list[str] | None = None
+    if module == BOOTSTRAP_MODULE:
+        # tfjob's own rendering: the bootstrap runs the trainer module named in the args.
+        said, trainer_args = bootstrap_module_values(doc, data.get("args"), f"{path}.args")
+        for key, value in said.items():
+            require_same(doc, shared, key, f"{path}.args", value)
+    elif module is not None:
         require_same(doc, shared, "module", f"{path}.pythonModule", module)
     for key, (_, value) in shared.items():
         values[key] = value
@@ -120,7 +126,9 @@ def parse_training_input(
         value = doc.text(data.get(key), f"{path}.{key}")
         if value is not None:
             values[name] = value
-    if data.get("args") is not None:
+    if trainer_args:
+        values["args"] = trainer_args
+    elif trainer_args is None and data.get("args") is not None:
         values["args"] = doc.strings(data["args"], f"{path}.args")
     for key, name in (("useChiefInTfConfig", "use_chief"), ("enableWebAccess", "enable_web_access")):
         flag = doc.flag(data.get(key), f"{path}.{key}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from .config_doc import BOOTSTRAP, ConfigDoc, bootstrap_values, package_values, require_same
+from .config_doc import BOOTSTRAP, BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
 from .machines import did_you_mean
 from .spec import ROLES, SCHEDULING_STRATEGIES, check_boot_disk
 
@@ -152,7 +152,13 @@ def _parse_pool(
         spec = doc.mapping(pool["pythonPackageSpec"], spec_path)
         doc.check_keys(spec, spec_path, PYTHON_PACKAGE_KEYS)
         module = doc.text(spec.get("pythonModule"), f"{spec_path}.pythonModule")
-        if module is not None:
+        if module == BOOTSTRAP_MODULE:
+            # tfjob's own rendering: the bootstrap runs the trainer module named in the args.
+            said, trainer = bootstrap_module_values(doc, spec.get("args"), f"{spec_path}.args")
+            for key, value in said.items():
+                require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.args", value)
+            spec = {**spec, "args": trainer}
+        elif module is not None:
             require_same(doc, shared, "pythonModule", f"{spec_path}.pythonModule", module)
         uris = doc.strings(spec.get("packageUris"), f"{spec_path}.packageUris")
         if uris:

@@ -28,6 +28,11 @@ def run(argv: list[str]) -> dict[str, Any]:
     return json.loads(result.stdout)
 
 
+def trainer_args(args: list[str]) -> list[str]:
+    """The trainer's own arguments: what follows the bootstrap's ``--``."""
+    return args[args.index("--") + 1:]
+
+
 def test_submit_dry_run_prints_the_legacy_job_body() -> None:
     body = run(["submit", "trainer/", "--module-name", "trainer.task", "--workers", "4", "--ps", "2", "--dry-run", *LEGACY])
     assert body == {
@@ -39,8 +44,13 @@ def test_submit_dry_run_prints_the_legacy_job_body() -> None:
             "workerCount": "4",
             "parameterServerType": "n1-standard-4",
             "parameterServerCount": "2",
-            "packageUris": ["gs://census-bucket/census/packages/trainer.tar.gz"],
-            "pythonModule": "trainer.task",
+            # Every replica starts through tfjob's bootstrap, staged beside the trainer as its own wheel.
+            "packageUris": [
+                "gs://census-bucket/census/packages/trainer.tar.gz",
+                f"gs://census-bucket/census/packages/tfjob_bootstrap-{__version__}-py3-none-any.whl",
+            ],
+            "pythonModule": "tfjob.container.bootstrap",
+            "args": ["--module", "trainer.task", "--"],
             "region": "us-central1",
         },
     }
@@ -119,8 +129,13 @@ def test_the_config_file_alone() -> None:
     ti = body["trainingInput"]
     assert body["jobId"] == "census_gpu_v2" and body["labels"] == {"team": "census"}
     assert (ti["masterType"], ti["workerCount"], ti["region"], ti["runtimeVersion"]) == ("n1-standard-16", "2", "europe-west1", "2.11")
-    assert ti["packageUris"] == ["gs://census-bucket/staging/trainer-0.2.tar.gz", "gs://census-bucket/staging/utils-1.0.tar.gz"]
-    assert ti["args"] == ["--train-steps", "5000", "--verbosity", "DEBUG"]
+    assert ti["packageUris"] == [
+        "gs://census-bucket/staging/trainer-0.2.tar.gz",
+        "gs://census-bucket/staging/utils-1.0.tar.gz",
+        f"gs://census-bucket/output/census_gpu_v2/packages/tfjob_bootstrap-{__version__}-py3-none-any.whl",
+    ]
+    assert ti["pythonModule"] == "tfjob.container.bootstrap"
+    assert trainer_args(ti["args"]) == ["--train-steps", "5000", "--verbosity", "DEBUG"]
 
 
 def test_flags_override_config_values() -> None:
@@ -137,7 +152,7 @@ def test_flags_override_config_values() -> None:
     assert (ti["workerCount"], ti["region"], ti["runtimeVersion"]) == ("5", "us-east1", "2.15")
     assert ti["scheduling"] == {"maxRunningTime": "3600s"}
     assert ti["useChiefInTfConfig"] is False
-    assert ti["args"] == ["--train-steps", "10"]
+    assert trainer_args(ti["args"]) == ["--train-steps", "10"]
     # What no flag touched stays as the file says.
     assert (ti["workerType"], ti["workerConfig"]["acceleratorConfig"]["type"], ti["jobDir"]) == (
         "n1-standard-8", "NVIDIA_TESLA_V100", "gs://census-bucket/output",
@@ -156,8 +171,8 @@ def test_a_vertex_config_renders_as_the_legacy_body_of_the_same_cluster() -> Non
 def test_everything_after_the_double_dash_reaches_the_trainer() -> None:
     user_args = ["--train-steps", "1000", "--workers", "7", "-m", "not.this", "--", "--literal"]
     body = run(["submit", "trainer/", "-m", "trainer.task", "--dry-run", *LEGACY, "--", *user_args])
-    assert body["trainingInput"]["args"] == user_args
-    assert body["trainingInput"]["pythonModule"] == "trainer.task"
+    assert body["trainingInput"]["args"] == ["--module", "trainer.task", "--", *user_args]
+    assert body["trainingInput"]["pythonModule"] == "tfjob.container.bootstrap"
     assert "workerCount" not in body["trainingInput"]
 
 
@@ -191,4 +206,4 @@ def test_render_in_a_real_process(tfjob_exe: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)
     assert body["trainingInput"]["scaleTier"] == "BASIC_GPU"
-    assert body["trainingInput"]["args"] == ["--epochs", "2"]
+    assert trainer_args(body["trainingInput"]["args"]) == ["--epochs", "2"]

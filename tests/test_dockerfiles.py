@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -70,11 +72,8 @@ def test_base_installs_only_the_bootstrap_and_tf_keras_without_dependencies() ->
     assert _arg_default(BASE, "TF_KERAS_VERSION") == "${TF_VERSION}"  # the same minor as TensorFlow unless given
     assert re.search(r'^ENTRYPOINT \["tfjob-bootstrap"\]$', BASE, re.MULTILINE)
     assert "TF_USE_LEGACY_KERAS=1" in BASE
-    # The image's distribution is the bootstrap alone: no `tfjob` CLI whose dependencies it lacks.
-    dist = (ROOT / "container" / "bootstrap-pyproject.toml").read_text()
-    assert 'name = "tfjob-bootstrap"' in dist and "dependencies = []" in dist
-    scripts = dist[dist.index("[project.scripts]") :].split("\n[", 1)[0]
-    assert re.findall(r"^(\S+) = ", scripts, re.MULTILINE) == ["tfjob-bootstrap"]
+    # The image's distribution is the bootstrap alone (container/wheel.py): no `tfjob` CLI whose dependencies it lacks.
+    assert "RUN python /src/container/wheel.py /wheels" in BASE
 
 
 def test_base_runs_as_a_non_root_user_and_is_labelled() -> None:
@@ -90,36 +89,53 @@ def test_base_keeps_no_source_in_a_layer_and_has_a_writable_job_dir() -> None:
     assert "COPY" not in final
     assert "--mount=type=bind,from=wheel" in final
     assert re.search(r"mkdir -p /trainer /job", final) and "chown tfjob:tfjob /trainer /job" in final
-    dist = (ROOT / "container" / "bootstrap-pyproject.toml").read_text()
-    for folder in re.findall(r'"tfjob[.\w]*" = "(\w+)"', dist):
-        assert f"COPY {folder} " in BASE
+    # The wheel stage copies exactly the folders container/wheel.py reads the bootstrap from.
+    for folder in ("sdk", "container"):
+        assert f"COPY {folder} /src/{folder}" in BASE
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".venv" in ignored and ".git" in ignored
 
 
-def test_the_bootstrap_dist_builds_and_has_only_the_bootstrap(tmp_path: Path) -> None:
+def test_the_bootstrap_wheel_has_only_the_bootstrap_and_is_byte_identical(tmp_path: Path) -> None:
     import shutil
     import subprocess
     import sys
     import zipfile
 
+    # Built the way the Dockerfile's wheel stage builds it: a copy of sdk/ and container/, no pip.
     src = tmp_path / "src"
     shutil.copytree(ROOT / "sdk", src / "sdk", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "container", src / "container", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "container" / "bootstrap-pyproject.toml", src / "pyproject.toml")
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "w"), str(src)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    (wheel,) = (tmp_path / "w").glob("tfjob_bootstrap-*.whl")
-    with zipfile.ZipFile(wheel) as z:
+    wheels = []
+    for out in ("w1", "w2"):
+        done = subprocess.run([sys.executable, "-I", str(src / "container" / "wheel.py"), str(tmp_path / out)],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        (wheel,) = (tmp_path / out).glob("tfjob_bootstrap-*-py3-none-any.whl")
+        wheels.append(wheel)
+    assert wheels[0].read_bytes() == wheels[1].read_bytes()  # content-addressed where it is staged
+    with zipfile.ZipFile(wheels[0]) as z:
         names = z.namelist()
         entry_points = z.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
         metadata = z.read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert "tfjob/container/bootstrap.py" in names and "tfjob/cluster/task.py" in names
+    assert not any(n.startswith(("tfjob/cli/", "tfjob/gcp/", "tfjob/render/")) for n in names)
     assert "tfjob-bootstrap = tfjob.container.bootstrap:main" in entry_points and "tfjob =" not in entry_points
     assert "Requires-Dist" not in metadata
+
+    # Installed on its own (-S: not even this environment's tfjob is importable), the bootstrap runs a module as a task.
+    target = tmp_path / "site"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target),
+                           str(wheels[0])], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "mod").mkdir()
+    (tmp_path / "mod" / "hello_task.py").write_text("import json, os, sys\nprint('ran', json.loads(os.environ['TF_CONFIG'])['task'], sys.argv[1:])\n")
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": f"{target}{os.pathsep}{tmp_path / 'mod'}",
+           "TF_CONFIG": json.dumps({"cluster": {"chief": ["127.0.0.1:1"]}, "task": {"type": "chief", "index": 0}})}  # fmt: skip
+    ran = subprocess.run([sys.executable, "-S", "-m", "tfjob.container.bootstrap", "--module", "hello_task", "--", "--x", "1"],
+                         capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "ran {'type': 'chief', 'index': 0} ['--x', '1']" in ran.stdout
 
 
 def test_trainer_template_builds_from_the_base_and_runs_a_module() -> None:

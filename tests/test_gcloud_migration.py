@@ -64,7 +64,10 @@ def test_the_positional_job_name_and_python_package_uris_as_gcloud_takes_them(tr
     assert named["displayName"] == "my_job_7" and named["jobSpec"]["persistentResourceId"] == "pool-a"
     staged = _body("-m", "trainer.task", "--python-package-uris", "gs://b/t-1.tar.gz,gs://b/extra-2.whl")
     spec = staged["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
-    assert spec["packageUris"] == ["gs://b/t-1.tar.gz", "gs://b/extra-2.whl"]
+    # The user's packages in their order, then tfjob's bootstrap wheel (the pools' entry point).
+    assert spec["packageUris"][:2] == ["gs://b/t-1.tar.gz", "gs://b/extra-2.whl"]
+    assert spec["packageUris"][2].endswith("/tfjob_bootstrap-0.1.0-py3-none-any.whl") and len(spec["packageUris"]) == 3
+    assert spec["pythonModule"] == "tfjob.container.bootstrap" and spec["args"][:2] == ["--module", "trainer.task"]
 
 
 @pytest.mark.parametrize(

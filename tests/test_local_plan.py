@@ -121,9 +121,14 @@ def test_job_info_per_dialect() -> None:
     assert render_job_info(spec, "gcloud-local") == {"job_name": "trainer.task", "args": ["--a"]}
     legacy = render_job_info(spec, "ai-platform")
     assert legacy is not None and legacy["worker_count"] == "4" and legacy["parameter_server_count"] == "2"
-    assert legacy["python_module"] == "trainer.task" and legacy["job_dir"] == "/out"
-    vertex = render_job_info(_spec(workers=None, ps=None, evaluators=1), "vertex")
+    # The job as tfjob submits it: the bootstrap is the module, the trainer's in its args.
+    assert legacy["python_module"] == "tfjob.container.bootstrap" and legacy["job_dir"] == "/out"
+    assert legacy["args"] == ["--module", "trainer.task", "--", "--a"]
+    vertex = render_job_info(_spec(workers=None, ps=None, evaluators=1), "vertex", "module", "tf2")
     assert vertex is not None and [bool(p) for p in vertex["workerPoolSpecs"]] == [True, False, False, True]  # type: ignore[union-attr]
+    package = vertex["workerPoolSpecs"][3]["pythonPackageSpec"]  # type: ignore[index]
+    assert package["pythonModule"] == "tfjob.container.bootstrap"
+    assert package["args"] == ["--module", "trainer.task", "--tf-config", "tf2", "--"]
 
 
 def test_dialect_and_strategy_are_checked() -> None:

@@ -27,6 +27,8 @@ from tfjob.spec import build_spec
 GOLDEN = Path(__file__).parent / "golden" / "vertex"
 PKG = "gs://b/tfjob/packages/0123abcd/trainer-0.0.0.tar.gz"
 SUB_ID = "5f1b3c9e2d7a4e8f9a0b1c2d3e4f5a6b"
+#: The tfjob-bootstrap wheel's staged place (its real digest changes with every bootstrap edit).
+BOOT = "gs://b/tfjob/packages/b007b007/tfjob_bootstrap-0.1.0-py3-none-any.whl"
 
 
 def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +180,7 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_golden(case: str) -> None:
     spec, options, uris = CASES[case]()
-    body = render_custom_job(spec, options, uris, submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0")
+    body = render_custom_job(spec, options, uris, submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0", bootstrap_uri=BOOT)
     path = GOLDEN / f"{case}.json"
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
     if os.environ.get("TFJOB_UPDATE_GOLDEN") == "1":

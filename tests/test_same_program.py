@@ -86,19 +86,59 @@ def test_ai_platform_containers_start_what_the_local_tasks_start_but_the_job_dir
         assert body["jobDir"] == "gs://b/jd"
 
 
-def test_vertex_package_jobs_run_the_module_on_every_replica_as_locally() -> None:
-    # The default dispatch is what Vertex does to a package job: every replica runs the module.
-    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1, job_dir="gs://b/jd", args=("--steps", "5"))
-    local = _local(spec, "vertex", SubmitOptions())
-    pools = render_custom_job(spec, SubmitOptions(), ["gs://b/p.tar.gz"])["jobSpec"]["workerPoolSpecs"]
+def _local_package(spec, dialect: str, options: SubmitOptions) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """What each local task of a package job runs after ``python -m``: the module and its arguments."""
+    strategy = resolve_strategy(spec, options.strategy)
+    cluster = build_cluster(spec, list(range(6000, 6000 + len(spec.tasks()))))
+    plans = build_task_plans(
+        spec, cluster, dialect=dialect, strategy=strategy, python="python", source_root="/src", environ={}, job_id="j",
+        tf_config=options.tf_config,
+    )  # fmt: skip
+    out = {}
+    for plan in plans:
+        argv = plan.argv[plan.argv.index("-m") + 1 :]
+        argv.remove("--check-port")
+        out[plan.name] = argv
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_vertex_package_replicas_run_the_bootstrap_as_the_local_tasks_do(case: str) -> None:
+    # Every pool's entry point is the bootstrap (issue 12.1), so the job's --strategy and
+    # --tf-config act on Vertex AI exactly as they do locally.
+    options = CASES[case]
+    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    local = _local_package(spec, "vertex", options)
+    pools = render_custom_job(spec, options, ["gs://b/p.tar.gz"])["jobSpec"]["workerPoolSpecs"]
     for name, argv in local.items():
         package = pools[list(REPLICA).index(name.split("-")[0])]["pythonPackageSpec"]
-        assert argv == ["tfjob-bootstrap", "--module", package["pythonModule"], "--", *package["args"]], name
+        assert package["pythonModule"] == "tfjob.container.bootstrap"
+        assert [package["pythonModule"], *package["args"]] == argv, name
 
 
-def test_a_choice_vertex_package_jobs_cannot_apply_is_refused() -> None:
-    from tfjob.errors import SpecError
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ai_platform_package_replicas_run_the_bootstrap_as_the_local_tasks_do(case: str) -> None:
+    options = CASES[case]
+    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    local = _local_package(spec, "ai-platform", options)
+    body = render_training_input(spec, options)
+    for name, argv in local.items():
+        # AI Platform appends --job-dir (jobDir) to the args; locally the bootstrap appends it to the trainer's.
+        i = argv.index("--job-dir")
+        assert argv[i : i + 2] == ["--job-dir", "gs://b/jd"]
+        assert [body["pythonModule"], *body["args"]] == argv[:i] + argv[i + 2 :], name
+    assert body["jobDir"] == "gs://b/jd"
+    assert body["packageUris"][-1].endswith("/packages/tfjob_bootstrap-0.1.0-py3-none-any.whl")
 
-    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1)
-    with pytest.raises(SpecError, match="give --image"):
-        render_custom_job(spec, SubmitOptions(strategy="parameter-server"), ["gs://b/p.tar.gz"])
+
+def test_package_pools_install_the_bootstrap_wheel_after_the_trainer() -> None:
+    import hashlib
+
+    from tfjob.container.wheel import build_bytes
+
+    name, data = build_bytes()
+    spec = build_spec(name="j", module="trainer.task", package="/src", workers=1, packages=("gs://b/extra.whl",))
+    pools = render_custom_job(spec, SubmitOptions(), ["gs://b/p.tar.gz", "gs://b/extra.whl"])["jobSpec"]["workerPoolSpecs"]
+    for pool in pools:
+        uris = pool["pythonPackageSpec"]["packageUris"]
+        assert uris == ["gs://b/p.tar.gz", "gs://b/extra.whl", f"gs://b/tfjob/packages/{hashlib.sha256(data).hexdigest()}/{name}"]

@@ -327,5 +327,8 @@ def test_readme_vertex_command_renders(template: str, replicas: list[str], tmp_p
     body = json.loads(result.stdout)
     pools = body["jobSpec"]["workerPoolSpecs"]
     assert [p["replicaCount"] for p in pools] == replicas
-    assert {p["pythonPackageSpec"]["pythonModule"] for p in pools} == {"trainer.task"}
-    assert pools[0]["pythonPackageSpec"]["args"][:2] == ["--train-steps", "2000"]
+    # Every pool starts through the bootstrap, which runs the template's module with its arguments.
+    assert {p["pythonPackageSpec"]["pythonModule"] for p in pools} == {"tfjob.container.bootstrap"}
+    chief_args = pools[0]["pythonPackageSpec"]["args"]
+    assert chief_args[:2] == ["--module", "trainer.task"]
+    assert chief_args[chief_args.index("--") + 1 :][:2] == ["--train-steps", "2000"]

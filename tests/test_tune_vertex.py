@@ -36,6 +36,8 @@ GOLDEN = ROOT / "tests" / "golden" / "tuning"
 TUNE = ROOT / "tests" / "data" / "tune_trainers"
 PKG = "gs://b/tfjob/packages/0123abcd/toy-0.0.0.tar.gz"
 SUB_ID = "5f1b3c9e2d7a4e8f9a0b1c2d3e4f5a6b"
+#: The tfjob-bootstrap wheel's staged place (its real digest changes with every bootstrap edit).
+BOOT = "gs://b/tfjob/packages/b007b007/tfjob_bootstrap-0.1.0-py3-none-any.whl"
 
 STUDY = StudySpec(
     MetricSpec("accuracy", "MAXIMIZE"),
@@ -73,8 +75,9 @@ def _spec() -> Any:
 # -- rendering ---------------------------------------------------------------------------------------
 def test_golden_tuning_job() -> None:
     body = render_hyperparameter_tuning_job(
-        STUDY, _spec(), SubmitOptions(region="europe-west4"), [PKG], submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0"
-    )
+        STUDY, _spec(), SubmitOptions(region="europe-west4"), [PKG], submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0",
+        bootstrap_uri=BOOT,
+    )  # fmt: skip
     path = GOLDEN / "hptuning_job.json"
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
     if os.environ.get("TFJOB_UPDATE_GOLDEN") == "1":
@@ -140,13 +143,14 @@ def test_a_study_on_vertex_end_to_end_as_a_real_process(emulator: Any, fake: Fak
     job_id = proc.stdout.strip()
     assert re.fullmatch(r"\d+", job_id)
     # The trainer was packaged and staged, and the body the service got parses strictly.
-    blobs = list(emulator.list_blobs("b"))
-    assert len(blobs) == 1 and blobs[0].name.endswith("/toy-0.0.0.tar.gz")
+    # The trainer and tfjob's bootstrap wheel (every trial replica starts through it) were staged.
+    blobs = sorted(emulator.list_blobs("b"), key=lambda b: b.name.rsplit("/", 1)[1], reverse=True)
+    assert [b.name.rsplit("/", 1)[1] for b in blobs] == ["toy-0.0.0.tar.gz", "tfjob_bootstrap-0.1.0-py3-none-any.whl"]
     (sent,) = fake.created_bodies()
     body = strict_roundtrip(sent)  # the client may write enums as numbers: compare what they mean
     assert body["studySpec"] == render_study_spec(parse_hparams(TUNE / "toy_vertex.yaml"))
     pools = body["trialJobSpec"]["workerPoolSpecs"]
-    assert [p["replicaCount"] for p in pools] == ["1", "1"] and pools[0]["pythonPackageSpec"]["packageUris"] == [f"gs://b/{blobs[0].name}"]
+    assert [p["replicaCount"] for p in pools] == ["1", "1"] and pools[0]["pythonPackageSpec"]["packageUris"] == [f"gs://b/{b.name}" for b in blobs]
     assert (body["maxTrialCount"], body["parallelTrialCount"], body["maxFailedTrialCount"]) == (6, 2, 2)
     # The live table showed the trials, and the best one is named.
     losses = {t["id"]: t["finalMeasurement"]["metrics"][0]["value"] for t in fake.jobs[job_id]["trials"]}
@@ -189,7 +193,7 @@ def test_trials_are_read_as_the_study_types_them(fake: FakeTuning) -> None:
     assert (three.state, three.message) == ("INFEASIBLE", "exited with status 3")
 
 
-def test_failed_trials_fail_the_study_with_the_service_message(fake: FakeTuning) -> None:
+def test_failed_trials_fail_the_study_with_the_service_message(emulator: Any, fake: FakeTuning) -> None:  # noqa: F811  (the bootstrap wheel is staged)
     fake.infeasible = {"1", "2"}
     result = CliRunner().invoke(app, _tune(fake, package="gs://b/toy-0.0.0.tar.gz"))
     assert result.exit_code == 1, result.stderr
@@ -202,7 +206,7 @@ def test_failed_trials_fail_the_study_with_the_service_message(fake: FakeTuning)
     assert "state     FAILED" in status and "INFEASIBLE" in status
 
 
-def test_async_then_status_and_cancel(fake: FakeTuning) -> None:
+def test_async_then_status_and_cancel(emulator: Any, fake: FakeTuning) -> None:  # noqa: F811  (the bootstrap wheel is staged)
     runner = CliRunner()
     created = runner.invoke(app, _tune(fake, "--async", package="gs://b/toy-0.0.0.tar.gz"))
     assert created.exit_code == 0, created.stderr
@@ -221,7 +225,7 @@ def test_async_then_status_and_cancel(fake: FakeTuning) -> None:
     assert waited.exit_code == 130 and f"job {job_id} CANCELLED" in waited.stderr
 
 
-def test_logs_of_a_trial_are_its_custom_job_s(fake: FakeTuning) -> None:
+def test_logs_of_a_trial_are_its_custom_job_s(emulator: Any, fake: FakeTuning) -> None:  # noqa: F811  (the bootstrap wheel is staged)
     runner = CliRunner()
     job_id = runner.invoke(app, _tune(fake, "--async", package="gs://b/toy-0.0.0.tar.gz")).stdout.strip()
     for _ in range(3):
@@ -254,7 +258,7 @@ def test_a_lost_create_is_found_by_its_label_not_created_twice(fake: FakeTuning,
     assert [m for m, p, _ in fake.requests] == ["POST", "GET"]  # the create, then the lookup by label
 
 
-def test_service_errors_are_translated(fake: FakeTuning) -> None:
+def test_service_errors_are_translated(emulator: Any, fake: FakeTuning) -> None:  # noqa: F811  (the bootstrap wheel is staged)
     fake.fail(r"^POST", 400)
     result = CliRunner().invoke(app, _tune(fake, package="gs://b/toy-0.0.0.tar.gz"))
     assert result.exit_code == 2, result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tfjob.cli.main import app
+from tfjob.container import wheel
 from tfjob.packaging import build_sdist
 
 from test_render_vertex import strict_roundtrip
@@ -59,8 +61,13 @@ def test_dry_run_uri_carries_the_package_digest(trainer: Path, tmp_path: Path) -
     body = yaml.safe_load(result.stdout)
     pool = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
     built = build_sdist(trainer, tmp_path / "expected", module="trainer.task")
-    assert pool["packageUris"] == [f"gs://my-bucket/tfjob/packages/{built.sha256}/trainer-0.0.0.tar.gz"]
-    assert pool["args"] == ["--steps", "5"]
+    boot_name, boot = wheel.build_bytes()
+    assert pool["packageUris"] == [
+        f"gs://my-bucket/tfjob/packages/{built.sha256}/trainer-0.0.0.tar.gz",
+        f"gs://my-bucket/tfjob/packages/{hashlib.sha256(boot).hexdigest()}/{boot_name}",  # the bootstrap, content-addressed too
+    ]
+    assert pool["pythonModule"] == "tfjob.container.bootstrap"
+    assert pool["args"] == ["--module", "trainer.task", "--", "--steps", "5"]
     assert pool["executorImageUri"].startswith("europe-docker.pkg.dev/vertex-ai/training/tf-cpu.")
     assert "projects/p/locations/europe-west4" in result.stderr
 
@@ -117,8 +124,6 @@ def test_dry_run_path_imports_no_google_client(trainer: Path) -> None:
 
 
 def test_extra_packages_are_content_addressed(trainer: Path, tmp_path: Path) -> None:
-    import hashlib
-
     wheel = tmp_path / "helpers-1.0-py3-none-any.whl"
     wheel.write_bytes(b"not really a wheel, but bytes to hash")
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
@@ -130,4 +135,5 @@ def test_extra_packages_are_content_addressed(trainer: Path, tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     uris = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"]
     assert uris[0].startswith("gs://b/team/tfjob/packages/") and uris[0].endswith("/trainer-0.0.0.tar.gz")
-    assert uris[1:] == [f"gs://b/team/tfjob/packages/{digest}/{wheel.name}", "gs://other/lib-2.0.tar.gz"]
+    assert uris[1:3] == [f"gs://b/team/tfjob/packages/{digest}/{wheel.name}", "gs://other/lib-2.0.tar.gz"]
+    assert len(uris) == 4 and uris[3].startswith("gs://b/team/tfjob/packages/") and "/tfjob_bootstrap-" in uris[3]

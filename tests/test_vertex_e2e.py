@@ -88,11 +88,13 @@ def test_submit_stages_once_and_follows_the_job(emulator: Any, fake: FakeVertex,
     assert second.returncode == 0, second.stderr
     assert "is staged already" in second.stderr and "nothing to upload" in second.stderr
 
-    blobs = list(emulator.list_blobs("b"))
-    assert len(blobs) == 1 and blobs[0].name.startswith("tfjob/packages/") and blobs[0].name.endswith("/trainer-0.0.0.tar.gz")
+    # Two objects, each staged once: the trainer's sdist and tfjob's bootstrap wheel.
+    blobs = sorted(emulator.list_blobs("b"), key=lambda b: b.name.rsplit("/", 1)[1], reverse=True)
+    assert [b.name.rsplit("/", 1)[1] for b in blobs] == ["trainer-0.0.0.tar.gz", "tfjob_bootstrap-0.1.0-py3-none-any.whl"]
+    assert all(b.name.startswith("tfjob/packages/") for b in blobs)
     with JobStore() as store:
         records = [store.get(job_id), store.get(second.stdout.strip())]
-    assert [r.extra["bytes_uploaded"] for r in records] == [blobs[0].size, 0]
+    assert [r.extra["bytes_uploaded"] for r in records] == [blobs[0].size + blobs[1].size, 0]
     assert [r.state for r in records] == [JobState.SUCCEEDED, JobState.SUCCEEDED]
     assert records[0].options == {"project": "p", "region": "us-central1", "api_endpoint": fake.endpoint}
 
@@ -101,7 +103,7 @@ def test_submit_stages_once_and_follows_the_job(emulator: Any, fake: FakeVertex,
     for body in bodies:
         assert strict_roundtrip(body) == body
         assert [p["replicaCount"] for p in body["jobSpec"]["workerPoolSpecs"]] == ["1", "4", "2"]
-        assert body["jobSpec"]["workerPoolSpecs"][1]["pythonPackageSpec"]["packageUris"] == [f"gs://b/{blobs[0].name}"]
+        assert body["jobSpec"]["workerPoolSpecs"][1]["pythonPackageSpec"]["packageUris"] == [f"gs://b/{b.name}" for b in blobs]
     assert bodies[0]["labels"]["tfjob-submission-id"] != bodies[1]["labels"]["tfjob-submission-id"]
 
 

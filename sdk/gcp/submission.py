@@ -18,15 +18,13 @@ from typing import Any
 
 from ..model import SubmitOptions
 from ..errors import PackagingError, SpecError, UsageError
-from ..render.vertex import PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
+from ..render.vertex import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
 from ..spec import JobSpec
 
 #: The region used when none is given (as the Vertex AI SDK does).
 DEFAULT_REGION = "us-central1"
 #: Shown instead of a staging bucket in a dry run that has none (never sent).
 PLACEHOLDER_BUCKET = "YOUR_STAGING_BUCKET"
-#: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
-PACKAGE_PREFIX = "tfjob/packages"
 
 _REGION_RE = re.compile(r"^[a-z]+(-[a-z]+)+\d+$")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,221}$")
@@ -93,7 +91,8 @@ def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str
     """The staging bucket, path prefix and where they came from.
 
     ``--staging-bucket`` first, then the bucket of a ``gs://`` ``--job-dir``, then the
-    configured one (``TFJOB_STAGING_BUCKET`` or ``staging_bucket`` in config.yaml).
+    configured one (``TFJOB_STAGING_BUCKET`` or ``staging_bucket`` in config.yaml), then
+    the bucket of a trainer package given as ``gs://`` (where the bootstrap wheel goes).
     """
     if options.staging_bucket:
         bucket, prefix = parse_gcs_uri(options.staging_bucket, "--staging-bucket")
@@ -104,6 +103,10 @@ def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str
     if options.default_staging_bucket:
         bucket, prefix = parse_gcs_uri(options.default_staging_bucket, "staging_bucket (config)")
         return bucket, prefix, "config"
+    if spec.package and spec.package.startswith("gs://"):
+        # A trainer staged already: tfjob's bootstrap wheel goes to the same bucket.
+        bucket, _ = parse_gcs_uri(spec.package, "PACKAGE_PATH")
+        return bucket, "", "the trainer package's bucket"
     return None
 
 
@@ -158,6 +161,23 @@ def file_package(path: Path, base_uri: str) -> LocalPackage:
     return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
 
 
+def bootstrap_package(base_uri: str, build_dir: Path | None = None) -> LocalPackage:
+    """The ``tfjob-bootstrap`` wheel to stage (written to ``build_dir``, default ``$TFJOB_HOME/build``)."""
+    from ..container.wheel import build
+
+    if build_dir is None:
+        from ..settings import tfjob_home
+
+        build_dir = tfjob_home() / "build"
+    try:
+        path = Path(build(str(build_dir / "bootstrap")))
+    except OSError as e:
+        raise PackagingError(f"cannot write the tfjob-bootstrap wheel under {build_dir}: {e.strerror or e}") from None
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
+
+
 def _needs_package(spec: JobSpec) -> bool:
     return any(not spec.image_for(p.role) for p in spec.pools)
 
@@ -205,6 +225,7 @@ def plan_submission(
 
     uploads: list[LocalPackage] = []
     uris: list[str] = []
+    bootstrap_uri: str | None = None
     bucket = source_of_bucket = None
     tf_version: tuple[int, int] | None = None
     if _needs_package(spec) or spec.packages:
@@ -253,8 +274,15 @@ def plan_submission(
                 pkg = file_package(Path(extra).expanduser(), base_uri)
                 uploads.append(pkg)
                 uris.append(pkg.uri)
+        if _needs_package(spec):
+            # Package replicas start through the bootstrap, as local tasks do: stage its wheel too.
+            bootstrap = bootstrap_package(base_uri, build_dir)
+            uploads.append(bootstrap)
+            bootstrap_uri = bootstrap.uri
 
-    body = render_custom_job(spec, options, uris, submission_id=submission_id, tf_version=tf_version)
+    body = render_custom_job(
+        spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri
+    )
     return Submission(
         project=project,
         region=region,

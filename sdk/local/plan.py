@@ -92,12 +92,19 @@ def build_cluster(spec: JobSpec, ports: list[int], host: str = HOST) -> dict[str
     return cluster
 
 
-def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
+def render_job_info(
+    spec: JobSpec, dialect: str, strategy: str = "module", tf_config: str = "platform"
+) -> dict[str, object] | None:
     """The ``job`` part of TF_CONFIG / CLUSTER_SPEC as the platform of ``dialect`` writes it.
 
     AI Platform puts the job's ``trainingInput``, Vertex AI its ``CustomJobSpec``,
     ``gcloud ai-platform local train`` the module and arguments; Kubeflow puts none.
+    A package job's module there is the bootstrap, with its arguments, as tfjob submits it.
     """
+    from ..model import SubmitOptions
+    from ..render.vertex import BOOTSTRAP_MODULE, package_args
+
+    submitted = SubmitOptions(strategy=strategy, tf_config=tf_config)
     if dialect == "kubeflow":
         return None
     if dialect == "gcloud-local":
@@ -111,8 +118,8 @@ def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
                 info[f"{key}_type"] = pool.machine.type
                 info[f"{key}_count"] = str(pool.replicas)
         info["package_uris"] = [spec.package] if spec.package else []
-        info["python_module"] = spec.module
-        info["args"] = list(spec.args)
+        info["python_module"] = BOOTSTRAP_MODULE if spec.module else None
+        info["args"] = package_args(spec, "chief", submitted) if spec.module else list(spec.args)
         if spec.job_dir:
             info["job_dir"] = spec.job_dir
         info["region"] = spec.region or "local"
@@ -131,8 +138,8 @@ def render_job_info(spec: JobSpec, dialect: str) -> dict[str, object] | None:
                 "replicaCount": str(pool.replicas),
                 "pythonPackageSpec": {
                     "packageUris": [spec.package] if spec.package else [],
-                    "pythonModule": spec.module,
-                    "args": list(spec.args_for(role)),
+                    "pythonModule": BOOTSTRAP_MODULE if spec.module else None,
+                    "args": package_args(spec, role, submitted) if spec.module else list(spec.args_for(role)),
                 },
             }
         )
@@ -211,7 +218,7 @@ def build_task_plans(
         base["CLOUD_ML_TRIAL_ID"] = str(trial)
     if source_root is not None:
         base["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, base.get("PYTHONPATH", "")) if p)
-    job_info = render_job_info(spec, dialect)
+    job_info = render_job_info(spec, dialect, strategy, tf_config)
     plans = []
     for role, index in spec.tasks():
         address = cluster[role][index]

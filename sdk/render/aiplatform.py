@@ -148,13 +148,18 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             from ..packaging import check_trainer
 
             check_trainer(Path(spec.package).expanduser().resolve(), spec.module)  # as gcloud's packaging would
+        from ..container.wheel import wheel_name
+        from .vertex import BOOTSTRAP_MODULE, package_args
+
         root = _staging_root(spec, options)
         uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []
         uris += [_staged_uri(p, root, job_id) for p in spec.packages]
-        if uris:
-            body["packageUris"] = uris
-        body["pythonModule"] = spec.module
-    if spec.args:
+        # Every replica starts through the bootstrap, as a local task does; AI Platform
+        # appends --job-dir (jobDir) to the args itself, so the bootstrap is not given it.
+        body["packageUris"] = [*uris, _staged_uri(wheel_name(), root, job_id)]
+        body["pythonModule"] = BOOTSTRAP_MODULE
+        body["args"] = package_args(spec, "chief", options)
+    elif spec.args:
         body["args"] = list(spec.args)
     region = options.region or spec.region
     if region:

@@ -9,8 +9,11 @@ same dict back: int64 fields (``replicaCount``) are strings, defaults (``false``
 Worker pools sit at fixed positions: 0 chief (one replica), 1 workers, 2 parameter
 servers, 3 evaluators; an unused pool before a used one is ``{}``, trailing ones are
 left out. A pool runs either the trainer package on a prebuilt TensorFlow image
-(``pythonPackageSpec``) or a container (``containerSpec``); a container that is
-given a module starts it through the tfjob bootstrap.
+(``pythonPackageSpec``) or a container (``containerSpec``). Either way a replica given
+a module starts through the tfjob bootstrap, as a local task does: a package pool's
+``pythonModule`` is ``tfjob.container.bootstrap`` (the ``tfjob-bootstrap`` wheel is
+staged after the trainer's packages) with ``--module M … --`` ahead of the trainer's
+args; a container runs ``tfjob-bootstrap``, which the tfjob base image has.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ _REGISTRY = "{area}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{major}-{minor}.
 
 #: The bootstrap command a container runs a trainer module through.
 BOOTSTRAP = "tfjob-bootstrap"
+#: The module a package replica runs (``pythonModule``): the bootstrap, from the
+#: ``tfjob-bootstrap`` wheel staged next to the trainer (``tfjob.container.wheel``).
+BOOTSTRAP_MODULE = "tfjob.container.bootstrap"
+#: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
+PACKAGE_PREFIX = "tfjob/packages"
 
 _GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?$")
 _TENSORBOARD_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
@@ -145,6 +153,36 @@ def trainer_args(spec: JobSpec, role: str | None = None) -> list[str]:
     return list(spec.args_for(role) if role is not None else spec.args)
 
 
+def default_bootstrap_uri(package_uris: Sequence[str]) -> str:
+    """The ``tfjob-bootstrap`` wheel's staged place: ``gs://BUCKET/tfjob/packages/<sha256>/<wheel>``.
+
+    The bucket is the first package's; the digest names these exact bytes, so an
+    unchanged tfjob is staged once.
+    """
+    import hashlib
+
+    from ..container.wheel import build_bytes
+
+    name, data = build_bytes()
+    bucket = package_uris[0][5:].split("/", 1)[0] if package_uris and package_uris[0].startswith("gs://") else "BUCKET"
+    return f"gs://{bucket}/{PACKAGE_PREFIX}/{hashlib.sha256(data).hexdigest()}/{name}"
+
+
+def package_args(spec: JobSpec, role: str, options: Any) -> list[str]:
+    """A package replica's args: the bootstrap's (``--module M [...] --``) then the trainer's.
+
+    The platform runs ``python -m tfjob.container.bootstrap ARGS``, which is what a local
+    task runs, so role dispatch, ``--strategy`` and ``--tf-config`` act the same there.
+    The bootstrap is never given ``--job-dir`` here: Vertex AI passes none (it sets
+    ``AIP_MODEL_DIR``) and AI Platform appends its ``jobDir`` to the args itself.
+    """
+    from ..cluster.dispatch import bootstrap_args, resolve_strategy
+
+    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    return bootstrap_args(spec.module, trainer_args(spec, role), strategy=strategy, dialect="vertex", tf_config=tf_config)
+
+
 def bootstrap_command(spec: JobSpec, options: Any, packages: Sequence[str] = ()) -> list[str]:
     """``tfjob-bootstrap [--package URI…] --module M [...] --``: a container's command (the args follow).
 
@@ -166,6 +204,7 @@ def _pool_body(
     tf_version: tuple[int, int] | None,
     region: str | None,
     options: Any = None,
+    bootstrap_uri: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"machineSpec": _machine(pool, spec.reservation), "replicaCount": str(pool.replicas)}
     disk = _disk(pool)
@@ -196,27 +235,18 @@ def _pool_body(
                 f"the {pool.role} pool runs the trainer package, but no package URI was given; "
                 "pass the trainer directory (PACKAGE_PATH) or --image"
             )
-        from ..cluster.dispatch import resolve_strategy
-
         if spec.script is not None:
             raise SpecError(
                 f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
                 "give --module-name, or run the script in an --image"
             )
-        strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
-        if strategy != "module" or (getattr(options, "tf_config", "platform") or "platform") != "platform":
-            raise SpecError(
-                "a Vertex AI package job runs the trainer module on every replica as the platform does; "
-                "--strategy parameter-server and --tf-config tf2 need the bootstrap there: give --image "
-                "(the tfjob base image, or an image FROM it) with --module-name"
-            )
         package: dict[str, Any] = {
             "executorImageUri": executor_image or prebuilt_image(tf_version, _has_gpu(pool), region),
-            "packageUris": list(package_uris),
-            "pythonModule": spec.module,
+            "packageUris": [*package_uris, bootstrap_uri or default_bootstrap_uri(package_uris)],
+            "pythonModule": BOOTSTRAP_MODULE,
         }
-        if args:
-            package["args"] = args
+        args = package_args(spec, pool.role, options)
+        package["args"] = args
         if env:
             package["env"] = _env(env)
         body["pythonPackageSpec"] = package
@@ -286,6 +316,7 @@ def render_custom_job(
     submission_id: str | None = None,
     tf_version: tuple[int, int] | None = None,
     version: str | None = None,
+    bootstrap_uri: str | None = None,
 ) -> dict[str, Any]:
     """The Vertex AI ``CustomJob`` body for ``spec``.
 
@@ -297,6 +328,9 @@ def render_custom_job(
         submission_id: the value of the ``tfjob-submission-id`` label.
         tf_version: the trainer's TensorFlow (major, minor), to choose the image.
         version: tfjob's version for the ``tfjob`` label (default: this one).
+        bootstrap_uri: where the ``tfjob-bootstrap`` wheel is staged, which package
+            pools install after the trainer's packages (default: its content-addressed
+            place in the first package's bucket, :func:`default_bootstrap_uri`).
 
     Raises:
         SpecError: the job cannot run on Vertex AI as described.
@@ -313,7 +347,9 @@ def render_custom_job(
         if pool is None:
             pools.append({})  # the pool's position carries its role: keep the gap
             continue
-        pools.append(_pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options))
+        pools.append(
+            _pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options, bootstrap_uri)
+        )
 
     job_spec: dict[str, Any] = {"workerPoolSpecs": pools}
     scheduling: dict[str, Any] = {}

@@ -77,13 +77,14 @@ def render_hyperparameter_tuning_job(
     submission_id: str | None = None,
     tf_version: tuple[int, int] | None = None,
     version: str | None = None,
+    bootstrap_uri: str | None = None,
 ) -> dict[str, Any]:
     """The Vertex AI ``HyperparameterTuningJob`` body for a study of ``spec``.
 
     Args:
         study: what to tune.
         spec: the job each trial runs.
-        options, package_uris, submission_id, tf_version, version: as for
+        options, package_uris, submission_id, tf_version, version, bootstrap_uri: as for
             :func:`tfjob.render.vertex.render_custom_job`.
 
     Raises:
@@ -92,8 +93,9 @@ def render_hyperparameter_tuning_job(
     from ..render.vertex import render_custom_job
 
     custom = render_custom_job(
-        spec, options, package_uris, submission_id=submission_id, tf_version=tf_version, version=version
-    )
+        spec, options, package_uris, submission_id=submission_id, tf_version=tf_version, version=version,
+        bootstrap_uri=bootstrap_uri,
+    )  # fmt: skip
     return wrap_tuning_job(study, custom)
 
 
