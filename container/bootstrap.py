@@ -202,6 +202,9 @@ def install_packages(packages: Sequence[str]) -> None:
                 paths.append(os.path.abspath(package))
             else:
                 raise UsageError(f"--package {package}: no such file or directory; give a local path or a gs:// URI")
+        sdists = [p for p in paths if not p.endswith(".whl")]
+        if sdists:
+            _check_sdist_tools(sdists)
         # --no-build-isolation: an sdist builds with the setuptools already here, offline;
         # as a non-root user (the base image's uid 1000) pip installs into the user site.
         cmd = [
@@ -219,6 +222,27 @@ def install_packages(packages: Sequence[str]) -> None:
     if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
         site.addsitedir(site.getusersitepackages())
     sys.path_importer_cache.clear()
+
+
+def _check_sdist_tools(sdists: Sequence[str]) -> None:
+    """A source archive is built here, offline, by the setuptools already installed; it
+    builds a wheel only where a ``bdist_wheel`` command is registered (setuptools 70.1 and
+    later have it; before, the ``wheel`` package up to 0.45 adds it; the TensorFlow images
+    have one). Say so in one line instead of pip's page of output."""
+    import importlib.util
+    from importlib.metadata import entry_points
+
+    if importlib.util.find_spec("setuptools") is None:
+        lacking = "setuptools"
+    elif not any(ep.name == "bdist_wheel" for ep in entry_points(group="distutils.commands")):
+        lacking = "setuptools 70.1 or later (or the wheel package)"
+    else:
+        return
+    raise TfjobError(
+        f"--package {os.path.basename(sdists[0])} is a source archive, and building it here needs {lacking}, "
+        "which this image lacks (the TensorFlow images have it): add `pip install \"setuptools>=70.1\"` to the "
+        "image, or give a built wheel"
+    )
 
 
 #: Cloud Storage's JSON API, and the metadata server every Vertex AI replica and GKE pod has.

@@ -247,9 +247,10 @@ def test_without_an_image_the_error_says_to_pass_one() -> None:
         render_tfjob(spec)
 
 
-def test_a_trainer_package_cannot_be_shipped() -> None:
+def test_the_manifest_alone_does_not_ship_a_package() -> None:
+    # The backends ship it (a ConfigMap, tests/test_k8s_shipping.py); the bare renderer never drops it silently.
     spec = build_spec(name="j", module="trainer.task", package="trainer/", image=IMAGE)
-    with pytest.raises(SpecError, match=r"cannot ship PACKAGE_PATH: build the trainer into the image"):
+    with pytest.raises(SpecError, match=r"the manifest alone cannot ship PACKAGE_PATH: the Kubernetes backends do"):
         render_tfjob(spec)
 
 

@@ -26,7 +26,7 @@ class JobSetBackend(KubeflowBackend):
     kind = "JobSet"
     controller = "the JobSet controller"
 
-    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+    def _render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The JobSet manifest (see :func:`tfjob.render.jobset.render_jobset`)."""
         return render_jobset(spec, options)
 

@@ -16,15 +16,75 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
-from ..errors import BackendError, JobCancelledError, JobNotFoundError, UsageError
+from ..errors import BackendError, JobCancelledError, JobNotFoundError, SpecError, UsageError
 from ..k8s.status import build_job_status, build_pod_selector, parse_job_id, parse_timestamp, parse_tfjob_state, pod_task_name
 from ..render.kubeflow import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
+from ..render.shipment import MAX_BYTES as MAX_SHIPPED_BYTES
+from ..render.shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore
 from .base import JobState, JobStatus, SubmitOptions
 
 #: Lines of the failed task's log kept in a FAILED status (``JobFailedError.log_tail``).
 LOG_TAIL_LINES = 20
+#: The label naming the job a shipped-packages ConfigMap belongs to.
+JOB_NAME_LABEL = "tfjob.dev/job-name"
+
+
+def build_shipment(spec: JobSpec, options: Any) -> tuple[JobSpec, Shipment | None]:
+    """The spec with its packages taken out, and what ships them to the pods (None: nothing).
+
+    A trainer directory is built into its sdist (the build cache reuses an unchanged one;
+    files that look like secrets stay out, as for Vertex AI); a built archive is read as it
+    is; a ``gs://`` URI is downloaded by the bootstrap in the pod.
+
+    Raises:
+        PackagingError: the trainer cannot be built, or its module is not in it.
+        UsageError: a package path that does not exist.
+        SpecError: the packages are more than a ConfigMap holds, or two share a file name.
+    """
+    wanted = [p for p in (spec.package, *spec.packages) if p]
+    if not wanted:
+        return spec, None
+    from dataclasses import replace
+    from pathlib import Path
+
+    files: list[tuple[str, bytes]] = []
+    uris: list[str] = []
+    for i, package in enumerate(wanted):
+        flag = "PACKAGE_PATH" if i == 0 and spec.package else "--packages"
+        if package.startswith("gs://"):
+            uris.append(package)
+            continue
+        path = Path(package).expanduser()
+        if path.is_dir():
+            from ..packaging import build_sdist
+
+            built = build_sdist(path, module=spec.module if flag == "PACKAGE_PATH" else None,
+                                include_secrets=getattr(options, "include_secrets", False), requirements=spec.requirements)  # fmt: skip
+            if not getattr(options, "quiet", False):
+                for warning in built.warnings:
+                    print(f"tfjob: {warning}", file=sys.stderr, flush=True)
+            path = built.path
+        elif not path.is_file():
+            raise UsageError(f"{flag} {package}: no such file or directory; give a trainer directory, a built package or a gs:// URI")
+        if path.stat().st_size > MAX_SHIPPED_BYTES:  # refused without reading it
+            raise_too_big([*files, (path.name, b"")], path.stat().st_size)
+        if any(name == path.name for name, _ in files):
+            raise SpecError(f"{flag} {package}: two packages are named {path.name}; rename one")
+        files.append((path.name, path.read_bytes()))
+    shipment = Shipment(configmap_name(spec.name) if files else "", tuple(files), tuple(uris))
+    check_size(shipment)
+    return replace(spec, package=None, packages=()), shipment
+
+
+def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the job's manifest as the backend creates it, the packages' ConfigMap or None)."""
+    items = manifest.get("items") if manifest.get("kind") == "List" else None
+    if not items or items[0].get("kind") != "ConfigMap":
+        return manifest, None
+    rest = items[1:]
+    return (rest[0] if len(rest) == 1 else {**manifest, "items": rest}), items[0]
 
 
 class KubeflowBackend:
@@ -47,8 +107,26 @@ class KubeflowBackend:
     #: Who acts on a new job (the training operator, or the JobSet controller).
     controller = "the training operator"
 
-    # -- pure ------------------------------------------------------------------------------
+    # -- render ----------------------------------------------------------------------------
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """The job's manifest; with packages to ship, a ``List`` of their ConfigMap and the job.
+
+        Pure but for the trainer's build: a trainer directory given as PACKAGE_PATH is built
+        into its sdist (from the build cache when unchanged), as a Vertex AI dry run does.
+        """
+        bare, shipment = build_shipment(spec, options)
+        manifest = self._render(bare, options)
+        if shipment is None:
+            return manifest
+        ship_into(manifest, shipment)
+        if not shipment.files:
+            return manifest
+        labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, JOB_NAME_LABEL: spec.name}
+        configmap = render_configmap(shipment, labels, getattr(options, "namespace", None))
+        items = manifest["items"] if manifest.get("kind") == "List" else [manifest]
+        return {"apiVersion": "v1", "kind": "List", "items": [configmap, *items]}
+
+    def _render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The TFJob manifest (see :func:`tfjob.render.kubeflow.render_tfjob`)."""
         return render_tfjob(spec, options)
 
@@ -130,13 +208,15 @@ class KubeflowBackend:
             AuthError: the cluster refused the credentials or the permission (401/403).
             BackendError: the TFJob CRD is not installed, or the API failed.
         """
-        manifest = self.render(spec, options)
+        manifest, configmap = split_configmap(self.render(spec, options))
         client = self._connect(options.kubeconfig, options.context)
         try:
             namespace = options.namespace or client.namespace
             check_k8s_name(namespace, field="namespace", flag="--namespace")
             self._set_namespace(manifest, namespace)
             created = self._create(client, namespace, manifest)
+            if configmap is not None:
+                self._ship(client, namespace, spec.name, configmap, created)
         finally:
             client.close()
         job_id = f"{namespace}/{spec.name}"
@@ -161,6 +241,36 @@ class KubeflowBackend:
         finally:
             store.close()
         return job_id
+
+    def _ship(self, client: Any, namespace: str, name: str, configmap: dict[str, Any], created: dict[str, Any]) -> None:
+        """Create the packages' ConfigMap, owned by the job just created (deleted with it).
+
+        The pods wait for it (their volume) and start once it exists. A ConfigMap of this
+        name left by an earlier job of the same name (tfjob's, not yet collected) is
+        replaced; anyone else's is not touched. If it cannot be created, the job is deleted
+        again, so nothing is left half-made.
+        """
+        configmap["metadata"]["namespace"] = namespace
+        configmap["metadata"]["ownerReferences"] = [owner_reference(created)]
+        cm_name = configmap["metadata"]["name"]
+        try:
+            try:
+                client.create_configmap(namespace, configmap)
+            except UsageError:  # 409: the name is taken
+                existing = client.get_configmap(namespace, cm_name)
+                if (existing.get("metadata") or {}).get("labels", {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+                    raise UsageError(
+                        f"ConfigMap {namespace}/{cm_name} exists and is not tfjob's; the job's packages need that name: "
+                        f"pick another --display-name, or delete it (kubectl delete configmap {cm_name} -n {namespace})"
+                    ) from None
+                client.delete_configmap(namespace, cm_name)
+                client.create_configmap(namespace, configmap)
+        except BaseException:
+            try:
+                self._delete(client, namespace, name)
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+            raise
 
     def run(self, spec: JobSpec, options: SubmitOptions) -> str:
         """Submit, then wait for the end, printing each state change on stderr; return the id.

@@ -33,7 +33,7 @@ class TrainJobBackend(KubeflowBackend):
     kind = "TrainJob"
     controller = "Kubeflow Trainer"
 
-    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+    def _render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """A ``List`` of the runtime and the TrainJob (pure; ``kubectl apply -f`` takes it)."""
         return render_trainjob_list(spec, options)
 

@@ -61,6 +61,8 @@ TRAINER_INSTALL_HINT = (
 )
 TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", TRAINER_INSTALL_HINT)
 RUNTIME = Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", TRAINER_INSTALL_HINT)
+#: The core ConfigMap a job's shipped packages travel in (every cluster serves it).
+CONFIGMAP = Resource("", "v1", "configmaps", "ConfigMap", "")
 
 
 def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
@@ -187,7 +189,7 @@ class KubeClient:
                 f"allows it (check with `kubectl auth can-i create {resource.plural}.{resource.group} -n {namespace}`)"
             )
         if code == 404:
-            if not self.crd_installed(resource):
+            if resource.group and not self.crd_installed(resource):
                 return BackendError(
                     f"the {resource.kind} resource ({resource.plural}.{resource.group}/{resource.version}) is not installed "
                     f"on the cluster at {self.server}: " + resource.install_hint
@@ -334,6 +336,35 @@ class KubeClient:
             )
         except self._errors as e:
             raise self._translate(e, f"delete TFJob {name}", namespace, name) from e
+
+    # -- ConfigMaps (a job's shipped packages) ----------------------------------------------
+    def create_configmap(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the ConfigMap; return it as stored (its ``binaryData`` left out)."""
+        name = manifest["metadata"]["name"]
+        try:
+            response = self._core.create_namespaced_config_map(
+                namespace, dict(manifest), _preload_content=False, _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"create ConfigMap {name}", namespace, name, CONFIGMAP) from e
+        stored = json.loads(response.data)
+        stored.pop("binaryData", None)
+        return stored
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        """The ConfigMap ``namespace/name`` (its metadata: the data is not read)."""
+        try:
+            response = self._core.read_namespaced_config_map(name, namespace, _preload_content=False, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get ConfigMap {name}", namespace, name, CONFIGMAP) from e
+        return {k: v for k, v in json.loads(response.data).items() if k not in ("data", "binaryData")}
+
+    def delete_configmap(self, namespace: str, name: str) -> None:
+        """Delete the ConfigMap ``namespace/name``."""
+        try:
+            self._core.delete_namespaced_config_map(name, namespace, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"delete ConfigMap {name}", namespace, name, CONFIGMAP) from e
 
     # -- pods ------------------------------------------------------------------------------
     def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:

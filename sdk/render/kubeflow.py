@@ -219,13 +219,13 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
         pools = f"{' and '.join(missing)} pool{'s have' if len(missing) > 1 else ' has'}"
         raise SpecError(
             f"--backend kubeflow runs container images, and the {pools} none: pass --image "
-            "(a trainer image built FROM the tfjob base image)"
+            "(a trainer image built FROM the tfjob base image, or the base image itself with PACKAGE_PATH)"
         )
     if spec.package or spec.packages:
         what = "PACKAGE_PATH" if spec.package else "--packages"
         raise SpecError(
-            f"--backend kubeflow runs the --image as it is and cannot ship {what}: build the trainer into the "
-            f"image (FROM the tfjob base image) and drop {what}"
+            f"the manifest alone cannot ship {what}: the Kubernetes backends do (tfjob render/submit --backend "
+            "kubeflow puts the packages in a ConfigMap the pods install from)"
         )
     if spec.service_account and not (
         len(spec.service_account) <= 253 and _DNS1123_SUBDOMAIN_RE.match(spec.service_account)

@@ -126,6 +126,7 @@ class FakeKube(LocalServer):
         self.jobsets: dict[tuple[str, str], dict[str, Any]] = {}
         self.trainjobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.runtimes: dict[str, dict[str, Any]] = {}
+        self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], _Pod] = {}
         self._scripts: dict[tuple[str, str], list[Callable[[], None]]] = {}
         self._injections: list[_Injection] = []
@@ -401,6 +402,13 @@ class FakeKube(LocalServer):
                 }
                 self.pods[(namespace, pod_name)] = _Pod(pod)
 
+    def _collect_owned(self, owner: dict[str, Any]) -> None:
+        """The garbage collector (lock held): delete the ConfigMaps ``owner`` owns by uid."""
+        uid = owner["metadata"].get("uid")
+        for key, cm in list(self.configmaps.items()):
+            if any(ref.get("uid") == uid for ref in cm["metadata"].get("ownerReferences") or []):
+                del self.configmaps[key]
+
     def _injected(self, method: str, path: str) -> _Injection | None:
         with self._cond:
             for inj in self._injections:
@@ -444,6 +452,16 @@ _TRAINJOBS = _Kind(
     "TrainJob", "trainjobs", "trainer.kubeflow.org", "trainjobs", lambda k: (k.trainer_schemas or {}).get("TrainJob"),
     check=_runtime_missing, owns_pods=True,
 )  # fmt: skip
+def _configmap_too_big(kube: "FakeKube", body: dict[str, Any]) -> str | None:
+    import base64
+
+    size = sum(len(k) + len(v.encode()) for k, v in (body.get("data") or {}).items())
+    size += sum(len(k) + len(base64.b64decode(v)) for k, v in (body.get("binaryData") or {}).items())
+    return "[]: Too long: must have at most 1048576 bytes" if size > 1048576 else None
+
+
+#: Core ConfigMaps (a job's shipped packages): served whether or not the CRDs are installed.
+_CONFIGMAPS = _Kind("ConfigMap", "configmaps", "", "configmaps", lambda k: None, check=_configmap_too_big)
 _RUNTIMES = _Kind(
     "ClusterTrainingRuntime", "clustertrainingruntimes", "trainer.kubeflow.org", "runtimes",
     lambda k: (k.trainer_schemas or {}).get("ClusterTrainingRuntime"),
@@ -483,6 +501,8 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("runtime", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/clustertrainingruntimes/(?P<name>[^/]+)/?$")),
     ("trainjobs", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/?$")),
     ("trainjob", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/(?P<name>[^/]+)/?$")),
+    ("configmaps", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/?$")),
+    ("configmap", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)/?$")),
     ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/?$")),
     ("log", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log/?$")),
 ]
@@ -648,6 +668,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if method == "DELETE":
                 del kube.tfjobs[(ns, name)]
+                kube._collect_owned(obj)
                 for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOB) == name]:
                     kube.pods.pop(key).done = True
                 kube._cond.notify_all()
@@ -699,7 +720,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _collection(self, kind: "_Kind", method: str, query: dict[str, str], body: Any, ns: str | None) -> None:
         """GET (list, by label) or POST (create: namespace, schema, name taken, the kind's own check)."""
         kube = self.kube
-        if not kube.crd_installed:
+        if kind.group and not kube.crd_installed:
             self._error(404, "the server could not find the requested resource")
             return
         objects: dict[Any, dict[str, Any]] = getattr(kube, kind.store)
@@ -751,6 +772,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if method == "DELETE":
                 del objects[key]
+                kube._collect_owned(obj)
                 if kind.owns_pods:  # the garbage collector: its JobSet (a TrainJob's) and its pods go too
                     kube.jobsets.pop((ns, name), None)
                     for pod in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOBSET) == name]:
@@ -760,6 +782,12 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 answer = json.loads(json.dumps(obj))
         self._send(200, answer)
+
+    def _configmaps(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        self._collection(_CONFIGMAPS, method, query, body, ns)
+
+    def _configmap(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        self._member(_CONFIGMAPS, method, ns, name)
 
     def _pods(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
         with self.kube._cond:
