@@ -241,3 +241,68 @@ def test_a_pods_command_installs_the_shipped_sdist_and_runs_the_module(trainer: 
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert "shipped trainer ran as {'type': 'worker', 'index': 0} with ['--steps', '3']" in ran.stdout
     assert yaml.safe_dump(configmap)  # the List is what `kubectl apply -f` takes, too
+
+
+# -- a path --job-dir on Kubernetes: a shared volume, writable by the image's user (issue 12) --
+JOB_VOLUME = """\
+default:
+  spec:
+    volumes: [{name: job, persistentVolumeClaim: {claimName: census-job}}]
+    containers:
+      - name: tensorflow
+        volumeMounts: [{name: job, mountPath: /shared}]
+"""
+
+
+@pytest.mark.parametrize("backend", ["kubeflow", "jobset", "trainjob"])
+def test_a_job_dir_on_a_mounted_volume_gets_the_images_group(backend: str, tmp_path: Path) -> None:
+    template = tmp_path / "pod.yaml"
+    template.write_text(JOB_VOLUME)
+    manifest = _render("-m", "trainer.task", "--image", BASE, "--workers", "1", "--backend", backend, "--display-name", "jd",
+                       "--job-dir", "/shared/census", "--pod-template", str(template))  # fmt: skip
+    pods = [node for node in _pod_specs(manifest)]
+    assert pods
+    for pod in pods:
+        assert pod["securityContext"] == {"fsGroup": 1000}  # uid/gid 1000 is the base image's tfjob user
+        assert pod["volumes"] == [{"name": "job", "persistentVolumeClaim": {"claimName": "census-job"}}]
+
+
+def test_the_templates_own_fs_group_is_kept(tmp_path: Path) -> None:
+    template = tmp_path / "pod.yaml"
+    template.write_text(JOB_VOLUME.replace("  spec:\n", "  spec:\n    securityContext: {fsGroup: 2000, runAsUser: 2000}\n", 1))
+    manifest = _render("-m", "trainer.task", "--image", BASE, "--backend", "kubeflow", "--display-name", "jd",
+                       "--job-dir", "/shared", "--pod-template", str(template))  # fmt: skip
+    (pod,) = _pod_specs(manifest)
+    assert pod["securityContext"] == {"fsGroup": 2000, "runAsUser": 2000}
+
+
+def test_a_gs_job_dir_needs_no_volume() -> None:
+    manifest = _render("-m", "trainer.task", "--image", BASE, "--backend", "kubeflow", "--display-name", "jd", "--job-dir", "gs://b/out")
+    (pod,) = _pod_specs(manifest)
+    assert "securityContext" not in pod and "volumes" not in pod
+
+
+@pytest.mark.parametrize(("job_dir", "message"), [
+    ("/job", "--job-dir /job: no volume is mounted there in the chief pods, so each pod would write its own filesystem"),
+    ("/sharedness", "no volume is mounted there"),  # /shared is mounted, but /sharedness is not under it
+    ("runs/census", "--job-dir runs/census: on Kubernetes the job dir is a path in every pod; give an absolute path"),
+])  # fmt: skip
+def test_a_job_dir_no_pod_can_share_is_one_line(job_dir: str, message: str, tmp_path: Path) -> None:
+    template = tmp_path / "pod.yaml"
+    template.write_text(JOB_VOLUME)
+    result = CliRunner().invoke(app, ["render", "-m", "trainer.task", "--image", BASE, "--backend", "kubeflow", "--job-dir", job_dir,
+                                      "--pod-template", str(template)])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def _pod_specs(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        if isinstance(node.get("containers"), list):
+            yield node
+            return
+        for value in node.values():
+            yield from _pod_specs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _pod_specs(value)

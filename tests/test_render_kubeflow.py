@@ -224,7 +224,7 @@ def test_a_custom_container_keeps_its_entrypoint_and_each_pool_its_image() -> No
     chief = manifest["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
     worker = manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert "command" not in chief and chief["args"] == ["--epochs", "3"]
-    with_dir = render_tfjob(build_spec(name="j", image=IMAGE, args=("--epochs", "3"), job_dir="/out"))
+    with_dir = render_tfjob(build_spec(name="j", image=IMAGE, args=("--epochs", "3"), job_dir="gs://b/out"))
     container = with_dir["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["--epochs", "3"]  # the operator passes no --job-dir
     assert chief["image"] == IMAGE and worker["image"] == "us-docker.pkg.dev/proj/trainers/worker:2"

@@ -51,7 +51,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_kubeflow_pods_start_what_the_local_tasks_start(case: str) -> None:
     options = CASES[case]
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="/jd", args=("--steps", "5"))
+    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
     local = _local(spec, "kubeflow", options)
     manifest = render_tfjob(spec, options)
     for name, argv in local.items():

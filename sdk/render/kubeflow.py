@@ -326,7 +326,44 @@ def render_pod_template(
     template: dict[str, Any] = {"spec": pod_spec}
     if spec.labels:
         template = {"metadata": {"labels": dict(spec.labels)}, **template}
-    return apply_template(template, templates, pool.role)
+    template = apply_template(template, templates, pool.role)
+    if spec.job_dir and "://" not in spec.job_dir:
+        _job_dir_volume(spec.job_dir, template["spec"], pool.role)
+    return template
+
+
+#: The tfjob base image's user and group (``tfjob``, uid/gid 1000).
+IMAGE_GID = 1000
+
+
+def _job_dir_volume(job_dir: str, pod_spec: dict[str, Any], role: str) -> None:
+    """A path ``--job-dir`` on Kubernetes: a volume every pod mounts, writable by the image's user.
+
+    Each pod has its own filesystem, so a job dir that no volume holds would be a private
+    directory per pod (the workers could not read what the chief wrote) that uid 1000
+    cannot even create. The volume comes from ``--pod-template``; ``securityContext.fsGroup``
+    (the base image's gid) makes Kubernetes give it to that user, unless the template sets one.
+    """
+    if not job_dir.startswith("/"):
+        raise SpecError(
+            f"--job-dir {job_dir}: on Kubernetes the job dir is a path in every pod; give an absolute path on a shared "
+            "volume (e.g. /job) or gs://BUCKET/PATH"
+        )
+    target = job_dir.rstrip("/") or "/"
+    mounts = [
+        m.get("mountPath", "").rstrip("/") or "/"
+        for c in pod_spec.get("containers", [])
+        if c.get("name") in (CONTAINER_NAME, "node")
+        for m in c.get("volumeMounts") or []
+    ]
+    if not any(target == m or target.startswith(m.rstrip("/") + "/") for m in mounts if m != "/"):
+        raise SpecError(
+            f"--job-dir {job_dir}: no volume is mounted there in the {role} pods, so each pod would write its own "
+            "filesystem and the others could not read it; mount a shared volume (a ReadWriteMany "
+            f"PersistentVolumeClaim) at {target} with --pod-template (volumes and volumeMounts), or give --job-dir gs://BUCKET/PATH"
+        )
+    security = pod_spec.setdefault("securityContext", {})
+    security.setdefault("fsGroup", IMAGE_GID)
 
 
 def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
