@@ -12,28 +12,44 @@ when missing; anywhere else a missing engine skips with its reason.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Iterator
 
+import podman_ci
 import pytest
-from conftest import BIN, ROOT
+from conftest import BIN
+from podman_ci import BUILD_FLAGS
+from podman_ci import run as _sh
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 
-PACKAGES = ["podman", "buildah", "mmdebstrap", "runc", "uidmap", "fuse-overlayfs", "slirp4netns"]
-CACHE = Path(os.environ.get("TFJOB_CI_CACHE", Path.home() / ".cache" / "tfjob-ci"))
-STANDIN = "docker.io/tensorflow/tensorflow:2.18.0"
-DEBIAN = "localhost/tfjob-ci/debian:bookworm"
-BASE = "localhost/tfjob:0.1.0"
-CERT = "/etc/ssl/certs/ca-certificates.crt"
-BUILD_FLAGS = [
-    "--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-    "-v", f"{CERT}:{CERT}:ro", "-v", f"{CACHE / 'pip.conf'}:/etc/pip.conf:ro",
-]  # fmt: skip
+
+@pytest.fixture(scope="session")
+def podman_env() -> Iterator[dict[str, str]]:
+    """podman configured for this machine (runc, cgroupfs, 1024 ulimits), storage in the cache."""
+    missing = podman_ci.missing_tools()
+    if missing and os.environ.get("CI") == "true" and os.geteuid() == 0:
+        podman_ci.install_tools()
+        missing = podman_ci.missing_tools()
+    _need(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)})")
+    _need(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
+    env = podman_ci.configure()
+    yield env
+    subprocess.run(["podman", "rmi", "-f", podman_ci.BASE, "localhost/census:ci"], capture_output=True, env=env, timeout=300)
+
+
+@pytest.fixture(scope="session")
+def standin(podman_env: dict[str, str]) -> str:
+    """The TensorFlow base stand-in, built once per cache (about 3 minutes the first time)."""
+    return podman_ci.ensure_standin(podman_env)
+
+
+@pytest.fixture(scope="session")
+def base_image(standin: str, podman_env: dict[str, str]) -> str:
+    """tfjob's base image, built from the repository root as container/README.md says."""
+    return podman_ci.build_base(podman_env)
 
 
 def _need(condition: bool, reason: str) -> None:
@@ -42,76 +58,6 @@ def _need(condition: bool, reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run the container tests: {reason}")
     pytest.skip(reason)
-
-
-def _sh(*argv: str, env: dict[str, str], timeout: float = 900, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd)
-    assert done.returncode == 0, f"{' '.join(argv)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done
-
-
-@pytest.fixture(scope="session")
-def podman_env() -> Iterator[dict[str, str]]:
-    """podman configured for this machine (runc, cgroupfs, 1024 ulimits), storage in the cache."""
-    missing = [p for p in ("podman", "mmdebstrap", "runc") if shutil.which(p) is None]
-    if missing and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        subprocess.run(["apt-get", "install", "-y", "-q", *PACKAGES], capture_output=True, timeout=900,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
-        missing = [p for p in ("podman", "mmdebstrap", "runc") if shutil.which(p) is None]
-    _need(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(PACKAGES)})")
-    _need(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    # A short runroot: podman's socket paths must stay under 108 characters.
-    runroot = f"/tmp/tfjob-run-{hashlib.sha256(str(CACHE).encode()).hexdigest()[:8]}"
-    (CACHE / "containers.conf").write_text(
-        '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-        '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\n'
-    )
-    # RUN steps reach the package index the way this machine's pip does: its CA bundle,
-    # lent to each step with a pip.conf naming it (nothing of it stays in an image).
-    (CACHE / "pip.conf").write_text(f"[global]\ncert = {CERT}\n")
-    (CACHE / "storage.conf").write_text(
-        f'[storage]\ndriver = "overlay"\ngraphroot = "{CACHE / "containers" / "storage"}"\nrunroot = "{runroot}"\n'
-    )
-    env = {**os.environ, "CONTAINERS_CONF": str(CACHE / "containers.conf"), "CONTAINERS_STORAGE_CONF": str(CACHE / "storage.conf")}
-    yield env
-    subprocess.run(["podman", "rmi", "-f", BASE, "localhost/census:ci"], capture_output=True, env=env, timeout=300)
-
-
-def _has(image: str, env: dict[str, str]) -> bool:
-    return subprocess.run(["podman", "image", "exists", image], env=env).returncode == 0
-
-
-@pytest.fixture(scope="session")
-def standin(podman_env: dict[str, str]) -> str:
-    """The TensorFlow base stand-in, built once per cache (about 3 minutes the first time).
-
-    Like the real image (Ubuntu, pip-installed TensorFlow), its Python is not marked
-    externally managed (PEP 668), so the base image's pip installs work as they would there.
-    """
-    env = podman_env
-    if not _has(STANDIN, env):
-        if not _has(DEBIAN, env):
-            rootfs = CACHE / "rootfs.tar"
-            if not rootfs.exists():
-                _sh("mmdebstrap", "--variant=minbase", "--include=python3,python3-pip,ca-certificates", "bookworm", str(rootfs), env=env)
-            _sh("podman", "import", str(rootfs), DEBIAN, env=env)
-        (CACHE / "standin.Containerfile").write_text(
-            f"FROM {DEBIAN}\n"
-            f'RUN python3 -m pip install --break-system-packages --no-cache-dir "tensorflow-cpu==2.18.*" '
-            "&& ln -sf /usr/bin/python3 /usr/local/bin/python && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED\n"
-        )
-        _sh("podman", "build", *BUILD_FLAGS, "-f", str(CACHE / "standin.Containerfile"), "-t", STANDIN, str(CACHE), env=env, timeout=1200)
-    return STANDIN
-
-
-@pytest.fixture(scope="session")
-def base_image(standin: str, podman_env: dict[str, str]) -> str:
-    """tfjob's base image, built from the repository root as container/README.md says."""
-    # --no-cache: the final stage installs the wheel through a bind mount, which a cached
-    # layer would not notice changing.
-    _sh("podman", "build", *BUILD_FLAGS, "--no-cache", "-f", "container/Dockerfile", "-t", BASE, ".", env=podman_env, cwd=ROOT, timeout=900)
-    return BASE
 
 
 def test_the_base_image_has_the_bootstrap_alone_and_passes_pip_check(base_image: str, podman_env: dict[str, str]) -> None:
@@ -141,5 +87,25 @@ def test_the_census_template_runs_as_four_containers(base_image: str, podman_env
     assert "[chief-0]" in done.stderr and "SUCCEEDED: chief-0 exited with code 0" in done.stderr
     assert "evaluation at step" in done.stderr
     assert (job_dir / "model" / "saved_model.pb").exists() or any(job_dir.rglob("saved_model.pb"))
+    left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
+    assert left.stdout.split() == []
+
+
+def test_bench_measures_the_container_path(base_image: str, podman_env: dict[str, str], tmp_path: Path) -> None:
+    """bench's opt-in containers section: every figure comes out, finite, beside its baseline
+    (image builds, and a 1+2+1 job's start-up and teardown as containers against processes)."""
+    import json
+    import math
+    import sys
+
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, str(podman_ci.ROOT / "bench" / "run.py"), "--only", "containers", "--quick", "--runs", "1",
+                           "--json", str(out)], capture_output=True, text=True, env=podman_env, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = {f["key"]: f for f in json.loads(out.read_text())["figures"]}
+    assert sorted(figures) == ["containers.base_build", "containers.startup", "containers.teardown", "containers.trainer_build"]
+    for f in figures.values():
+        for sample in (f["sample"], f["baseline"]):
+            assert sample["values"] and all(math.isfinite(v) and v > 0 for v in sample["values"]), f
     left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
     assert left.stdout.split() == []
