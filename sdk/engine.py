@@ -10,6 +10,7 @@ removed, even after the launcher was killed.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -46,11 +47,24 @@ class Engine:
         return done.stdout.split() if done.returncode == 0 else []
 
     def remove_job(self, job_id: str) -> list[str]:
-        """Stop and remove every container of the job at once; return their ids."""
+        """Stop and remove every container of the job at once, then its network; return the containers' ids."""
         ids = self.job_containers(job_id)
         if ids:
             self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), *ids, timeout=120)
+        done = self._run("network", "ls", "-q", "--filter", f"label={JOB_LABEL}={job_id}")
+        networks = done.stdout.split() if done.returncode == 0 else []
+        if networks:
+            self._run("network", "rm", *(["-f"] if self.name == "podman" else []), *networks, timeout=120)
         return ids
+
+    def create_network(self, job_id: str) -> str | None:
+        """A private network for the job's containers, in which each reaches the others by
+        the host names the platform gives them (the engine's DNS answers a container's
+        ``--network-alias``). None when the engine cannot make one here: the tasks then
+        share the host's network, on 127.0.0.1 ports."""
+        name = network_name(job_id)
+        done = self._run("network", "create", "--label", f"{JOB_LABEL}={job_id}", name)
+        return name if done.returncode == 0 else None
 
     def run_argv(
         self,
@@ -62,16 +76,21 @@ class Engine:
         env_names: list[str],
         volumes: list[str],
         entrypoint: str | None,
+        network: str | None = None,
+        host: str | None = None,
     ) -> list[str]:
         """``<engine> run`` of one task in the foreground: its output is the task's, signals
         reach it (``--sig-proxy``), and it is removed when it ends (``--rm``).
 
-        The host's network (``--network host``): tasks reach each other on 127.0.0.1 ports
-        as the process backend's tasks do. ``env_names`` are passed by name (``-e NAME``):
-        their values come from the engine process's environment, not its command line.
+        On the job's ``network`` the task is ``host`` (its host name, and the alias the
+        others resolve), as on the platform; without one, the host's network: tasks reach
+        each other on 127.0.0.1 ports as the process backend's tasks do. ``env_names`` are
+        passed by name (``-e NAME``): their values come from the engine process's
+        environment, not its command line.
         """
+        where = ["--network", network, "--network-alias", host, "--hostname", host] if network and host else ["--network", "host"]
         argv = [
-            self.exe, "run", "--rm", "--name", name, "--label", f"{JOB_LABEL}={job_id}", "--network", "host",
+            self.exe, "run", "--rm", "--name", name, "--label", f"{JOB_LABEL}={job_id}", *where,
             "--sig-proxy=true", "--stop-timeout", "5",
         ]  # fmt: skip
         for env_name in env_names:
@@ -87,6 +106,11 @@ class Engine:
         if self.name == "podman":
             return f"{host}:{container}:U"
         return f"{host}:{container}"  # docker has no :U: the job dir is made writable to all first
+
+
+def network_name(job_id: str) -> str:
+    """The job's network: ``tfjob-<job id>`` in the characters engines take."""
+    return "tfjob-" + re.sub(r"[^a-z0-9_.-]+", "-", job_id.lower()).strip("-.")[:200]
 
 
 def find_engine(choice: str | None = None) -> Engine:

@@ -109,3 +109,51 @@ def test_bench_measures_the_container_path(base_image: str, podman_env: dict[str
             assert sample["values"] and all(math.isfinite(v) and v > 0 for v in sample["values"]), f
     left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
     assert left.stdout.split() == []
+
+
+PEERS = """\
+import json, os, socket, time
+config = json.loads(os.environ["TF_CONFIG"])
+hosts = sorted(a for addresses in config["cluster"].values() for a in addresses)
+
+def resolves(host):
+    # A peer's name resolves once its container runs; gRPC waits the same way for a peer.
+    for _ in range(300):
+        try:
+            return bool(socket.gethostbyname(host))
+        except socket.gaierror:
+            time.sleep(0.1)
+    return False
+
+# Every peer resolves by the platform's host name on the job's network: no 127.0.0.1 port here.
+print("peers", config["task"]["type"], config["task"]["index"], socket.gethostname(),
+      [(h, resolves(h.rsplit(":", 1)[0])) for h in hosts], flush=True)
+time.sleep(3)  # stay up until every peer has looked this one up
+"""
+
+
+@pytest.mark.parametrize(("dialect", "hosts"), [
+    ("kubeflow", ["peers-chief-0:2222", "peers-ps-0:2222", "peers-worker-0:2222", "peers-worker-1:2222"]),
+    ("vertex", ["workerpool0-0:2222", "workerpool1-0:2222", "workerpool1-1:2222", "workerpool2-0:2222"]),
+])  # fmt: skip
+def test_containers_reach_each_other_by_the_platforms_host_names(
+    dialect: str, hosts: list[str], base_image: str, podman_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "peers.py").write_text(PEERS)
+    (tmp_path / "Containerfile").write_text(f"FROM {base_image}\nCOPY peers.py /trainer/peers.py\n")
+    _sh("podman", "build", *BUILD_FLAGS, "-t", "localhost/peers:ci", str(tmp_path), env=podman_env)
+    try:
+        done = subprocess.run([str(BIN / "tfjob"), "submit", "--image", "localhost/peers:ci", "-m", "peers", "--workers", "2", "--ps", "1",
+                               "--dialect", dialect, "--display-name", "peers"], capture_output=True, text=True, env=podman_env, timeout=300)  # fmt: skip
+    finally:
+        _sh("podman", "rmi", "-f", "localhost/peers:ci", env=podman_env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stderr.splitlines() if " peers " in line]
+    assert len(lines) == 4, done.stderr
+    for line in lines:
+        assert str([(h, True) for h in hosts]) in line, line
+    chief = next(line for line in lines if "peers chief 0" in line)
+    assert f"peers chief 0 {hosts[0].split(':')[0]}" in chief  # its own host name is its address's
+    for kind in ("ps", "network ls"):
+        left = subprocess.run(["podman", *kind.split(), "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
+        assert left.stdout.split() == [], kind

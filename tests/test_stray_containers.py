@@ -26,6 +26,8 @@ with open(log, "a") as f:
     f.write(json.dumps(sys.argv[1:]) + "\\n")
 if sys.argv[1:3] == ["ps", "-a"]:
     print("c1\\nc2")
+if sys.argv[1:3] == ["network", "ls"]:
+    print("n1")
 """
 
 
@@ -56,6 +58,8 @@ def test_the_next_command_removes_a_lost_jobs_containers(tmp_path: Path) -> None
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert ["ps", "-a", "-q", "--filter", f"label=tfjob.job={job_id}"] in calls
     assert ["rm", "-f", "-t", "0", "c1", "c2"] in calls
+    # Then the job's private network, found by the same label.
+    assert ["network", "ls", "-q", "--filter", f"label=tfjob.job={job_id}"] in calls and ["network", "rm", "-f", "n1"] in calls
     # Once LOST, later commands do not ask the engine again.
     before = len(calls)
     assert CliRunner().invoke(app, ["list"]).exit_code == 0

@@ -32,7 +32,7 @@ from ..spec import JobSpec
 from ..store import JobStore, TaskRecord, process_start_time
 from . import contain
 from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
-from .plan import TaskPlan, build_cluster, build_task_plans, platform_variables
+from .plan import TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
 from .ports import PortPicker, pick_ports
 
 #: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL).
@@ -210,6 +210,8 @@ class Launcher:
         self._cancel_reason: str | None = None
         self._outcome: Outcome | None = None
         self._attempt_started = 0.0
+        #: The job's private container network (None: processes, or the host's network).
+        self._network: str | None = None
 
     # -- control from outside (signal handlers, other threads) -----------------------------
     def request_cancel(self, reason: str) -> None:
@@ -231,6 +233,10 @@ class Launcher:
             if self.store.state(self.job_id) is JobState.CANCELLING:
                 self._outcome = Outcome(JobState.CANCELLED, "cancelled before it started")
             else:
+                if self.engine is not None:
+                    self._network = self.engine.create_network(self.job_id)
+                    if self._network is None:
+                        self.router.note(f"{self.engine.name} could not make a network for the job: its tasks share this machine's, on 127.0.0.1 ports")
                 self._run_attempts()
         except BackendError as e:
             self._outcome = Outcome(JobState.FAILED, str(e))
@@ -289,8 +295,10 @@ class Launcher:
 
     # -- start ------------------------------------------------------------------------------
     def _start(self) -> None:
-        ports = self.port_picker(len(self.spec.tasks()))
-        cluster = build_cluster(self.spec, ports)
+        if self._network is not None:
+            cluster = build_host_cluster(self.spec, self.options.dialect)  # the platform's host names, port 2222
+        else:
+            cluster = build_cluster(self.spec, self.port_picker(len(self.spec.tasks())))
         plans = build_task_plans(
             self.spec,
             cluster,
@@ -304,6 +312,7 @@ class Launcher:
             trial=self.options.trial,
             tf_config=self.options.tf_config,
             engine=self.engine,
+            network=self._network,
         )
         self.tasks = []
         self._attempt_started = self.clock()

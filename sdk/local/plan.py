@@ -92,6 +92,26 @@ def build_cluster(spec: JobSpec, ports: list[int], host: str = HOST) -> dict[str
     return cluster
 
 
+#: The port every task listens on in a container of the job's own network (the platforms' port).
+PLATFORM_PORT = 2222
+#: Vertex AI's worker pool of each role.
+_POOL_OF = {"chief": 0, "worker": 1, "ps": 2, "evaluator": 3}
+
+
+def build_host_cluster(spec: JobSpec, dialect: str) -> dict[str, list[str]]:
+    """Canonical roles → ``host:2222`` with the host names the platform of ``dialect`` gives
+    its replicas: Kubeflow's task services ``<job>-<role>-<index>``, Vertex AI's (and the
+    other Google dialects') ``workerpool<N>-<index>``. For containers on a private network."""
+    import re
+
+    job = re.sub(r"[^a-z0-9-]+", "-", spec.name.lower()).strip("-")[:40] or "job"
+    cluster: dict[str, list[str]] = {}
+    for role, index in spec.tasks():
+        host = f"{job}-{role}-{index}" if dialect == "kubeflow" else f"workerpool{_POOL_OF[role]}-{index}"
+        cluster.setdefault(role, []).append(f"{host}:{PLATFORM_PORT}")
+    return cluster
+
+
 def render_job_info(
     spec: JobSpec, dialect: str, strategy: str = "module", tf_config: str = "platform"
 ) -> dict[str, object] | None:
@@ -179,6 +199,7 @@ def build_task_plans(
     trial: str | None = None,
     tf_config: str = "platform",
     engine: Any = None,
+    network: str | None = None,
 ) -> list[TaskPlan]:
     """One :class:`TaskPlan` per task, chief first.
 
@@ -197,6 +218,8 @@ def build_task_plans(
         engine: the container engine (:class:`tfjob.engine.Engine`) that runs the tasks
             whose pool has an image (``--image``): each is then ``<engine> run`` of the
             image with the same bootstrap arguments and the platform's variables.
+        network: the job's private container network (:meth:`Engine.create_network`):
+            each container is then its ``cluster`` address's host (:func:`build_host_cluster`).
         trial: the hyperparameter-tuning trial id, as the platforms give it: in
             TF_CONFIG's (and CLUSTER_SPEC's) task and ``CLOUD_ML_TRIAL_ID``; the
             trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
@@ -255,6 +278,8 @@ def build_task_plans(
                 env_names=names,
                 volumes=volumes,
                 entrypoint="tfjob-bootstrap" if runs_bootstrap else (command[0] if command else None),
+                network=network,
+                host=address.rsplit(":", 1)[0] if network else None,
             )
         plans.append(TaskPlan(task_name(role, index), role, index, address, argv, env, cwd or source_root or "."))
     return plans
