@@ -5,7 +5,8 @@
 Sections, in order: cli (``tfjob --help`` start-up), vertex (dry-run submit, submit-path
 imports), bootstrap (task start-up overhead), packaging (2,000-file sdist, determinism,
 bytes on an unchanged re-submit), local (1+4+2 and 1+32+8 clusters, teardown, peak
-RSS), scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, a
+RSS), growth (1+4+2, 1+32+8, 1+128+32 against bare interpreters, with a PNG plot),
+scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, a
 1+2+1 job as containers against processes) only with ``--only containers``: it needs
 rootful podman. Each figure is the median
 of ``--runs`` runs with min–max, its ratio to the baseline, the target and whether it
@@ -34,6 +35,7 @@ def sections() -> dict[str, Measure]:
     import bootstrap_startup
     import cli_start
     import containers
+    import growth
     import local_cluster
     import resubmit
     import scale
@@ -47,6 +49,7 @@ def sections() -> dict[str, Measure]:
         sdist_build.SECTION: sdist_build.measure,
         resubmit.SECTION: resubmit.measure,
         local_cluster.SECTION: local_cluster.measure,
+        growth.SECTION: growth.measure,
         scale.SECTION: scale.measure,
         containers.SECTION: containers.measure,
     }
@@ -99,7 +102,19 @@ def main(argv: list[str] | None = None) -> int:
         figures.extend(known[name](args.runs, args.quick))
         print(f"[{name}: {time.perf_counter() - t:.0f} s]", file=sys.stderr, flush=True)
     doc = report(figures, runs=args.runs, quick=args.quick, elapsed=time.perf_counter() - started, sections=chosen)
+    grown = [f for f in figures if f.section == "growth"]
+    if grown:
+        import growth
+
+        path = Path(args.json).with_suffix(".growth.png") if args.json else growth.DEFAULT_PLOT
+        doc["plots"] = {"growth": str(growth.plot(grown, path))}
+        doc["growth_per_task_s"] = growth.per_task_overhead(grown)
     print(render_table(figures, title_line(doc)))
+    for n, overhead, slope in doc.get("growth_per_task_s", []):
+        grew = "" if slope is None else f", {slope * 1000:+.1f} ms per added task"
+        print(f"growth: {n} tasks, tfjob's overhead {overhead * 1000:+.0f} ms over bare interpreters{grew}")
+    if doc.get("plots"):
+        print(f"plot: {doc['plots']['growth']}")
     print(f"{doc['targets_met']} of {doc['targets']} targets met; {doc['elapsed_s']:.0f} s in all")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,7 @@ FIGURES = {
         "local.submit_1_4_2", "local.api_1_4_2", "local.submit_big", "local.teardown",
         "local.launcher_rss_1_4_2", "local.tree_rss_1_4_2", "local.launcher_rss_big", "local.tree_rss_big",
     ],
+    "growth": ["growth.small", "growth.medium", "growth.large"],
     "scale": ["scale.vertex_render", "scale.kubeflow_render", "scale.tf_config_parse"],
 }  # fmt: skip
 #: The issue's targets: figure key → (kind, bound).
@@ -88,6 +89,11 @@ def test_quick_run_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     doc = json.loads(out.read_text())
     check_figures(doc, list(FIGURES))
+    # The growth plot, next to the JSON, and how tfjob's overhead grows per added task.
+    assert Path(doc["plots"]["growth"]) == tmp_path / "bench.growth.png"
+    assert (tmp_path / "bench.growth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [n for n, _, _ in doc["growth_per_task_s"]] == [4, 7, 11] and doc["growth_per_task_s"][0][2] is None
+    assert any(line.startswith("growth: 11 tasks, tfjob's overhead ") for line in result.stdout.splitlines())
     assert doc["quick"] is True and doc["runs"] == 1 and doc["sections"] == list(FIGURES)
     lines = result.stdout.splitlines()
     assert lines[0].startswith("tfjob bench ") and f"{doc['machine']['cpus']} CPUs" in lines[0]
@@ -116,7 +122,7 @@ def test_only_runs_the_sections_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, scale, containers"),
+        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, growth, scale, containers"),
         (["--runs", "0"], "error: --runs 0: give at least 1 run"),
     ],
 )

@@ -1,0 +1,103 @@
+"""How local start-up grows with the cluster (issue 17): 1+4+2, 1+32+8 and 1+128+32 tasks.
+
+Interleaved in each round, so machine load hits all alike: ``tfjob submit`` (a real CLI
+process, ``--quiet``) of a trivial trainer whose every task exits at once
+(``--strategy multi-worker``: no TensorFlow), against N bare interpreters started at
+once and waited for together — what the same number of Python processes costs anyway.
+The overhead per task shows whether tfjob's part grows linearly with the cluster.
+
+Next to the JSON (or as ``bench/growth.png`` without ``--json``) a small plot: seconds
+against tasks for both, one point per size (median, with min–max bars).
+
+    .venv/bin/python bench/growth.py [--runs 5] [--quick] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from common import Figure, Sample, clean_env, private_home, rounds, section_main
+from local_cluster import bare, submit_argv, write_trainer
+
+SECTION = "growth"
+#: (workers, ps) of each size; the chief makes one more task.
+SIZES = ((4, 2), (32, 8), (128, 32))
+QUICK_SIZES = ((2, 1), (4, 2), (8, 2))
+#: Where the plot goes when no --json is given.
+DEFAULT_PLOT = Path(__file__).resolve().parent / "growth.png"
+
+
+def _submit(trainer: Path, workers: int, ps: int, root: Path):  # type: ignore[no-untyped-def]
+    from common import command
+
+    count = [0]
+
+    def run() -> float:
+        count[0] += 1
+        return command(submit_argv(trainer, workers, ps, root / f"g-{workers}-{ps}-{count[0]}"), env=clean_env())()
+
+    return run
+
+
+def measure(runs: int, quick: bool = False) -> list[Figure]:
+    """``tfjob submit`` of each size against as many bare interpreters, interleaved."""
+    sizes = QUICK_SIZES if quick else SIZES
+    with private_home("tfjob-bench-growth-") as home:
+        trainer = write_trainer(home)
+        items = {}
+        for workers, ps in sizes:
+            n = 1 + workers + ps
+            items[f"tfjob {n}"] = _submit(trainer, workers, ps, home)
+            items[f"bare {n}"] = bare(n)
+        samples = rounds(items, runs, warmup=0 if quick else 1)
+    figures = []
+    for size, (workers, ps) in zip(("small", "medium", "large"), sizes):
+        n = 1 + workers + ps
+        figures.append(
+            Figure(f"growth.{size}", SECTION, f"tfjob submit 1+{workers}+{ps} ({n} tasks)", samples[f"tfjob {n}"],
+                   samples[f"bare {n}"])
+        )  # fmt: skip
+    return figures
+
+
+def per_task_overhead(figures: list[Figure]) -> list[tuple[int, float, float | None]]:
+    """(tasks, tfjob's overhead over the bare interpreters, how much it grew per added task
+    since the size before — None for the first). A flat last column is linear growth."""
+    out: list[tuple[int, float, float | None]] = []
+    for f in figures:
+        n = int(f.name.split("(")[1].split()[0])
+        overhead = f.sample.median - (f.baseline.median if f.baseline else 0.0)
+        slope = None if not out else (overhead - out[-1][1]) / (n - out[-1][0])
+        out.append((n, overhead, slope))
+    return out
+
+
+def plot(figures: list[Figure], path: Path) -> Path:
+    """A PNG of seconds against tasks, tfjob and bare, medians with min–max bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [int(f.name.split("(")[1].split()[0]) for f in figures]
+    fig, ax = plt.subplots(figsize=(5.2, 3.4), dpi=100)
+    for label, pick in (("tfjob submit", lambda f: f.sample), ("bare interpreters", lambda f: f.baseline)):
+        samples: list[Sample] = [pick(f) for f in figures]
+        medians = [s.median for s in samples]
+        errors = [[m - s.low for m, s in zip(medians, samples)], [s.high - m for m, s in zip(medians, samples)]]
+        ax.errorbar(tasks, medians, yerr=errors, marker="o", capsize=3, label=label)
+    ax.set_xlabel("tasks in the local cluster")
+    ax.set_ylabel("seconds to run the job")
+    ax.set_title("Local start-up as the cluster grows")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(section_main(measure, __doc__))
