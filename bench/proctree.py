@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Sequence
 
@@ -67,6 +68,7 @@ class TreeSampler:
         self.interval = interval
         self.own_peak = 0
         self.tree_peak = 0
+        self.elapsed = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -89,11 +91,14 @@ class TreeSampler:
 
 
 def run_sampled(argv: Sequence[str], *, env: dict[str, str] | None = None, interval: float = 0.02) -> TreeSampler:
-    """Run ``argv`` to its end (it must exit 0) while sampling it; return the sampler."""
+    """Run ``argv`` to its end (it must exit 0) while sampling it; return the sampler
+    (its ``elapsed``: seconds from the start to the exit)."""
+    start = time.perf_counter()
     proc = subprocess.Popen(list(argv), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     with TreeSampler(proc.pid, interval) as sampler:
         _, err = proc.communicate()
         # The process is reaped only by communicate(): the sampler saw it up to its exit.
+    sampler.elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {err.decode(errors='replace')[-2000:]}")
     if sampler.own_peak == 0:

@@ -6,6 +6,7 @@ Sections, in order: cli (``tfjob --help`` start-up), vertex (dry-run submit, sub
 imports), bootstrap (task start-up overhead), packaging (2,000-file sdist, determinism,
 bytes on an unchanged re-submit), local (1+4+2 and 1+32+8 clusters, teardown, peak
 RSS), growth (1+4+2, 1+32+8, 1+128+32 against bare interpreters, with a PNG plot),
+ps_training (the census template's real PS training through tfjob against a hand launcher),
 scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, a
 1+2+1 job as containers against processes) only with ``--only containers``: it needs
 rootful podman. Each figure is the median
@@ -37,6 +38,7 @@ def sections() -> dict[str, Measure]:
     import containers
     import growth
     import local_cluster
+    import ps_training
     import resubmit
     import scale
     import sdist_build
@@ -50,6 +52,7 @@ def sections() -> dict[str, Measure]:
         resubmit.SECTION: resubmit.measure,
         local_cluster.SECTION: local_cluster.measure,
         growth.SECTION: growth.measure,
+        ps_training.SECTION: ps_training.measure,
         scale.SECTION: scale.measure,
         containers.SECTION: containers.measure,
     }
