@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 from common import BIN, PYTHON, Figure, Sample, Target, clean_env, private_home, section_main
 from proctree import MIB, run_sampled
