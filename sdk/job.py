@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator
 from .backends import get_backend
 from .model import JobState, JobStatus, SubmitOptions
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
+from .lifecycle import poll
 from .machines import did_you_mean
 from .settings import Settings, load_settings
 from .spec import JobSpec, build_spec
@@ -203,13 +204,7 @@ class Job:
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
             return handle
-        run = getattr(backend, "run", None)
-        if run is not None:
-            job_id = run(self.spec, self.options)
-            handle = JobHandle(self.backend_name, job_id)
-        else:
-            handle = JobHandle(self.backend_name, backend.submit(self.spec, self.options))
-            handle.wait(timeout)
+        handle = JobHandle(self.backend_name, backend.run(self.spec, self.options))
         handle.result()
         return handle
 
@@ -267,32 +262,31 @@ class JobHandle:
         """Block until the job ends; return its final status.
 
         Polls with a growing interval (×1.5 up to ``max_interval``; default: the
-        backend's ``max_poll_interval``, else 10 s).
+        backend's ``max_poll_interval``), as :func:`tfjob.lifecycle.poll` does everywhere.
 
         Raises:
             JobTimeoutError: ``timeout`` seconds passed first (the job keeps running).
         """
         if max_interval is None:
-            max_interval = float(getattr(self._backend, "max_poll_interval", 10.0))
-        deadline = None if timeout is None else self._clock() + timeout
-        interval = poll_interval
-        last: JobState | None = None
-        while True:
-            status = self.status()
-            if status.state is not last:
-                last = status.state
-                if on_change is not None:
-                    on_change(status)
-            if status.state.is_terminal:
-                return status
-            if deadline is not None and self._clock() >= deadline:
-                raise JobTimeoutError(
-                    f"job {self.id} is still {status.state.value} after {timeout:g}s; "
-                    f"`tfjob wait {self.id}` waits again, `tfjob cancel {self.id}` stops it"
-                )
-            pause = interval if deadline is None else max(0.0, min(interval, deadline - self._clock()))
-            self._sleep(pause)
-            interval = min(interval * 1.5, max_interval)
+            max_interval = float(self._backend.max_poll_interval)
+
+        def changed(status: JobStatus, state: JobState) -> None:
+            if on_change is not None:
+                on_change(status)
+
+        return poll(
+            self.status,
+            on_change=changed,
+            poll_interval=poll_interval,
+            max_interval=max_interval,
+            timeout=timeout,
+            timeout_message=lambda status: (
+                f"job {self.id} is still {status.state.value} after {timeout:g}s; "
+                f"`tfjob wait {self.id}` waits again, `tfjob cancel {self.id}` stops it"
+            ),
+            clock=self._clock,
+            sleep=self._sleep,
+        )
 
     def result(self) -> JobStatus:
         """The final status if the job SUCCEEDED; raise otherwise.

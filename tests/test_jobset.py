@@ -216,7 +216,7 @@ def test_a_blocking_submit_ends_as_the_jobset_ends(fake: FakeKube, tmp_path: Pat
     fake.script("default", "ok", lambda: [fake.advance_jobset("default", "ok", c) for c in ("Created", "Running", "Completed")])
     done = CliRunner().invoke(app, _argv(kubeconfig, "ok"))
     assert done.exit_code == 0, done.stderr
-    assert "tfjob: default/ok SUCCEEDED" in done.stderr
+    assert "tfjob: job default/ok SUCCEEDED" in done.stderr
 
     def fail() -> None:
         for condition in ("Created", "Running"):
@@ -329,7 +329,7 @@ def test_a_trainjob_ends_as_trainer_says(fake: FakeKube, tmp_path: Path) -> None
     fake.script("default", "ok", lambda: [fake.advance_trainjob("default", "ok", c) for c in ("Created", "Running", "Complete")])
     done = CliRunner().invoke(app, _trainjob_argv(kubeconfig, "ok"))
     assert done.exit_code == 0, done.stderr
-    assert "tfjob: default/ok SUCCEEDED" in done.stderr
+    assert "tfjob: job default/ok SUCCEEDED" in done.stderr
 
     def fail() -> None:
         for condition in ("Created", "Running"):

@@ -115,11 +115,12 @@ def test_run_follows_created_running_succeeded_and_prints_each_change(
     job_id = backend.run(_spec(), SubmitOptions(kubeconfig=kubeconfig, poll_interval=0.5))
     assert job_id == "default/census-ps"
     assert capsys.readouterr().err.splitlines() == [
-        "tfjob: default/census-ps PENDING: TFJob census-ps is created.",
-        "tfjob: default/census-ps RUNNING: TFJob default/census-ps is running.",
-        "tfjob: default/census-ps SUCCEEDED: TFJob default/census-ps successfully completed.",
+        "tfjob: job default/census-ps PENDING: TFJob census-ps is created.",
+        "tfjob: job default/census-ps RUNNING: TFJob default/census-ps is running.",
+        "tfjob: job default/census-ps SUCCEEDED: TFJob default/census-ps successfully completed.",
     ]
-    assert backend.sleeps == [0.5, 0.5, 0.5]  # type: ignore[attr-defined]
+    # The shared wait loop: the pause grows ×1.5 and starts again after each change of state.
+    assert backend.sleeps == [0.5, 0.5, 0.75]  # type: ignore[attr-defined]
     store = JobStore()
     assert [state for _, state, _ in store.events(job_id)] == [JobState.PENDING, JobState.RUNNING, JobState.SUCCEEDED]
     record = store.get(job_id)

@@ -87,7 +87,7 @@ def test_submit_waits_for_the_end_and_exits_0(fake: FakeKube, kubeconfig: str) -
     result = CliRunner().invoke(app, _submit_args(kubeconfig))
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "default/cli-job\n"
-    assert "tfjob: default/cli-job SUCCEEDED: TFJob default/cli-job successfully completed." in result.stderr
+    assert "tfjob: job default/cli-job SUCCEEDED: TFJob default/cli-job successfully completed." in result.stderr
 
 
 def test_a_failed_job_exits_1_with_one_line_naming_the_task(fake: FakeKube, kubeconfig: str) -> None:

@@ -13,7 +13,8 @@ from tfjob.backends.base import JobState, SubmitOptions
 from tfjob.errors import UsageError
 from tfjob.gcp.auth import is_google_endpoint, resolve_credentials
 from tfjob.gcp.errors import redact
-from tfjob.gcp.follow import job_status, parse_state, parse_time, wait_for_job
+from tfjob.gcp.follow import job_status, parse_state, parse_time
+from tfjob.lifecycle import poll
 from tfjob.gcp.logs import build_filter, task_label, vertex_task_name
 from tfjob.gcp.retry import Backoff, call_with_retry
 from tfjob.gcp.staging import bucket_serves_region, check_bucket_region
@@ -68,8 +69,9 @@ def test_wait_grows_the_pause_and_resets_it_on_change() -> None:
     states = iter(["JOB_STATE_QUEUED"] * 4 + ["JOB_STATE_RUNNING"] * 2 + ["JOB_STATE_SUCCEEDED"])
     waits: list[float] = []
     changes: list[JobState] = []
-    final = wait_for_job(
+    final = poll(
         lambda: {"state": next(states)},
+        state_of=lambda job: parse_state(job["state"]),
         on_change=lambda job, state: changes.append(state),
         poll_interval=1.0,
         max_interval=2.0,

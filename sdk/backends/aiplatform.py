@@ -14,6 +14,7 @@ from typing import Any, Iterator, NoReturn
 from ..errors import BackendError
 from ..render.aiplatform import render_job
 from ..spec import JobSpec
+from ..lifecycle import Lifecycle
 from .base import JobStatus, SubmitOptions
 
 #: The day the legacy service stopped running training jobs.
@@ -27,10 +28,11 @@ def _shut_down(what: str) -> NoReturn:
     )
 
 
-class AIPlatformBackend:
+class AIPlatformBackend(Lifecycle):
     """Render-only backend for legacy AI Platform Training (``ml.googleapis.com`` v1)."""
 
     name = "ai-platform"
+    platform = "AI Platform Training"
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The legacy ``Job`` body ``{"jobId", "trainingInput", "labels"}`` (pure)."""
@@ -46,6 +48,9 @@ class AIPlatformBackend:
         _shut_down(f"read the logs of job {job_id!r}")
 
     def cancel(self, job_id: str) -> None:
+        _shut_down(f"cancel job {job_id!r}")
+
+    def _cancel(self, job_id: str) -> None:
         _shut_down(f"cancel job {job_id!r}")
 
     def list(self, limit: int | None = None) -> list[JobStatus]:

@@ -3,6 +3,11 @@
 A backend renders a :class:`~tfjob.spec.JobSpec` into its native request (a pure
 function), submits it and answers for a job id: ``status``, ``logs``, ``cancel`` and
 ``list``. Each backend maps its native states to :class:`JobState` in one pure function.
+
+What must be the same on every backend — waiting with a timeout, following a job after
+submit, Ctrl-C, cancelling a job that has already ended — is
+:class:`tfjob.lifecycle.Lifecycle`, which every backend object derives from;
+``tests/test_contract.py`` runs the same tests over every backend.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any, Callable, Iterator
 
-from ..errors import BackendError, JobCancelledError, JobNotFoundError, SpecError, UsageError
+from ..errors import BackendError, JobNotFoundError, SpecError, UsageError
 from ..k8s.status import build_job_status, build_pod_selector, parse_job_id, parse_timestamp, parse_tfjob_state, pod_task_name
 from ..render.kubeflow import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
 from ..render.shipment import MAX_BYTES as MAX_SHIPPED_BYTES
@@ -24,6 +24,7 @@ from ..render.shipment import Shipment, check_size, configmap_name, owner_refere
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore
 from .base import JobState, JobStatus, SubmitOptions
+from ..lifecycle import Lifecycle, say
 
 #: Lines of the failed task's log kept in a FAILED status (``JobFailedError.log_tail``).
 LOG_TAIL_LINES = 20
@@ -87,20 +88,23 @@ def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return (rest[0] if len(rest) == 1 else {**manifest, "items": rest}), items[0]
 
 
-class KubeflowBackend:
-    """Kubeflow TFJobs through the Kubernetes API.
+class KubeflowBackend(Lifecycle):
+    """Kubeflow TFJobs through the Kubernetes API (waiting, Ctrl-C and cancelling a
+    finished job are :class:`~tfjob.lifecycle.Lifecycle`'s).
 
     Args:
         poll_interval: seconds between looks at a job that is being waited for or
             followed (``SubmitOptions.poll_interval`` overrides it for ``run``).
         sleep: injected for tests of waiting.
+        echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
     """
 
     name = "kubeflow"
+    platform = "Kubernetes"
 
-    def __init__(self, poll_interval: float = 2.0, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, poll_interval: float = 2.0, sleep: Callable[[float], None] = time.sleep, echo: Callable[[str], None] = say) -> None:
+        super().__init__(echo=echo, sleep=sleep)
         self.poll_interval = poll_interval
-        self._sleep = sleep
 
     #: What the job is on the cluster, in messages.
     kind = "TFJob"
@@ -272,42 +276,6 @@ class KubeflowBackend:
                 pass
             raise
 
-    def run(self, spec: JobSpec, options: SubmitOptions) -> str:
-        """Submit, then wait for the end, printing each state change on stderr; return the id.
-
-        Ctrl-C stops waiting (the job keeps running) unless ``options.cancel_on_interrupt``.
-        """
-        job_id = self.submit(spec, options)
-        interval = options.poll_interval if options.poll_interval is not None else self.poll_interval
-        last: JobState | None = None
-        waiting: str | None = None
-        try:
-            while True:
-                status = self.status(job_id)
-                if status.state is not last:
-                    last = status.state
-                    if not options.quiet:
-                        note = f": {status.message}" if status.message else ""
-                        print(f"tfjob: {job_id} {status.state.value}{note}", file=sys.stderr, flush=True)
-                if status.extra.get("waiting") != waiting:
-                    # Why is it Pending (or crash-looping)? Said once per change, not every poll.
-                    waiting = status.extra.get("waiting")
-                    if waiting and not options.quiet:
-                        print(f"tfjob: {job_id} waiting: {waiting}", file=sys.stderr, flush=True)
-                if status.state.is_terminal:
-                    return job_id
-                self._sleep(interval)
-        except KeyboardInterrupt:
-            if options.cancel_on_interrupt:
-                self.cancel(job_id)
-                raise JobCancelledError(f"job {job_id} was cancelled (its {self.kind} deleted) on Ctrl-C") from None
-            print(
-                f"tfjob: stopped waiting; {job_id} keeps running (tfjob status {job_id}, tfjob cancel {job_id})",
-                file=sys.stderr,
-                flush=True,
-            )
-            raise
-
     def status(self, job_id: str) -> JobStatus:
         """The TFJob's state from its conditions, with a task per pod.
 
@@ -405,7 +373,8 @@ class KubeflowBackend:
     def cancel(self, job_id: str) -> None:
         """Delete the TFJob (its pods go with it) and record the job as CANCELLED.
 
-        A job that has already ended is left as it is (nothing is deleted).
+        A job that has already ended is left as it is (nothing is deleted). One read of
+        the job object decides, without listing its pods as :meth:`status` would.
 
         Raises:
             JobNotFoundError: there is no such TFJob.
@@ -414,7 +383,6 @@ class KubeflowBackend:
         client = self._client_for(record)
         try:
             namespace = namespace or client.namespace
-            full_id = f"{namespace}/{name}"
             try:
                 state = self._state(client, namespace, name)
                 if state.is_terminal:
@@ -424,7 +392,7 @@ class KubeflowBackend:
                 if record is None:
                     raise
                 if record.state.is_terminal:
-                    raise UsageError(f"job {full_id} has already {record.state.value}; nothing to cancel") from None
+                    return  # ended and cleaned up since: left as it ended
         finally:
             client.close()
         if record is not None:

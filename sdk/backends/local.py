@@ -18,6 +18,7 @@ from typing import Any, Iterator, TextIO
 from ..errors import UsageError
 from ..spec import JobSpec
 from ..store import JobStore, process_start_time
+from ..lifecycle import Lifecycle
 from .base import JobState, JobStatus, SubmitOptions
 
 
@@ -25,10 +26,16 @@ from .base import JobState, JobStatus, SubmitOptions
 FULL_RENDER_TASKS = 16
 
 
-class LocalBackend:
-    """Runs jobs as processes on this machine (see :mod:`tfjob.local`)."""
+class LocalBackend(Lifecycle):
+    """Runs jobs as processes on this machine (see :mod:`tfjob.local`).
+
+    Its ``run`` is its own: the job runs in the calling process, and Ctrl-C (SIGINT,
+    SIGTERM, SIGHUP) cancels it — it cannot outlive the process — so the run ends
+    CANCELLED and ``Job.run()`` raises JobCancelledError (exit 130).
+    """
 
     name = "local"
+    platform = "this machine"
     #: A local job's state is one SQLite read away: waiting polls at least this often.
     max_poll_interval = 0.5
 

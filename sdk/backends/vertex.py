@@ -4,7 +4,8 @@
 the trainer sdist locally to know its digest, and shows a marked placeholder where a
 project or bucket is missing. ``submit`` stages the packages (content-addressed, so
 unchanged code uploads nothing), creates the ``CustomJob`` and records it in the job
-store under Vertex AI's own job id; ``run`` also follows it to its end. ``status``,
+store under Vertex AI's own job id; ``run`` also follows it to its end (the shared
+:class:`~tfjob.lifecycle.Lifecycle`). ``status``,
 ``logs``, ``cancel`` and ``list`` ask Vertex AI and keep the store up to date.
 
 Google libraries are imported inside the methods that talk to Google.
@@ -12,28 +13,23 @@ Google libraries are imported inside the methods that talk to Google.
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from ..spec import JobSpec
+from ..lifecycle import Lifecycle
 from .base import JobStatus, SubmitOptions
 
 
-def _say(message: str) -> None:
-    print(f"tfjob: {message}", file=sys.stderr, flush=True)
-
-
-class VertexBackend:
-    """Vertex AI custom jobs (see :mod:`tfjob.gcp`).
+class VertexBackend(Lifecycle):
+    """Vertex AI custom jobs (see :mod:`tfjob.gcp`); waiting, Ctrl-C and cancelling a
+    finished job are :class:`~tfjob.lifecycle.Lifecycle`'s.
 
     Args:
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
     """
 
     name = "vertex"
-
-    def __init__(self, echo: Callable[[str], None] = _say) -> None:
-        self.echo = echo
+    platform = "Vertex AI"
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The ``CustomJob`` body ``submit`` would send (no credentials, no network)."""
@@ -51,20 +47,14 @@ class VertexBackend:
 
         return submit_job(spec, options, echo=self.echo)
 
-    def run(self, spec: JobSpec, options: SubmitOptions) -> str:
-        """Submit, then follow the job to its end (or until Ctrl-C); return its id.
+    def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
+        """Follow the job to its end with one client (the store updated at each change);
+        with ``options.stream_logs`` its log lines are printed as they arrive."""
+        from ..gcp.service import follow_job, stream_job
 
-        With ``options.wait`` false this is :meth:`submit`. The caller learns the
-        outcome from :meth:`status` (``JobHandle.result()`` raises on failure).
-        """
-        from ..gcp.service import follow_job, stream_job, submit_job
-
-        job_id = submit_job(spec, options, echo=self.echo)
-        if options.wait and options.stream_logs:
-            stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True))
-        elif options.wait:
-            follow_job(job_id, options, echo=self.echo)
-        return job_id
+        if options.stream_logs:
+            return stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True))
+        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep)
 
     def status(self, job_id: str) -> JobStatus:
         """The job as Vertex AI sees it now (the store is updated)."""
@@ -78,12 +68,9 @@ class VertexBackend:
 
         return fetch_logs(job_id, task=task, follow=follow, tail=tail)
 
-    def cancel(self, job_id: str) -> None:
-        """Ask Vertex AI to cancel the job (a job that has ended is left as it is)."""
+    def _cancel(self, job_id: str) -> None:
+        """Ask Vertex AI to cancel the job."""
         from ..gcp.service import cancel_job
-
-        if self.status(job_id).state.is_terminal:
-            return
 
         cancel_job(job_id, echo=self.echo)
 

@@ -1,15 +1,13 @@
-"""Vertex AI job states → tfjob's, and waiting for a job with backoff.
+"""Vertex AI job states → tfjob's, and how often to look at a job.
 
-:func:`parse_state` and :func:`job_status` are pure; :func:`wait_for_job` polls a
-``get`` function with a growing interval and reports each change of state. The
-clock and the sleep are injected, so tests wait for nothing.
+:func:`parse_state` and :func:`job_status` are pure; waiting is
+:func:`tfjob.lifecycle.poll`, with these states and intervals.
 """
 
 from __future__ import annotations
 
-import time
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from ..model import JobState, JobStatus
 
@@ -81,31 +79,3 @@ def job_status(job: dict[str, Any], job_id: str) -> JobStatus:
         ended=parse_time(job.get("endTime")),
         extra=extra,
     )
-
-
-def wait_for_job(
-    get: Callable[[], dict[str, Any]],
-    *,
-    on_change: Callable[[dict[str, Any], JobState], None],
-    poll_interval: float = POLL_INTERVAL,
-    max_interval: float = MAX_POLL_INTERVAL,
-    sleep: Callable[[float], None] = time.sleep,
-) -> dict[str, Any]:
-    """Poll ``get()`` until the job reaches a terminal state; return the last answer.
-
-    The pause grows ×1.5 from ``poll_interval`` to ``max_interval`` and starts
-    again from ``poll_interval`` after each change of state.
-    """
-    last: JobState | None = None
-    interval = poll_interval
-    while True:
-        job = get()
-        state = parse_state(job.get("state"))
-        if state is not last:
-            last = state
-            interval = poll_interval
-            on_change(job, state)
-        if state.is_terminal:
-            return job
-        sleep(interval)
-        interval = min(interval * 1.5, max_interval)

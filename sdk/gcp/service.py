@@ -21,7 +21,8 @@ from ..model import JobState, JobStatus, SubmitOptions
 from ..errors import SubmissionUncertainError, UsageError
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore
-from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, wait_for_job
+from ..lifecycle import poll
+from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
 from .submission import DEFAULT_REGION
 
 POLL_ENV = "TFJOB_VERTEX_POLL_INTERVAL"
@@ -242,18 +243,10 @@ def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
 
 
 def interrupted(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> None:
-    """Ctrl-C while following a job: cancel it (``cancel_on_interrupt``: JobCancelledError)
-    or say that it keeps running and how to reach it; the caller re-raises."""
-    if options.cancel_on_interrupt:
-        cancel_job(job_id, echo=echo, client=client)
-        from ..errors import JobCancelledError
+    """Ctrl-C while following a job: :func:`tfjob.lifecycle.interrupted` on Vertex AI."""
+    from ..lifecycle import interrupted as on_interrupt
 
-        raise JobCancelledError(f"job {job_id} was cancelled on Ctrl-C") from None
-    echo(
-        f"stopped waiting; job {job_id} keeps running on Vertex AI. "
-        f"`tfjob status {job_id}` shows it, `tfjob logs {job_id} --follow` follows it, "
-        f"`tfjob cancel {job_id}` stops it"
-    )
+    on_interrupt(job_id, options, platform="Vertex AI", cancel=lambda j: cancel_job(j, echo=echo, client=client), echo=echo)
 
 
 def stream_job(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, out: Callable[[str], None] = print) -> JobStatus:
@@ -294,8 +287,9 @@ def follow_job(
         echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
 
     try:
-        final = wait_for_job(
+        final = poll(
             lambda: client.get_custom_job(job_id),
+            state_of=lambda job: parse_state(job.get("state")),
             on_change=on_change,
             poll_interval=interval,
             max_interval=min(MAX_POLL_INTERVAL, interval * 12),

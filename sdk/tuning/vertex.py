@@ -21,6 +21,7 @@ from ..model import JobState, JobStatus, SubmitOptions
 from ..errors import AuthError, SpecError, UsageError
 from ..gcp.client import VertexClient, job_id_of
 from ..render.vertex import SUBMISSION_LABEL
+from ..lifecycle import Lifecycle
 from ..spec import JobSpec
 from ..store import JobRecord, JobStore
 from ..study import StudySpec
@@ -295,38 +296,40 @@ def follow_tuning(
     """
     from ..gcp.follow import MAX_POLL_INTERVAL
     from ..gcp.service import poll_interval
+    from ..lifecycle import interrupted, poll
 
     record, project, region, endpoint = _location(job_id)
     client = client or make_tuning_client(project, region, endpoint, echo)
     first = poll_interval(options)
-    interval, last_state, last_trials = first, None, None
-    try:
-        while True:
-            status = _record(job_id, client.get_tuning_job(job_id), record)
-            trials = [Trial.from_dict(t) for t in status.extra.get("trials", [])]
-            if on_trials is not None and [t.to_dict() for t in trials] != last_trials:
-                last_trials = [t.to_dict() for t in trials]
-                on_trials(trials)
-                interval = first
-            if status.state is not last_state:
-                last_state = status.state
-                interval = first
-                echo(f"tuning job {job_id} {status.state.value}" + (f": {status.message}" if status.message and status.state.is_terminal else ""))
-            if status.state.is_terminal:
-                return status
-            sleep(interval)
-            interval = min(interval * 1.5, MAX_POLL_INTERVAL)
-    except KeyboardInterrupt:
-        if options.cancel_on_interrupt:
-            cancel_tuning(job_id, echo=echo, client=client)
-            from ..errors import JobCancelledError
+    last_state: list[JobState | None] = [None]
+    last_trials: list[Any] = [None]
 
-            raise JobCancelledError(f"study {job_id} was cancelled on Ctrl-C") from None
-        else:
-            echo(
-                f"stopped waiting; tuning job {job_id} keeps running on Vertex AI. `tfjob status {job_id}` shows "
-                f"its trials, `tfjob cancel {job_id}` stops it"
-            )
+    def trials_of(status: JobStatus) -> list[dict[str, Any]]:
+        return [Trial.from_dict(t).to_dict() for t in status.extra.get("trials", [])]
+
+    def on_change(status: JobStatus, state: JobState) -> None:
+        # A change of state or of the trials: the pause starts again from the first.
+        if on_trials is not None and trials_of(status) != last_trials[0]:
+            last_trials[0] = trials_of(status)
+            on_trials([Trial.from_dict(t) for t in status.extra.get("trials", [])])
+        if state is not last_state[0]:
+            last_state[0] = state
+            echo(f"tuning job {job_id} {state.value}" + (f": {status.message}" if status.message and state.is_terminal else ""))
+
+    try:
+        return poll(
+            lambda: _record(job_id, client.get_tuning_job(job_id), record),
+            on_change=on_change,
+            changed=lambda status: trials_of(status) if on_trials is not None else None,
+            poll_interval=first,
+            max_interval=MAX_POLL_INTERVAL,
+            sleep=sleep,
+        )
+    except KeyboardInterrupt:
+        interrupted(
+            job_id, options, platform="Vertex AI", what="tuning job", status_hint="shows its trials",
+            cancel=lambda j: cancel_tuning(j, echo=echo, client=client), echo=echo,
+        )  # fmt: skip
         raise
 
 
@@ -382,10 +385,11 @@ def fetch_tuning_logs(job_id: str, task: str | None = None, follow: bool = False
     return fetch_logs(trial["job_id"], follow=follow, tail=tail)
 
 
-class VertexTuningBackend:
+class VertexTuningBackend(Lifecycle):
     """``tfjob status / logs / cancel / list`` for Vertex AI tuning jobs (``tfjob tune`` creates them)."""
 
     name = BACKEND_NAME
+    platform = "Vertex AI"
     max_poll_interval = 60.0
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
@@ -400,7 +404,7 @@ class VertexTuningBackend:
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         return fetch_tuning_logs(job_id, task, follow, tail)
 
-    def cancel(self, job_id: str) -> None:
+    def _cancel(self, job_id: str) -> None:
         cancel_tuning(job_id)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:

@@ -1,0 +1,190 @@
+"""One job lifecycle for every backend: waiting, following, Ctrl-C and cancelling.
+
+A backend implements what only it knows — a pure ``render``, ``submit``, ``status``
+(its native state mapped to :class:`~tfjob.model.JobState`), ``logs`` and a thin
+``_cancel`` — and inherits from :class:`Lifecycle` what must be the same everywhere:
+
+- :func:`poll`, the one wait loop (``JobHandle.wait``, following a job after submit,
+  following a Vertex AI job or a tuning study): the pause grows ×1.5 from the first
+  interval to the longest and starts again after each change; with a timeout,
+  :class:`~tfjob.errors.JobTimeoutError` (the job keeps running);
+- :meth:`Lifecycle.run`: submit, then follow to the end, saying each change of state
+  and why a job waits (``status.extra["waiting"]``);
+- Ctrl-C while following (:func:`interrupted`): with ``cancel_on_interrupt`` the job
+  is cancelled and :class:`~tfjob.errors.JobCancelledError` raised (exit 130);
+  otherwise the job keeps running, one line says how to reach it, and the
+  ``KeyboardInterrupt`` goes on (exit 130);
+- :meth:`Lifecycle.cancel`: a job that has already ended is left as it ended, without
+  a call to the platform.
+
+The local backend runs its jobs in the calling process, so its ``run`` is its own; it
+raises the same errors on Ctrl-C (there the job cannot outlive the process: it is
+cancelled either way).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, TypeVar
+
+from .errors import JobCancelledError, JobTimeoutError
+from .model import JobState, JobStatus, SubmitOptions
+from .spec import JobSpec
+
+T = TypeVar("T")
+
+#: The longest pause between two polls unless a backend says otherwise, seconds.
+MAX_POLL_INTERVAL = 10.0
+
+
+def poll(
+    get: Callable[[], T],
+    *,
+    state_of: Callable[[T], JobState] = lambda status: status.state,  # type: ignore[attr-defined]
+    on_change: Callable[[T, JobState], None] | None = None,
+    changed: Callable[[T], Any] | None = None,
+    poll_interval: float = 0.2,
+    max_interval: float = MAX_POLL_INTERVAL,
+    timeout: float | None = None,
+    timeout_message: Callable[[T], str] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call ``get()`` until ``state_of`` its answer is terminal; return that answer.
+
+    ``on_change(answer, state)`` is called for the first answer and whenever the state
+    (or ``changed(answer)``, when given) differs from the last; the pause then starts
+    again from ``poll_interval``.
+
+    Raises:
+        JobTimeoutError: ``timeout`` seconds passed first (``timeout_message`` says why).
+    """
+    deadline = None if timeout is None else clock() + timeout
+    interval = poll_interval
+    last: Any = object()
+    while True:
+        answer = get()
+        state = state_of(answer)
+        key = (state, changed(answer)) if changed is not None else state
+        if key != last:
+            last = key
+            interval = poll_interval
+            if on_change is not None:
+                on_change(answer, state)
+        if state.is_terminal:
+            return answer
+        if deadline is not None and clock() >= deadline:
+            raise JobTimeoutError(timeout_message(answer) if timeout_message else f"still {state.value} after {timeout:g}s")
+        pause = interval if deadline is None else max(0.0, min(interval, deadline - clock()))
+        sleep(pause)
+        interval = min(interval * 1.5, max_interval)
+
+
+def interrupted(
+    job_id: str,
+    options: SubmitOptions,
+    *,
+    platform: str,
+    cancel: Callable[[str], None],
+    echo: Callable[[str], None],
+    what: str = "job",
+    status_hint: str = "shows it",
+) -> None:
+    """Ctrl-C while following ``job_id``: the same answer on every backend.
+
+    With ``options.cancel_on_interrupt`` the job is cancelled and JobCancelledError
+    raised; otherwise one line says the job keeps running and how to reach it, and the
+    caller raises the KeyboardInterrupt again.
+    """
+    if options.cancel_on_interrupt:
+        cancel(job_id)
+        raise JobCancelledError(f"{what} {job_id} was cancelled on Ctrl-C") from None
+    echo(
+        f"stopped waiting; {what} {job_id} keeps running on {platform}. "
+        f"`tfjob status {job_id}` {status_hint}, `tfjob logs {job_id} --follow` follows it, "
+        f"`tfjob cancel {job_id}` stops it"
+    )
+
+
+def say(message: str) -> None:
+    """A progress line on stderr, prefixed ``tfjob:``."""
+    print(f"tfjob: {message}", file=sys.stderr, flush=True)
+
+
+class Lifecycle:
+    """The part of a backend that is the same on every backend (see the module's docstring).
+
+    Subclasses set ``name`` and ``platform`` and implement ``submit``, ``status`` and
+    ``_cancel`` (and ``render``, ``logs``, ``list``).
+    """
+
+    name: str = ""
+    #: Where a job runs, as a user says it: ``Vertex AI``, ``Kubernetes``.
+    platform: str = ""
+    #: First pause between two polls while following, seconds.
+    poll_interval: float = 2.0
+    #: Longest pause between two polls (``JobHandle.wait`` uses it too).
+    max_poll_interval: float = MAX_POLL_INTERVAL
+
+    def __init__(self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.echo = echo
+        self._sleep = sleep
+
+    # -- what a backend implements ---------------------------------------------------------
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        raise NotImplementedError
+
+    def status(self, job_id: str) -> JobStatus:
+        raise NotImplementedError
+
+    def _cancel(self, job_id: str) -> None:
+        """Ask the platform to stop a job that has not ended."""
+        raise NotImplementedError
+
+    # -- what every backend shares ---------------------------------------------------------
+    def run(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Submit, then follow the job to its end (``options.wait``); return its id.
+
+        The outcome is the job's status (``JobHandle.result()`` raises on failure).
+        """
+        job_id = self.submit(spec, options)
+        if options.wait:
+            self.follow(job_id, options)
+        return job_id
+
+    def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
+        """Wait for the job's end, saying each change of state (not with ``quiet``)."""
+        interval = options.poll_interval if options.poll_interval is not None else self.poll_interval
+        seen: dict[str, Any] = {"state": None, "waiting": None}
+
+        def on_change(status: JobStatus, state: JobState) -> None:
+            if options.quiet:
+                return
+            if state is not seen["state"]:
+                seen["state"] = state
+                self.echo(f"job {job_id} {state.value}" + (f": {status.message}" if status.message else ""))
+            if status.extra.get("waiting") != seen["waiting"]:
+                # Why is it Pending (or crash-looping)? Said once per change, not every poll.
+                seen["waiting"] = status.extra.get("waiting")
+                if seen["waiting"]:
+                    self.echo(f"job {job_id} waiting: {seen['waiting']}")
+
+        try:
+            return poll(
+                lambda: self.status(job_id),
+                on_change=on_change,
+                changed=lambda status: status.extra.get("waiting"),
+                poll_interval=interval,
+                max_interval=max(interval, min(self.max_poll_interval, interval * 12)),
+                sleep=self._sleep,
+            )
+        except KeyboardInterrupt:
+            interrupted(job_id, options, platform=self.platform, cancel=self.cancel, echo=self.echo)
+            raise
+
+    def cancel(self, job_id: str) -> None:
+        """Ask the job to stop; a job that has already ended is left as it ended."""
+        if self.status(job_id).state.is_terminal:
+            return
+        self._cancel(job_id)
