@@ -334,3 +334,23 @@ def test_cli_list_remote_asks_vertex_and_the_store_view_stays_offline(fake: Fake
     assert len(fake.requests) == calls  # the store view asks no service
     bad = runner.invoke(app, ["list", "--remote"])
     assert bad.exit_code == 2 and bad.stderr == "error: --remote needs --backend vertex or --backend kubeflow\n"
+
+
+@pytest.mark.parametrize(
+    "message, blamed",
+    [
+        ("The replica workerpool1-0 exited with a non-zero status of 3. Termination reason: Error. To find out more "
+         "about why your job exited please check the logs: https://console.cloud.google.com/logs/viewer?x=1", ("worker-0", 3)),
+        ("The replica workerpool0-0 ran out-of-memory and exited with a non-zero status of 137(SIGKILL).", ("chief-0", 137)),
+        ("The replica workerpool2-11 exited with a non-zero status of 1.", ("ps-11", 1)),
+        ("Internal error occurred for the current attempt.", None),
+        ("The replica workerpool7-0 exited with a non-zero status of 1.", None),
+    ],
+)  # fmt: skip
+def test_the_replica_a_failure_blames_is_the_failed_task(message: str, blamed: tuple[str, int] | None) -> None:
+    from tfjob.gcp.follow import failed_replica
+
+    assert failed_replica(message) == blamed
+    status = job_status({"state": "JOB_STATE_FAILED", "error": {"code": 3, "message": message}}, "9")
+    assert status.failed_task == (blamed[0] if blamed else None)
+    assert status.extra.get("task_exit_code") == (blamed[1] if blamed else None)

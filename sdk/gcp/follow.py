@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -60,12 +61,31 @@ def console_url(project: str, region: str, job_id: str) -> str:
     return f"https://console.cloud.google.com/vertex-ai/locations/{region}/training/{job_id}/cpu?project={project}"
 
 
+#: Worker pool index → the task name tfjob gives its replicas (``workerpool1-2`` → ``worker-2``).
+POOL_ROLES = ("chief", "worker", "ps", "evaluator")
+_REPLICA = re.compile(r"\breplica workerpool([0-3])-(\d{1,6})\b.*?\bnon-zero status of (-?\d{1,4})\b", re.S)
+
+
+def failed_replica(message: str) -> tuple[str, int] | None:
+    """``(task, exit code)`` of the replica a Vertex AI error message blames, e.g. "The replica
+    workerpool1-0 exited with a non-zero status of 3. …" → ``("worker-0", 3)``."""
+    found = _REPLICA.search(message[:4096])
+    if found is None:
+        return None
+    pool, index, code = found.groups()
+    return f"{POOL_ROLES[int(pool)]}-{int(index)}", int(code)
+
+
 def job_status(job: dict[str, Any], job_id: str) -> JobStatus:
-    """A ``CustomJob`` dict as a :class:`JobStatus` (the error message in ``message``)."""
+    """A ``CustomJob`` dict as a :class:`JobStatus` (the error message in ``message``; the
+    replica it blames in ``failed_task`` and its exit code in ``extra["task_exit_code"]``)."""
     state = parse_state(job.get("state"))
     error = job.get("error") or {}
     message = str(error.get("message", "")) if error else ""
     extra: dict[str, Any] = {"resource_name": job.get("name", ""), "vertex_state": job.get("state", "")}
+    blamed = failed_replica(message) if state is JobState.FAILED else None
+    if blamed is not None:
+        extra["task_exit_code"] = blamed[1]
     if job.get("webAccessUris"):
         extra["web_access_uris"] = dict(job["webAccessUris"])
     return JobStatus(
@@ -77,5 +97,6 @@ def job_status(job: dict[str, Any], job_id: str) -> JobStatus:
         created=parse_time(job.get("createTime")),
         started=parse_time(job.get("startTime")),
         ended=parse_time(job.get("endTime")),
+        failed_task=blamed[0] if blamed else None,
         extra=extra,
     )

@@ -210,6 +210,9 @@ def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -
             values["started"] = status.started
         if status.ended:
             values["ended"] = status.ended
+        if status.failed_task:
+            values["failed_task"] = status.failed_task
+            values["extra"] = {**record.extra, "task_exit_code": status.extra["task_exit_code"]}
         store.set_state(job_id, status.state, status.message, **values)
         current = store.get(job_id)
     if current is not None:

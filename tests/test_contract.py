@@ -1,0 +1,324 @@
+"""The backend contract (issue 14): the same tests over every backend that runs jobs.
+
+Each platform is driven the way its users meet it — local jobs are real processes, Vertex
+AI is the REST stand-in reached through Google's client library, Kubeflow TFJobs and
+JobSets are the Kubernetes API stand-in reached through the official client, with a small
+"operator" here that moves a job along as its trainer module says (``trainer.ok`` ends
+well, ``trainer.fail`` fails its worker 0 with exit code 3, ``trainer.slow`` runs on).
+
+A new backend gets a driver below and passes every test here, or it does not ship.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from conftest import SHARED
+from fakes.kube_api import FakeKube, kube_fixture
+from fakes.vertex_api import FakeVertex
+from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
+
+from tfjob import Job
+from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, UsageError
+from tfjob.job import JobHandle, get_job
+from tfjob.model import JobState
+
+TRAINERS = {
+    "ok": "print('hello from the trainer', flush=True)\n",
+    "fail": (
+        "import json, os, sys\n"
+        "task = json.loads(os.environ.get('TF_CONFIG', '{}')).get('task', {})\n"
+        "print('hello from the trainer', flush=True)\n"
+        "if (task.get('type'), task.get('index')) == ('worker', 0):\n"
+        "    sys.exit(3)\n"
+        "import time; time.sleep(120)  # the others wait: the job ends with the worker's failure\n"
+    ),
+    "slow": "import time\nprint('hello from the trainer', flush=True)\ntime.sleep(120)\n",
+}
+
+
+@pytest.fixture
+def trainer(tmp_path: Path) -> Path:
+    root = tmp_path / "src"
+    pkg = root / "trainer"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for name, text in TRAINERS.items():
+        (pkg / f"{name}.py").write_text(text)
+    return root
+
+
+class Driver:
+    """One backend as the contract sees it."""
+
+    name: str
+    #: An id of this backend's shape that no job has.
+    unknown_id: str
+    #: Keywords that place a job on this backend.
+    where: dict[str, Any]
+
+    def job(self, outcome: str, **kw: Any) -> Job:
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        """Whether a job of this backend is running now (as its platform says)."""
+        raise NotImplementedError
+
+    def cancel_calls(self) -> int:
+        """How many times the platform was asked to stop a job."""
+        raise NotImplementedError
+
+
+class LocalDriver(Driver):
+    name = "local"
+    unknown_id = "trainer-20260101-000000-0000"
+
+    def __init__(self, trainer: Path) -> None:
+        self.trainer = trainer
+        self.where = {"backend": "local"}
+
+    def job(self, outcome: str, **kw: Any) -> Job:
+        return Job(str(self.trainer), f"trainer.{outcome}", workers=1, grace=1.0, quiet=True, **self.where, **kw)
+
+    def running(self) -> bool:
+        from tfjob.store import JobStore
+
+        with JobStore() as store:
+            return any(r.state is JobState.RUNNING for r in store.list())
+
+    def cancel_calls(self) -> int:
+        from tfjob.store import JobStore
+
+        with JobStore() as store:
+            return sum(1 for r in store.list() for e in store.events(r.id) if "cancel requested" in str(e))
+
+
+class VertexDriver(Driver):
+    name = "vertex"
+    unknown_id = "1234567890123456789"
+
+    def __init__(self, server: FakeVertex) -> None:
+        self.server = server
+        self.where = {"backend": "vertex", "project": "p", "region": "us-central1", "api_endpoint": server.endpoint}
+
+    def job(self, outcome: str, **kw: Any) -> Job:
+        self.server.script = {
+            "ok": ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"),
+            "fail": ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED"),
+            "slow": ("JOB_STATE_QUEUED",) + ("JOB_STATE_RUNNING",) * 100000,
+        }[outcome]
+        self.server.failure_message = "The replica workerpool1-0 exited with a non-zero status of 3."
+        return Job(module=f"trainer.{outcome}", image="gcr.io/p/trainer:1", workers=1, quiet=True, **self.where, **kw)
+
+    def on_created(self, job_id: str) -> None:
+        self.server.add_log(job_id, "workerpool0-0", "hello from the trainer", 1.0)
+
+    def running(self) -> bool:
+        with self.server.lock:
+            return any(j["state"] == "JOB_STATE_RUNNING" for j in self.server.jobs.values())
+
+    def cancel_calls(self) -> int:
+        return sum(1 for method, path, _ in self.server.requests if method == "POST" and path.endswith(":cancel"))
+
+
+class KubeDriver(Driver):
+    """TFJob (``kubeflow``) or JobSet (``jobset``) on the Kubernetes stand-in."""
+
+    unknown_id = "default/no-such-job"
+
+    def __init__(self, name: str, kube: FakeKube, kubeconfig: str) -> None:
+        self.name = name
+        self.kube = kube
+        self.where = {"backend": name, "kubeconfig": kubeconfig}
+        self.count = 0
+
+    def job(self, outcome: str, **kw: Any) -> Job:
+        self.count += 1
+        name = kw.pop("name", f"{outcome}-{self.count}")
+        jobset = self.name == "jobset"
+        advance = self.kube.advance_jobset if jobset else self.kube.advance
+        done = "Completed" if jobset else "Succeeded"
+
+        def operator() -> None:  # what the controller does by the first look at the job
+            advance("default", name, "Created")
+            advance("default", name, "Running")
+            pod = self.kube.jobset_pod_name(name, "chief-0") if jobset else self.kube.pod_name(name, "chief-0")
+            self.kube.write_log("default", pod, "hello from the trainer\n")
+            if outcome == "ok":
+                advance("default", name, done)
+            elif outcome == "fail":
+                advance("default", name, "Failed", failed_task="worker-0", exit_code=3)
+
+        self.kube.script("default", name, operator)
+        return Job(module=f"trainer.{outcome}", image="img:1", workers=1, name=name, quiet=True, **self.where, **kw)
+
+    def running(self) -> bool:
+        return any(p.obj["status"]["phase"] == "Running" for p in list(self.kube.pods.values()))
+
+    def cancel_calls(self) -> int:
+        return self.kube.count("DELETE", r"/(tfjobs|jobsets)/")
+
+
+BACKENDS = ["local", "vertex", "kubeflow", "jobset"]
+
+
+@pytest.fixture(params=BACKENDS)
+def platform(request: pytest.FixtureRequest, trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Driver]:
+    if request.param == "local":
+        yield LocalDriver(trainer)
+    elif request.param == "vertex":
+        with FakeVertex() as server:
+            monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
+            monkeypatch.setenv("TFJOB_VERTEX_POLL_INTERVAL", "0.02")
+            monkeypatch.setenv("TFJOB_LOGGING_ENDPOINT", server.endpoint)
+            # `list` asks the configured project, as `tfjob list` does.
+            for var, value in (("TFJOB_PROJECT", "p"), ("TFJOB_REGION", "us-central1"), ("TFJOB_API_ENDPOINT", server.endpoint)):
+                monkeypatch.setenv(var, value)
+            yield VertexDriver(server)
+    else:
+        for kube in kube_fixture(SHARED / "data" / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch):
+            kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="default"))
+            monkeypatch.setenv("KUBECONFIG", kubeconfig)  # `list` asks the current context, as `tfjob list` does
+            yield KubeDriver(request.param, kube, kubeconfig)
+
+
+def _submit(platform: Driver, outcome: str, **kw: Any) -> JobHandle:
+    handle = platform.job(outcome, poll_interval=0.05, **kw).submit()
+    if isinstance(platform, VertexDriver):
+        platform.on_created(handle.id)
+    return handle
+
+
+def _until(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+# -- the contract ------------------------------------------------------------------------------
+def test_a_job_runs_to_success_and_is_known_by_its_id(platform: Driver) -> None:
+    handle = _submit(platform, "ok")
+    assert handle.wait(timeout=60).state is JobState.SUCCEEDED
+    assert handle.result().state is JobState.SUCCEEDED
+    again = get_job(handle.id)  # from the store alone, as another process would
+    assert again == handle and again.status().state is JobState.SUCCEEDED
+    assert handle.id in [s.id for s in again._backend.list()]
+
+
+def test_logs_are_lines_prefixed_with_their_task(platform: Driver) -> None:
+    handle = _submit(platform, "ok")
+    handle.wait(timeout=60)
+    # (Local job logs align their prefixes, `[chief-0]  …` next to `[worker-0] …`.)
+    lines = [re.sub(r"^(\[[\w-]+\])\s+", r"\1 ", line) for line in handle.logs()]
+    assert "[chief-0] hello from the trainer" in lines, lines
+    assert list(handle.logs(task="chief-0")) and all("hello" in line or line for line in handle.logs(task="chief-0"))
+
+
+def test_a_failing_task_fails_the_job_and_is_named(platform: Driver) -> None:
+    with pytest.raises(JobFailedError) as failed:
+        platform.job("fail", poll_interval=0.05).run()
+    assert failed.value.exit_code == 1
+    assert failed.value.task == "worker-0", str(failed.value)
+    assert failed.value.exit_code_of_task == 3
+    assert "worker-0" in str(failed.value)
+    with pytest.raises(JobFailedError):
+        get_job(failed.value.job_id).result()
+
+
+def test_wait_with_a_timeout_leaves_the_job_running_and_cancel_stops_it(platform: Driver) -> None:
+    handle = _submit(platform, "slow")
+    with pytest.raises(JobTimeoutError, match=f"job {handle.id} is still"):
+        handle.wait(timeout=0.3)
+    assert not handle.status().state.is_terminal
+    handle.cancel()
+    assert handle.wait(timeout=60).state is JobState.CANCELLED
+    with pytest.raises(JobCancelledError) as cancelled:
+        handle.result()
+    assert cancelled.value.exit_code == 130
+
+
+def test_run_with_a_timeout_cancels_the_job(platform: Driver) -> None:
+    job = platform.job("slow", poll_interval=0.05)
+    with pytest.raises(JobTimeoutError, match=r"did not end within 0.5s, so it was cancelled \(CANCELLED\)") as timed_out:
+        job.run(timeout=0.5)
+    assert timed_out.value.exit_code == 1
+    _until(lambda: not platform.running(), timeout=30)
+
+
+def test_cancelling_a_finished_job_leaves_it_as_it_ended(platform: Driver) -> None:
+    handle = _submit(platform, "ok")
+    handle.wait(timeout=60)
+    before = platform.cancel_calls()
+    handle.cancel()
+    handle._backend.cancel(handle.id)  # the backend itself too, not only the handle
+    assert platform.cancel_calls() == before
+    assert handle.status().state is JobState.SUCCEEDED
+
+
+@pytest.mark.parametrize("cancel_on_interrupt", [False, True])
+def test_ctrl_c_while_running(platform: Driver, cancel_on_interrupt: bool) -> None:
+    job = platform.job("slow", poll_interval=0.05, cancel_on_interrupt=cancel_on_interrupt)
+    stop = threading.Event()
+
+    def ctrl_c() -> None:
+        while not stop.is_set():
+            if platform.running():
+                time.sleep(0.2)
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.02)
+
+    sender = threading.Thread(target=ctrl_c, daemon=True)
+    sender.start()
+    # Exit 130 on every backend: JobCancelledError, or the KeyboardInterrupt going on when
+    # the job keeps running on its platform. A local job runs in this process, so it
+    # cannot keep running: it is cancelled either way.
+    keeps_running = not cancel_on_interrupt and platform.name != "local"
+    try:
+        with pytest.raises(KeyboardInterrupt if keeps_running else JobCancelledError):
+            job.run()
+    finally:
+        stop.set()
+        sender.join(5)
+    from tfjob.store import JobStore
+
+    with JobStore() as store:
+        (record,) = store.list()
+    handle = JobHandle(platform.name, record.id)
+    if keeps_running:
+        assert not handle.status().state.is_terminal
+        handle.cancel()
+    assert handle.wait(timeout=60).state is JobState.CANCELLED
+
+
+def test_unknown_and_ambiguous_ids_are_usage_errors(platform: Driver) -> None:
+    with pytest.raises(JobNotFoundError) as missing:
+        get_job(platform.unknown_id).status()
+    assert missing.value.exit_code == 2
+    with pytest.raises(JobNotFoundError):
+        JobHandle(platform.name, platform.unknown_id).status()
+    first, second = _submit(platform, "ok"), _submit(platform, "ok")
+    for handle in (first, second):
+        handle.wait(timeout=60)
+    common = os.path.commonprefix([first.id, second.id])
+    with pytest.raises(UsageError, match="ambiguous") as ambiguous:
+        get_job(common)
+    assert ambiguous.value.exit_code == 2
+    assert get_job(first.id) == first
+
+
+def test_a_missing_trainer_module_is_a_usage_error(platform: Driver, trainer: Path) -> None:
+    # A trainer the backend packages is checked before anything is sent or started.
+    where = dict(platform.where, staging_bucket="gs://b") if platform.name == "vertex" else platform.where
+    job = Job(str(trainer), "trainer.nope", workers=1, name="nope", **where)
+    with pytest.raises(UsageError, match="no trainer/nope.py") as refused:
+        job.submit()
+    assert refused.value.exit_code == 2
