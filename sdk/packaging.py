@@ -744,3 +744,50 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
         f"{source} has no __init__.py{hint}: it is not a Python package; add an empty __init__.py "
         "(or a setup.py / pyproject.toml) to the trainer directory"
     )
+
+
+def gather_packages(
+    package: str | None,
+    packages: tuple[str, ...] | list[str],
+    *,
+    module: str | None,
+    requirements: str | None = None,
+    include_secrets: bool = False,
+    quiet: bool = False,
+) -> tuple[list[Path], list[str]]:
+    """The files a job ships into an image, in install order, and its ``gs://`` URIs.
+
+    The trainer directory (``package``) is built into its sdist (the build cache reuses an
+    unchanged one; files that look like secrets stay out, each named in a warning on
+    stderr unless ``quiet``) and checked to hold ``module``; a built archive is taken as it
+    is; a ``gs://`` URI is returned for the bootstrap to download. Kubernetes ships the
+    files in a ConfigMap, the local backend mounts them into its containers.
+
+    Raises:
+        PackagingError: the trainer cannot be built, or ``module`` is not in it.
+        UsageError: a package path that does not exist.
+        SpecError: two packages share a file name (they land in one directory).
+    """
+    from .errors import SpecError, UsageError
+
+    files: list[Path] = []
+    uris: list[str] = []
+    for i, item in enumerate(p for p in (package, *packages) if p):
+        flag = "PACKAGE_PATH" if i == 0 and package else "--packages"
+        if item.startswith("gs://"):
+            uris.append(item)
+            continue
+        path = Path(item).expanduser()
+        if path.is_dir():
+            built = build_sdist(path, module=module if flag == "PACKAGE_PATH" else None,
+                                include_secrets=include_secrets, requirements=requirements)  # fmt: skip
+            if not quiet:
+                for warning in built.warnings:
+                    print(f"tfjob: {warning}", file=sys.stderr, flush=True)
+            path = built.path
+        elif not path.is_file():
+            raise UsageError(f"{flag} {item}: no such file or directory; give a trainer directory, a built package or a gs:// URI")
+        if any(f.name == path.name for f in files):
+            raise SpecError(f"{flag} {item}: two packages are named {path.name}; rename one")
+        files.append(path.resolve())
+    return files, uris

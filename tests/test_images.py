@@ -13,6 +13,7 @@ when missing; anywhere else a missing engine skips with its reason.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Iterator
@@ -157,3 +158,23 @@ def test_containers_reach_each_other_by_the_platforms_host_names(
     for kind in ("ps", "network ls"):
         left = subprocess.run(["podman", *kind.split(), "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
         assert left.stdout.split() == [], kind
+
+
+def test_a_trainer_directory_runs_on_the_base_image_without_a_build(base_image: str, podman_env: dict[str, str], tmp_path: Path) -> None:
+    """PACKAGE_PATH with --image locally does what it does on Kubernetes and Vertex AI: the
+    trainer's sdist goes into every container (read-only) and the bootstrap installs it first."""
+    pkg = tmp_path / "src" / "shipped"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text(
+        "import json, os, shipped\n"
+        "task = json.loads(os.environ['TF_CONFIG'])['task']\n"
+        "print('shipped', task['type'], task['index'], os.path.dirname(shipped.__file__).startswith('/trainer'), flush=True)\n"
+    )
+    done = subprocess.run([str(BIN / "tfjob"), "submit", str(tmp_path / "src"), "-m", "shipped.task", "--image", base_image,
+                           "--workers", "1", "--display-name", "shipped"], capture_output=True, text=True, env=podman_env, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = sorted(line.split("shipped ", 1)[1] for line in done.stderr.splitlines() if re.search(r"\] +shipped ", line))
+    assert lines == ["chief 0 False", "worker 0 False"], done.stderr  # installed in site-packages, not a copy in /trainer
+    left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
+    assert left.stdout.split() == []

@@ -196,3 +196,17 @@ def test_tensorflow_info_lines_are_off_unless_the_user_asks_for_them() -> None:
     assert inherited.env["TF_CPP_MIN_LOG_LEVEL"] == "0"
     asked = _plans(_spec(env={"TF_CPP_MIN_LOG_LEVEL": "3"}), "vertex")[0]
     assert asked.env["TF_CPP_MIN_LOG_LEVEL"] == "3"
+
+
+def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
+    from tfjob.engine import Engine
+
+    spec = _spec(image="localhost/tfjob:1", workers=1, ps=1)
+    plans = _plans(spec, "vertex", engine=Engine("podman", "podman"), shipped=["/build/ab/trainer-0.0.0.tar.gz", "/x/extra-1.0-py3-none-any.whl"])
+    for plan in plans:
+        argv = plan.argv
+        assert "/build/ab/trainer-0.0.0.tar.gz:/tfjob/packages/trainer-0.0.0.tar.gz:ro" in argv
+        image_at = argv.index("localhost/tfjob:1")
+        assert argv[image_at + 1 : image_at + 6] == [
+            "--package", "/tfjob/packages/trainer-0.0.0.tar.gz", "--package", "/tfjob/packages/extra-1.0-py3-none-any.whl", "--check-port",
+        ]  # fmt: skip

@@ -137,3 +137,24 @@ def test_extra_packages_are_content_addressed(trainer: Path, tmp_path: Path) -> 
     assert uris[0].startswith("gs://b/team/tfjob/packages/") and uris[0].endswith("/trainer-0.0.0.tar.gz")
     assert uris[1:3] == [f"gs://b/team/tfjob/packages/{digest}/{wheel.name}", "gs://other/lib-2.0.tar.gz"]
     assert len(uris) == 4 and uris[3].startswith("gs://b/team/tfjob/packages/") and "/tfjob_bootstrap-" in uris[3]
+
+
+def test_a_trainer_directory_with_an_image_runs_on_that_image(trainer: Path) -> None:
+    # As on Kubernetes (shipped in a ConfigMap) and locally (mounted into the containers):
+    # on Vertex AI the image is the package job's executor image, never dropped silently.
+    base = ["submit", str(trainer), "-m", "trainer.task", "--workers", "1", "--backend", "vertex", "--dry-run",
+            "--staging-bucket", "gs://b"]  # fmt: skip
+    result = CliRunner().invoke(app, [*base, "--image", "registry.example/tfjob:0.1.0"])
+    assert result.exit_code == 0, result.output
+    pools = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"]
+    for pool in pools:
+        assert "containerSpec" not in pool
+        package = pool["pythonPackageSpec"]
+        assert package["executorImageUri"] == "registry.example/tfjob:0.1.0"
+        assert package["packageUris"][0].endswith(".tar.gz") and "/trainer-" in package["packageUris"][0]
+    for extra, message in (
+        (["--image", "a:1", "--worker-image", "b:1"], "different images per pool"),
+        (["--image", "a:1", "--executor-image", "b:1"], "leave out --executor-image"),
+    ):
+        refused = CliRunner().invoke(app, [*base, *extra])
+        assert refused.exit_code == 2 and message in refused.stderr, refused.output

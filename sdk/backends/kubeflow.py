@@ -12,11 +12,10 @@ namespace.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Any, Callable, Iterator
 
-from ..errors import BackendError, JobNotFoundError, SpecError, UsageError
+from ..errors import BackendError, JobNotFoundError, UsageError
 from ..k8s.status import build_job_status, build_pod_selector, parse_job_id, parse_timestamp, parse_tfjob_state, pod_task_name
 from ..render.kubeflow import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
 from ..render.shipment import MAX_BYTES as MAX_SHIPPED_BYTES
@@ -44,35 +43,20 @@ def build_shipment(spec: JobSpec, options: Any) -> tuple[JobSpec, Shipment | Non
         UsageError: a package path that does not exist.
         SpecError: the packages are more than a ConfigMap holds, or two share a file name.
     """
-    wanted = [p for p in (spec.package, *spec.packages) if p]
-    if not wanted:
+    if not (spec.package or spec.packages):
         return spec, None
     from dataclasses import replace
-    from pathlib import Path
 
+    from ..packaging import gather_packages
+
+    paths, uris = gather_packages(
+        spec.package, spec.packages, module=spec.module, requirements=spec.requirements,
+        include_secrets=getattr(options, "include_secrets", False), quiet=getattr(options, "quiet", False),
+    )  # fmt: skip
     files: list[tuple[str, bytes]] = []
-    uris: list[str] = []
-    for i, package in enumerate(wanted):
-        flag = "PACKAGE_PATH" if i == 0 and spec.package else "--packages"
-        if package.startswith("gs://"):
-            uris.append(package)
-            continue
-        path = Path(package).expanduser()
-        if path.is_dir():
-            from ..packaging import build_sdist
-
-            built = build_sdist(path, module=spec.module if flag == "PACKAGE_PATH" else None,
-                                include_secrets=getattr(options, "include_secrets", False), requirements=spec.requirements)  # fmt: skip
-            if not getattr(options, "quiet", False):
-                for warning in built.warnings:
-                    print(f"tfjob: {warning}", file=sys.stderr, flush=True)
-            path = built.path
-        elif not path.is_file():
-            raise UsageError(f"{flag} {package}: no such file or directory; give a trainer directory, a built package or a gs:// URI")
+    for path in paths:
         if path.stat().st_size > MAX_SHIPPED_BYTES:  # refused without reading it
             raise_too_big([*files, (path.name, b"")], path.stat().st_size)
-        if any(name == path.name for name, _ in files):
-            raise SpecError(f"{flag} {package}: two packages are named {path.name}; rename one")
         files.append((path.name, path.read_bytes()))
     shipment = Shipment(configmap_name(spec.name) if files else "", tuple(files), tuple(uris))
     check_size(shipment)

@@ -9,6 +9,8 @@ and prints the body; a real submission stages :attr:`Submission.uploads` and sen
 
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import re
 import uuid
@@ -182,6 +184,33 @@ def _needs_package(spec: JobSpec) -> bool:
     return any(not spec.image_for(p.role) for p in spec.pools)
 
 
+def package_on_image(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, SubmitOptions]:
+    """PACKAGE_PATH with ``--image``: the package runs on that image, as on every backend.
+
+    Kubernetes ships the package into the pods of the image and the local backend mounts
+    it into its containers; on Vertex AI the same is a Python package job whose executor
+    image is the user's (``pythonPackageSpec.executorImageUri``): Vertex AI pip-installs
+    the packages into it and runs the bootstrap. Without a package, or with a pool that
+    runs the package on a prebuilt image, nothing changes.
+
+    Raises:
+        SpecError: pools with different images (an executor image is one per package
+            job here), or both --image and --executor-image.
+    """
+    if not spec.package or _needs_package(spec):
+        return spec, options
+    images = sorted({spec.image_for(role) or "" for role, _ in spec.tasks()})
+    if len(images) > 1:
+        raise SpecError(
+            f"PACKAGE_PATH with different images per pool ({', '.join(images)}): on Vertex AI the package runs on one "
+            "executor image; give one --image, or build the trainer into each image and leave out PACKAGE_PATH"
+        )
+    if options.executor_image and options.executor_image != images[0]:
+        raise SpecError("--image with PACKAGE_PATH is the executor image the package runs on; leave out --executor-image")
+    pools = tuple(dataclasses.replace(p, image=None) for p in spec.pools)
+    return spec.replace(image=None, pools=pools), dataclasses.replace(options, executor_image=images[0])
+
+
 def plan_submission(
     spec: JobSpec,
     options: SubmitOptions,
@@ -204,6 +233,7 @@ def plan_submission(
         SpecError, PackagingError: the job or the trainer cannot be sent.
     """
     notes: list[str] = []
+    spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
         raise SpecError(
             f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "

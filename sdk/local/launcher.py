@@ -177,6 +177,7 @@ class Launcher:
         source_root: str | None,
         cwd: str | None = None,
         engine: Any = None,
+        shipped: tuple[str, ...] = (),
         environ: Mapping[str, str] | None = None,
         port_picker: PortPicker = pick_ports,
         max_attempts: int = 4,
@@ -194,6 +195,7 @@ class Launcher:
         self.source_root = source_root
         self.cwd = cwd
         self.engine = engine
+        self.shipped = shipped
         self.environ = dict(os.environ if environ is None else environ)
         self.port_picker = port_picker
         self.max_attempts = max_attempts
@@ -313,6 +315,7 @@ class Launcher:
             tf_config=self.options.tf_config,
             engine=self.engine,
             network=self._network,
+            shipped=self.shipped,
         )
         self.tasks = []
         self._attempt_started = self.clock()

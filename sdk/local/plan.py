@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..errors import SpecError, UsageError
 from ..machines import did_you_mean
+from ..render.shipment import MOUNT as SHIPPED_MOUNT
 from ..spec import ROLES, JobSpec
 from .ports import HOST
 
@@ -200,6 +201,7 @@ def build_task_plans(
     tf_config: str = "platform",
     engine: Any = None,
     network: str | None = None,
+    shipped: Sequence[str] = (),
 ) -> list[TaskPlan]:
     """One :class:`TaskPlan` per task, chief first.
 
@@ -220,6 +222,8 @@ def build_task_plans(
             image with the same bootstrap arguments and the platform's variables.
         network: the job's private container network (:meth:`Engine.create_network`):
             each container is then its ``cluster`` address's host (:func:`build_host_cluster`).
+        shipped: host paths of packages for those containers: each is mounted read-only
+            at ``/tfjob/packages/<file>`` and given to the bootstrap as ``--package``.
         trial: the hyperparameter-tuning trial id, as the platforms give it: in
             TF_CONFIG's (and CLUSTER_SPEC's) task and ``CLOUD_ML_TRIAL_ID``; the
             trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
@@ -269,10 +273,16 @@ def build_task_plans(
             if spec.job_dir and "://" not in spec.job_dir:
                 volumes.append(engine.writable_volume(spec.job_dir, spec.job_dir))
             runs_bootstrap = spec.module is not None or spec.script is not None
+            # Shipped packages: read-only at the path Kubernetes pods have them, installed first.
+            install: list[str] = []
+            for path in shipped if runs_bootstrap else ():
+                inside = f"{SHIPPED_MOUNT}/{Path(path).name}"
+                volumes.append(f"{path}:{inside}:ro")
+                install += ["--package", inside]
             command = list(spec.command)
             argv = engine.run_argv(
                 image,
-                ["--check-port", *boot] if runs_bootstrap else [*command[1:], *spec.args_for(role)],
+                [*install, "--check-port", *boot] if runs_bootstrap else [*command[1:], *spec.args_for(role)],
                 name=f"tfjob-{job_id}-{task_name(role, index)}".lower(),
                 job_id=job_id,
                 env_names=names,

@@ -41,6 +41,9 @@ class Prepared:
     source_root: str | None
     #: The container engine when the tasks run as containers (``--image``).
     engine: Any = None
+    #: Host paths of the packages mounted into those containers and installed by the
+    #: bootstrap first (PACKAGE_PATH's sdist, ``--packages``), as Kubernetes ships them.
+    shipped: tuple[str, ...] = ()
 
 
 def jobs_dir() -> Path:
@@ -58,8 +61,21 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
 
     if spec.image_for("chief" if spec.has_chief else "worker") is None or any(not spec.image_for(r) for r, _ in spec.tasks()):
         raise SpecError("locally, a job runs either every task as a container (--image for every pool) or none")
-    if spec.package or options.install or options.python:
-        raise SpecError("--image runs the trainer inside the image: leave out PACKAGE_PATH, --install and --python")
+    if options.install or options.python:
+        raise SpecError("--image runs the trainer inside the image: leave out --install and --python")
+    shipped: tuple[str, ...] = ()
+    if spec.package or spec.packages:
+        # The package runs on the image, as on Kubernetes and Vertex AI: its sdist is
+        # mounted into every container and the bootstrap installs it before the trainer.
+        from ..packaging import gather_packages
+
+        paths, uris = gather_packages(
+            spec.package, spec.packages, module=spec.module, requirements=spec.requirements,
+            include_secrets=options.include_secrets, quiet=options.quiet,
+        )  # fmt: skip
+        if uris:
+            raise UsageError(f"{uris[0]}: the local backend installs local files only; download it first")
+        shipped = tuple(str(p) for p in paths)
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
@@ -79,7 +95,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
             os.chmod(changes["job_dir"], 0o777)  # docker has no :U to give it to that user
     if changes:
         spec = spec.replace(**changes)
-    return Prepared(spec, sys.executable, strategy, None, engine)
+    return Prepared(spec, sys.executable, strategy, None, engine, shipped)
 
 
 def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
@@ -287,6 +303,7 @@ def run_job(
             cwd=cwd,
             port_picker=port_picker,
             engine=prepared.engine,
+            shipped=prepared.shipped,
         )
         with cancel_on_signals(launcher):
             outcome = launcher.run()
