@@ -18,6 +18,8 @@ args; a container runs ``tfjob-bootstrap``, which the tfjob base image has.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Any, Sequence
 
@@ -159,13 +161,20 @@ def default_bootstrap_uri(package_uris: Sequence[str]) -> str:
     The bucket is the first package's; the digest names these exact bytes, so an
     unchanged tfjob is staged once.
     """
+    name, digest = _bootstrap_wheel()
+    bucket = package_uris[0][5:].split("/", 1)[0] if package_uris and package_uris[0].startswith("gs://") else "BUCKET"
+    return f"gs://{bucket}/{PACKAGE_PREFIX}/{digest}/{name}"
+
+
+@functools.lru_cache(maxsize=1)
+def _bootstrap_wheel() -> tuple[str, str]:
+    """The bootstrap wheel's name and sha256, built once per process (10 ms: not per render)."""
     import hashlib
 
     from ..container.wheel import build_bytes
 
     name, data = build_bytes()
-    bucket = package_uris[0][5:].split("/", 1)[0] if package_uris and package_uris[0].startswith("gs://") else "BUCKET"
-    return f"gs://{bucket}/{PACKAGE_PREFIX}/{hashlib.sha256(data).hexdigest()}/{name}"
+    return name, hashlib.sha256(data).hexdigest()
 
 
 def package_args(spec: JobSpec, role: str, options: Any) -> list[str]:
