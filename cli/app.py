@@ -1,4 +1,4 @@
-"""The ``tfjob`` typer application: the group every command module adds itself to.
+"""The ``tfjob`` click group: the group every command module adds itself to.
 
 Its own module, at the bottom of the CLI: the command modules import ``app`` from here and
 :mod:`tfjob.cli.main` imports them, so no CLI module imports another back.
@@ -9,42 +9,51 @@ from __future__ import annotations
 import sys
 from typing import Any, Sequence
 
-import typer
-from typer.core import TyperGroup
+import click
 
 from tfjob import __version__
 from tfjob.errors import TfjobError
 
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-class OneLineErrors(TyperGroup):
+
+class OneLineErrors(click.Group):
     """A group whose errors are one line on stderr, in CliRunner and in a shell alike."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)  # in the order they were added, as tfjob.cli.main adds them
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, *a: Any, **kw: Any) -> Any:
         kw["standalone_mode"] = False
         try:
             rv = super().main(args, prog_name, *a, **kw)
         except TfjobError as e:
-            typer.echo(f"error: {e}", err=True)
+            click.echo(f"error: {e}", err=True)
             sys.exit(e.exit_code)
-        except typer.TyperException as e:  # click's usage errors (typer vendors click)
+        except click.exceptions.NoArgsIsHelpError as e:
+            click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())
+            sys.exit(2)
+        except click.ClickException as e:  # a usage error: an unknown option, a bad value…
             ctx = getattr(e, "ctx", None)
-            if type(e).__name__ == "NoArgsIsHelpError" and ctx is not None:
-                typer.echo(ctx.get_help())
-                sys.exit(2)
             hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            typer.echo(f"error: {e.format_message()}{hint}", err=True)
+            click.echo(f"error: {e.format_message()}{hint}", err=True)
             sys.exit(e.exit_code)
-        except typer.Abort:
-            typer.echo("error: interrupted", err=True)
+        except click.Abort:
+            click.echo("error: interrupted", err=True)
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-app = typer.Typer(
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        click.echo(f"tfjob {__version__}")
+        ctx.exit()
+
+
+app = OneLineErrors(
     name="tfjob",
-    cls=OneLineErrors,
     help=(
         "Package, submit and run distributed TensorFlow training jobs: locally as a real "
         "multi-process cluster, on Vertex AI, or on Kubernetes as a Kubeflow TFJob."
@@ -58,21 +67,9 @@ app = typer.Typer(
         "  tfjob logs JOB_ID --follow"
     ),
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    context_settings=CONTEXT_SETTINGS,
+    params=[
+        click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+                     help="Print the version and exit."),  # fmt: skip
+    ],
 )
-
-
-def _show_version(value: bool) -> None:
-    if value:
-        typer.echo(f"tfjob {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", callback=_show_version, is_eager=True),
-) -> None:
-    """Distributed TensorFlow training jobs, locally, on Vertex AI or on Kubeflow."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
-import typer
+import click
 
 from tfjob.machines import (
     ACCELERATORS,
@@ -18,7 +18,7 @@ from tfjob.machines import (
 )
 from tfjob.spec import TIERS, ScaleTier
 
-from .app import app
+from .app import CONTEXT_SETTINGS, app
 
 #: Legacy names whose GPUs were NVIDIA K80s (retired; tfjob maps them to K80_REPLACEMENT).
 _K80_NAMES = ("standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu")
@@ -141,18 +141,17 @@ def render_catalog_text(catalog: dict[str, Any]) -> str:
     return "\n".join(out).rstrip()
 
 
-@app.command("machines")
-def machines(
-    pattern: Optional[str] = typer.Argument(
-        None, metavar="[FILTER]", help="Show only rows matching this text, e.g. n1-highcpu, t4, gpu, standard_1."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the catalog as JSON."),
-) -> None:
-    """List machine types (vCPUs, memory, accelerators), legacy machine names and scale tiers."""
+@app.command("machines", context_settings=CONTEXT_SETTINGS)
+@click.argument("pattern", required=False, metavar="[FILTER]")
+@click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
+def machines(pattern: str | None, as_json: bool) -> None:
+    """List machine types (vCPUs, memory, accelerators), legacy machine names and scale tiers.
+
+    FILTER shows only rows matching this text, e.g. n1-highcpu, t4, gpu, standard_1."""
     catalog = build_catalog(pattern)
     if not any(catalog.values()):
-        typer.echo(f"tfjob: nothing matches {pattern!r}", err=True)
+        click.echo(f"tfjob: nothing matches {pattern!r}", err=True)
     if as_json:
-        typer.echo(json.dumps(catalog, indent=2))
+        click.echo(json.dumps(catalog, indent=2))
     else:
-        typer.echo(render_catalog_text(catalog))
+        click.echo(render_catalog_text(catalog))

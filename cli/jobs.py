@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Optional
+from typing import Any
 
-import typer
+import click
 
 from tfjob.backends.base import JobState, JobStatus
 from tfjob.errors import JobFailedError
 
-from .app import app
+from .app import CONTEXT_SETTINGS, app
 
 
 def _when(ts: float | None) -> str:
@@ -105,15 +105,15 @@ def _events(job_id: str) -> list[tuple[float, JobState, str]]:
         return store.events(job_id)
 
 
-@app.command("list")
-def list_jobs(
-    as_json: bool = typer.Option(False, "--json", help="Print the jobs as JSON."),
-    backend: Optional[str] = typer.Option(None, "--backend", help="Only jobs of this backend (local, vertex, kubeflow)."),
-    limit: int = typer.Option(20, "--limit", "-n", min=1, max=10000, help="At most this many jobs, newest first (up to 10000)."),
-    remote: bool = typer.Option(
-        False, "--remote", help="Ask the backend (vertex: the configured project/region; kubeflow: the current context) instead of the job store."
-    ),
-) -> None:
+JOB_ID = click.argument("job_id", metavar="JOB_ID")
+
+
+@app.command("list", context_settings=CONTEXT_SETTINGS)
+@click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON.")
+@click.option("--backend", help="Only jobs of this backend (local, vertex, kubeflow).")
+@click.option("--limit", "-n", type=click.IntRange(1, 10000), default=20, show_default=True, help="At most this many jobs, newest first (up to 10000).")
+@click.option("--remote", is_flag=True, help="Ask the backend (vertex: the configured project/region; kubeflow: the current context) instead of the job store.")
+def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> None:
     """List jobs, newest first.
 
     By default the local job store (offline, every backend, last-seen states; a local
@@ -134,19 +134,20 @@ def list_jobs(
         with JobStore() as store:
             statuses = [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=backend)]
     if as_json:
-        typer.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
+        click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
     elif statuses:
-        typer.echo(render_job_list(statuses))
+        click.echo(render_job_list(statuses))
     else:
-        typer.echo("no jobs yet; `tfjob submit TRAINER_DIR --module-name trainer.task` runs one", err=True)
+        click.echo("no jobs yet; `tfjob submit TRAINER_DIR --module-name trainer.task` runs one", err=True)
 
 
-@app.command("status")
-def status(
-    job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it."),
-    as_json: bool = typer.Option(False, "--json", help="Print the status as JSON."),
-) -> None:
-    """Show a job's state, history, tasks and, if it failed, the failing task's last lines."""
+@app.command("status", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def status(job_id: str, as_json: bool) -> None:
+    """Show a job's state, history, tasks and, if it failed, the failing task's last lines.
+
+    JOB_ID is the job's id, or a unique prefix of it."""
     from tfjob.job import get_job
 
     handle = get_job(job_id)
@@ -155,44 +156,43 @@ def status(
     if as_json:
         data: dict[str, Any] = current.to_dict()
         data["events"] = [{"time": ts, "state": state.value, "message": message} for ts, state, message in events]
-        typer.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(data, indent=2))
     else:
-        typer.echo(render_status(current, events))
+        click.echo(render_status(current, events))
 
 
-@app.command("logs")
-def logs(
-    job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it."),
-    task: Optional[str] = typer.Option(None, "--task", "-t", help="Only this task's lines, e.g. worker-1."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines until the job ends."),
-    tail: Optional[int] = typer.Option(None, "--tail", min=0, help="Start with only the last N lines."),
-) -> None:
+@app.command("logs", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("--task", "-t", help="Only this task's lines, e.g. worker-1.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
+@click.option("--tail", type=click.IntRange(min=0), help="Start with only the last N lines.")
+def logs(job_id: str, task: str | None, follow: bool, tail: int | None) -> None:
     """Print a job's log lines, prefixed [chief-0], [worker-1]…"""
     from tfjob.job import get_job
 
     for line in get_job(job_id).logs(task=task, follow=follow, tail=tail):
-        typer.echo(line)
+        click.echo(line)
 
 
-@app.command("cancel")
-def cancel(job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it.")) -> None:
+@app.command("cancel", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+def cancel(job_id: str) -> None:
     """Cancel a job: its tasks are stopped and it ends as CANCELLED (`tfjob wait` to see it end)."""
     from tfjob.job import get_job
 
     handle = get_job(job_id)
     current = handle.status()
     if current.state.is_terminal:
-        typer.echo(f"job {handle.id} already ended: {current.state.value}; nothing to cancel", err=True)
+        click.echo(f"job {handle.id} already ended: {current.state.value}; nothing to cancel", err=True)
         return
     handle.cancel()
-    typer.echo(f"cancelling job {handle.id}", err=True)
+    click.echo(f"cancelling job {handle.id}", err=True)
 
 
-@app.command("wait")
-def wait(
-    job_id: str = typer.Argument(..., metavar="JOB_ID", help="The job's id, or a unique prefix of it."),
-    timeout: Optional[str] = typer.Option(None, "--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running."),
-) -> None:
+@app.command("wait", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running.")
+def wait(job_id: str, timeout: str | None) -> None:
     """Wait for a job to end. Exit 0 if it SUCCEEDED, 1 if it failed or was lost, 130 if cancelled."""
     from tfjob.job import get_job
     from tfjob.spec import parse_duration
@@ -200,11 +200,11 @@ def wait(
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)
     final = handle.wait(seconds)
-    typer.echo(f"job {handle.id} {final.state.value}" + (f": {final.message}" if final.message else ""), err=True)
+    click.echo(f"job {handle.id} {final.state.value}" + (f": {final.message}" if final.message else ""), err=True)
     try:
         handle.result()
     except JobFailedError as e:
         if e.log_tail:
-            typer.echo(f"last lines of {e.task}:\n" + "\n".join("  " + l for l in e.log_tail.splitlines()), err=True)
+            click.echo(f"last lines of {e.task}:\n" + "\n".join("  " + l for l in e.log_tail.splitlines()), err=True)
         raise
-    typer.echo(handle.id)
+    click.echo(handle.id)

@@ -1,4 +1,4 @@
-"""The ``tfjob`` command: a thin typer shell over the SDK.
+"""The ``tfjob`` command: a thin click shell over the SDK.
 
 Errors: a :class:`~tfjob.errors.TfjobError`, or a usage error of click's, becomes one
 line ``error: …`` on stderr and the error's exit code (2 for usage, 1 for failures);
@@ -41,4 +41,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.showwarning = _show_warning
     warnings.filterwarnings("always", category=UserWarning, module=r"tfjob\.")
-    return app(args=list(argv) if argv is not None else None, prog_name="tfjob")
+    return app.main(args=list(argv) if argv is not None else None, prog_name="tfjob")

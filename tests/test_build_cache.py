@@ -93,7 +93,7 @@ def test_the_cache_is_bounded(project: Path, tmp_path: Path, builds: list[Path],
 
 
 def test_the_submit_output_says_when_the_cache_was_used(project: Path) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from tfjob.cli.main import app
 

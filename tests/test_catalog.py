@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob.cli.catalog import build_catalog, render_catalog_text
 from tfjob.cli.main import app

@@ -15,7 +15,7 @@ from local_helpers import (
     probe_args,
     read_until,
 )
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob.backends.base import JobState, JobStatus, TaskStatus
 from tfjob.cli.jobs import render_job_list, render_status

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob import __version__
 from tfjob.cli.main import app

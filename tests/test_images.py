@@ -129,7 +129,20 @@ def resolves(host):
 # Every peer resolves by the platform's host name on the job's network: no 127.0.0.1 port here.
 print("peers", config["task"]["type"], config["task"]["index"], socket.gethostname(),
       [(h, resolves(h.rsplit(":", 1)[0])) for h in hosts], flush=True)
-time.sleep(3)  # stay up until every peer has looked this one up
+# The job ends with the chief: it stays up until every other task has said it is done.
+if config["task"]["type"] == "chief":
+    server = socket.create_server(("", 2222))
+    server.settimeout(120)
+    for _ in range(len(hosts) - 1):
+        server.accept()[0].close()
+else:
+    chief = config["cluster"]["chief"][0].rsplit(":", 1)[0]
+    for _ in range(1200):
+        try:
+            socket.create_connection((chief, 2222), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.1)
 """
 
 

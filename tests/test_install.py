@@ -5,7 +5,7 @@ The suite itself runs on the editable install; this checks what users get from
 (trainer templates, the base image Dockerfile) and both console scripts.
 
 No network: the wheel is built with the setuptools of the running interpreter, and the
-fresh venv sees only the runtime closure of typer and pyyaml (linked from this
+fresh venv sees only the runtime closure of click and pyyaml (linked from this
 interpreter's site-packages), so the scripts also prove they need nothing else to start.
 """
 
@@ -84,7 +84,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with the wheel installed (--no-deps), plus typer and pyyaml."""
+    """A fresh venv with the wheel installed (--no-deps), plus click and pyyaml."""
     env_dir = tmp_path_factory.mktemp("venv") / "env"
     proc = run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)])
     assert proc.returncode == 0, proc.stderr
@@ -93,7 +93,7 @@ def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert proc.returncode == 0, proc.stderr
     purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
     deps = env_dir / "deps"
-    link_distributions(runtime_closure("typer", "pyyaml"), deps)
+    link_distributions(runtime_closure("click", "pyyaml"), deps)
     (Path(purelib) / "tfjob-test-deps.pth").write_text(f"{deps}\n")
     return env_dir
 

@@ -164,7 +164,7 @@ def test_a_name_too_long_for_the_pod_hostnames_is_refused_with_a_fix() -> None:
 
 
 # -- the jobset backend through the Kubernetes stand-in -----------------------------------------
-from typer.testing import CliRunner  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
 
 from fakes.kube_api import FakeKube, kube_fixture  # noqa: E402
 from tfjob.cli.main import app  # noqa: E402

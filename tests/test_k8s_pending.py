@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture

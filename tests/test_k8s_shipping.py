@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture

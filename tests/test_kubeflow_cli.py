@@ -1,6 +1,6 @@
 """``tfjob submit/status/logs/cancel/list`` with ``--backend kubeflow``, against the fake API server.
 
-Through ``typer.testing.CliRunner``, and once as real processes. Every error is one
+Through ``click.testing.CliRunner``, and once as real processes. Every error is one
 ``error: …`` line on stderr with exit 2 (usage) or 1 (failure), never a traceback.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture

@@ -18,7 +18,7 @@ from local_helpers import (
     probe_args,
     reports,
 )
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob.cli.main import app
 from tfjob.cluster.task import parse_cluster_spec, parse_tf_config

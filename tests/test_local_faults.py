@@ -28,7 +28,7 @@ from local_helpers import (
     reports,
     start_cli,
 )
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob import Job
 from tfjob.backends.base import JobState

@@ -15,7 +15,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from reliability import Reliability
 from tfjob.cli.main import app

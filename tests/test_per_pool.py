@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob.backends.base import SubmitOptions
 from tfjob.cli.main import app

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from conftest import ROOT, SHARED
 from tfjob.backends import SubmitOptions, get_backend

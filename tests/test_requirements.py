@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob.cli.main import app
 from tfjob.errors import UsageError

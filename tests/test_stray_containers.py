@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from tfjob.backends.base import JobState
 from tfjob.cli.main import app

@@ -313,7 +313,7 @@ def test_readme_main_command_then_its_other_local_examples(tfjob_exe: str, tmp_p
 
 @pytest.mark.parametrize("template, replicas", [("census-ps", ["1", "4", "2"]), ("census-multiworker", ["1", "3"])])
 def test_readme_vertex_command_renders(template: str, replicas: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from tfjob.cli.main import app
 

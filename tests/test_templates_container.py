@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from conftest import BIN, ROOT
 from tfjob import __version__

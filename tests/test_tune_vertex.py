@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import pytest
 from conftest import ROOT
 from reliability import Reliability
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from fakes.vertex_tuning import FakeTuning
 from tfjob.backends.base import JobState, SubmitOptions

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from fakes.vertex_api import FakeVertex
 from tfjob.backends.base import JobState

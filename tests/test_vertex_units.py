@@ -316,7 +316,7 @@ def test_staging_bucket_order(
 def test_cli_list_remote_asks_vertex_and_the_store_view_stays_offline(fake: FakeVertex, monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from tfjob.cli.main import app
 
