@@ -58,6 +58,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (see tfjob-bootstrap --help)\n")
 
 
+def _columns() -> int:
+    text = os.environ.get("COLUMNS", "")
+    return max(40, min(int(text), 200)) - 2 if text.isdigit() else 78
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tfjob-bootstrap",
@@ -68,6 +73,8 @@ def _build_parser() -> argparse.ArgumentParser:
             "(or, under the parameter-server strategy, a tf.distribute.Server for ps and worker tasks)."
         ),
         epilog="Arguments after -- are passed to the trainer unchanged.",
+        # A width of our own: argparse would import shutil (and bz2, lzma…) to ask the terminal, ~3 ms a task.
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, width=_columns()),
     )
     entry = parser.add_mutually_exclusive_group(required=True)
     entry.add_argument("--module", "-m", help="the trainer's Python module, run as `python -m MODULE` would, e.g. trainer.task")

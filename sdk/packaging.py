@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import PackagingError
+from .spec import module_exists
 from .ignorefile import IgnoreRule, is_excluded, is_ignored, parse_ignore
 
 #: Every member of the archive gets this mtime (1980-01-01, the earliest a zip takes).
@@ -642,12 +643,6 @@ def _finish(
         excluded_secrets=tuple(found.secrets),
         warnings=tuple(found.warnings()),
     )
-
-
-def module_exists(base: Path, module: str) -> bool:
-    """Whether ``python -m module`` finds a file or package of it under ``base``."""
-    rel = Path(*module.split("."))
-    return (base / rel.with_suffix(".py")).is_file() or (base / rel / "__init__.py").is_file()
 
 
 def build_sdist(

@@ -19,6 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import SpecError
@@ -963,3 +964,9 @@ def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
     if not math.isfinite(value):
         raise SpecError(f"{flag} is too long to be a duration; write at most days, e.g. 30d")
     return value
+
+
+def module_exists(base: Path, module: str) -> bool:
+    """Whether ``python -m module`` finds a file or package of it under ``base``."""
+    rel = Path(*module.split("."))
+    return (base / rel.with_suffix(".py")).is_file() or (base / rel / "__init__.py").is_file()

@@ -22,7 +22,7 @@ variable on every backend. Stdlib only (the bootstrap imports it).
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from collections.abc import Mapping  # not typing: ~3 ms of every task's start
 
 from ..errors import ClusterConfigError
 from .render import ROLES, render_task_env

@@ -156,7 +156,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
             raise UsageError(f"--script {spec.script!r} is not a file in the trainer directory {package or '.'!r}")
     elif not options.install:
         source_root = find_source_root(package, spec.module)
-        from ..packaging import module_exists
+        from ..spec import module_exists
 
         if not module_exists(Path(source_root), spec.module):
             # The same check, and the same exit code (2), as packaging for the cloud.
