@@ -7,16 +7,6 @@ from typing import Any
 
 import click
 
-from tfjob.machines import (
-    ACCELERATORS,
-    K80_REPLACEMENT,
-    LEGACY_MACHINES,
-    FAMILIES,
-    MACHINES,
-    RETIRED_ACCELERATORS,
-    normalize_accelerator,
-)
-from tfjob.spec import TIERS, ScaleTier
 
 from .app import CONTEXT_SETTINGS, app
 
@@ -25,6 +15,8 @@ _K80_NAMES = ("standard_gpu", "complex_model_m_gpu", "complex_model_l_gpu")
 
 
 def _matches(words: list[str], pattern: str | None) -> bool:
+    from tfjob.machines import normalize_accelerator
+
     if not pattern:
         return True
     # `t4`, `nvidia-tesla-t4` and `NVIDIA_TESLA_T4` all find the T4 rows.
@@ -39,6 +31,10 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
         pattern: keep only rows whose names (or accelerators) contain this text,
             case-insensitively, ``-`` and ``_`` alike.
     """
+    # Loaded here, not with the CLI: `tfjob --help` and other commands do not pay for them.
+    from tfjob.machines import ACCELERATORS, FAMILIES, K80_REPLACEMENT, LEGACY_MACHINES, MACHINES, RETIRED_ACCELERATORS
+    from tfjob.spec import TIERS, ScaleTier
+
     machine_types = []
     for info in MACHINES.values():
         accelerators = [{"type": name, "counts": list(counts)} for name, counts in info.gpus]

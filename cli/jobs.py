@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from tfjob.backends.base import JobState, JobStatus
 from tfjob.errors import JobFailedError
 
 from .app import CONTEXT_SETTINGS, app
+
+if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
+    from tfjob.model import JobState, JobStatus
 
 
 def _when(ts: float | None) -> str:
