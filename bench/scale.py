@@ -4,7 +4,11 @@
   ``aiplatform_v1.CustomJob`` (what the client does before sending it);
 * Kubeflow: ``build_spec`` → ``render_tfjob`` (which checks the operator's admission
   rules);
-* ``TF_CONFIG`` of a Kubeflow task in that 1,101-task cluster → ``task_info_from_env``.
+* ``TF_CONFIG`` of a Kubeflow task in that 1,101-task cluster → ``task_info_from_env``;
+* the local plan ``tfjob render --backend local`` prints: its bytes per task at 501 tasks
+  (1+400+100; a local job has at most 512) against 51 (target, issue 17: linear in tasks,
+  ≤ 1.1× — each task's TF_CONFIG repeats the cluster, so writing it for every task would
+  grow with the square).
 
 Baselines of the same run: the same render for a 1+4+2 job (does the cost grow with
 the workers?) and ``json.loads`` of the same ``TF_CONFIG`` (the floor of any parser).
@@ -24,6 +28,8 @@ from common import Figure, Target, call, rounds, section_main
 SECTION = "scale"
 WORKERS, PS = 1000, 100
 TARGET_RENDER_S = 0.050
+TARGET_LOCAL_PER_TASK = 1.1
+LOCAL_WORKERS, LOCAL_PS = 400, 100
 #: Pure calls take milliseconds: more rounds for a steadier median, still well inside the budget.
 ROUNDS_PER_RUN = 4
 
@@ -56,6 +62,19 @@ def kubeflow_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     return run
 
 
+def local_render_bytes_per_task(workers: int, ps: int) -> Callable[[], float]:
+    """Bytes per task of the local plan (as ``tfjob render --backend local`` prints it)."""
+    from tfjob.backends.local import BACKEND
+    from tfjob.model import SubmitOptions
+    from tfjob.spec import build_spec
+
+    def run() -> float:
+        spec = build_spec(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps)
+        return len(json.dumps(BACKEND.render(spec, SubmitOptions()), indent=2)) / len(spec.tasks())
+
+    return run
+
+
 def tf_config(workers: int, ps: int) -> str:
     """The ``TF_CONFIG`` Kubeflow gives the last worker of a chief + ``workers`` + ``ps`` cluster."""
     from tfjob.cluster import render_kubeflow_cluster, render_task_env
@@ -84,11 +103,21 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         runs * ROUNDS_PER_RUN,
         warmup=1,  # the first call pays the imports
     )
+    size = rounds(
+        {"local 1+400+100": local_render_bytes_per_task(LOCAL_WORKERS, LOCAL_PS), "local 1+40+10": local_render_bytes_per_task(LOCAL_WORKERS // 10, LOCAL_PS // 10)},
+        1,
+        warmup=0,
+        units={"local 1+400+100": "B", "local 1+40+10": "B"},
+    )  # a size: the same every run
     target = Target("max", TARGET_RENDER_S)
     return [
         Figure("scale.vertex_render", SECTION, "Vertex render + strict parse, 1+1000+100", samples["vertex 1+1000+100"], samples["vertex 1+4+2"], target),
         Figure("scale.kubeflow_render", SECTION, "Kubeflow render + validate, 1+1000+100", samples["kubeflow 1+1000+100"], samples["kubeflow 1+4+2"], target),
         Figure("scale.tf_config_parse", SECTION, f"parse a 1,101-task TF_CONFIG ({len(text) // 1024} KiB)", samples["task_info_from_env"], samples["json.loads"]),
+        Figure(
+            "scale.local_render", SECTION, "local render, bytes per task, 1+400+100", size["local 1+400+100"], size["local 1+40+10"],
+            Target("ratio-max", TARGET_LOCAL_PER_TASK),
+        ),  # fmt: skip
     ]
 
 
