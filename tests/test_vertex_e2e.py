@@ -199,7 +199,10 @@ def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer
 def test_ctrl_c_while_waiting(emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str, cancel_on_interrupt: bool) -> None:
     fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING")  # runs until cancelled
     cmd = submit_cmd(tfjob_exe, trainer, fake, *(["--cancel-on-interrupt"] if cancel_on_interrupt else []))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    # Ctrl-C as a terminal delivers it: started from a background job (`.ci/run &`) the
+    # command would inherit SIGINT ignored, as any program does.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:  # the job's states arrive here as they change
