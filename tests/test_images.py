@@ -183,6 +183,19 @@ def test_a_trainer_directory_runs_on_the_base_image_without_a_build(base_image: 
         "import json, os, shipped\n"
         "task = json.loads(os.environ['TF_CONFIG'])['task']\n"
         "print('shipped', task['type'], task['index'], os.path.dirname(shipped.__file__).startswith('/trainer'), flush=True)\n"
+        "import socket, time\n"
+        "host, port = json.loads(os.environ['TF_CONFIG'])['cluster']['chief'][0].rsplit(':', 1)\n"
+        "if task['type'] == 'chief':  # the job ends with the chief: it waits for the worker's word\n"
+        "    server = socket.create_server(('', int(port)))\n"
+        "    server.settimeout(120)\n"
+        "    server.accept()[0].close()\n"
+        "else:\n"
+        "    for _ in range(1200):\n"
+        "        try:\n"
+        "            socket.create_connection((host, int(port)), timeout=1).close()\n"
+        "            break\n"
+        "        except OSError:\n"
+        "            time.sleep(0.1)\n"
     )
     done = subprocess.run([str(BIN / "tfjob"), "submit", str(tmp_path / "src"), "-m", "shipped.task", "--image", base_image,
                            "--workers", "1", "--display-name", "shipped"], capture_output=True, text=True, env=podman_env, timeout=300)  # fmt: skip
