@@ -210,3 +210,12 @@ def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
         assert argv[image_at + 1 : image_at + 6] == [
             "--package", "/tfjob/packages/trainer-0.0.0.tar.gz", "--package", "/tfjob/packages/extra-1.0-py3-none-any.whl", "--check-port",
         ]  # fmt: skip
+
+
+def test_render_shows_the_package_a_container_run_mounts(tmp_path: Path) -> None:
+    (tmp_path / "trainer").mkdir()
+    spec = build_spec(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1)
+    for task in BACKEND.render(spec, SubmitOptions())["tasks"]:
+        argv = task["argv"]
+        assert f"{tmp_path}/<sdist>:/tfjob/packages/<sdist>:ro" in argv
+        assert argv[argv.index("localhost/tfjob:1") + 1 : argv.index("localhost/tfjob:1") + 3] == ["--package", "/tfjob/packages/<sdist>"]

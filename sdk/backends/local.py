@@ -60,6 +60,13 @@ class LocalBackend(Lifecycle):
 
             name = options.container_engine or "podman"
             engine = Engine(name.rsplit("/", 1)[-1], name)  # what would run them; render looks nothing up
+        # Packages a run mounts into the containers (PACKAGE_PATH's sdist is built then:
+        # here it is named by a placeholder, as render builds nothing).
+        shipped = [
+            str(Path(p).expanduser().absolute() / "<sdist>") if Path(p).expanduser().is_dir() else str(Path(p).expanduser().absolute())
+            for p in (spec.package, *spec.packages)
+            if p and engine is not None
+        ]
         plans = build_task_plans(
             spec,
             build_cluster(spec, ports),
@@ -71,6 +78,7 @@ class LocalBackend(Lifecycle):
             job_id="<job-id>",
             tf_config=options.tf_config,
             engine=engine,
+            shipped=shipped,
         )
         if len(plans) <= FULL_RENDER_TASKS:
             return {
