@@ -188,7 +188,6 @@ class Job:
             JobCancelledError: the job was cancelled.
             JobTimeoutError: ``timeout`` passed first; the job was cancelled.
         """
-        backend = self.backend
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
                 raise SpecError(f"timeout={timeout!r} must be a number of seconds ≥ 0")
@@ -204,7 +203,7 @@ class Job:
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
             return handle
-        handle = JobHandle(self.backend_name, backend.run(self.spec, self.options))
+        handle = JobHandle(self.backend_name, self.backend.run(self.spec, self.options))
         handle.result()
         return handle
 
@@ -322,10 +321,9 @@ class JobHandle:
     def cancel(self) -> None:
         """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED).
 
-        The same on every backend: a job that has already ended is left as it ended.
+        The same on every backend (:meth:`tfjob.lifecycle.Lifecycle.cancel`): a job that
+        has already ended is left as it ended.
         """
-        if self.status().state.is_terminal:
-            return
         self._backend.cancel(self.id)
 
 

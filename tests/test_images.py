@@ -112,6 +112,30 @@ def test_bench_measures_the_container_path(base_image: str, podman_env: dict[str
     assert left.stdout.split() == []
 
 
+#: Appended to a test trainer: a barrier at the chief's address from TF_CONFIG. Every task
+#: stays up until all have reached it (a task that ends early takes its host name with it,
+#: and the job ends with the chief).
+CHIEF_WAITS = """
+import json as _json, os as _os, socket as _socket, time as _time
+_config = _json.loads(_os.environ["TF_CONFIG"])
+_host, _port = _config["cluster"]["chief"][0].rsplit(":", 1)
+if _config["task"]["type"] == "chief":
+    _server = _socket.create_server(("", int(_port)))
+    _server.settimeout(120)
+    _arrived = [_server.accept()[0] for _ in range(sum(len(a) for a in _config["cluster"].values()) - 1)]
+    for _peer in _arrived:
+        _peer.close()
+else:
+    for _ in range(1200):
+        try:
+            _peer = _socket.create_connection((_host, int(_port)), timeout=1)
+            break
+        except OSError:
+            _time.sleep(0.1)
+    _peer.settimeout(120)
+    _peer.recv(1)  # until the chief lets every task go
+"""
+
 PEERS = """\
 import json, os, socket, time
 config = json.loads(os.environ["TF_CONFIG"])
@@ -129,21 +153,7 @@ def resolves(host):
 # Every peer resolves by the platform's host name on the job's network: no 127.0.0.1 port here.
 print("peers", config["task"]["type"], config["task"]["index"], socket.gethostname(),
       [(h, resolves(h.rsplit(":", 1)[0])) for h in hosts], flush=True)
-# The job ends with the chief: it stays up until every other task has said it is done.
-if config["task"]["type"] == "chief":
-    server = socket.create_server(("", 2222))
-    server.settimeout(120)
-    for _ in range(len(hosts) - 1):
-        server.accept()[0].close()
-else:
-    chief = config["cluster"]["chief"][0].rsplit(":", 1)[0]
-    for _ in range(1200):
-        try:
-            socket.create_connection((chief, 2222), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-"""
+""" + CHIEF_WAITS
 
 
 @pytest.mark.parametrize(("dialect", "hosts"), [
@@ -183,19 +193,7 @@ def test_a_trainer_directory_runs_on_the_base_image_without_a_build(base_image: 
         "import json, os, shipped\n"
         "task = json.loads(os.environ['TF_CONFIG'])['task']\n"
         "print('shipped', task['type'], task['index'], os.path.dirname(shipped.__file__).startswith('/trainer'), flush=True)\n"
-        "import socket, time\n"
-        "host, port = json.loads(os.environ['TF_CONFIG'])['cluster']['chief'][0].rsplit(':', 1)\n"
-        "if task['type'] == 'chief':  # the job ends with the chief: it waits for the worker's word\n"
-        "    server = socket.create_server(('', int(port)))\n"
-        "    server.settimeout(120)\n"
-        "    server.accept()[0].close()\n"
-        "else:\n"
-        "    for _ in range(1200):\n"
-        "        try:\n"
-        "            socket.create_connection((host, int(port)), timeout=1).close()\n"
-        "            break\n"
-        "        except OSError:\n"
-        "            time.sleep(0.1)\n"
+        + CHIEF_WAITS
     )
     done = subprocess.run([str(BIN / "tfjob"), "submit", str(tmp_path / "src"), "-m", "shipped.task", "--image", base_image,
                            "--workers", "1", "--display-name", "shipped"], capture_output=True, text=True, env=podman_env, timeout=300)  # fmt: skip

@@ -26,6 +26,7 @@ from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.packaging import build_sdist
+from tfjob.render.shipment import pod_specs
 
 BASE = "registry.example/tfjob:0.1.0"
 CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
@@ -260,7 +261,7 @@ def test_a_job_dir_on_a_mounted_volume_gets_the_images_group(backend: str, tmp_p
     template.write_text(JOB_VOLUME)
     manifest = _render("-m", "trainer.task", "--image", BASE, "--workers", "1", "--backend", backend, "--display-name", "jd",
                        "--job-dir", "/shared/census", "--pod-template", str(template))  # fmt: skip
-    pods = [node for node in _pod_specs(manifest)]
+    pods = [node for node in pod_specs(manifest)]
     assert pods
     for pod in pods:
         assert pod["securityContext"] == {"fsGroup": 1000}  # uid/gid 1000 is the base image's tfjob user
@@ -272,13 +273,13 @@ def test_the_templates_own_fs_group_is_kept(tmp_path: Path) -> None:
     template.write_text(JOB_VOLUME.replace("  spec:\n", "  spec:\n    securityContext: {fsGroup: 2000, runAsUser: 2000}\n", 1))
     manifest = _render("-m", "trainer.task", "--image", BASE, "--backend", "kubeflow", "--display-name", "jd",
                        "--job-dir", "/shared", "--pod-template", str(template))  # fmt: skip
-    (pod,) = _pod_specs(manifest)
+    (pod,) = pod_specs(manifest)
     assert pod["securityContext"] == {"fsGroup": 2000, "runAsUser": 2000}
 
 
 def test_a_gs_job_dir_needs_no_volume() -> None:
     manifest = _render("-m", "trainer.task", "--image", BASE, "--backend", "kubeflow", "--display-name", "jd", "--job-dir", "gs://b/out")
-    (pod,) = _pod_specs(manifest)
+    (pod,) = pod_specs(manifest)
     assert "securityContext" not in pod and "volumes" not in pod
 
 
@@ -294,15 +295,3 @@ def test_a_job_dir_no_pod_can_share_is_one_line(job_dir: str, message: str, tmp_
                                       "--pod-template", str(template)])  # fmt: skip
     assert result.exit_code == 2, result.output
     assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
-
-
-def _pod_specs(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        if isinstance(node.get("containers"), list):
-            yield node
-            return
-        for value in node.values():
-            yield from _pod_specs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _pod_specs(value)

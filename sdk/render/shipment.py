@@ -89,17 +89,17 @@ def render_configmap(shipment: Shipment, labels: Mapping[str, str], namespace: s
     }
 
 
-def _pod_specs(node: Any) -> Iterator[dict[str, Any]]:
+def pod_specs(node: Any) -> Iterator[dict[str, Any]]:
     """Every pod spec in a manifest (a dict holding ``containers``), wherever the kind nests it."""
     if isinstance(node, dict):
         if isinstance(node.get("containers"), list):
             yield node
             return
         for value in node.values():
-            yield from _pod_specs(value)
+            yield from pod_specs(value)
     elif isinstance(node, list):
         for value in node:
-            yield from _pod_specs(value)
+            yield from pod_specs(value)
 
 
 def ship_into(manifest: dict[str, Any], shipment: Shipment) -> int:
@@ -110,7 +110,7 @@ def ship_into(manifest: dict[str, Any], shipment: Shipment) -> int:
     """
     args = shipment.package_args()
     changed = 0
-    for pod in _pod_specs(manifest):
+    for pod in pod_specs(manifest):
         starts = [c for c in pod["containers"] if c.get("command") == ["tfjob-bootstrap"]]
         for container in starts:
             container["args"] = [*args, *container.get("args", [])]

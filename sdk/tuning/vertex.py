@@ -301,26 +301,23 @@ def follow_tuning(
     record, project, region, endpoint = _location(job_id)
     client = client or make_tuning_client(project, region, endpoint, echo)
     first = poll_interval(options)
-    last_state: list[JobState | None] = [None]
-    last_trials: list[Any] = [None]
-
-    def trials_of(status: JobStatus) -> list[dict[str, Any]]:
-        return [Trial.from_dict(t).to_dict() for t in status.extra.get("trials", [])]
+    last: dict[str, Any] = {"state": None, "trials": None}
 
     def on_change(status: JobStatus, state: JobState) -> None:
         # A change of state or of the trials: the pause starts again from the first.
-        if on_trials is not None and trials_of(status) != last_trials[0]:
-            last_trials[0] = trials_of(status)
-            on_trials([Trial.from_dict(t) for t in status.extra.get("trials", [])])
-        if state is not last_state[0]:
-            last_state[0] = state
+        trials = status.extra.get("trials", [])
+        if on_trials is not None and trials != last["trials"]:
+            last["trials"] = trials
+            on_trials([Trial.from_dict(t) for t in trials])
+        if state is not last["state"]:
+            last["state"] = state
             echo(f"tuning job {job_id} {state.value}" + (f": {status.message}" if status.message and state.is_terminal else ""))
 
     try:
         return poll(
             lambda: _record(job_id, client.get_tuning_job(job_id), record),
             on_change=on_change,
-            changed=lambda status: trials_of(status) if on_trials is not None else None,
+            changed=(lambda status: status.extra.get("trials", [])) if on_trials is not None else None,
             poll_interval=first,
             max_interval=MAX_POLL_INTERVAL,
             sleep=sleep,
