@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import ConfigFileError, SpecError
 from .machines import did_you_mean
-from .render.vertex import BOOTSTRAP, BOOTSTRAP_MODULE  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
+from .cluster.dispatch import BOOTSTRAP, BOOTSTRAP_MODULE  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
 from .spec import Accelerator, Machine, parse_duration
 
 _NO_DISK = "tfjob sets boot disks on Vertex AI only (diskSpec, --boot-disk-size); remove it"
@@ -200,7 +200,7 @@ _BOOTSTRAP_FLAGS: dict[str, str] = {
 
 def bootstrap_values(doc: ConfigDoc, value: Any, path: str) -> dict[str, Any]:
     """What a container command ``[tfjob-bootstrap, [--package URI…] --module M [...] --]``
-    says, as ``Job`` keywords: the reverse of :func:`tfjob.render.vertex.bootstrap_command`."""
+    says, as ``Job`` keywords: the reverse of :func:`tfjob.cluster.dispatch.bootstrap_command`."""
     command = doc.strings(value, path)
     values: dict[str, Any] = {}
     rest = command[1:]
@@ -229,7 +229,7 @@ def bootstrap_values(doc: ConfigDoc, value: Any, path: str) -> dict[str, Any]:
 def bootstrap_module_values(doc: ConfigDoc, value: Any, path: str) -> tuple[dict[str, Any], list[str]]:
     """A package replica's args when its module is the bootstrap (``--module M [...] -- ARGS``):
     the ``Job`` keywords they say, and the trainer's own arguments after ``--``.
-    The reverse of :func:`tfjob.render.vertex.package_args`."""
+    The reverse of :func:`tfjob.cluster.dispatch.package_args`."""
     args = doc.strings(value, path) if value is not None else []
     if "--" not in args:
         raise doc.error(

@@ -27,6 +27,8 @@ WORKER_POOL_KEYS = ("machineSpec", "replicaCount", "diskSpec", "containerSpec", 
 MACHINE_SPEC_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "tpuTopology", "reservationAffinity")
 DISK_SPEC_KEYS = ("bootDiskType", "bootDiskSizeGb")
 RESERVATION_KEYS = ("reservationAffinityType", "key", "values")
+#: ``machineSpec.reservationAffinity`` key that names specific reservations.
+RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 CONTAINER_SPEC_KEYS = ("imageUri", "command", "args", "env")
 PYTHON_PACKAGE_KEYS = ("executorImageUri", "packageUris", "pythonModule", "args", "env")
 VERTEX_SCHEDULING_KEYS = ("timeout", "restartJobOnWorkerRestart", "strategy", "maxWaitDuration", "disableRetries")
@@ -39,8 +41,6 @@ TUNING_JOB_OUTPUT_ONLY = (*CUSTOM_JOB_OUTPUT_ONLY, "trials")
 
 def _reservation(doc: ConfigDoc, value: Any, path: str) -> str:
     """``any``, ``none`` or a reservation's name, from a ``reservationAffinity``."""
-    from .render.vertex import RESERVATION_KEY
-
     affinity = doc.mapping(value, path)
     doc.check_keys(affinity, path, RESERVATION_KEYS)
     kind = doc.text(affinity.get("reservationAffinityType"), f"{path}.reservationAffinityType")

@@ -25,7 +25,7 @@ from ..errors import UsageError
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Sequence
+    from typing import Any, Sequence
 
 STRATEGIES: tuple[str, ...] = ("module", "parameter-server", "auto", "multi-worker")
 DEFAULT_STRATEGY = "module"
@@ -33,6 +33,15 @@ DEFAULT_STRATEGY = "module"
 #: ``gcloud ai-platform local train``); Vertex AI sets ``AIP_MODEL_DIR`` instead and
 #: the Kubeflow operator passes nothing.
 JOB_DIR_ARG_DIALECTS: tuple[str, ...] = ("ai-platform", "gcloud-local")
+
+#: The bootstrap command a container runs a trainer module through.
+BOOTSTRAP = "tfjob-bootstrap"
+#: The module a package replica runs (``pythonModule``): the bootstrap, from the
+#: ``tfjob-bootstrap`` wheel staged next to the trainer (``tfjob.container.wheel``).
+BOOTSTRAP_MODULE = "tfjob.container.bootstrap"
+#: Where a task finds the trainer's packages when they travel beside an image rather
+#: than in it (a local ``--image`` run, a Kubernetes ConfigMap), read-only.
+PACKAGES_MOUNT = "/tfjob/packages"
 
 
 def _did_you_mean(value: str) -> str:
@@ -93,3 +102,34 @@ def bootstrap_args(
     if job_dir and dialect in JOB_DIR_ARG_DIALECTS:
         args += ["--job-dir", job_dir]
     return [*args, "--", *trainer_args]
+
+
+def trainer_args(spec: Any, role: str | None = None) -> list[str]:
+    """What a task's trainer gets: the user's arguments (its pool's own, if it has them).
+    Vertex AI passes no ``--job-dir``: it sets ``AIP_MODEL_DIR`` (and the other
+    ``AIP_*_DIR``) from ``baseOutputDirectory``."""
+    return list(spec.args_for(role) if role is not None else spec.args)
+
+
+def package_args(spec: Any, role: str, options: Any) -> list[str]:
+    """A package replica's args: the bootstrap's (``--module M [...] --``) then the trainer's.
+
+    The platform runs ``python -m tfjob.container.bootstrap ARGS``, which is what a local
+    task runs, so role dispatch, ``--strategy`` and ``--tf-config`` act the same there.
+    The bootstrap is never given ``--job-dir`` here: Vertex AI passes none (it sets
+    ``AIP_MODEL_DIR``) and AI Platform appends its ``jobDir`` to the args itself.
+    """
+    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    return bootstrap_args(spec.module, trainer_args(spec, role), strategy=strategy, dialect="vertex", tf_config=tf_config)
+
+
+def bootstrap_command(spec: Any, options: Any, packages: Sequence[str] = ()) -> list[str]:
+    """``tfjob-bootstrap [--package URI…] --module M [...] --``: a container's command (the args follow).
+
+    ``packages``: archives the bootstrap pip-installs first (``--packages`` with ``--image``).
+    """
+    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    installs = [arg for uri in packages for arg in ("--package", uri)]
+    return [BOOTSTRAP, *installs, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from ..errors import SpecError, UsageError
 from ..machines import did_you_mean
-from ..render.shipment import MOUNT as SHIPPED_MOUNT
+from ..cluster.dispatch import PACKAGES_MOUNT as SHIPPED_MOUNT
 from ..spec import ROLES, JobSpec
 from .ports import HOST
 
@@ -123,7 +123,7 @@ def render_job_info(
     A package job's module there is the bootstrap, with its arguments, as tfjob submits it.
     """
     from ..model import SubmitOptions
-    from ..render.vertex import BOOTSTRAP_MODULE, package_args
+    from ..cluster.dispatch import BOOTSTRAP_MODULE, package_args
 
     submitted = SubmitOptions(strategy=strategy, tf_config=tf_config)
     if dialect == "kubeflow":

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import SpecError
 from ..spec import ROLES, JobSpec, ScaleTier
-from .vertex import BOOTSTRAP  # a container given a module starts it through the bootstrap
+from ..cluster.dispatch import BOOTSTRAP  # a container given a module starts it through the bootstrap
 
 if TYPE_CHECKING:
     from ..model import SubmitOptions
@@ -149,7 +149,7 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
 
             check_trainer(Path(spec.package).expanduser().resolve(), spec.module)  # as gcloud's packaging would
         from ..container.wheel import wheel_name
-        from .vertex import BOOTSTRAP_MODULE, package_args
+        from ..cluster.dispatch import BOOTSTRAP_MODULE, package_args
 
         root = _staging_root(spec, options)
         uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []

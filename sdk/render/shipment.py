@@ -19,10 +19,9 @@ import base64
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
+from ..cluster.dispatch import PACKAGES_MOUNT as MOUNT  # where the job's packages are mounted in every pod
 from ..errors import SpecError
 
-#: Where the job's packages are mounted in every pod.
-MOUNT = "/tfjob/packages"
 #: The pod volume's name.
 VOLUME = "tfjob-packages"
 #: The most bytes of packages one ConfigMap carries. Kubernetes refuses a ConfigMap whose

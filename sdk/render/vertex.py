@@ -26,6 +26,8 @@ from typing import Any, Sequence
 from ..model import SubmitOptions
 from ..errors import SpecError
 from ..spec import ROLES, JobSpec, Pool
+from ..cluster.dispatch import BOOTSTRAP_MODULE, bootstrap_command, package_args, trainer_args
+from ..config_vertex import RESERVATION_KEY
 
 #: The label every job tfjob submits carries (value: tfjob's version), for `tfjob list`.
 TFJOB_LABEL = "tfjob"
@@ -38,11 +40,6 @@ PREBUILT_TF_VERSIONS: tuple[tuple[int, int], ...] = ((2, 11), (2, 12), (2, 13), 
 DEFAULT_TF_VERSION = PREBUILT_TF_VERSIONS[-1]
 _REGISTRY = "{area}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{major}-{minor}.py310:latest"
 
-#: The bootstrap command a container runs a trainer module through.
-BOOTSTRAP = "tfjob-bootstrap"
-#: The module a package replica runs (``pythonModule``): the bootstrap, from the
-#: ``tfjob-bootstrap`` wheel staged next to the trainer (``tfjob.container.wheel``).
-BOOTSTRAP_MODULE = "tfjob.container.bootstrap"
 #: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
 PACKAGE_PREFIX = "tfjob/packages"
 
@@ -111,8 +108,6 @@ def _env(env: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": v} if v else {"name": k} for k, v in sorted(env.items())]
 
 
-#: ``machineSpec.reservationAffinity`` key that names specific reservations.
-RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 
 
 def _machine(pool: Pool, reservation: str | None = None) -> dict[str, Any]:
@@ -148,13 +143,6 @@ def _has_gpu(pool: Pool) -> bool:
     return acc is not None and acc.type.startswith("NVIDIA_")
 
 
-def trainer_args(spec: JobSpec, role: str | None = None) -> list[str]:
-    """What a task's trainer gets: the user's arguments (its pool's own, if it has them).
-    Vertex AI passes no ``--job-dir``: it sets ``AIP_MODEL_DIR`` (and the other
-    ``AIP_*_DIR``) from ``baseOutputDirectory``."""
-    return list(spec.args_for(role) if role is not None else spec.args)
-
-
 def default_bootstrap_uri(package_uris: Sequence[str]) -> str:
     """The ``tfjob-bootstrap`` wheel's staged place: ``gs://BUCKET/tfjob/packages/<sha256>/<wheel>``.
 
@@ -175,34 +163,6 @@ def _bootstrap_wheel() -> tuple[str, str]:
 
     name, data = build_bytes()
     return name, hashlib.sha256(data).hexdigest()
-
-
-def package_args(spec: JobSpec, role: str, options: Any) -> list[str]:
-    """A package replica's args: the bootstrap's (``--module M [...] --``) then the trainer's.
-
-    The platform runs ``python -m tfjob.container.bootstrap ARGS``, which is what a local
-    task runs, so role dispatch, ``--strategy`` and ``--tf-config`` act the same there.
-    The bootstrap is never given ``--job-dir`` here: Vertex AI passes none (it sets
-    ``AIP_MODEL_DIR``) and AI Platform appends its ``jobDir`` to the args itself.
-    """
-    from ..cluster.dispatch import bootstrap_args, resolve_strategy
-
-    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
-    tf_config = getattr(options, "tf_config", "platform") or "platform"
-    return bootstrap_args(spec.module, trainer_args(spec, role), strategy=strategy, dialect="vertex", tf_config=tf_config)
-
-
-def bootstrap_command(spec: JobSpec, options: Any, packages: Sequence[str] = ()) -> list[str]:
-    """``tfjob-bootstrap [--package URI…] --module M [...] --``: a container's command (the args follow).
-
-    ``packages``: archives the bootstrap pip-installs first (``--packages`` with ``--image``).
-    """
-    from ..cluster.dispatch import bootstrap_args, resolve_strategy
-
-    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
-    tf_config = getattr(options, "tf_config", "platform") or "platform"
-    installs = [arg for uri in packages for arg in ("--package", uri)]
-    return [BOOTSTRAP, *installs, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]
 
 
 def _pool_body(
