@@ -38,7 +38,7 @@ def vertex_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     """Spec, body and strict parse of a Vertex AI CustomJob with ``workers`` and ``ps``."""
     from google.cloud import aiplatform_v1
 
-    from tfjob.render.vertex import render_custom_job
+    from tfjob.backends.vertex.render import render_custom_job
     from tfjob.spec import build_spec
 
     def run() -> dict[str, Any]:
@@ -52,7 +52,7 @@ def vertex_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
 
 def kubeflow_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     """Spec and validated TFJob manifest with ``workers`` and ``ps``."""
-    from tfjob.render.kubeflow import render_tfjob
+    from tfjob.backends.kubeflow.render import render_tfjob
     from tfjob.spec import build_spec
 
     def run() -> dict[str, Any]:
@@ -64,7 +64,7 @@ def kubeflow_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
 
 def local_render_bytes_per_task(workers: int, ps: int) -> Callable[[], float]:
     """Bytes per task of the local plan (as ``tfjob render --backend local`` prints it)."""
-    from tfjob.backends.local import BACKEND
+    from tfjob.backends.local.backend import BACKEND
     from tfjob.model import SubmitOptions
     from tfjob.spec import build_spec
 

@@ -76,7 +76,7 @@ class Staging:
 
     def __init__(self, pkg: Path) -> None:
         from tfjob.backends.base import SubmitOptions
-        from tfjob.gcp.staging import storage_client
+        from tfjob.backends.vertex.staging import storage_client
         from tfjob.spec import build_spec
 
         self.spec = build_spec(name="bench", module="trainer.task", package=str(pkg), workers=4, ps=2)
@@ -85,8 +85,8 @@ class Staging:
         self.round = 0
 
     def _stage(self) -> float:
-        from tfjob.gcp.staging import stage_packages
-        from tfjob.gcp.submission import plan_submission
+        from tfjob.backends.vertex.staging import stage_packages
+        from tfjob.backends.vertex.submission import plan_submission
 
         plan = plan_submission(self.spec, self.options, dry_run=False)
         return float(stage_packages(plan.uploads, region=plan.region, client=self.client).bytes_uploaded)

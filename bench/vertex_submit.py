@@ -2,7 +2,7 @@
 
 * ``tfjob submit --backend vertex --dry-run --workers 4 --ps 2`` on a sample trainer
   (a real CLI process: flags, spec, sdist build, request body, printed JSON);
-* the import cost of the submit path (``tfjob.gcp``, ``google.cloud.aiplatform_v1``
+* the import cost of the submit path (``tfjob.backends.vertex``, ``google.cloud.aiplatform_v1``
   and ``google.cloud.storage``: what a real submit loads);
 * the baseline of both: ``python -c "import google.cloud.aiplatform"``, what a user of
   the Vertex AI SDK pays before doing anything (tfjob never imports that SDK).
@@ -22,7 +22,7 @@ from cli_start import AIPLATFORM, aiplatform_import
 from common import BIN, PYTHON, Figure, cached, clean_env, command, remember, rounds, section_main
 
 SECTION = "vertex"
-SUBMIT_IMPORTS = "import tfjob.gcp.service, tfjob.gcp.client; from google.cloud import aiplatform_v1, storage"
+SUBMIT_IMPORTS = "import tfjob.backends.vertex.service, tfjob.backends.vertex.client; from google.cloud import aiplatform_v1, storage"
 
 _MODULES = {
     "__init__.py": "",
@@ -69,7 +69,7 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     baseline = baseline or remember(samples[AIPLATFORM], runs)
     return [
         Figure("vertex.dry_run", SECTION, "tfjob submit --dry-run --backend vertex (1+4+2)", samples["tfjob submit --dry-run (vertex, 1+4+2)"], baseline),
-        Figure("vertex.submit_imports", SECTION, "import of the submit path (tfjob.gcp + aiplatform_v1 + storage)", samples["import of the submit path"], baseline),
+        Figure("vertex.submit_imports", SECTION, "import of the submit path (tfjob.backends.vertex + aiplatform_v1 + storage)", samples["import of the submit path"], baseline),
     ]
 
 

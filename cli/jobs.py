@@ -27,7 +27,7 @@ def _when(ts: float | None) -> str:
 
 def render_duration(status: JobStatus, now: float | None = None) -> str:
     """How long the job ran (so far, while it runs); ``-`` before it started. Pure."""
-    from tfjob.local.logs import format_duration
+    from tfjob.backends.local.logs import format_duration
 
     if status.started is None:
         return "-"
@@ -52,7 +52,7 @@ def render_job_list(statuses: list[JobStatus], now: float | None = None) -> str:
 
 def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], now: float | None = None) -> str:
     """The ``tfjob status`` text: the job, its history and its tasks. Pure."""
-    from tfjob.local.logs import SummaryRow, render_summary
+    from tfjob.backends.local.logs import SummaryRow, render_summary
 
     lines = [
         f"job       {status.id}",

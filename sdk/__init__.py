@@ -23,7 +23,7 @@ _LAZY = {
     "ClusterSpec": "tfjob.cluster",
     "TaskInfo": "tfjob.cluster",
     "report_metric": "tfjob.hypertune",
-    "Tuning": "tfjob.tuning.api",
+    "Tuning": "tfjob.tune",
     "StudySpec": "tfjob.study",
 }
 

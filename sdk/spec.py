@@ -437,6 +437,16 @@ def is_kubernetes_label_key(key: str) -> bool:
     return isinstance(key, str) and bool(_K8S_PREFIXED_KEY_RE.match(key))
 
 
+def check_cloud_labels(spec: "JobSpec", platform: str) -> None:
+    """Refuse a prefixed Kubernetes label key: Google Cloud label keys have no prefix."""
+    for key in spec.labels:
+        if is_kubernetes_label_key(key):
+            raise SpecError(
+                f"label key {key!r} is a Kubernetes label: {platform} label keys are lower-case letters, digits, '_' "
+                "and '-' without a prefix; use a plain key, or --backend kubeflow / jobset / trainjob"
+            )
+
+
 def _check_labels(labels: Mapping[str, str]) -> None:
     if len(labels) > 64:
         raise SpecError(f"--labels has {len(labels)} labels; Vertex AI and Kubernetes allow at most 64")

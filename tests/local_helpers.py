@@ -127,7 +127,7 @@ def assert_no_survivors(processes: list[tuple[int, int | None]], within: float =
 def no_leftover_jobs() -> Iterator[None]:
     """After each test, cancel any local job it left running (a failed test must not leak a cluster)."""
     yield
-    from tfjob.backends.local import BACKEND
+    from tfjob.backends.local.backend import BACKEND
     from tfjob.job import JobHandle
 
     with JobStore() as store:

@@ -113,7 +113,7 @@ class Reliability:
                     if record.supervisor_pid and record.supervisor_pid != os.getpid():
                         processes.append((record.supervisor_pid, record.supervisor_start))
         # What is ending gets a moment (SIGKILL and reaping are asynchronous); nothing is killed yet.
-        from tfjob.local.contain import job_processes
+        from tfjob.backends.local.contain import job_processes
 
         deadline = time.monotonic() + self.settle_seconds
         # Every process whose environment carries a finished job's id, whatever its group or parent.

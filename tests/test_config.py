@@ -12,7 +12,7 @@ from tfjob import Job
 from tfjob.backends import SubmitOptions
 from tfjob.config import JobConfig, load_job_config, parse_job_config, read_config_file
 from tfjob.errors import ConfigFileError, SpecError
-from tfjob.render.aiplatform import render_job
+from tfjob.backends.aiplatform.render import render_job
 from tfjob.spec import Accelerator, Machine, Pool, ScaleTier
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
@@ -324,7 +324,7 @@ def test_merge_config_values_is_key_by_key_otherwise() -> None:
     ids=["package", "container"],
 )
 def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[str, object]) -> None:
-    from tfjob.render.vertex import render_custom_job
+    from tfjob.backends.vertex.render import render_custom_job
 
     spec = Job(name="census", module="trainer.task", **kwargs).spec
     body = render_custom_job(spec, SubmitOptions(region="us-central1"), ["gs://b/trainer-0.1.tar.gz"])

@@ -106,8 +106,12 @@ def clean_env() -> dict[str, str]:
 
 def test_wheel_holds_every_package_the_templates_and_the_dockerfile(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for package in ("tfjob", "tfjob/cli", "tfjob/container", "tfjob/templates", "tfjob/backends", "tfjob/render"):
+    for package in ("tfjob", "tfjob/cli", "tfjob/container", "tfjob/templates", "tfjob/backends"):
         assert f"{package}/__init__.py" in names, package
+    # Every module of the source tree ships: a package left out of pyproject's list would not.
+    modules = {"tfjob/" + p.relative_to(ROOT / "sdk").as_posix() for p in (ROOT / "sdk").rglob("*.py")}
+    modules |= {"tfjob/cli/" + p.relative_to(ROOT / "cli").as_posix() for p in (ROOT / "cli").rglob("*.py")}
+    assert modules <= names, sorted(modules - names)
     assert {"tfjob/config.py", "tfjob/spec.py", "tfjob/cli/main.py", "tfjob/container/bootstrap.py"} <= names
     assert "tfjob/container/Dockerfile" in names, "the base image Dockerfile must ship in the wheel"
     dockerfiles = {f"tfjob/container/{p.name}" for p in (ROOT / "container").glob("*.Dockerfile")}

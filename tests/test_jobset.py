@@ -19,7 +19,7 @@ from tfjob.backends.base import SubmitOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
 from tfjob.errors import ClusterConfigError, SpecError
-from tfjob.render.jobset import render_jobset
+from tfjob.backends.kubeflow.render_jobset import render_jobset
 from tfjob.spec import build_spec
 from test_render_kubeflow import _strict
 
@@ -241,7 +241,7 @@ def test_a_cluster_without_jobset_is_one_line_with_the_install_command(fake: Fak
 
 
 # -- Kubeflow Trainer v2: the TensorFlow runtime and the TrainJob --------------------------------
-from tfjob.render.trainjob import render_trainjob_list  # noqa: E402
+from tfjob.backends.kubeflow.render_trainjob import render_trainjob_list  # noqa: E402
 
 TRAINER_CRDS = {
     "TrainJob": SHARED / "data" / "trainer.kubeflow.org_trainjobs.yaml",

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
-from tfjob.k8s.status import MAX_REASON_CHARS, pod_reason
+from tfjob.backends.kubeflow.status import MAX_REASON_CHARS, pod_reason
 
 CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from tfjob.backends.base import SubmitOptions
 from tfjob.cli.main import app
 from tfjob.errors import TfjobError
-from tfjob.render.kubeflow import render_tfjob
-from tfjob.render.pod import merge
+from tfjob.backends.kubeflow.render import render_tfjob
+from tfjob.backends.kubeflow.pod import merge
 from tfjob.spec import build_spec
 
 IMAGE = "gcr.io/p/t:1"
@@ -130,7 +130,7 @@ def test_prefixed_kubernetes_labels_go_to_kubernetes_and_are_refused_by_google_c
     manifest = render_tfjob(spec, SubmitOptions())
     assert {k: manifest["metadata"]["labels"][k] for k in labels} == labels
     from tfjob.errors import SpecError
-    from tfjob.render.vertex import render_custom_job
+    from tfjob.backends.vertex.render import render_custom_job
 
     with pytest.raises(SpecError, match=r"label key 'app.kubernetes.io/part-of' is a Kubernetes label: Vertex AI label keys"):
         render_custom_job(spec, SubmitOptions(region="us-central1"))

@@ -26,7 +26,7 @@ from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.packaging import build_sdist
-from tfjob.render.shipment import pod_specs
+from tfjob.backends.kubeflow.shipment import pod_specs
 
 BASE = "registry.example/tfjob:0.1.0"
 CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"

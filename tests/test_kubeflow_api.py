@@ -18,11 +18,11 @@ import pytest
 from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.backends import JobState, SubmitOptions
-from tfjob.backends.kubeflow import KubeflowBackend
+from tfjob.backends.kubeflow.backend import KubeflowBackend
 from tfjob.errors import AuthError, BackendError, JobFailedError, JobNotFoundError, SpecError, UsageError
 from tfjob.job import Job, get_job
-from tfjob.k8s.client import KubeClient
-from tfjob.render.kubeflow import render_tfjob
+from tfjob.backends.kubeflow.client import KubeClient
+from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.spec import build_spec
 from tfjob.store import JobStore
 

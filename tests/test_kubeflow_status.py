@@ -10,8 +10,8 @@ import pytest
 
 from tfjob.backends import JobState
 from tfjob.errors import UsageError
-from tfjob.k8s.client import find_kubeconfig
-from tfjob.k8s.status import (
+from tfjob.backends.kubeflow.client import find_kubeconfig
+from tfjob.backends.kubeflow.status import (
     build_job_status,
     build_pod_selector,
     parse_job_id,

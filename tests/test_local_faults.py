@@ -33,7 +33,7 @@ from click.testing import CliRunner
 from tfjob import Job
 from tfjob.backends.base import JobState
 from tfjob.cli.main import app
-from tfjob.local.ports import pick_ports
+from tfjob.backends.local.ports import pick_ports
 from tfjob.store import JobStore
 
 GRACE = "30"  # long: a test that waited for it would show

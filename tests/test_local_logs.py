@@ -6,7 +6,7 @@ import io
 import os
 from pathlib import Path
 
-from tfjob.local.logs import (
+from tfjob.backends.local.logs import (
     JOB_LOG,
     MAX_LINE,
     LogRouter,

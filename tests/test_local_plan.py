@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tfjob.backends.base import SubmitOptions
-from tfjob.backends.local import BACKEND
+from tfjob.backends.local.backend import BACKEND
 from tfjob.cluster.task import parse_cluster_spec, parse_tf_config
 from tfjob.errors import SpecError, UsageError
-from tfjob.local.plan import (
+from tfjob.backends.local.plan import (
     base_environment,
     build_cluster,
     build_task_plans,
@@ -21,7 +21,7 @@ from tfjob.local.plan import (
     render_job_info,
     resolve_strategy,
 )
-from tfjob.local.ports import pick_ports, port_is_free
+from tfjob.backends.local.ports import pick_ports, port_is_free
 from tfjob.spec import build_spec
 
 

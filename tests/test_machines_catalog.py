@@ -39,7 +39,7 @@ def test_current_hardware_renders_and_passes_the_strict_parse(machine: str, acce
     from test_render_vertex import strict_roundtrip
 
     from tfjob.backends.base import SubmitOptions
-    from tfjob.render.vertex import render_custom_job
+    from tfjob.backends.vertex.render import render_custom_job
 
     spec = build_spec(name="j", module="t.task", workers=1, worker_machine_type=machine, worker_accelerator=accelerator)
     body = render_custom_job(spec, SubmitOptions(region="us-central1"), ["gs://b/p.tar.gz"])

@@ -16,10 +16,10 @@ from tfjob.cli.main import app
 from tfjob.config import parse_job_config
 from tfjob.errors import SpecError
 from tfjob.job import Job
-from tfjob.render.aiplatform import render_training_input
-from tfjob.render.jobset import render_jobset
-from tfjob.render.kubeflow import render_tfjob
-from tfjob.render.vertex import render_custom_job
+from tfjob.backends.aiplatform.render import render_training_input
+from tfjob.backends.kubeflow.render_jobset import render_jobset
+from tfjob.backends.kubeflow.render import render_tfjob
+from tfjob.backends.vertex.render import render_custom_job
 from tfjob.spec import build_spec
 
 IMAGE = "gcr.io/p/t:1"
@@ -68,7 +68,7 @@ def test_a_containers_own_command_on_vertex_kubeflow_and_locally() -> None:
     container = render_tfjob(spec, SubmitOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "trainer.task"] and container["args"] == ["--epochs", "2"]
     from tfjob.engine import Engine
-    from tfjob.local.plan import build_cluster, build_task_plans
+    from tfjob.backends.local.plan import build_cluster, build_task_plans
 
     plans = build_task_plans(
         spec, build_cluster(spec, [7001, 7002]), dialect="vertex", strategy="module", python="python", source_root=None,
@@ -106,7 +106,7 @@ def test_each_local_task_runs_with_its_pools_args_and_env(tmp_path: Path) -> Non
 
 def test_a_tuning_trial_appends_its_parameters_to_every_pools_args() -> None:
     from tfjob.study import MetricSpec, ParameterSpec, StudySpec
-    from tfjob.tuning.local import build_trial_spec
+    from tfjob.backends.local.tuning import build_trial_spec
     from tfjob.tuning.trials import Trial
 
     spec = build_spec(name="j", module="trainer.task", workers=1, args=("--a",), worker_args=("--b",))

@@ -12,7 +12,7 @@ import pytest
 
 from reliability import Reliability
 from tfjob import Job
-from tfjob.local.contain import job_processes
+from tfjob.backends.local.contain import job_processes
 
 TRAINER = """\
 import os, subprocess, sys, time

@@ -19,9 +19,9 @@ from reliability import Reliability
 from fakes.vertex_api import FakeVertex
 from tfjob.backends.base import JobState, SubmitOptions
 from tfjob.errors import BackendError
-from tfjob.gcp.client import VertexClient
-from tfjob.gcp.retry import Backoff
-from tfjob.gcp.service import follow_job, submit_job
+from tfjob.backends.vertex.client import VertexClient
+from tfjob.backends.vertex.retry import Backoff
+from tfjob.backends.vertex.service import follow_job, submit_job
 from tfjob.spec import build_spec
 from tfjob.store import JobStore
 
@@ -134,7 +134,7 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
     in the store as pending, and `tfjob status` on it finds the job by its label.
     """
     from tfjob.errors import SubmissionUncertainError
-    from tfjob.gcp.service import fetch_status, pending_id
+    from tfjob.backends.vertex.service import fetch_status, pending_id
 
     storm(fake, reliability, CREATE, "lost")
     storm(fake, reliability, LIST, *([503] * 7))
@@ -160,7 +160,7 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
 
 
 def test_a_pending_submission_that_was_never_created_fails_and_says_submit_again(fake: FakeVertex) -> None:
-    from tfjob.gcp.service import fetch_status, pending_id
+    from tfjob.backends.vertex.service import fetch_status, pending_id
     from tfjob.store import JobRecord
 
     record = JobRecord(

@@ -17,7 +17,7 @@ import pytest
 from tfjob.backends import SubmitOptions, get_backend
 from tfjob.config import parse_job_config
 from tfjob.errors import BackendError, SpecError
-from tfjob.render.aiplatform import build_job_id, format_duration, render_job, render_training_input
+from tfjob.backends.aiplatform.render import build_job_id, format_duration, render_job, render_training_input
 from tfjob.spec import JobSpec, build_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "aiplatform"

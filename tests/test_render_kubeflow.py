@@ -25,7 +25,7 @@ from tfjob.backends import SubmitOptions, get_backend
 from tfjob.cli.main import app
 from tfjob.errors import SpecError, UsageError
 from tfjob.machines import MACHINES
-from tfjob.render.kubeflow import (
+from tfjob.backends.kubeflow.render import (
     find_tfjob_problems,
     render_tfjob,
     suggest_k8s_name,

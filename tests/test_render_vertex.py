@@ -15,7 +15,7 @@ import pytest
 
 from tfjob.backends.base import SubmitOptions
 from tfjob.errors import SpecError
-from tfjob.render.vertex import (
+from tfjob.backends.vertex.render import (
     SUBMISSION_LABEL,
     prebuilt_image,
     prebuilt_tf_version,
@@ -283,7 +283,7 @@ def test_renderer_imports_no_google() -> None:
 
     # The namespace packages google / google.cloud are made at start-up by .pth files.
     code = (
-        "import sys; before = set(sys.modules); import tfjob.render.vertex; "
+        "import sys; before = set(sys.modules); import tfjob.backends.vertex.render; "
         "print(sorted(m for m in set(sys.modules) - before if m.startswith('google')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

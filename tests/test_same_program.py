@@ -7,10 +7,10 @@ import pytest
 
 from tfjob.backends.base import SubmitOptions
 from tfjob.engine import Engine
-from tfjob.local.plan import build_cluster, build_task_plans, resolve_strategy
-from tfjob.render.aiplatform import render_training_input
-from tfjob.render.kubeflow import render_tfjob
-from tfjob.render.vertex import render_custom_job
+from tfjob.backends.local.plan import build_cluster, build_task_plans, resolve_strategy
+from tfjob.backends.aiplatform.render import render_training_input
+from tfjob.backends.kubeflow.render import render_tfjob
+from tfjob.backends.vertex.render import render_custom_job
 from tfjob.spec import build_spec
 
 IMAGE = "europe-docker.pkg.dev/p/r/trainer:1"

@@ -65,7 +65,7 @@ def test_refused_credentials_say_how_to_log_in_again() -> None:
     from google.oauth2.credentials import Credentials
 
     from tfjob.errors import AuthError
-    from tfjob.gcp.auth import ensure_token
+    from tfjob.backends.vertex.auth import ensure_token
 
     class Revoked(Credentials):
         def refresh(self, request: Any) -> None:

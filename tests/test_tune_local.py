@@ -24,7 +24,7 @@ from tfjob.store import JobStore
 from tfjob.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams
 from tfjob.errors import JobFailedError
-from tfjob.tuning.api import Tuning, check_result
+from tfjob.tune import Tuning, check_result
 
 TUNE = ROOT / "tests" / "data" / "tune_trainers"
 TOY = TUNE / "toy"

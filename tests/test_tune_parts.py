@@ -12,8 +12,8 @@ import pytest
 from tfjob.hypertune import render_metric_line
 from tfjob.spec import build_spec
 from tfjob.study import MetricSpec, ParameterSpec, StudySpec
-from tfjob.tuning.api import apply_overrides, parse_algorithm
-from tfjob.tuning.local import build_trial_spec, plan_parallelism
+from tfjob.tune import apply_overrides, parse_algorithm
+from tfjob.backends.local.tuning import build_trial_spec, plan_parallelism
 from tfjob.tuning.metrics import fetch_trial_metric, parse_trial_metric
 from tfjob.tuning.search import Search, decode_value, plan_trial_count
 from tfjob.tuning.trials import TableLayout, Trial, best_trial, render_best, render_study_status, render_trials_table

@@ -23,12 +23,12 @@ from click.testing import CliRunner
 from fakes.vertex_tuning import FakeTuning
 from tfjob.backends.base import JobState, SubmitOptions
 from tfjob.cli.main import app
-from tfjob.render.vertex import render_custom_job
+from tfjob.backends.vertex.render import render_custom_job
 from tfjob.spec import build_spec
 from tfjob.store import JobStore
 from tfjob.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams
-from tfjob.tuning.render import render_hyperparameter_tuning_job, render_study_spec
+from tfjob.backends.vertex.render_tuning import render_hyperparameter_tuning_job, render_study_spec
 
 from test_vertex_e2e import emulator, free_port  # noqa: F401  (the storage emulator fixture)
 
@@ -173,7 +173,7 @@ def test_a_study_on_vertex_end_to_end_as_a_real_process(emulator: Any, fake: Fak
 
 
 def test_trials_are_read_as_the_study_types_them(fake: FakeTuning) -> None:
-    from tfjob.tuning.vertex import parse_trials, study_of
+    from tfjob.backends.vertex.tuning import parse_trials, study_of
 
     study = StudySpec(MetricSpec("loss", "MINIMIZE"), (ParameterSpec("layers", "INTEGER", 1, 8), ParameterSpec("optimizer", "CATEGORICAL", values=("adam", "sgd"))), max_trials=2, parallel_trials=2)
     job = {
@@ -246,8 +246,8 @@ def test_logs_of_a_trial_are_its_custom_job_s(emulator: Any, fake: FakeTuning) -
 def test_a_lost_create_is_found_by_its_label_not_created_twice(fake: FakeTuning, reliability: Reliability) -> None:
     from google.auth.credentials import AnonymousCredentials
 
-    from tfjob.tuning.render import wrap_tuning_job
-    from tfjob.tuning.vertex import TuningClient
+    from tfjob.backends.vertex.render_tuning import wrap_tuning_job
+    from tfjob.backends.vertex.tuning import TuningClient
 
     client = TuningClient("p", "us-central1", api_endpoint=fake.endpoint, credentials=AnonymousCredentials(), sleep=lambda s: None)
     body = wrap_tuning_job(STUDY, render_custom_job(_spec(), None, [PKG], submission_id=SUB_ID))

@@ -18,9 +18,9 @@ from reliability import Reliability
 from responses.registries import OrderedRegistry
 
 from tfjob.errors import AuthError, BackendError, JobNotFoundError, UsageError
-from tfjob.gcp.client import VertexClient
-from tfjob.gcp.retry import Backoff
-from tfjob.render.vertex import SUBMISSION_LABEL, render_custom_job
+from tfjob.backends.vertex.client import VertexClient
+from tfjob.backends.vertex.retry import Backoff
+from tfjob.backends.vertex.render import SUBMISSION_LABEL, render_custom_job
 from tfjob.spec import build_spec
 
 BASE = "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1"

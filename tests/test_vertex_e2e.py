@@ -174,7 +174,7 @@ def test_status_logs_and_cancel_from_the_cli(emulator: Any, fake: FakeVertex, tr
 
 
 def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
-    from tfjob.gcp.service import fetch_logs, submit_job
+    from tfjob.backends.vertex.service import fetch_logs, submit_job
     from tfjob.backends.base import SubmitOptions
     from tfjob.spec import build_spec
 

@@ -16,7 +16,7 @@ from tfjob.cli.main import app
 from tfjob.config import parse_job_config
 from tfjob.errors import SpecError
 from tfjob.job import Job
-from tfjob.render.vertex import render_custom_job
+from tfjob.backends.vertex.render import render_custom_job
 from tfjob.spec import build_spec
 
 KEY = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"

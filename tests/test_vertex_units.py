@@ -11,13 +11,13 @@ import pytest
 from fakes.vertex_api import FakeVertex
 from tfjob.backends.base import JobState, SubmitOptions
 from tfjob.errors import UsageError
-from tfjob.gcp.auth import is_google_endpoint, resolve_credentials
-from tfjob.gcp.errors import redact
-from tfjob.gcp.follow import job_status, parse_state, parse_time
+from tfjob.backends.vertex.auth import is_google_endpoint, resolve_credentials
+from tfjob.backends.vertex.errors import redact
+from tfjob.backends.vertex.follow import job_status, parse_state, parse_time
 from tfjob.lifecycle import poll
-from tfjob.gcp.logs import build_filter, task_label, vertex_task_name
-from tfjob.gcp.retry import Backoff, call_with_retry
-from tfjob.gcp.staging import bucket_serves_region, check_bucket_region
+from tfjob.backends.vertex.logs import build_filter, task_label, vertex_task_name
+from tfjob.backends.vertex.retry import Backoff, call_with_retry
+from tfjob.backends.vertex.staging import bucket_serves_region, check_bucket_region
 
 
 @pytest.mark.parametrize(
@@ -42,7 +42,7 @@ def test_state_mapping(value: Any, state: JobState) -> None:
 def test_state_mapping_covers_every_vertex_state() -> None:
     from google.cloud import aiplatform_v1
 
-    from tfjob.gcp.follow import VERTEX_STATES
+    from tfjob.backends.vertex.follow import VERTEX_STATES
 
     members = aiplatform_v1.types.JobState.__members__
     assert set(VERTEX_STATES) == set(members)
@@ -200,7 +200,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
 
 
 def _submit_container_job(fake: FakeVertex) -> str:
-    from tfjob.gcp.service import submit_job
+    from tfjob.backends.vertex.service import submit_job
     from tfjob.spec import build_spec
 
     spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)
@@ -209,7 +209,7 @@ def _submit_container_job(fake: FakeVertex) -> str:
 
 @pytest.mark.parametrize("cancel", [False, True])
 def test_interrupt_while_following(fake: FakeVertex, cancel: bool) -> None:
-    from tfjob.gcp.service import follow_job
+    from tfjob.backends.vertex.service import follow_job
     from tfjob.store import JobStore
 
     fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING")
@@ -237,7 +237,7 @@ def test_interrupt_while_following(fake: FakeVertex, cancel: bool) -> None:
 
 
 def test_status_of_an_ended_job_needs_no_call(fake: FakeVertex) -> None:
-    from tfjob.gcp.service import fetch_status, follow_job
+    from tfjob.backends.vertex.service import fetch_status, follow_job
 
     job_id = _submit_container_job(fake)
     follow_job(job_id, SubmitOptions(poll_interval=0.01), sleep=lambda s: None)
@@ -247,7 +247,7 @@ def test_status_of_an_ended_job_needs_no_call(fake: FakeVertex) -> None:
 
 
 def test_list_filters_on_the_tfjob_label(fake: FakeVertex, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfjob.gcp.service import list_jobs
+    from tfjob.backends.vertex.service import list_jobs
 
     ours = _submit_container_job(fake)
     fake.create("p", "us-central1", {"displayName": "not ours", "jobSpec": {}})
@@ -264,8 +264,8 @@ def test_big_upload_shows_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     from gcp_storage_emulator.server import create_server
 
-    from tfjob.gcp.staging import stage_packages, storage_client
-    from tfjob.gcp.submission import file_package
+    from tfjob.backends.vertex.staging import stage_packages, storage_client
+    from tfjob.backends.vertex.submission import file_package
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -304,7 +304,7 @@ def test_staging_bucket_order(
     flag: str | None, job_dir: str | None, configured: str | None, expected: tuple[str, str, str] | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """--staging-bucket, then the --job-dir bucket, then the configured bucket (issue 6)."""
-    from tfjob.gcp.submission import resolve_bucket
+    from tfjob.backends.vertex.submission import resolve_bucket
     from tfjob.job import Job
 
     if configured:
@@ -348,7 +348,7 @@ def test_cli_list_remote_asks_vertex_and_the_store_view_stays_offline(fake: Fake
     ],
 )  # fmt: skip
 def test_the_replica_a_failure_blames_is_the_failed_task(message: str, blamed: tuple[str, int] | None) -> None:
-    from tfjob.gcp.follow import failed_replica
+    from tfjob.backends.vertex.follow import failed_replica
 
     assert failed_replica(message) == blamed
     status = job_status({"state": "JOB_STATE_FAILED", "error": {"code": 3, "message": message}}, "9")

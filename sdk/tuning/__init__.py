@@ -1,12 +1,12 @@
-"""Hyperparameter tuning: ``tfjob tune`` locally (Optuna) and on Vertex AI.
+"""Hyperparameter tuning, the parts every backend shares (the front is :mod:`tfjob.tune`).
 
 - :mod:`.hparams` — ``--hparams`` documents → :class:`~tfjob.study.StudySpec` (pure);
 - :mod:`.search` — the study as an Optuna search (random, grid, TPE);
 - :mod:`.metrics` — a trial's metric, read back from its cloudml-hypertune file;
-- :mod:`.table` — the trials table (live on stderr, in ``tfjob status``);
-- :mod:`.local` — a study of local trials, each a full local job;
-- :mod:`.render` — the Vertex AI ``HyperparameterTuningJob`` body (pure);
-- :mod:`.vertex` — submitting and following it through the real client.
+- :mod:`.trials` — trials, the best one, the trials table (live on stderr, in ``tfjob status``);
+- :mod:`.view` — the live trials view.
 
+A study runs on a backend: :mod:`tfjob.backends.local.tuning` (local trials, each a full
+local job) and :mod:`tfjob.backends.vertex.tuning` (a Vertex AI ``HyperparameterTuningJob``).
 Optuna and the Google libraries are imported only on the paths that need them.
 """

@@ -1,0 +1,13 @@
+"""``--backend kubeflow`` (a Kubeflow ``TFJob``), ``jobset`` (a JobSet, the engine under
+Kubeflow Trainer v2) and ``trainjob`` (a Trainer v2 ``TrainJob``, render only).
+
+- :mod:`.backend` — the TFJob backend object, and the Kubernetes lifecycle the JobSet
+  backend shares (:data:`~.backend.BACKEND`); :mod:`.jobset`, :mod:`.trainjob` — the others;
+- :mod:`.render`, :mod:`.render_jobset`, :mod:`.render_trainjob` — JobSpec → manifests (pure);
+- :mod:`.pod` — what every pod gets (resources, `--pod-spec` overlays);
+- :mod:`.shipment` — a trainer's packages in a ConfigMap of the job, mounted in every pod;
+- :mod:`.status` — pure parsing of job and pod objects (conditions → state, pods → tasks);
+- :mod:`.client` — the official ``kubernetes`` client behind a few calls, with its
+  exceptions translated into tfjob's (the only module importing ``kubernetes``);
+- :mod:`.logs` — pod logs with ``[worker-1]`` prefixes, read once or followed.
+"""

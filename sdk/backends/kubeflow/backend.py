@@ -1,0 +1,403 @@
+"""The kubeflow backend: a job runs on Kubernetes as a Kubeflow ``TFJob``.
+
+``render`` is :func:`tfjob.backends.kubeflow.render.render_tfjob` (pure, validated against the
+operator's admission rules before anything is sent). ``submit`` creates the TFJob
+with the official ``kubernetes`` client and records it in the job store under the id
+``NAMESPACE/NAME``, with the kubeconfig and context it was sent with, so ``tfjob
+status / logs / cancel ID`` reach the same cluster from any process. ``status`` reads
+the TFJob's conditions and its pods; ``logs`` reads (or follows) the pods;
+``cancel`` deletes the TFJob; ``list`` lists the TFJobs tfjob made in the current
+namespace.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterator
+
+from ...errors import BackendError, JobNotFoundError, UsageError
+from .status import build_job_status, build_pod_selector, parse_job_id, parse_timestamp, parse_tfjob_state, pod_task_name
+from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
+from .shipment import MAX_BYTES as MAX_SHIPPED_BYTES
+from .shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
+from ...spec import JobSpec
+from ...store import JobRecord, JobStore
+from ..base import JobState, JobStatus, SubmitOptions
+from ...lifecycle import Lifecycle, say
+
+#: Lines of the failed task's log kept in a FAILED status (``JobFailedError.log_tail``).
+LOG_TAIL_LINES = 20
+#: The label naming the job a shipped-packages ConfigMap belongs to.
+JOB_NAME_LABEL = "tfjob.dev/job-name"
+
+
+def build_shipment(spec: JobSpec, options: Any) -> tuple[JobSpec, Shipment | None]:
+    """The spec with its packages taken out, and what ships them to the pods (None: nothing).
+
+    A trainer directory is built into its sdist (the build cache reuses an unchanged one;
+    files that look like secrets stay out, as for Vertex AI); a built archive is read as it
+    is; a ``gs://`` URI is downloaded by the bootstrap in the pod.
+
+    Raises:
+        PackagingError: the trainer cannot be built, or its module is not in it.
+        UsageError: a package path that does not exist.
+        SpecError: the packages are more than a ConfigMap holds, or two share a file name.
+    """
+    if not (spec.package or spec.packages):
+        return spec, None
+    from dataclasses import replace
+
+    from ...packaging import gather_packages
+
+    paths, uris = gather_packages(
+        spec.package, spec.packages, module=spec.module, requirements=spec.requirements,
+        include_secrets=getattr(options, "include_secrets", False), quiet=getattr(options, "quiet", False),
+    )  # fmt: skip
+    files: list[tuple[str, bytes]] = []
+    for path in paths:
+        if path.stat().st_size > MAX_SHIPPED_BYTES:  # refused without reading it
+            raise_too_big([*files, (path.name, b"")], path.stat().st_size)
+        files.append((path.name, path.read_bytes()))
+    shipment = Shipment(configmap_name(spec.name) if files else "", tuple(files), tuple(uris))
+    check_size(shipment)
+    return replace(spec, package=None, packages=()), shipment
+
+
+def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the job's manifest as the backend creates it, the packages' ConfigMap or None)."""
+    items = manifest.get("items") if manifest.get("kind") == "List" else None
+    if not items or items[0].get("kind") != "ConfigMap":
+        return manifest, None
+    rest = items[1:]
+    return (rest[0] if len(rest) == 1 else {**manifest, "items": rest}), items[0]
+
+
+class KubeflowBackend(Lifecycle):
+    """Kubeflow TFJobs through the Kubernetes API (waiting, Ctrl-C and cancelling a
+    finished job are :class:`~tfjob.lifecycle.Lifecycle`'s).
+
+    Args:
+        poll_interval: seconds between looks at a job that is being waited for or
+            followed (``SubmitOptions.poll_interval`` overrides it for ``run``).
+        sleep: injected for tests of waiting.
+        echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
+    """
+
+    name = "kubeflow"
+    platform = "Kubernetes"
+
+    def __init__(self, poll_interval: float = 2.0, sleep: Callable[[float], None] = time.sleep, echo: Callable[[str], None] = say) -> None:
+        super().__init__(echo=echo, sleep=sleep)
+        self.poll_interval = poll_interval
+
+    #: What the job is on the cluster, in messages.
+    kind = "TFJob"
+    #: Who acts on a new job (the training operator, or the JobSet controller).
+    controller = "the training operator"
+
+    # -- render ----------------------------------------------------------------------------
+    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """The job's manifest; with packages to ship, a ``List`` of their ConfigMap and the job.
+
+        Pure but for the trainer's build: a trainer directory given as PACKAGE_PATH is built
+        into its sdist (from the build cache when unchanged), as a Vertex AI dry run does.
+        """
+        bare, shipment = build_shipment(spec, options)
+        manifest = self._render(bare, options)
+        if shipment is None:
+            return manifest
+        ship_into(manifest, shipment)
+        if not shipment.files:
+            return manifest
+        labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, JOB_NAME_LABEL: spec.name}
+        configmap = render_configmap(shipment, labels, getattr(options, "namespace", None))
+        items = manifest["items"] if manifest.get("kind") == "List" else [manifest]
+        return {"apiVersion": "v1", "kind": "List", "items": [configmap, *items]}
+
+    def _render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """The TFJob manifest (see :func:`tfjob.backends.kubeflow.render.render_tfjob`)."""
+        return render_tfjob(spec, options)
+
+    # -- the resource (a subclass runs another kind of job the same way) ----------------------
+    @staticmethod
+    def _set_namespace(manifest: dict[str, Any], namespace: str) -> None:
+        manifest["metadata"]["namespace"] = namespace
+
+    def _create(self, client: Any, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+        return client.create_tfjob(namespace, manifest)
+
+    def _get(self, client: Any, namespace: str, name: str) -> dict[str, Any]:
+        return client.get_tfjob(namespace, name)
+
+    def _delete(self, client: Any, namespace: str, name: str) -> None:
+        client.delete_tfjob(namespace, name)
+
+    def _list_objects(self, client: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return client.list_tfjobs(namespace, selector)
+
+    def _selector(self, name: str, task: str | None = None, record: JobRecord | None = None) -> str:
+        return build_pod_selector(name, task)
+
+    def _state(self, client: Any, namespace: str, name: str) -> JobState:
+        return parse_tfjob_state(self._get(client, namespace, name))[0]
+
+    def _status(self, job_id: str, obj: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
+        return build_job_status(job_id, obj, pods)
+
+    # -- plumbing --------------------------------------------------------------------------
+    @staticmethod
+    def _connect(kubeconfig: str | None, context: str | None) -> Any:
+        from .client import KubeClient  # imports kubernetes: only on this path
+
+        return KubeClient(kubeconfig, context)
+
+    @staticmethod
+    def _record(job_id: str) -> JobRecord | None:
+        store = JobStore()
+        try:
+            return store.get(job_id)
+        finally:
+            store.close()
+
+    def _locate(self, job_id: str) -> tuple[str | None, str, JobRecord | None]:
+        """(namespace or None for the context's, name, the store's record if any)."""
+        record = self._record(job_id)
+        namespace, name = parse_job_id(job_id)
+        if record is not None:
+            namespace = record.options.get("namespace") or namespace
+        return namespace, name, record
+
+    def _client_for(self, record: JobRecord | None) -> Any:
+        options = record.options if record is not None else {}
+        return self._connect(options.get("kubeconfig"), options.get("context"))
+
+    @staticmethod
+    def _remember(job_id: str, status: JobStatus, record: JobRecord | None) -> None:
+        if record is None or record.state is status.state:
+            return
+        store = JobStore()
+        try:
+            values: dict[str, Any] = {"failed_task": status.failed_task} if status.failed_task else {}
+            if status.started:
+                values["started"] = status.started
+            if status.ended:
+                values["ended"] = status.ended
+            store.set_state(job_id, status.state, status.message, **values)
+        finally:
+            store.close()
+
+    # -- I/O -------------------------------------------------------------------------------
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Create the TFJob; return its id ``NAMESPACE/NAME``.
+
+        Raises:
+            SpecError: the manifest breaks the operator's rules (nothing is sent).
+            UsageError: no kubeconfig, a missing namespace, the name is taken (409).
+            AuthError: the cluster refused the credentials or the permission (401/403).
+            BackendError: the TFJob CRD is not installed, or the API failed.
+        """
+        manifest, configmap = split_configmap(self.render(spec, options))
+        client = self._connect(options.kubeconfig, options.context)
+        try:
+            namespace = options.namespace or client.namespace
+            check_k8s_name(namespace, field="namespace", flag="--namespace")
+            self._set_namespace(manifest, namespace)
+            created = self._create(client, namespace, manifest)
+            if configmap is not None:
+                self._ship(client, namespace, spec.name, configmap, created)
+        finally:
+            client.close()
+        job_id = f"{namespace}/{spec.name}"
+        meta = created.get("metadata") or {}
+        record = JobRecord(
+            id=job_id,
+            backend=self.name,
+            name=spec.name,
+            state=JobState.PENDING,
+            spec=spec.to_dict(),
+            options={"namespace": namespace, "kubeconfig": client.kubeconfig, "context": options.context},
+            message=f"{self.kind} created; waiting for {self.controller}",
+            created=parse_timestamp(meta.get("creationTimestamp")) or time.time(),
+            extra={"server": client.server, "uid": meta.get("uid")},
+        )
+        store = JobStore()
+        try:
+            if store.get(job_id) is not None:
+                # The cluster took the name, so the TFJob this record was about is gone.
+                store.remove(job_id)
+            store.add(record)
+        finally:
+            store.close()
+        return job_id
+
+    def _ship(self, client: Any, namespace: str, name: str, configmap: dict[str, Any], created: dict[str, Any]) -> None:
+        """Create the packages' ConfigMap, owned by the job just created (deleted with it).
+
+        The pods wait for it (their volume) and start once it exists. A ConfigMap of this
+        name left by an earlier job of the same name (tfjob's, not yet collected) is
+        replaced; anyone else's is not touched. If it cannot be created, the job is deleted
+        again, so nothing is left half-made.
+        """
+        configmap["metadata"]["namespace"] = namespace
+        configmap["metadata"]["ownerReferences"] = [owner_reference(created)]
+        cm_name = configmap["metadata"]["name"]
+        try:
+            try:
+                client.create_configmap(namespace, configmap)
+            except UsageError:  # 409: the name is taken
+                existing = client.get_configmap(namespace, cm_name)
+                if (existing.get("metadata") or {}).get("labels", {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+                    raise UsageError(
+                        f"ConfigMap {namespace}/{cm_name} exists and is not tfjob's; the job's packages need that name: "
+                        f"pick another --display-name, or delete it (kubectl delete configmap {cm_name} -n {namespace})"
+                    ) from None
+                client.delete_configmap(namespace, cm_name)
+                client.create_configmap(namespace, configmap)
+        except BaseException:
+            try:
+                self._delete(client, namespace, name)
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+            raise
+
+    def status(self, job_id: str) -> JobStatus:
+        """The TFJob's state from its conditions, with a task per pod.
+
+        A FAILED status names the failed task and carries its last log lines
+        (``extra["log_tail"]``). A TFJob gone from the cluster keeps the state the job
+        store last saw if that was an end (cancelled, finished), else is LOST.
+        """
+        namespace, name, record = self._locate(job_id)
+        client = self._client_for(record)
+        try:
+            namespace = namespace or client.namespace
+            full_id = f"{namespace}/{name}"
+            try:
+                tfjob = self._get(client, namespace, name)
+            except JobNotFoundError:
+                if record is None:
+                    raise
+                return self._gone(record)
+            pods = client.list_pods(namespace, self._selector(name))
+            status = self._status(full_id, tfjob, pods)
+            if record is not None and record.state is JobState.CANCELLED:
+                # Deleted by `tfjob cancel`: the object may linger while its pods go.
+                status.state, status.message = JobState.CANCELLED, record.message
+            if status.state is JobState.FAILED and status.failed_task:
+                status.extra["log_tail"] = self._log_tail(client, namespace, pods, status.failed_task)
+        finally:
+            client.close()
+        self._remember(full_id, status, record)
+        return status
+
+    @staticmethod
+    def _log_tail(client: Any, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
+        for pod in pods:
+            if pod_task_name(pod) == task:
+                try:
+                    return client.read_log(namespace, pod["metadata"]["name"], CONTAINER_NAME, tail=LOG_TAIL_LINES)
+                except (BackendError, UsageError):
+                    return ""  # the tail is a courtesy; the failure itself is already known
+        return ""
+
+    def _gone(self, record: JobRecord) -> JobStatus:
+        if not record.state.is_terminal:
+            store = JobStore()
+            try:
+                store.set_state(
+                    record.id,
+                    JobState.LOST,
+                    f"the {self.kind} is no longer on the cluster (deleted outside tfjob, or removed after "
+                    "ttlSecondsAfterFinished) and its end was not seen",
+                )
+                record = store.get(record.id) or record
+            finally:
+                store.close()
+        return record.to_status()
+
+    def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The job's log lines, ``[worker-1] …``, of one task (``worker-1``) or role (``ps``) if given.
+
+        With ``follow``, lines come as they are written until the job ends.
+
+        Raises:
+            UsageError: ``task`` is not ROLE or ROLE-INDEX.
+            BackendError: no pod has logs (not started yet, or deleted after the end).
+        """
+        from .logs import follow_logs, read_logs
+
+        namespace, name, record = self._locate(job_id)
+        selector = self._selector(name, task, record)
+        client = self._client_for(record)
+        namespace = namespace or client.namespace
+        try:
+            if follow:
+
+                def ended() -> bool:
+                    try:
+                        return self._state(client, namespace, name).is_terminal
+                    except JobNotFoundError:
+                        return True
+
+                yield from follow_logs(client, namespace, selector, ended, tail=tail, poll_interval=self.poll_interval)
+                return
+            any_line = False
+            for line in read_logs(client, namespace, selector, tail=tail):
+                any_line = True
+                yield line
+            if not any_line and not client.list_pods(namespace, selector):
+                what = f"task {task} of {self.kind}" if task else self.kind
+                raise BackendError(
+                    f"no pods of {what} {namespace}/{name} to read logs from: they are not created yet, or were "
+                    f"deleted when the job ended; `tfjob status {namespace}/{name}` shows the job"
+                )
+        finally:
+            client.close()
+
+    def cancel(self, job_id: str) -> None:
+        """Delete the TFJob (its pods go with it) and record the job as CANCELLED.
+
+        A job that has already ended is left as it is (nothing is deleted). One read of
+        the job object decides, without listing its pods as :meth:`status` would.
+
+        Raises:
+            JobNotFoundError: there is no such TFJob.
+        """
+        namespace, name, record = self._locate(job_id)
+        client = self._client_for(record)
+        try:
+            namespace = namespace or client.namespace
+            try:
+                state = self._state(client, namespace, name)
+                if state.is_terminal:
+                    return  # as on every backend: a finished job is left as it ended
+                self._delete(client, namespace, name)
+            except JobNotFoundError:
+                if record is None:
+                    raise
+                if record.state.is_terminal:
+                    return  # ended and cleaned up since: left as it ended
+        finally:
+            client.close()
+        if record is not None:
+            store = JobStore()
+            try:
+                store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind} was deleted by tfjob cancel")
+            finally:
+                store.close()
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        """The TFJobs tfjob created in the current context's namespace, newest first."""
+        client = self._connect(None, None)
+        try:
+            namespace = client.namespace
+            tfjobs = self._list_objects(client, namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+        finally:
+            client.close()
+        statuses = [self._status(f"{namespace}/{j['metadata']['name']}", j, []) for j in tfjobs]
+        statuses.sort(key=lambda s: (s.created or 0.0, s.id), reverse=True)
+        return statuses[:limit] if limit is not None else statuses
+
+
+#: The backend object the registry hands out.
+BACKEND = KubeflowBackend()

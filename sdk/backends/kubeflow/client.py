@@ -1,0 +1,444 @@
+"""The official ``kubernetes`` client behind the few calls the kubeflow backend makes.
+
+This is the only module that imports ``kubernetes``, and only when a
+:class:`KubeClient` is made, so ``tfjob --help`` and ``tfjob render`` never load it.
+Objects come back as plain dicts (the JSON the API server sent), which the pure
+functions of :mod:`tfjob.backends.kubeflow.status` read.
+
+Errors are translated here, one clear line each:
+
+- no kubeconfig, an unknown context, a missing namespace, a name already taken
+  (409) → :class:`~tfjob.errors.UsageError`;
+- 401 / 403 → :class:`~tfjob.errors.AuthError`;
+- the TFJob resource missing (404 on ``tfjobs`` and on the ``kubeflow.org/v1``
+  discovery document: the training operator is not installed), an unreachable or
+  failing API server → :class:`~tfjob.errors.BackendError`;
+- a TFJob that is not there → :class:`~tfjob.errors.JobNotFoundError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
+from .render import GROUP, PLURAL, VERSION, validate_tfjob
+
+#: Seconds to wait for an answer to an ordinary request.
+REQUEST_TIMEOUT = 30.0
+#: Seconds a followed log may stay silent (the client takes no "forever").
+FOLLOW_READ_TIMEOUT = 7 * 24 * 3600.0
+_SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+@dataclass(frozen=True)
+class Resource:
+    """A custom resource tfjob creates: its API group, version, plural and kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    install_hint: str
+
+
+JOBSET_INSTALL_HINT = (
+    "install JobSet (kubectl apply --server-side -f "
+    "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml)"
+)
+
+INSTALL_HINT = (
+    "install the Kubeflow training operator (kubectl apply --server-side -k "
+    '"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.0")'
+)
+TFJOB = Resource(GROUP, VERSION, PLURAL, "TFJob", INSTALL_HINT)
+JOBSET = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET_INSTALL_HINT)
+TRAINER_INSTALL_HINT = (
+    "install Kubeflow Trainer v2 (kubectl apply --server-side -k "
+    '"github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.3.0")'
+)
+TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", TRAINER_INSTALL_HINT)
+RUNTIME = Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", TRAINER_INSTALL_HINT)
+#: The core ConfigMap a job's shipped packages travel in (every cluster serves it).
+CONFIGMAP = Resource("", "v1", "configmaps", "ConfigMap", "")
+
+
+def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+    """The kubeconfig to use: ``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``.
+
+    Returns None when there is none (``$KUBECONFIG`` may list several files, joined
+    by ``os.pathsep``; the client merges the ones that exist).
+
+    Raises:
+        UsageError: ``--kubeconfig`` names a file that does not exist.
+    """
+    env = os.environ if env is None else env
+    if kubeconfig:
+        path = Path(kubeconfig).expanduser()
+        if not path.is_file():
+            raise UsageError(f"--kubeconfig {kubeconfig!r} does not exist; give the path of a kubeconfig file")
+        return str(path.resolve())
+    listed = env.get("KUBECONFIG")
+    if listed:
+        paths = [str(Path(p).expanduser().resolve()) for p in listed.split(os.pathsep) if p]
+        existing = [p for p in paths if Path(p).is_file()]
+        return os.pathsep.join(existing) if existing else None
+    default = Path(env.get("HOME") or Path.home()) / ".kube" / "config"
+    return str(default) if default.is_file() else None
+
+
+class KubeClient:
+    """A connection to one cluster, from a kubeconfig (and context) or from inside a pod.
+
+    Args:
+        kubeconfig: the kubeconfig file (default ``$KUBECONFIG``, ``~/.kube/config``).
+        context: the kubeconfig context (default: its current context).
+        request_timeout: seconds to wait for each answer.
+
+    Raises:
+        UsageError: no kubeconfig can be found (and we are not in a pod), or the
+            context is not in it.
+        BackendUnavailableError: the ``kubernetes`` package is missing.
+    """
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None, request_timeout: float = REQUEST_TIMEOUT) -> None:
+        try:
+            from kubernetes import client, config
+        except ImportError as e:  # pragma: no cover - it is a dependency of tfjob
+            from ...errors import BackendUnavailableError
+
+            raise BackendUnavailableError("--backend kubeflow needs the kubernetes package: pip install kubernetes") from e
+        self.kubeconfig = find_kubeconfig(kubeconfig)
+        self.context = context
+        self.timeout = request_timeout
+        configuration = client.Configuration()
+        if self.kubeconfig is None and not context and os.environ.get("KUBERNETES_SERVICE_HOST"):
+            config.load_incluster_config(client_configuration=configuration)
+            self.namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
+        elif self.kubeconfig is None:
+            raise UsageError(
+                "no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create "
+                "~/.kube/config (e.g. gcloud container clusters get-credentials CLUSTER)"
+            )
+        else:
+            self.namespace = self._load(config, configuration)
+        # One quick retry, not urllib3's default three with back-off, for an API server that is down.
+        configuration.retries = 1
+        self.server = configuration.host
+        self._api = client.ApiClient(configuration)
+        self._custom = client.CustomObjectsApi(self._api)
+        self._core = client.CoreV1Api(self._api)
+        import urllib3
+
+        # What a call can raise that is the server's or the network's doing, not ours.
+        self._errors: tuple[type[BaseException], ...] = (
+            client.exceptions.ApiException,
+            urllib3.exceptions.HTTPError,
+            OSError,
+        )
+
+    def _load(self, config: Any, configuration: Any) -> str:
+        from kubernetes.config.config_exception import ConfigException
+
+        try:
+            contexts, current = config.list_kube_config_contexts(config_file=self.kubeconfig)
+        except (ConfigException, OSError, ValueError) as e:
+            raise UsageError(f"kubeconfig {self.kubeconfig} cannot be read: {e}") from None
+        names = [c.get("name") for c in contexts or []]
+        chosen = current
+        if self.context:
+            chosen = next((c for c in contexts or [] if c.get("name") == self.context), None)
+            if chosen is None:
+                raise UsageError(
+                    f"--context {self.context!r} is not in {self.kubeconfig}; its contexts are {', '.join(map(str, names)) or 'none'}"
+                )
+        try:
+            config.load_kube_config(
+                config_file=self.kubeconfig, context=self.context, client_configuration=configuration, persist_config=False
+            )
+        except (ConfigException, OSError, ValueError) as e:
+            raise UsageError(f"kubeconfig {self.kubeconfig} cannot be used: {e}") from None
+        return ((chosen or {}).get("context") or {}).get("namespace") or "default"
+
+    def close(self) -> None:
+        self._api.close()
+
+    # -- errors --------------------------------------------------------------------------
+    def _translate(
+        self, error: Exception, action: str, namespace: str, name: str | None = None, resource: "Resource | None" = None
+    ) -> Exception:
+        """A tfjob error for a failed call (the caller raises it ``from`` the original)."""
+        resource = resource or TFJOB
+        from kubernetes.client.exceptions import ApiException
+
+        if not isinstance(error, ApiException) or not error.status:
+            reason = getattr(error, "reason", None) or error
+            return BackendError(f"cannot reach the Kubernetes API at {self.server} to {action}: {reason}")
+        message = _status_message(error)
+        code = error.status
+        if code == 401:
+            return AuthError(
+                f"the Kubernetes API at {self.server} rejected the kubeconfig's credentials ({message}); "
+                "refresh them (e.g. gcloud container clusters get-credentials CLUSTER) and retry"
+            )
+        if code == 403:
+            return AuthError(
+                f"forbidden to {action} in namespace {namespace!r}: {message}; ask a cluster admin for a Role that "
+                f"allows it (check with `kubectl auth can-i create {resource.plural}.{resource.group} -n {namespace}`)"
+            )
+        if code == 404:
+            if resource.group and not self.crd_installed(resource):
+                return BackendError(
+                    f"the {resource.kind} resource ({resource.plural}.{resource.group}/{resource.version}) is not installed "
+                    f"on the cluster at {self.server}: " + resource.install_hint
+                )
+            if "namespaces" in message and "not found" in message:
+                return UsageError(
+                    f"namespace {namespace!r} does not exist on the cluster at {self.server}; "
+                    "pass --namespace of an existing one (kubectl get namespaces)"
+                )
+            if name is not None:
+                return JobNotFoundError(
+                    f"{resource.kind} {namespace}/{name} is not on the cluster at {self.server} (deleted, or removed "
+                    "after its ttlSecondsAfterFinished)"
+                )
+        if code == 409:
+            return UsageError(
+                f"a {resource.kind} named {name!r} already exists in namespace {namespace!r}; pick another --display-name, "
+                f"or delete it first with `tfjob cancel {namespace}/{name}`"
+            )
+        if code in (400, 422):
+            return SpecError(f"the Kubernetes API refused to {action}: {message}")
+        return BackendError(f"the Kubernetes API at {self.server} answered {code} {error.reason} to {action}: {message}")
+
+    def crd_installed(self, resource: "Resource | None" = None) -> bool:
+        """True when the cluster serves the resource (default ``tfjobs`` in ``kubeflow.org/v1``)."""
+        from kubernetes.client.exceptions import ApiException
+
+        resource = resource or TFJOB
+        where = f"{resource.group}/{resource.version}"
+        try:
+            resources = self._custom.get_api_resources(resource.group, resource.version, _request_timeout=self.timeout)
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise self._translate(e, f"discover {where}", "-") from e
+        except self._errors as e:
+            raise self._translate(e, f"discover {where}", "-") from e
+        return any(r.name == resource.plural for r in resources.resources or [])
+
+    # -- cluster-scoped custom resources (a ClusterTrainingRuntime) -------------------------
+    def create_cluster_object(self, resource: Resource, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a cluster-scoped custom resource; return it as stored."""
+        r, name = resource, manifest["metadata"]["name"]
+        try:
+            return self._custom.create_cluster_custom_object(r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"create {r.kind} {name}", "-", name, r) from e
+
+    def get_cluster_object(self, resource: Resource, name: str) -> dict[str, Any]:
+        """The cluster-scoped custom resource ``name``."""
+        r = resource
+        try:
+            return self._custom.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get {r.kind} {name}", "-", name, r) from e
+
+    def delete_cluster_object(self, resource: Resource, name: str) -> None:
+        """Delete the cluster-scoped custom resource ``name``."""
+        r = resource
+        try:
+            self._custom.delete_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"delete {r.kind} {name}", "-", name, r) from e
+
+    # -- any custom resource ---------------------------------------------------------------
+    def create(self, resource: Resource, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a custom resource; return it as the API server stored it."""
+        name = manifest["metadata"]["name"]
+        r = resource
+        try:
+            return self._custom.create_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, dict(manifest), _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"create {r.kind} {name}", namespace, name, r) from e
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+        """The custom resource ``namespace/name``."""
+        r = resource
+        try:
+            return self._custom.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get {r.kind} {name}", namespace, name, r) from e
+
+    def list(self, resource: Resource, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """The custom resources of a namespace (matching ``label_selector``)."""
+        r = resource
+        try:
+            answer = self._custom.list_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, label_selector=label_selector, _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"list {r.kind}s", namespace, None, r) from e
+        return list(answer.get("items") or [])
+
+    def delete(self, resource: Resource, namespace: str, name: str) -> None:
+        """Delete the custom resource; the garbage collector deletes what it owns."""
+        r = resource
+        try:
+            self._custom.delete_namespaced_custom_object(
+                r.group, r.version, namespace, r.plural, name, propagation_policy="Background", _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"delete {r.kind} {name}", namespace, name, r) from e
+
+    # -- TFJobs ----------------------------------------------------------------------------
+    def create_tfjob(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the TFJob; return it as the API server stored it.
+
+        Raises:
+            SpecError: the manifest breaks the operator's admission rules; nothing is sent.
+        """
+        validate_tfjob(manifest)
+        name = manifest["metadata"]["name"]
+        try:
+            return self._custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, dict(manifest), _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"create TFJob {name}", namespace, name) from e
+
+    def get_tfjob(self, namespace: str, name: str) -> dict[str, Any]:
+        """The TFJob ``namespace/name``."""
+        try:
+            return self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get TFJob {name}", namespace, name) from e
+
+    def list_tfjobs(self, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """The TFJobs of a namespace (matching ``label_selector``)."""
+        try:
+            answer = self._custom.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, label_selector=label_selector, _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, "list TFJobs", namespace) from e
+        return list(answer.get("items") or [])
+
+    def delete_tfjob(self, namespace: str, name: str) -> None:
+        """Delete the TFJob; the garbage collector then deletes its pods and services."""
+        try:
+            self._custom.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Background", _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"delete TFJob {name}", namespace, name) from e
+
+    # -- ConfigMaps (a job's shipped packages) ----------------------------------------------
+    def create_configmap(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the ConfigMap; return it as stored (its ``binaryData`` left out)."""
+        name = manifest["metadata"]["name"]
+        try:
+            response = self._core.create_namespaced_config_map(
+                namespace, dict(manifest), _preload_content=False, _request_timeout=self.timeout
+            )
+        except self._errors as e:
+            raise self._translate(e, f"create ConfigMap {name}", namespace, name, CONFIGMAP) from e
+        stored = json.loads(response.data)
+        stored.pop("binaryData", None)
+        return stored
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        """The ConfigMap ``namespace/name`` (its metadata: the data is not read)."""
+        try:
+            response = self._core.read_namespaced_config_map(name, namespace, _preload_content=False, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"get ConfigMap {name}", namespace, name, CONFIGMAP) from e
+        return {k: v for k, v in json.loads(response.data).items() if k not in ("data", "binaryData")}
+
+    def delete_configmap(self, namespace: str, name: str) -> None:
+        """Delete the ConfigMap ``namespace/name``."""
+        try:
+            self._core.delete_namespaced_config_map(name, namespace, _request_timeout=self.timeout)
+        except self._errors as e:
+            raise self._translate(e, f"delete ConfigMap {name}", namespace, name, CONFIGMAP) from e
+
+    # -- pods ------------------------------------------------------------------------------
+    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+        """Pods matching ``label_selector``, as dicts."""
+        try:
+            response = self._core.list_namespaced_pod(
+                namespace, label_selector=label_selector, _preload_content=False, _request_timeout=self.timeout
+            )
+            return list(json.loads(response.data).get("items") or [])
+        except self._errors as e:
+            raise self._translate(e, "list pods", namespace) from e
+
+    def read_log(self, namespace: str, pod: str, container: str, tail: int | None = None) -> str:
+        """A container's log so far (its last ``tail`` lines)."""
+        try:
+            # Raw bytes: the client would otherwise parse a log that looks like JSON.
+            response = self._core.read_namespaced_pod_log(
+                pod, namespace, container=container, tail_lines=tail, _preload_content=False, _request_timeout=self.timeout
+            )
+            return response.data.decode("utf-8", errors="replace")
+        except self._errors as e:
+            raise self._translate(e, f"read the log of pod {pod}", namespace) from e
+
+    def open_log_stream(self, namespace: str, pod: str, container: str, tail: int | None = None) -> Any:
+        """A followed log: an open HTTP response whose lines arrive until the container ends.
+
+        Returns None when the log cannot be read yet or any more (the container is
+        still waiting to start: 400; the pod is gone: 404). Close the response to stop early.
+        """
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return self._core.read_namespaced_pod_log(
+                pod,
+                namespace,
+                container=container,
+                follow=True,
+                tail_lines=tail,
+                _preload_content=False,
+                # Connect within the usual timeout; then wait as long as a training task may run.
+                _request_timeout=(self.timeout, FOLLOW_READ_TIMEOUT),
+            )
+        except ApiException as e:
+            if e.status in (400, 404):
+                return None
+            raise self._translate(e, f"follow the log of pod {pod}", namespace) from e
+        except self._errors as e:
+            raise self._translate(e, f"follow the log of pod {pod}", namespace) from e
+
+
+def iter_stream_lines(response: Any) -> Iterator[str]:
+    """The lines of a streamed HTTP response, decoded, without their line ends."""
+    pending = b""
+    for chunk in response.stream(4096, decode_content=True):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.decode("utf-8", errors="replace").rstrip("\r")
+    if pending:
+        yield pending.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _status_message(error: Any) -> str:
+    try:
+        body = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return str(error.reason or error.body or f"HTTP {error.status}")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None

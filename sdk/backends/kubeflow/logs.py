@@ -1,0 +1,141 @@
+"""A TFJob's logs: its pods' ``tensorflow`` containers, each line prefixed ``[worker-1]``.
+
+Read once, the pods are read one after the other (chief first). Followed, one thread
+per container streams its log into a queue while the caller's thread yields the
+lines as they come, looks for pods that start later (or containers that restart),
+and stops once the job has ended and every stream is closed.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Any, Callable, Iterator
+
+from .render import CONTAINER_NAME
+from .client import KubeClient, iter_stream_lines
+from .status import pod_has_logs, pod_restarts, pod_task_name, sort_pods
+
+#: Seconds to let open streams finish after the job has ended (ps pods may linger).
+DRAIN_SECONDS = 10.0
+
+
+def read_logs(client: KubeClient, namespace: str, selector: str, tail: int | None = None) -> Iterator[str]:
+    """The logs so far of the pods matching ``selector``, chief first."""
+    for pod in sort_pods(client.list_pods(namespace, selector)):
+        if not pod_has_logs(pod):
+            continue
+        prefix = f"[{pod_task_name(pod)}] "
+        text = client.read_log(namespace, pod["metadata"]["name"], CONTAINER_NAME, tail=tail)
+        for line in text.splitlines():
+            yield prefix + line
+
+
+class _Reader(threading.Thread):
+    """Streams one container's log into the shared queue, then puts itself as the end mark."""
+
+    def __init__(self, client: KubeClient, namespace: str, pod: str, prefix: str, tail: int | None, out: "queue.Queue[Any]") -> None:
+        super().__init__(name=f"tfjob-log-{pod}", daemon=True)
+        self.client, self.namespace, self.pod, self.prefix, self.tail, self.out = client, namespace, pod, prefix, tail, out
+        self.response: Any = None
+        self.error: BaseException | None = None
+        #: The log could not be opened yet (container not started, pod gone): try again later.
+        self.retry = False
+        self._closed = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self.response = self.client.open_log_stream(self.namespace, self.pod, CONTAINER_NAME, tail=self.tail)
+            if self.response is None:
+                self.retry = True
+                return
+            if self._closed.is_set():
+                return
+            for line in iter_stream_lines(self.response):
+                self.out.put(self.prefix + line)
+        except Exception as e:  # handed to the follower, which raises it in the caller's thread
+            if not self._closed.is_set():
+                self.error = e
+        finally:
+            self.out.put(self)
+
+    def close(self) -> None:
+        self._closed.set()
+        response = self.response
+        if response is not None:
+            try:
+                response.close()
+            except Exception:  # closing a half-read socket may complain; it is closed anyway
+                pass
+
+
+def follow_logs(
+    client: KubeClient,
+    namespace: str,
+    selector: str,
+    job_ended: Callable[[], bool],
+    tail: int | None = None,
+    poll_interval: float = 2.0,
+    drain_seconds: float = DRAIN_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[str]:
+    """Yield log lines of the matching pods as they are written, until the job ends.
+
+    Args:
+        client: the cluster.
+        namespace: the job's namespace.
+        selector: the pods' label selector (see :func:`~tfjob.backends.kubeflow.status.build_pod_selector`).
+        job_ended: True once the job is in a terminal state (polled).
+        tail: start each pod's log with its last ``tail`` lines (first container only).
+        poll_interval: seconds between looks for new pods and at the job's state.
+        drain_seconds: after the job ended, how long open streams may still finish.
+        clock: injected for tests.
+    """
+    lines: "queue.Queue[Any]" = queue.Queue()
+    readers: dict[tuple[str, int], _Reader] = {}
+    finished: set[tuple[str, int]] = set()
+    seen: set[str] = set()
+    ended_at: float | None = None
+    try:
+        while True:
+            if ended_at is None:
+                # Read the state first: a pod listed after the job ended has nothing new to say.
+                ended = job_ended()
+                for pod in sort_pods(client.list_pods(namespace, selector)):
+                    key = (pod["metadata"]["name"], pod_restarts(pod))
+                    if key in readers or not pod_has_logs(pod):
+                        continue
+                    # A restarted container starts a fresh log: read it whole.
+                    first = key[0] not in seen
+                    seen.add(key[0])
+                    reader = _Reader(client, namespace, key[0], f"[{pod_task_name(pod)}] ", tail if first else None, lines)
+                    readers[key] = reader
+                    reader.start()
+                if ended:
+                    ended_at = clock()
+            deadline = clock() + poll_interval
+            while True:
+                if ended_at is not None and finished.issuperset(readers) and lines.empty():
+                    return
+                try:
+                    item = lines.get(timeout=max(0.0, deadline - clock()))
+                except queue.Empty:
+                    break
+                if isinstance(item, _Reader):
+                    if item.error is not None:
+                        raise item.error
+                    key = (item.pod, next(k[1] for k, r in readers.items() if r is item))
+                    if item.retry and ended_at is None:
+                        del readers[key]
+                        if not any(name == item.pod for name, _ in readers):
+                            seen.discard(item.pod)
+                    else:
+                        finished.add(key)
+                    continue
+                yield item
+            if ended_at is not None and clock() - ended_at > drain_seconds:
+                return
+    finally:
+        for reader in readers.values():
+            reader.close()

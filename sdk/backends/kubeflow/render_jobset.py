@@ -1,0 +1,156 @@
+"""JobSpec → JobSet (jobset.x-k8s.io/v1alpha2): the engine under Kubeflow Trainer v2 and GKE.
+
+Pure functions, no I/O. One replicated job per role (``chief``, ``worker``, ``ps``,
+``evaluator``), each a single Indexed Job of as many pods as the role has tasks, with DNS
+hostnames on, so task ``worker-1`` of JobSet ``census`` is the pod
+``census-worker-0-1.census``. Every pod starts through the tfjob bootstrap, which derives
+from the JobSet's variables (:mod:`tfjob.cluster.jobset`) the ``TF_CONFIG`` the Kubeflow
+TFJob operator would have written for the same job: a trainer sees the same variable here,
+on Kubeflow, on Vertex AI and locally.
+
+What the JobSet does with it (JobSet v0.12):
+
+- the job succeeds when the chief's Job completes (``successPolicy``: the ``chief``
+  replicated job, or ``worker`` for a job without a chief); the JobSet then ends the Jobs
+  still running (the parameter servers, which never exit by themselves);
+- any task failing fails its Job (``backoffLimit: 0``, pods ``restartPolicy: Never``), and
+  the JobSet restarts the whole set up to ``failurePolicy.maxRestarts`` times (3; a
+  parameter-server cluster restarts together), then fails;
+- pods carry the labels ``jobset.sigs.k8s.io/jobset-name``, ``replicatedjob-name`` and
+  ``job-index``, and the Job controller's ``batch.kubernetes.io/job-completion-index``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+from ...cluster.jobset import (
+    JOB_INDEX_LABEL,
+    JOB_INDEX_VAR,
+    JOBSET_NAME_LABEL,
+    JOBSET_NAME_VAR,
+    PORT_VAR,
+    REPLICATED_JOB_LABEL,
+    REPLICATED_JOB_VAR,
+    ROLES_VAR,
+    render_roles,
+)
+from ...errors import SpecError
+from ...spec import JobSpec
+from .render import (
+    DEFAULT_BACKOFF_LIMIT,
+    DEFAULT_TTL_SECONDS,
+    KUEUE_QUEUE_LABEL,
+    MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE,
+    PORT,
+    _check_spec,
+    _whole,
+    check_k8s_name,
+    check_name_room,
+    render_container,
+    render_pod_template,
+)
+
+GROUP = "jobset.x-k8s.io"
+VERSION = "v1alpha2"
+API_VERSION = f"{GROUP}/{VERSION}"
+KIND = "JobSet"
+PLURAL = "jobsets"
+
+
+def _hostname_suffix(spec: JobSpec) -> str:
+    # The longest pod hostname decides: `{jobset}-{role}-0-{index}`.
+    return max((f"-{pool.role}-0-{pool.replicas - 1}" for pool in spec.pools), key=len)
+
+
+def _downward(name: str, label: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
+
+
+def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
+    """The JobSet manifest for ``spec``.
+
+    Args:
+        spec: the job (run from ``--image``, as on Kubeflow).
+        options: a :class:`~tfjob.backends.base.SubmitOptions`: ``namespace``,
+            ``strategy``, ``tf_config``, the pod options (``cpu``, ``memory``, ``gpu``,
+            ``pod_template``) and the run policy (``backoff_limit`` as the JobSet's
+            ``maxRestarts``, ``ttl_seconds_after_finished``, ``suspend``, ``queue``).
+
+    Raises:
+        SpecError: the job cannot run as a JobSet (no image, a name Kubernetes refuses…).
+    """
+    from .pod import known_roles, load_pod_template, parse_role_values
+
+    _check_spec(spec, options)
+    check_name_room(spec.name, _hostname_suffix(spec), "pods' hostnames")
+    for name in ("clean_pod_policy", "priority_class", "min_available"):
+        if getattr(options, name, None) is not None:
+            raise SpecError(f"--{name.replace('_', '-')} is a TFJob run policy; a JobSet has none (use --backend kubeflow)")
+    if getattr(options, "restart_policy", None):
+        raise SpecError("--restart-policy is a TFJob replica policy; a JobSet restarts the whole set (--backoff-limit)")
+    templates = load_pod_template(options.pod_template) if getattr(options, "pod_template", None) else {}
+    known_roles(
+        [templates, *(parse_role_values(getattr(options, n, None), f"--{n}") for n in ("cpu", "memory", "gpu"))],
+        [p.role for p in spec.pools],
+        "--pod-template, --cpu, --memory or --gpu",
+    )
+    counts = {pool.role: pool.replicas for pool in spec.pools}
+    cluster_env = [
+        _downward(JOBSET_NAME_VAR, JOBSET_NAME_LABEL),
+        _downward(REPLICATED_JOB_VAR, REPLICATED_JOB_LABEL),
+        _downward(JOB_INDEX_VAR, JOB_INDEX_LABEL),
+        {"name": ROLES_VAR, "value": render_roles(counts)},
+        {"name": PORT_VAR, "value": str(PORT)},
+    ]
+    replicated: list[dict[str, Any]] = []
+    for pool in spec.pools:
+        container = render_container(spec, pool, options)
+        container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
+        template = render_pod_template(spec, pool, container, templates, restartPolicy="Never")
+        replicated.append(
+            {
+                "name": pool.role,
+                "replicas": 1,
+                "template": {
+                    "spec": {
+                        "parallelism": pool.replicas,
+                        "completions": pool.replicas,
+                        "completionMode": "Indexed",
+                        "backoffLimit": 0,
+                        "template": template,
+                    }
+                },
+            }
+        )
+    metadata: dict[str, Any] = {"name": spec.name}
+    namespace = getattr(options, "namespace", None)
+    if namespace:
+        check_k8s_name(namespace, field="--namespace", flag="--namespace")
+        metadata["namespace"] = namespace
+    metadata["labels"] = job_labels(spec, options)
+    body: dict[str, Any] = {
+        "network": {"enableDNSHostnames": True},
+        "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief" if spec.has_chief else "worker"]},
+        "failurePolicy": {"maxRestarts": _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT)},
+        "replicatedJobs": replicated,
+        "ttlSecondsAfterFinished": _whole(getattr(options, "ttl_seconds_after_finished", None), "--ttl", DEFAULT_TTL_SECONDS),
+    }
+    if getattr(options, "suspend", False):
+        body["suspend"] = True
+    if spec.timeout is not None:
+        for job in replicated:  # each Job's deadline: the JobSet has none of its own
+            job["template"]["spec"]["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
+    return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}
+
+
+def job_labels(spec: JobSpec, options: Any) -> dict[str, str]:
+    """The labels of the job's object: the user's, tfjob's own, and Kueue's queue if given."""
+    labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
+    queue = getattr(options, "queue", None)
+    if queue:
+        labels[KUEUE_QUEUE_LABEL] = queue
+    return labels

@@ -1,0 +1,14 @@
+"""``--backend local``: the job as a real multi-process (or multi-container) cluster on this machine.
+
+- :mod:`.backend`: the backend object (:data:`~.backend.BACKEND`): submit in the
+  foreground or under a detached supervisor, status, logs, cancel, list.
+- :mod:`.plan`: what each task runs (command, environment, address) — pure.
+- :mod:`.ports`: free ports on 127.0.0.1.
+- :mod:`.launcher`: starts the tasks, follows them, tears the cluster down.
+- :mod:`.contain`: ``--image``: each task a container of the user's image on a network of the job.
+- :mod:`.logs`: prefixed live logs, per-task files, the summary table, reading logs back.
+- :mod:`.install`: ``--install``: the trainer's sdist in a throw-away venv.
+- :mod:`.runner`: checks, the job's record, and one run from start to end.
+- :mod:`.supervisor`: ``python -m tfjob.backends.local.supervisor JOB_ID``, the detached runner.
+- :mod:`.tuning`: ``tfjob tune --backend local``: a study of local trials, each a full local job.
+"""

@@ -1,0 +1,221 @@
+"""The local backend, the embedded default: a real multi-process cluster on 127.0.0.1.
+
+A thin object over :mod:`tfjob.backends.local`: ``run`` supervises the job in the calling
+process (``tfjob submit``, ``Job.run()``); ``submit`` hands it to a detached
+supervisor and returns at once (``--detach``, ``Job.submit()``). Jobs are recorded
+in the job store, so ``status``, ``logs``, ``cancel`` and ``list`` work from any
+process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator, TextIO
+
+from ...errors import UsageError
+from ...spec import JobSpec
+from ...store import JobStore, process_start_time
+from ...lifecycle import Lifecycle
+from ..base import JobState, JobStatus, SubmitOptions
+
+
+#: Up to this many tasks, ``render`` writes each task's environment in full.
+FULL_RENDER_TASKS = 16
+
+
+class LocalBackend(Lifecycle):
+    """Runs jobs as processes on this machine (see :mod:`tfjob.backends.local`).
+
+    Its ``run`` is its own: the job runs in the calling process, and Ctrl-C (SIGINT,
+    SIGTERM, SIGHUP) cancels it — it cannot outlive the process — so the run ends
+    CANCELLED and ``Job.run()`` raises JobCancelledError (exit 130).
+    """
+
+    name = "local"
+    platform = "this machine"
+    #: A local job's state is one SQLite read away: waiting polls at least this often.
+    max_poll_interval = 0.5
+
+    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """What each task would run: command, working directory, cluster variables (pure).
+
+        Ports are illustrative (from 27182, as ``gcloud ai-platform local train``);
+        a real run picks free ones.
+        """
+        from ...cluster import GCLOUD_LOCAL_START_PORT
+        from ...limits import check_local_tasks
+        from .plan import build_cluster, build_task_plans, check_chief, check_dialect, resolve_strategy
+
+        check_local_tasks(len(spec.tasks()))
+        check_dialect(options.dialect)
+        check_chief(spec, options.dialect)
+        strategy = resolve_strategy(spec, options.strategy)
+        ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
+        engine = None
+        if any(spec.image_for(role) for role, _ in spec.tasks()):
+            from ...engine import Engine
+
+            name = options.container_engine or "podman"
+            engine = Engine(name.rsplit("/", 1)[-1], name)  # what would run them; render looks nothing up
+        # Packages a run mounts into the containers (PACKAGE_PATH's sdist is built then:
+        # here it is named by a placeholder, as render builds nothing).
+        shipped = [
+            str(Path(p).expanduser().absolute() / "<sdist>") if Path(p).expanduser().is_dir() else str(Path(p).expanduser().absolute())
+            for p in (spec.package, *spec.packages)
+            if p and engine is not None
+        ]
+        plans = build_task_plans(
+            spec,
+            build_cluster(spec, ports),
+            dialect=options.dialect,
+            strategy=strategy,
+            python=options.python or "python",
+            source_root=spec.package or ".",
+            environ={},
+            job_id="<job-id>",
+            tf_config=options.tf_config,
+            engine=engine,
+            shipped=shipped,
+        )
+        if len(plans) <= FULL_RENDER_TASKS:
+            return {
+                "backend": "local",
+                "dialect": options.dialect,
+                "strategy": strategy,
+                "tasks": [{"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env} for p in plans],
+            }
+        # Every task's TF_CONFIG / CLUSTER_SPEC repeats the whole cluster: written out for
+        # every task, the output would grow with the square of the task count. Beyond a few
+        # tasks the shared part is written once and each task gets only what is its own.
+        first = plans[0]
+        shared = {k: v for k, v in first.env.items() if all(p.env.get(k) == v for p in plans)}
+        return {
+            "backend": "local",
+            "dialect": options.dialect,
+            "strategy": strategy,
+            "cluster_variables": {k: first.env[k] for k in ("TF_CONFIG", "CLUSTER_SPEC") if k in first.env},
+            "note": (
+                f"{len(plans)} tasks: cluster_variables are {first.name}'s; every other task's are the same "
+                "with its own task entry (type, index), as each task's `task` says"
+            ),
+            "env": {k: v for k, v in shared.items() if k not in ("TF_CONFIG", "CLUSTER_SPEC")},
+            "tasks": [
+                {
+                    "name": p.name,
+                    "address": p.address,
+                    "task": {"type": p.role, "index": p.index},
+                    "argv": p.argv,
+                    "cwd": p.cwd,
+                    "env": {k: v for k, v in p.env.items() if k not in shared and k not in ("TF_CONFIG", "CLUSTER_SPEC")},
+                }
+                for p in plans
+            ],
+        }
+
+    def run(
+        self,
+        spec: JobSpec,
+        options: SubmitOptions,
+        *,
+        console: TextIO | None = None,
+        summary: TextIO | None = None,
+        port_picker: Any = None,
+    ) -> str:
+        """Run the job in this process to its end; return its id whatever the outcome.
+
+        Task lines stream to ``console`` (default stderr; nothing with ``quiet``) and
+        the summary to ``summary`` (default stderr). SIGINT/SIGTERM cancel the job.
+        """
+        from .ports import pick_ports
+        from .runner import check_job, create_record, run_job
+
+        prepared = check_job(spec, options)
+        if options.notice:
+            print(options.notice, file=sys.stderr, flush=True)
+        with JobStore() as store:
+            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
+            run_job(
+                record,
+                store,
+                prepared,
+                console=None if options.quiet else (console or sys.stderr),
+                summary=summary or sys.stderr,
+                port_picker=port_picker or pick_ports,
+            )
+        return record.id
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Start the job under a detached supervisor process; return its id at once."""
+        from .runner import check_job, create_record
+
+        prepared = check_job(spec, options)
+        if options.notice:
+            print(options.notice, file=sys.stderr, flush=True)
+        with JobStore() as store:
+            # Until the supervisor runs, this process answers for the job.
+            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=True)
+            assert record.log_dir is not None
+            with open(Path(record.log_dir) / "supervisor.log", "ab") as log:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "tfjob.backends.local.supervisor", record.id],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # Ctrl-C in the submitting shell must not reach it
+                    close_fds=True,
+                )
+            store.update(record.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
+        return record.id
+
+    def status(self, job_id: str) -> JobStatus:
+        """The job and its tasks; a job whose supervisor died unrecorded is LOST."""
+        with JobStore() as store:
+            return store.status(job_id)
+
+    def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The job's log lines (``[worker-1] …``), of one task if given, following until it ends."""
+        from .logs import JOB_LOG, read_lines, task_log_name
+
+        with JobStore() as store:
+            record = store.resolve(job_id)
+            names = [t.name for t in store.tasks(record.id)] or [
+                f"{role}-{i}" for role, i in JobSpec.from_dict(record.spec).tasks()
+            ]
+        if not record.log_dir:
+            raise UsageError(f"job {record.id} has no log directory")
+        log_dir = Path(record.log_dir)
+        if task is not None and task not in names:
+            raise UsageError(f"--task {task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
+        path = log_dir / (task_log_name(task) if task else JOB_LOG)
+        prefix = f"[{task}] " if task else ""
+
+        def is_done() -> bool:
+            with JobStore() as s:
+                current = s.get(record.id)
+                return current is None or s.reap_lost(current).state.is_terminal
+
+        return read_lines(path, prefix=prefix, tail=tail, follow=follow, is_done=is_done)
+
+    def cancel(self, job_id: str) -> None:
+        """Ask the job's supervisor to cancel it (it stops every task within a moment)."""
+        with JobStore() as store:
+            record = store.reap_lost(store.resolve(job_id))
+            if record.state.is_terminal:
+                return
+            store.set_state(
+                record.id,
+                JobState.CANCELLING,
+                "cancel requested",
+                only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
+            )
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        """Local jobs, newest first."""
+        with JobStore() as store:
+            return [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=self.name)]
+
+
+BACKEND = LocalBackend()

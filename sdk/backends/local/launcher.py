@@ -1,0 +1,562 @@
+"""Start the tasks of a local cluster, follow them, and tear the cluster down.
+
+One process per task, each in its own process group and with ``PR_SET_PDEATHSIG``
+(Linux), so that no task outlives the launcher even when the launcher is killed
+with SIGKILL. One thread waits on everything at once — each task's output pipe and
+its pidfd (Linux ≥ 5.3), plus a wake-up pipe for cancels — so there is no polling
+loop with sleeps and the launcher reacts to an exit as it happens.
+
+Semantics of a real cluster: the job SUCCEEDS when the chief exits 0; it FAILS as
+soon as a chief, worker or evaluator exits non-zero, or a ps dies; it FAILS when
+``spec.timeout`` runs out; it is CANCELLED on request. Then every remaining task
+gets SIGTERM and, after the grace period, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ...model import JobState, SubmitOptions
+from ...errors import BackendError
+from ...spec import JobSpec
+from ...store import JobStore, TaskRecord, process_start_time
+from . import contain
+from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
+from .plan import TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
+from .ports import PortPicker, pick_ports
+
+#: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL).
+PORT_TAKEN_EXIT = 75
+#: Per task: command line, working directory, pid and the platform variables it got.
+TASKS_FILE = "tasks.json"
+#: How many lines of a failed task's log its message carries.
+TAIL_LINES = 20
+_PR_SET_PDEATHSIG = 1
+
+
+# libc's prctl, resolved once in the parent (the child must not load libraries between fork and exec).
+_PRCTL = contain.PRCTL
+# Python 3.11 puts the child in its own process group itself; 3.10 does it in setup().
+_POPEN_HAS_PROCESS_GROUP = sys.version_info >= (3, 11)
+_GROUP: dict[str, Any] = {"process_group": 0} if _POPEN_HAS_PROCESS_GROUP else {}
+
+
+def _child_setup(parent: int) -> Callable[[], None]:
+    """What runs in the child between fork and exec: die with the launcher."""
+
+    def setup() -> None:
+        if not _POPEN_HAS_PROCESS_GROUP:
+            os.setpgid(0, 0)
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the launcher died before the line above
+            os._exit(70)
+
+    return setup
+
+
+@dataclass
+class _Task:
+    plan: TaskPlan
+    output: TaskOutput
+    proc: subprocess.Popen[bytes]
+    started: float
+    proc_start: int | None = None
+    pidfd: int | None = None
+    pipe: int | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    stopped: bool = False  # ended by the launcher's SIGTERM/SIGKILL
+    tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
+
+    @property
+    def done(self) -> bool:
+        return self.ended is not None
+
+    @property
+    def state(self) -> JobState:
+        if not self.done:
+            return JobState.RUNNING
+        if self.exit_code == 0:
+            return JobState.SUCCEEDED
+        return JobState.STOPPED if self.stopped else JobState.FAILED
+
+    def record(self) -> TaskRecord:
+        return TaskRecord(
+            self.plan.name, self.plan.role, self.plan.index, self.state, self.proc.pid,
+            self.exit_code, self.signal, self.started, self.ended, str(self.output.path), self.proc_start,
+        )
+
+
+@dataclass
+class Outcome:
+    """How a local job ended.
+
+    Attributes:
+        state: SUCCEEDED, FAILED or CANCELLED.
+        message: one line: what happened, naming the task.
+        failed_task: the task that made the job fail.
+        task_exit_code: that task's exit code (None when a signal ended it).
+        log_tail: the last lines of that task's log.
+        rows: the summary table.
+    """
+
+    state: JobState
+    message: str
+    failed_task: str | None = None
+    task_exit_code: int | None = None
+    log_tail: str = ""
+    rows: list[SummaryRow] = field(default_factory=list)
+
+
+def write_task_manifest(path: Path, tasks: list[_Task]) -> None:
+    """Record what each task was started with (only the platform variables: no secrets)."""
+    manifest = [
+        {
+            "name": t.plan.name,
+            "address": t.plan.address,
+            "pid": t.proc.pid,
+            "argv": t.plan.argv,
+            "cwd": t.plan.cwd,
+            "env": platform_variables(t.plan.env),
+        }
+        for t in tasks
+    ]
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1))
+    os.replace(tmp, path)
+
+
+class _Restart(Exception):
+    """A task found its port taken at start-up: start the cluster again on new ports."""
+
+
+class Launcher:
+    """Runs one local job to its end.
+
+    Args:
+        spec: the job.
+        options: dialect, strategy, grace… (see :class:`SubmitOptions`).
+        job_id: the job's id in ``store``.
+        store: where the job's state and tasks are recorded.
+        router: where task output goes.
+        python: the interpreter the tasks run.
+        source_root: put on PYTHONPATH and used as working directory (None when the
+            trainer is installed in ``python``'s environment).
+        cwd: where the tasks run when there is no ``source_root``.
+        environ: the environment the tasks start from (default: this process').
+        port_picker: picks free ports (injectable to test a stolen port).
+        max_attempts: how often the cluster is started when ports are stolen.
+        startup_window: seconds after start during which an exit with code 75 means
+            "port taken" rather than the trainer's own exit code.
+        cancel_poll: how often the store is read for a ``tfjob cancel``.
+        clock: monotonic clock (injectable).
+    """
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        options: SubmitOptions,
+        job_id: str,
+        store: JobStore,
+        router: LogRouter,
+        *,
+        python: str,
+        strategy: str,
+        source_root: str | None,
+        cwd: str | None = None,
+        engine: Any = None,
+        shipped: tuple[str, ...] = (),
+        environ: Mapping[str, str] | None = None,
+        port_picker: PortPicker = pick_ports,
+        max_attempts: int = 4,
+        startup_window: float = 30.0,
+        cancel_poll: float = 0.25,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec
+        self.options = options
+        self.job_id = job_id
+        self.store = store
+        self.router = router
+        self.python = python
+        self.strategy = strategy
+        self.source_root = source_root
+        self.cwd = cwd
+        self.engine = engine
+        self.shipped = shipped
+        self.environ = dict(os.environ if environ is None else environ)
+        self.port_picker = port_picker
+        self.max_attempts = max_attempts
+        self.startup_window = startup_window
+        self.cancel_poll = cancel_poll
+        self.clock = clock
+        self.tasks: list[_Task] = []
+        self._outputs: dict[str, TaskOutput] = {}
+        self._sel = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, ("wake", None))
+        self._cancel_reason: str | None = None
+        self._outcome: Outcome | None = None
+        self._attempt_started = 0.0
+        #: The job's private container network (None: processes, or the host's network).
+        self._network: str | None = None
+
+    # -- control from outside (signal handlers, other threads) -----------------------------
+    def request_cancel(self, reason: str) -> None:
+        """Cancel the job (safe from a signal handler or another thread)."""
+        if self._cancel_reason is None:
+            self._cancel_reason = reason
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    # -- the whole run ---------------------------------------------------------------------
+    def run(self) -> Outcome:
+        """Start the cluster, follow it to its end, tear it down; record and return the outcome."""
+        # Descendants that leave their task's process group are re-parented here, not to PID 1.
+        self._children_before = contain.children()
+        self._subreaper = contain.become_subreaper()
+        try:
+            if self.store.state(self.job_id) is JobState.CANCELLING:
+                self._outcome = Outcome(JobState.CANCELLED, "cancelled before it started")
+            else:
+                if self.engine is not None:
+                    self._network = self.engine.create_network(self.job_id)
+                    if self._network is None:
+                        self.router.note(f"{self.engine.name} could not make a network for the job: its tasks share this machine's, on 127.0.0.1 ports")
+                self._run_attempts()
+        except BackendError as e:
+            self._outcome = Outcome(JobState.FAILED, str(e))
+        except BaseException as e:
+            # Not ours to swallow (KeyboardInterrupt, a bug): stop the cluster, record, re-raise.
+            if self._outcome is None:
+                state = JobState.CANCELLED if isinstance(e, KeyboardInterrupt) else JobState.FAILED
+                self._outcome = Outcome(state, f"the launcher stopped: {type(e).__name__}: {e}".rstrip(": "))
+            raise
+        finally:
+            try:
+                self._teardown()
+            finally:
+                try:
+                    if self.engine is not None:
+                        # A container whose `run` process was killed keeps running: remove
+                        # every container of the job by its label.
+                        left = self.engine.remove_job(self.job_id)
+                        if left:
+                            self.router.note(f"removed {len(left)} container(s) of the job that were still there")
+                    escaped = contain.stop_escaped(self.job_id, self._children_before)
+                    if escaped:
+                        self.router.note(
+                            f"stopped {len(escaped)} process(es) that had left their task's process group "
+                            f"(setsid or a new session): pids {', '.join(map(str, sorted(escaped)))}"
+                        )
+                finally:
+                    contain.restore_subreaper(self._subreaper)
+                self._close()
+                self._record(self._outcome or Outcome(JobState.FAILED, "the launcher stopped without an outcome"))
+        assert self._outcome is not None
+        return self._outcome
+
+    def _run_attempts(self) -> None:
+        deadline = None if self.spec.timeout is None else self.clock() + self.spec.timeout
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                self._start()
+                if attempt == 1:
+                    self.store.set_state(
+                        self.job_id, JobState.RUNNING, "", only_from=(JobState.QUEUED, JobState.PENDING)
+                    )
+                self._watch(deadline)
+                return
+            except _Restart as e:
+                if attempt == self.max_attempts:
+                    self._outcome = Outcome(
+                        JobState.FAILED,
+                        f"{e}; gave up after {attempt} starts of the cluster (something keeps taking ports on 127.0.0.1)",
+                    )
+                    return
+                self.router.note(f"{e}; starting the cluster again on new ports ({attempt + 1}/{self.max_attempts})")
+                self._kill_all(signal.SIGKILL)
+                self._wait_all(None)
+                self._drain(0.2)
+
+    # -- start ------------------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._network is not None:
+            cluster = build_host_cluster(self.spec, self.options.dialect)  # the platform's host names, port 2222
+        else:
+            cluster = build_cluster(self.spec, self.port_picker(len(self.spec.tasks())))
+        plans = build_task_plans(
+            self.spec,
+            cluster,
+            dialect=self.options.dialect,
+            strategy=self.strategy,
+            python=self.python,
+            source_root=self.source_root,
+            environ=self.environ,
+            job_id=self.job_id,
+            cwd=self.cwd,
+            trial=self.options.trial,
+            tf_config=self.options.tf_config,
+            engine=self.engine,
+            network=self._network,
+            shipped=self.shipped,
+        )
+        self.tasks = []
+        self._attempt_started = self.clock()
+        setup = _child_setup(os.getpid())
+        for plan in plans:
+            output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role)
+            self._outputs[plan.name] = output
+            try:
+                proc = subprocess.Popen(
+                    plan.argv,
+                    env=plan.env,
+                    cwd=plan.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=setup,
+                    close_fds=True,
+                    **_GROUP,
+                )
+            except OSError as e:
+                raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e
+            task = _Task(plan, output, proc, time.time(), process_start_time(proc.pid))
+            self.tasks.append(task)
+            assert proc.stdout is not None
+            task.pipe = proc.stdout.fileno()
+            os.set_blocking(task.pipe, False)
+            self._sel.register(task.pipe, selectors.EVENT_READ, ("out", task))
+            try:
+                task.pidfd = os.pidfd_open(proc.pid)
+            except (AttributeError, OSError):
+                task.pidfd = None  # no pidfd: exits are found by the short poll in _watch
+            else:
+                self._sel.register(task.pidfd, selectors.EVENT_READ, ("exit", task))
+        self.store.put_tasks(self.job_id, [t.record() for t in self.tasks])
+        write_task_manifest(self.router.log_dir / TASKS_FILE, self.tasks)
+
+    # -- watch ------------------------------------------------------------------------------
+    def _watch(self, deadline: float | None) -> None:
+        """Follow the tasks until the job's outcome is known."""
+        next_poll = self.clock() + self.cancel_poll
+        fallback = any(t.pidfd is None for t in self.tasks)
+        while self._outcome is None:
+            now = self.clock()
+            timeout = next_poll - now
+            if deadline is not None:
+                timeout = min(timeout, deadline - now)
+            if fallback:
+                timeout = min(timeout, 0.02)
+            self._dispatch(self._sel.select(max(0.0, timeout)), watching=True)
+            if fallback:
+                for task in self.tasks:
+                    if not task.done and task.proc.poll() is not None:
+                        self._on_exit(task, watching=True)
+            if self._outcome is not None:
+                return
+            now = self.clock()
+            if self._cancel_reason is not None:
+                self._outcome = Outcome(JobState.CANCELLED, f"interrupted by {self._cancel_reason}")
+            elif deadline is not None and now >= deadline:
+                self._outcome = self._timed_out()
+            elif now >= next_poll:
+                next_poll = now + self.cancel_poll
+                if self.store.state(self.job_id) is JobState.CANCELLING:
+                    self._outcome = Outcome(JobState.CANCELLED, "cancel requested with `tfjob cancel`")
+
+    def _dispatch(self, events: list[tuple[selectors.SelectorKey, int]], watching: bool) -> None:
+        for key, _ in events:
+            kind, task = key.data
+            if kind == "out":
+                self._read(task)
+            elif kind == "exit":
+                if task.proc.poll() is not None:
+                    self._on_exit(task, watching)
+            else:
+                try:
+                    os.read(self._wake_r, 4096)
+                except BlockingIOError:
+                    pass
+            if watching and self._outcome is not None:
+                return
+
+    def _read(self, task: _Task, final: bool = False) -> bool:
+        """Read what the task printed; False at end of file (the pipe is then closed).
+
+        ``final``: the task has exited; read what is already in the pipe (bounded, as
+        a child the task left behind may still be writing).
+        """
+        if task.pipe is None:
+            return False
+        for _ in range(64 if final else 1):
+            try:
+                data = os.read(task.pipe, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                data = b""
+            if not data:
+                task.tail.extend(self.router.feed(task.output, b"", final=True))
+                self._sel.unregister(task.pipe)
+                assert task.proc.stdout is not None
+                task.proc.stdout.close()
+                task.pipe = None
+                return False
+            task.tail.extend(self.router.feed(task.output, data))
+        return True
+
+    def _on_exit(self, task: _Task, watching: bool) -> None:
+        rc = task.proc.returncode
+        task.ended = time.time()
+        if rc < 0:
+            task.signal = -rc
+        else:
+            task.exit_code = rc
+        if task.pidfd is not None:
+            self._sel.unregister(task.pidfd)
+            os.close(task.pidfd)
+            task.pidfd = None
+        if not watching:
+            return
+        # The pipe holds everything the task wrote before it died: its last lines matter.
+        self._read(task, final=True)
+        name = task.plan.name
+        if rc == PORT_TAKEN_EXIT and self.clock() - self._attempt_started < self.startup_window:
+            raise _Restart(f"{name}'s port {task.plan.port} was taken before it could listen")
+        self.store.put_task(self.job_id, task.record())
+        if rc == 0 and (task.plan.role == "chief" or (not self.spec.has_chief and task.plan.name == "worker-0")):
+            self._outcome = Outcome(JobState.SUCCEEDED, f"{name} exited with code 0")
+        elif rc != 0:
+            how = f"was killed by {describe_exit(None, task.signal)}" if task.signal else f"exited with code {rc}"
+            self._outcome = self._failure(task, f"task {name} {how}")
+        elif task.plan.role == "ps" and self.strategy == "parameter-server":
+            self._outcome = self._failure(task, f"parameter server {name} ended (code 0) while the job ran")
+
+    def _failure(self, task: _Task, what: str) -> Outcome:
+        return Outcome(
+            JobState.FAILED,
+            f"{what}; its log: {task.output.path}",
+            failed_task=task.plan.name,
+            task_exit_code=task.exit_code,
+            log_tail="\n".join(task.tail),
+        )
+
+    def _timed_out(self) -> Outcome:
+        running = [t for t in self.tasks if not t.done]
+        names = ", ".join(t.plan.name for t in running[:5]) + (" …" if len(running) > 5 else "")
+        focus = next((t for t in running if t.plan.role == "chief" or t.plan.name == "worker-0"), running[0] if running else None)
+        return Outcome(
+            JobState.FAILED,
+            f"timed out: the job ran longer than --timeout {self.spec.timeout:g}s (still running: {names or 'none'})",
+            failed_task=focus.plan.name if focus else None,
+            log_tail="\n".join(focus.tail) if focus else "",
+        )
+
+    # -- teardown ---------------------------------------------------------------------------
+    def _kill_all(self, sig: int) -> None:
+        for task in self.tasks:
+            if not task.done:
+                task.stopped = True
+            # The whole group: the task's own children too (its pgid is its pid).
+            try:
+                os.killpg(task.proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _wait_all(self, until: float | None) -> bool:
+        """Wait for every task to exit (until ``until`` on the clock); True if all did."""
+        while True:
+            live = [t for t in self.tasks if not t.done]
+            if not live:
+                return True
+            now = self.clock()
+            if until is not None and now >= until:
+                return False
+            if any(t.pidfd is None for t in live):
+                timeout = 0.02
+            else:
+                timeout = None if until is None else until - now
+            self._dispatch(self._sel.select(timeout), watching=False)
+            for task in live:
+                if not task.done and task.proc.poll() is not None:
+                    self._on_exit(task, watching=False)
+
+    def _teardown(self) -> None:
+        if not self.tasks:
+            return
+        self._kill_all(signal.SIGTERM)
+        if not self._wait_all(self.clock() + max(0.0, float(self.options.grace))):
+            self._kill_all(signal.SIGKILL)
+            self._wait_all(None)
+        else:
+            # Children a task left behind in its group, deaf to SIGTERM.
+            self._kill_all(signal.SIGKILL)
+        self._drain(0.5)
+
+    def _drain(self, seconds: float) -> None:
+        """Read what is left in the pipes (bounded: a stray process may hold one open)."""
+        until = self.clock() + seconds
+        while any(t.pipe is not None for t in self.tasks) and self.clock() < until:
+            events = self._sel.select(max(0.0, until - self.clock()))
+            if not events:
+                break
+            self._dispatch(events, watching=False)
+        for task in self.tasks:
+            if task.pipe is not None:
+                self._sel.unregister(task.pipe)
+                assert task.proc.stdout is not None
+                task.proc.stdout.close()
+                task.pipe = None
+
+    def _close(self) -> None:
+        for task in self.tasks:
+            if task.pidfd is not None:
+                os.close(task.pidfd)
+                task.pidfd = None
+        for output in self._outputs.values():
+            output.close()
+        self._sel.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    # -- record -----------------------------------------------------------------------------
+    def _record(self, outcome: Outcome) -> None:
+        outcome.rows = [
+            SummaryRow(t.plan.name, t.state.value, t.exit_code, t.signal, (t.ended or time.time()) - t.started)
+            for t in self.tasks
+        ]
+        # The job log ends with the outcome, before the state says so: `tfjob logs --follow` shows it.
+        self.router.note(f"job {outcome.state.value}: {outcome.message}\n{render_summary(outcome.rows)}", console=False)
+        self.store.put_tasks(self.job_id, [t.record() for t in self.tasks])
+        extra: dict[str, Any] = {}
+        if outcome.failed_task:
+            extra["log_tail"] = outcome.log_tail
+            extra["task_exit_code"] = outcome.task_exit_code
+        record = self.store.get(self.job_id)
+        merged = {**(record.extra if record else {}), **extra}
+        self.store.set_state(
+            self.job_id,
+            outcome.state,
+            outcome.message,
+            failed_task=outcome.failed_task,
+            exit_code=outcome.task_exit_code,
+            extra=merged,
+        )
+

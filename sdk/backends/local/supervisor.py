@@ -1,0 +1,44 @@
+"""The detached supervisor of a local job: ``python -m tfjob.backends.local.supervisor JOB_ID``.
+
+``tfjob submit --detach`` and ``Job.submit()`` record the job (PENDING) and start
+this in a new session, so it outlives the command that started it and is deaf to
+that terminal's Ctrl-C. It runs the job exactly like the foreground path, without
+a console: task lines go to the log files only. SIGTERM (or SIGINT, SIGHUP)
+cancels the job; so does ``tfjob cancel``, through the store.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from ...model import JobState, SubmitOptions
+from ...errors import TfjobError
+from ...spec import JobSpec
+from ...store import JobStore, process_start_time
+from .runner import check_job, run_job
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Supervise the job whose id is the only argument; 0 once its end is recorded."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print("usage: python -m tfjob.backends.local.supervisor JOB_ID", file=sys.stderr)
+        return 2
+    with JobStore() as store:
+        record = store.resolve(args[0])
+        store.update(record.id, supervisor_pid=os.getpid(), supervisor_start=process_start_time(os.getpid()))
+        try:
+            prepared = check_job(JobSpec.from_dict(record.spec), SubmitOptions(**record.options))
+        except TfjobError as e:
+            # Checked before the job was recorded; only a changed machine gets here.
+            store.set_state(record.id, JobState.FAILED, str(e))
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        run_job(record, store, prepared, console=None, summary=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

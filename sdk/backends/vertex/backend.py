@@ -1,0 +1,84 @@
+"""The Vertex AI backend: a thin object over :mod:`tfjob.backends.vertex`.
+
+``render`` (what ``--dry-run`` prints) needs no credentials and no network: it builds
+the trainer sdist locally to know its digest, and shows a marked placeholder where a
+project or bucket is missing. ``submit`` stages the packages (content-addressed, so
+unchanged code uploads nothing), creates the ``CustomJob`` and records it in the job
+store under Vertex AI's own job id; ``run`` also follows it to its end (the shared
+:class:`~tfjob.lifecycle.Lifecycle`). ``status``,
+``logs``, ``cancel`` and ``list`` ask Vertex AI and keep the store up to date.
+
+Google libraries are imported inside the methods that talk to Google.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ...spec import JobSpec
+from ...lifecycle import Lifecycle
+from ..base import JobStatus, SubmitOptions
+
+
+class VertexBackend(Lifecycle):
+    """Vertex AI custom jobs (see :mod:`tfjob.backends.vertex`); waiting, Ctrl-C and cancelling a
+    finished job are :class:`~tfjob.lifecycle.Lifecycle`'s.
+
+    Args:
+        echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
+    """
+
+    name = "vertex"
+    platform = "Vertex AI"
+
+    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        """The ``CustomJob`` body ``submit`` would send (no credentials, no network)."""
+        from .submission import plan_submission
+
+        plan = plan_submission(spec, options, dry_run=True)
+        for note in plan.notes:
+            self.echo(note)
+        self.echo(f"dry run: would create this CustomJob in {plan.parent}")
+        return plan.body
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Stage the packages and create the job; return Vertex AI's job id."""
+        from .service import submit_job
+
+        return submit_job(spec, options, echo=self.echo)
+
+    def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
+        """Follow the job to its end with one client (the store updated at each change);
+        with ``options.stream_logs`` its log lines are printed as they arrive."""
+        from .service import follow_job, stream_job
+
+        if options.stream_logs:
+            return stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True))
+        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep)
+
+    def status(self, job_id: str) -> JobStatus:
+        """The job as Vertex AI sees it now (the store is updated)."""
+        from .service import fetch_status
+
+        return fetch_status(job_id)
+
+    def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        """The job's Cloud Logging lines, ``[worker-1] …``; ``follow`` until the job ends."""
+        from .service import fetch_logs
+
+        return fetch_logs(job_id, task=task, follow=follow, tail=tail)
+
+    def _cancel(self, job_id: str) -> None:
+        """Ask Vertex AI to cancel the job."""
+        from .service import cancel_job
+
+        cancel_job(job_id, echo=self.echo)
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        """Jobs tfjob submitted (the ``tfjob`` label) in the configured project and region, newest first."""
+        from .service import list_jobs
+
+        return list_jobs(limit)
+
+
+BACKEND = VertexBackend()

@@ -1,0 +1,142 @@
+"""A Vertex AI job's Cloud Logging entries as ``[worker-1] …`` lines, like local logs.
+
+Vertex AI writes each task's output to Cloud Logging under the monitored resource
+``ml_job`` with labels ``job_id`` and ``task_name`` (``workerpool1-0``: pool 1,
+replica 0). Pool positions are roles (0 chief, 1 worker, 2 ps, 3 evaluator), so
+``workerpool1-0`` is printed ``[worker-0]``, as the local backend names the task.
+
+Entries are read with google-cloud-logging's HTTP (JSON) API; ``api_endpoint`` may be
+a local test server.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Callable, Iterator
+
+from ...errors import UsageError
+from ...spec import ROLES
+
+_POOL_TASK = re.compile(r"^workerpool(\d)-(\d+)$")
+_LEGACY_TASK = re.compile(r"^(master|chief|worker|ps|evaluator)-replica-(\d+)$")
+_OUR_TASK = re.compile(r"^(chief|worker|ps|evaluator)-(\d+)$")
+
+
+def task_label(task_name: str) -> str:
+    """``workerpool1-2`` → ``worker-2``; ``master-replica-0`` → ``chief-0``; others unchanged."""
+    m = _POOL_TASK.match(task_name)
+    if m and int(m.group(1)) < len(ROLES):
+        return f"{ROLES[int(m.group(1))]}-{m.group(2)}"
+    m = _LEGACY_TASK.match(task_name)
+    if m:
+        role = "chief" if m.group(1) == "master" else m.group(1)
+        return f"{role}-{m.group(2)}"
+    return task_name or "job"
+
+
+def vertex_task_name(task: str) -> str:
+    """``worker-2`` → ``workerpool1-2`` (what the log entries carry)."""
+    m = _OUR_TASK.match(task)
+    if not m:
+        raise UsageError(f"--task {task!r} is not a task name; write it like chief-0, worker-1, ps-0 or evaluator-0")
+    return f"workerpool{ROLES.index(m.group(1))}-{m.group(2)}"
+
+
+def build_filter(job_id: str, task: str | None = None, since: str | None = None) -> str:
+    """The Cloud Logging filter for a job's entries (of one task, after a timestamp)."""
+    parts = ['resource.type="ml_job"', f'resource.labels.job_id="{job_id}"']
+    if task:
+        parts.append(f'resource.labels.task_name="{vertex_task_name(task)}"')
+    if since:
+        parts.append(f'timestamp>="{since}"')
+    return " AND ".join(parts)
+
+
+def entry_line(entry: Any) -> str:
+    """One log entry as ``[worker-1] text``."""
+    resource = getattr(entry, "resource", None)
+    labels = dict(getattr(resource, "labels", None) or {})
+    task = task_label(labels.get("task_name", "") or (getattr(entry, "labels", None) or {}).get("task_name", ""))
+    payload = getattr(entry, "payload", "")
+    if isinstance(payload, dict):
+        payload = payload.get("message", payload)
+    text = str(payload if payload is not None else "").rstrip("\n")
+    return f"[{task}] {text}"
+
+
+def logging_client(project: str, credentials: Any, api_endpoint: str | None) -> Any:
+    """A google-cloud-logging client over HTTP (``api_endpoint``: a test server, or Google's)."""
+    from google.cloud import logging as cloud_logging
+
+    options = {"api_endpoint": api_endpoint} if api_endpoint else None
+    return cloud_logging.Client(project=project, credentials=credentials, _use_grpc=False, client_options=options)
+
+
+def _stamp(entry: Any) -> str:
+    ts = getattr(entry, "timestamp", None)
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if ts is not None else ""
+
+
+def format_time(epoch: float | None) -> str:
+    """Epoch seconds as the RFC 3339 text Cloud Logging filters take (UTC, microseconds)."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch or 0.0, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def read_entries(
+    client: Any, project: str, job_id: str, task: str | None = None, tail: int | None = None, since: str | None = None
+) -> list[Any]:
+    """The job's entries at or after ``since``, oldest first (the last ``tail`` only, when given).
+
+    ``since`` should always be given (e.g. the job's creation time): without a
+    timestamp in the filter the client library reads the last 24 hours only.
+    """
+    from google.cloud import logging as cloud_logging
+
+    filter_ = build_filter(job_id, task, since or format_time(0))
+    resource = [f"projects/{project}"]
+    if tail is not None:
+        newest = list(client.list_entries(resource_names=resource, filter_=filter_, order_by=cloud_logging.DESCENDING, max_results=tail, page_size=tail))
+        return newest[::-1]
+    return list(client.list_entries(resource_names=resource, filter_=filter_, order_by=cloud_logging.ASCENDING, page_size=1000))
+
+
+def follow_entries(
+    read: Callable[[str | None], list[Any]],
+    is_done: Callable[[], bool],
+    *,
+    poll_interval: float,
+    sleep: Callable[[float], None] = time.sleep,
+    first: list[Any] | None = None,
+) -> Iterator[Any]:
+    """Entries as they arrive, until ``is_done()``; then the last ones, and stop.
+
+    Args:
+        read: entries at or after a timestamp (None: from the start), oldest first.
+        is_done: True once the job has ended.
+        poll_interval: pause between reads.
+        first: entries already read (e.g. a ``tail``), shown first.
+    """
+    seen: set[str] = set()
+    since: str | None = None
+    batch = first if first is not None else read(None)
+    while True:
+        for entry in batch:
+            key = getattr(entry, "insert_id", None) or f"{_stamp(entry)}|{entry_line(entry)}"
+            if key in seen:
+                continue  # the same second is read again: entries at the boundary repeat
+            seen.add(key)
+            since = _stamp(entry) or since
+            yield entry
+        if is_done():
+            # The job ended: what it wrote last may still be arriving, read once more.
+            for entry in read(since):
+                key = getattr(entry, "insert_id", None) or f"{_stamp(entry)}|{entry_line(entry)}"
+                if key not in seen:
+                    seen.add(key)
+                    yield entry
+            return
+        sleep(poll_interval)
+        batch = read(since)

@@ -1,0 +1,350 @@
+"""JobSpec → Vertex AI ``CustomJob`` request body (REST, camelCase): pure, no Google imports.
+
+The body is what ``projects.locations.customJobs.create`` takes, written the way the
+API's own JSON mapping writes it, so that ``json_format.ParseDict`` into
+``aiplatform_v1.types.CustomJob`` accepts it strictly and ``MessageToDict`` gives the
+same dict back: int64 fields (``replicaCount``) are strings, defaults (``false``,
+``""``, ``0``) are left out, durations are ``"7200s"``.
+
+Worker pools sit at fixed positions: 0 chief (one replica), 1 workers, 2 parameter
+servers, 3 evaluators; an unused pool before a used one is ``{}``, trailing ones are
+left out. A pool runs either the trainer package on a prebuilt TensorFlow image
+(``pythonPackageSpec``) or a container (``containerSpec``). Either way a replica given
+a module starts through the tfjob bootstrap, as a local task does: a package pool's
+``pythonModule`` is ``tfjob.container.bootstrap`` (the ``tfjob-bootstrap`` wheel is
+staged after the trainer's packages) with ``--module M … --`` ahead of the trainer's
+args; a container runs ``tfjob-bootstrap``, which the tfjob base image has.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import re
+from typing import Any, Sequence
+
+from ...model import SubmitOptions
+from ...errors import SpecError
+from ...spec import ROLES, JobSpec, Pool, check_cloud_labels
+from ...cluster.dispatch import BOOTSTRAP_MODULE, bootstrap_command, package_args, trainer_args
+from ...config_vertex import RESERVATION_KEY
+
+#: The label every job tfjob submits carries (value: tfjob's version), for `tfjob list`.
+TFJOB_LABEL = "tfjob"
+#: The label that makes a submission findable again (a create whose answer was lost).
+SUBMISSION_LABEL = "tfjob-submission-id"
+
+#: TensorFlow versions with a Vertex AI prebuilt training image (Python 3.10), oldest first.
+PREBUILT_TF_VERSIONS: tuple[tuple[int, int], ...] = ((2, 11), (2, 12), (2, 13), (2, 14), (2, 15), (2, 16), (2, 17))
+#: Used when the TensorFlow version is not known.
+DEFAULT_TF_VERSION = PREBUILT_TF_VERSIONS[-1]
+_REGISTRY = "{area}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{major}-{minor}.py310:latest"
+
+#: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
+PACKAGE_PREFIX = "tfjob/packages"
+
+_GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?$")
+_TENSORBOARD_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
+
+
+def registry_area(region: str | None) -> str:
+    """``us`` / ``europe`` / ``asia``: the Artifact Registry multi-region closest to ``region``."""
+    region = (region or "").lower()
+    if region.startswith("europe") or region.startswith("me-") or region.startswith("africa"):
+        return "europe"
+    if region.startswith("asia") or region.startswith("australia"):
+        return "asia"
+    return "us"
+
+
+def parse_tf_version(text: str | None) -> tuple[int, int] | None:
+    """``"2.15.1"`` → ``(2, 15)``; None when it is not a version."""
+    m = re.match(r"^\s*(\d+)\.(\d+)", text or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def prebuilt_tf_version(version: tuple[int, int] | None) -> tuple[int, int]:
+    """The prebuilt image version for a TensorFlow version: the same, else the closest one.
+
+    A version newer than every prebuilt image gets the newest; an older one the oldest.
+    """
+    if version is None:
+        return DEFAULT_TF_VERSION
+    if version in PREBUILT_TF_VERSIONS:
+        return version
+    older = [v for v in PREBUILT_TF_VERSIONS if v <= version]
+    return older[-1] if older else PREBUILT_TF_VERSIONS[0]
+
+
+def prebuilt_image(version: tuple[int, int] | None, gpu: bool, region: str | None = None) -> str:
+    """The Vertex AI prebuilt TensorFlow training image for ``version``.
+
+    Args:
+        version: the trainer's TensorFlow (major, minor); None for the newest image.
+        gpu: a GPU image (CUDA) rather than a CPU one.
+        region: picks the us / europe / asia copy of the image.
+    """
+    major, minor = prebuilt_tf_version(version)
+    return _REGISTRY.format(area=registry_area(region), kind="gpu" if gpu else "cpu", major=major, minor=minor)
+
+
+def render_duration(seconds: float) -> str:
+    """Seconds → the JSON form of ``google.protobuf.Duration`` (``"90s"``, ``"1.500s"``)."""
+    whole = int(seconds)
+    nanos = round((seconds - whole) * 1e9)
+    if nanos >= 1_000_000_000:
+        whole, nanos = whole + 1, nanos - 1_000_000_000
+    if nanos == 0:
+        return f"{whole}s"
+    if nanos % 1_000_000 == 0:
+        return f"{whole}.{nanos // 1_000_000:03d}s"
+    if nanos % 1000 == 0:
+        return f"{whole}.{nanos // 1000:06d}s"
+    return f"{whole}.{nanos:09d}s"
+
+
+def _env(env: dict[str, str]) -> list[dict[str, str]]:
+    # An empty value is the proto default: left out, as the API's JSON mapping does.
+    return [{"name": k, "value": v} if v else {"name": k} for k, v in sorted(env.items())]
+
+
+
+
+def _machine(pool: Pool, reservation: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"machineType": pool.machine.type}
+    acc = pool.machine.accelerator
+    if acc is not None:
+        spec["acceleratorType"] = acc.type
+        spec["acceleratorCount"] = acc.count
+    if pool.machine.topology is not None:
+        spec["tpuTopology"] = pool.machine.topology
+    if reservation == "any":
+        spec["reservationAffinity"] = {"reservationAffinityType": "ANY_RESERVATION"}
+    elif reservation == "none":
+        spec["reservationAffinity"] = {"reservationAffinityType": "NO_RESERVATION"}
+    elif reservation is not None:
+        spec["reservationAffinity"] = {
+            "reservationAffinityType": "SPECIFIC_RESERVATION", "key": RESERVATION_KEY, "values": [reservation],
+        }  # fmt: skip
+    return spec
+
+
+def _disk(pool: Pool) -> dict[str, Any] | None:
+    disk: dict[str, Any] = {}
+    if pool.machine.boot_disk_type is not None:
+        disk["bootDiskType"] = pool.machine.boot_disk_type
+    if pool.machine.boot_disk_size_gb is not None:
+        disk["bootDiskSizeGb"] = pool.machine.boot_disk_size_gb
+    return disk or None
+
+
+def _has_gpu(pool: Pool) -> bool:
+    acc = pool.machine.accelerator
+    return acc is not None and acc.type.startswith("NVIDIA_")
+
+
+def default_bootstrap_uri(package_uris: Sequence[str]) -> str:
+    """The ``tfjob-bootstrap`` wheel's staged place: ``gs://BUCKET/tfjob/packages/<sha256>/<wheel>``.
+
+    The bucket is the first package's; the digest names these exact bytes, so an
+    unchanged tfjob is staged once.
+    """
+    name, digest = _bootstrap_wheel()
+    bucket = package_uris[0][5:].split("/", 1)[0] if package_uris and package_uris[0].startswith("gs://") else "BUCKET"
+    return f"gs://{bucket}/{PACKAGE_PREFIX}/{digest}/{name}"
+
+
+@functools.lru_cache(maxsize=1)
+def _bootstrap_wheel() -> tuple[str, str]:
+    """The bootstrap wheel's name and sha256, built once per process (10 ms: not per render)."""
+    import hashlib
+
+    from ...container.wheel import build_bytes
+
+    name, data = build_bytes()
+    return name, hashlib.sha256(data).hexdigest()
+
+
+def _pool_body(
+    spec: JobSpec,
+    pool: Pool,
+    package_uris: Sequence[str],
+    executor_image: str | None,
+    tf_version: tuple[int, int] | None,
+    region: str | None,
+    options: Any = None,
+    bootstrap_uri: str | None = None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"machineSpec": _machine(pool, spec.reservation), "replicaCount": str(pool.replicas)}
+    disk = _disk(pool)
+    if disk is not None:
+        body["diskSpec"] = disk
+    args = trainer_args(spec, pool.role)
+    env = spec.env_for(pool.role)
+    image = spec.image_for(pool.role)
+    if image:
+        container: dict[str, Any] = {"imageUri": image}
+        if spec.module or spec.script:
+            container["command"] = bootstrap_command(spec, options, package_uris)
+        elif spec.command:
+            container["command"] = list(spec.command)
+        elif package_uris:
+            raise SpecError(
+                "--packages with an --image that keeps its own entrypoint cannot be installed by tfjob; "
+                "give --module-name (tfjob-bootstrap installs them first), or build them into the image"
+            )
+        if args:
+            container["args"] = args
+        if env:
+            container["env"] = _env(env)
+        body["containerSpec"] = container
+    else:
+        if not package_uris:
+            raise SpecError(
+                f"the {pool.role} pool runs the trainer package, but no package URI was given; "
+                "pass the trainer directory (PACKAGE_PATH) or --image"
+            )
+        if spec.script is not None:
+            raise SpecError(
+                f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
+                "give --module-name, or run the script in an --image"
+            )
+        package: dict[str, Any] = {
+            "executorImageUri": executor_image or prebuilt_image(tf_version, _has_gpu(pool), region),
+            "packageUris": [*package_uris, bootstrap_uri or default_bootstrap_uri(package_uris)],
+            "pythonModule": BOOTSTRAP_MODULE,
+        }
+        args = package_args(spec, pool.role, options)
+        package["args"] = args
+        if env:
+            package["env"] = _env(env)
+        body["pythonPackageSpec"] = package
+    return body
+
+
+def render_labels(spec: JobSpec, submission_id: str | None, version: str) -> dict[str, str]:
+    """The job's labels plus tfjob's own (``tfjob``, ``tfjob-submission-id``).
+
+    Raises:
+        SpecError: a prefixed Kubernetes label key, which Vertex AI does not take.
+    """
+    check_cloud_labels(spec, "Vertex AI")
+    labels = dict(spec.labels)
+    labels[TFJOB_LABEL] = re.sub(r"[^a-z0-9_-]", "-", version.lower())
+    if submission_id:
+        labels[SUBMISSION_LABEL] = submission_id
+    return dict(sorted(labels.items()))
+
+
+def check_vertex_spec(spec: JobSpec) -> None:
+    """Raise SpecError for what Vertex AI would refuse about this job."""
+    if spec.job_dir and not _GCS_RE.match(spec.job_dir):
+        raise SpecError(
+            f"--job-dir {spec.job_dir!r}: Vertex AI writes its output to Cloud Storage; give gs://BUCKET/PATH"
+        )
+    if spec.tensorboard:
+        if not _TENSORBOARD_RE.match(spec.tensorboard):
+            raise SpecError(
+                f"--tensorboard {spec.tensorboard!r} is not a TensorBoard resource name; "
+                "write projects/PROJECT/locations/REGION/tensorboards/ID"
+            )
+        if not spec.job_dir or not spec.service_account:
+            raise SpecError("--tensorboard needs --job-dir gs://… and --service-account: Vertex AI streams the logs it writes there")
+    if spec.count("chief") != 1:
+        raise SpecError(
+            "Vertex AI always runs a chief in worker pool 0, so a job without one (--no-chief) cannot run there; "
+            "drop --no-chief, or use --backend kubeflow"
+        )
+
+
+def check_regional(spec: JobSpec, region: str | None) -> None:
+    """A customer-managed key and a network attachment must be in the job's region."""
+    for flag, name in (("--kms-key", spec.kms_key), ("--network-attachment", spec.network_attachment)):
+        where = name.split("/")[3] if name else None
+        if where and region and where != region:
+            raise SpecError(f"{flag} is in {where}, but the job runs in {region}: Vertex AI needs it in the job's region")
+
+
+def render_custom_job(
+    spec: JobSpec,
+    options: SubmitOptions | None = None,
+    package_uris: Sequence[str] = (),
+    *,
+    submission_id: str | None = None,
+    tf_version: tuple[int, int] | None = None,
+    version: str | None = None,
+    bootstrap_uri: str | None = None,
+) -> dict[str, Any]:
+    """The Vertex AI ``CustomJob`` body for ``spec``.
+
+    Args:
+        spec: the job.
+        options: ``executor_image`` overrides the prebuilt image; ``region`` picks
+            the image's registry copy.
+        package_uris: ``gs://`` URIs of the trainer sdist then any extra packages.
+        submission_id: the value of the ``tfjob-submission-id`` label.
+        tf_version: the trainer's TensorFlow (major, minor), to choose the image.
+        version: tfjob's version for the ``tfjob`` label (default: this one).
+        bootstrap_uri: where the ``tfjob-bootstrap`` wheel is staged, which package
+            pools install after the trainer's packages (default: its content-addressed
+            place in the first package's bucket, :func:`default_bootstrap_uri`).
+
+    Raises:
+        SpecError: the job cannot run on Vertex AI as described.
+    """
+    from ... import __version__
+
+    options = options or SubmitOptions()
+    check_vertex_spec(spec)
+    check_regional(spec, options.region)
+    pools: list[dict[str, Any]] = []
+    used = [ROLES.index(p.role) for p in spec.pools]
+    for position in range(max(used) + 1):
+        pool = spec.pool(ROLES[position])
+        if pool is None:
+            pools.append({})  # the pool's position carries its role: keep the gap
+            continue
+        pools.append(
+            _pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options, bootstrap_uri)
+        )
+
+    job_spec: dict[str, Any] = {"workerPoolSpecs": pools}
+    scheduling: dict[str, Any] = {}
+    if spec.timeout:
+        scheduling["timeout"] = render_duration(spec.timeout)
+    if spec.restart_job_on_worker_restart:
+        scheduling["restartJobOnWorkerRestart"] = True
+    if spec.scheduling_strategy is not None:
+        scheduling["strategy"] = spec.scheduling_strategy
+    if spec.max_wait is not None:
+        scheduling["maxWaitDuration"] = render_duration(spec.max_wait)
+    if spec.disable_retries:
+        scheduling["disableRetries"] = True
+    if scheduling:
+        job_spec["scheduling"] = scheduling
+    if spec.persistent_resource_id:
+        job_spec["persistentResourceId"] = spec.persistent_resource_id
+    if spec.service_account:
+        job_spec["serviceAccount"] = spec.service_account
+    if spec.network:
+        job_spec["network"] = spec.network
+    if spec.reserved_ip_ranges:
+        job_spec["reservedIpRanges"] = list(spec.reserved_ip_ranges)
+    if spec.network_attachment:
+        job_spec["pscInterfaceConfig"] = {"networkAttachment": spec.network_attachment}
+    if spec.job_dir:
+        job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.job_dir}
+    if spec.tensorboard:
+        job_spec["tensorboard"] = spec.tensorboard
+    if spec.enable_web_access:
+        job_spec["enableWebAccess"] = True
+    if spec.enable_dashboard_access:
+        job_spec["enableDashboardAccess"] = True
+    body: dict[str, Any] = {
+        "displayName": spec.name,
+        "jobSpec": job_spec,
+        "labels": render_labels(spec, submission_id, version or __version__),
+    }
+    if spec.kms_key:
+        body["encryptionSpec"] = {"kmsKeyName": spec.kms_key}
+    return body

@@ -1,0 +1,396 @@
+"""The Vertex AI backend's I/O: submit, follow, status, cancel, list, logs — and the job store.
+
+Every job tfjob creates on Vertex AI is recorded in the local job store under
+Vertex AI's own job id (the number the console and ``gcloud ai custom-jobs`` show),
+with the project, region and endpoint it lives in, so ``tfjob status / logs /
+cancel ID`` work from any process. The store follows Vertex AI: each status read
+updates it, and a job that ended there is answered from the store without a call.
+
+Test seams (both documented, both harmless in real use): ``TFJOB_VERTEX_ANONYMOUS=1``
+with a non-Google ``--api-endpoint`` (see :mod:`.auth`), and
+``TFJOB_VERTEX_POLL_INTERVAL`` (seconds between polls while waiting, default 5).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable, Iterator
+
+from ...model import JobState, JobStatus, SubmitOptions
+from ...errors import SubmissionUncertainError, UsageError
+from ...spec import JobSpec
+from ...store import JobRecord, JobStore
+from ...lifecycle import poll
+from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
+from .submission import DEFAULT_REGION
+
+POLL_ENV = "TFJOB_VERTEX_POLL_INTERVAL"
+#: The Cloud Logging endpoint to use instead of Google's (a test server).
+LOGGING_ENDPOINT_ENV = "TFJOB_LOGGING_ENDPOINT"
+
+Echo = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def poll_interval(options: SubmitOptions | None = None) -> float:
+    """Seconds between polls: the option, else ``$TFJOB_VERTEX_POLL_INTERVAL``, else 5."""
+    if options is not None and options.poll_interval:
+        return float(options.poll_interval)
+    text = os.environ.get(POLL_ENV)
+    try:
+        return float(text) if text else POLL_INTERVAL
+    except ValueError:
+        raise UsageError(f"{POLL_ENV}={text!r} must be a number of seconds") from None
+
+
+def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet) -> Any:
+    """A :class:`~.client.VertexClient` with credentials resolved (ADC, or the test seam)."""
+    from .auth import resolve_credentials
+    from .client import VertexClient
+
+    from .auth import ensure_token
+
+    credentials = resolve_credentials(api_endpoint)
+    ensure_token(credentials)
+
+    def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
+        from .errors import server_message
+
+        code = getattr(exc, "code", None)
+        what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
+        echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
+
+    return VertexClient(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
+
+
+# -- submit -----------------------------------------------------------------------------
+def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> str:
+    """Stage the packages, create the job once, record it; return Vertex AI's job id."""
+    from .staging import stage_packages, storage_client
+    from .submission import plan_submission
+
+    plan = plan_submission(spec, options, dry_run=False)
+    for note in plan.notes:
+        echo(note)
+    assert plan.project is not None  # a real submission has one (plan_submission checks)
+    client = client or make_client(plan.project, plan.region, options.api_endpoint, echo)
+    report = None
+    if plan.uploads:
+        storage = storage_client(plan.project, client_credentials(client))
+        report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo)
+    location = {"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint}
+    extra = {
+        "submission_id": plan.submission_id,
+        "package_uris": [u.uri for u in plan.uploads],
+        "bytes_uploaded": report.bytes_uploaded if report else 0,
+    }
+    # Recorded before the create: if its answer is lost, the job is still known here
+    # (and `tfjob status` finds it by its label) rather than running unseen.
+    pending = JobRecord(
+        id=pending_id(plan.submission_id),
+        backend="vertex",
+        name=spec.name,
+        state=JobState.QUEUED,
+        spec=spec.to_dict(),
+        options=location,
+        message="being created on Vertex AI",
+        extra={**extra, "pending": True},
+    )
+    with JobStore() as store:
+        store.add(pending)
+    try:
+        job = client.create_custom_job(plan.body, plan.submission_id)
+    except SubmissionUncertainError as e:
+        with JobStore() as store:
+            store.update(pending.id, message=f"unknown: the create's answer was lost; `tfjob status {pending.id}` looks it up")
+        e.pending_id = pending.id
+        e.args = (f"{e}; `tfjob status {pending.id}` looks it up",)
+        raise
+    except BaseException:
+        with JobStore() as store:
+            store.remove(pending.id)  # the service answered: no job was created
+        raise
+    job_id = _record_created(pending, job, extra)
+    echo(f"submitted Vertex AI job {job_id} ({spec.name}): {console_url(plan.project, plan.region, job_id)}")
+    return job_id
+
+
+def pending_id(submission_id: str) -> str:
+    """The job store id of a submission whose job id is not known yet."""
+    return f"pending-{submission_id}"
+
+
+def _record_created(pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
+    """Replace a pending record by the created job's record; return the job's id."""
+    from .client import job_id_of
+
+    job_id = job_id_of(job["name"])
+    status = job_status(job, job_id)
+    opts = pending.options
+    record = JobRecord(
+        id=job_id,
+        backend="vertex",
+        name=pending.name,
+        state=status.state,
+        spec=pending.spec,
+        options=opts,
+        created=status.created or time.time(),
+        extra={
+            **{k: v for k, v in extra.items() if k != "pending"},
+            "resource_name": job["name"],
+            "console_url": console_url(opts["project"], opts["region"], job_id),
+        },
+    )
+    with JobStore() as store:
+        store.remove(pending.id)
+        if store.get(job_id) is None:
+            store.add(record)
+    return job_id
+
+
+def resolve_pending(record: JobRecord, *, client: Any = None) -> JobStatus:
+    """Find a pending submission's job by its label: re-record it under its id, or fail it.
+
+    Returns:
+        The created job's status (its ``id`` is Vertex AI's), or the pending record
+        FAILED with "never created" when the service has no job with that label.
+    """
+    opts = record.options
+    client = client or make_client(opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint"))
+    submission = record.extra["submission_id"]
+    found = client.find_by_submission_id(submission, display_name=record.name)
+    if found is None:
+        with JobStore() as store:
+            store.set_state(record.id, JobState.FAILED, "Vertex AI has no job with this submission's label: it was never created; submit it again")
+            return store.status(record.id)
+    job_id = _record_created(record, found, dict(record.extra))
+    with JobStore() as store:
+        return _record_status(job_id, found, store.get(job_id))
+
+
+def client_credentials(client: Any) -> Any:
+    """The credentials a client was made with (for the storage client)."""
+    return getattr(client, "credentials", None)
+
+
+# -- records ----------------------------------------------------------------------------
+def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
+    """The job's record (if any) and its project, region and endpoint."""
+    from ...settings import load_settings
+
+    with JobStore() as store:
+        record = store.get(job_id)
+        if record is None and job_id.startswith("pending-"):
+            # A pending submission resolved since: its record now has Vertex AI's id.
+            submission = job_id[len("pending-") :]
+            record = next((r for r in store.list(backend="vertex") if r.extra.get("submission_id") == submission), None)
+    if record is not None and record.backend == "vertex":
+        opts = record.options
+        return record, opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint")
+    settings = load_settings()
+    if not settings.project:
+        raise UsageError(
+            f"job {job_id} is not in the job store and no project is set; pass --project or set GOOGLE_CLOUD_PROJECT"
+        )
+    return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
+
+
+def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """Bring the store up to date with what Vertex AI said; return the status."""
+    status = job_status(job, job_id)
+    if record is None:
+        return status
+    with JobStore() as store:
+        values: dict[str, Any] = {}
+        if status.started:
+            values["started"] = status.started
+        if status.ended:
+            values["ended"] = status.ended
+        if status.failed_task:
+            values["failed_task"] = status.failed_task
+            values["extra"] = {**record.extra, "task_exit_code": status.extra["task_exit_code"]}
+        store.set_state(job_id, status.state, status.message, **values)
+        current = store.get(job_id)
+    if current is not None:
+        status.extra = {**current.extra, **status.extra}
+        status.created = status.created or current.created
+    return status
+
+
+# -- status / follow / cancel / list -------------------------------------------------------
+def fetch_status(job_id: str, *, client: Any = None) -> JobStatus:
+    """The job as Vertex AI has it (from the store alone once the job has ended)."""
+    record, project, region, endpoint = _location(job_id)
+    if record is not None and record.state.is_terminal:
+        return record.to_status()
+    client = client or make_client(project, region, endpoint)
+    if record is not None and record.extra.get("pending"):
+        return resolve_pending(record, client=client)
+    job_id = record.id if record is not None else job_id
+    return _record_status(job_id, client.get_custom_job(job_id), record)
+
+
+def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
+    """The Vertex AI id of ``job_id`` (a pending submission is looked up first) and its record."""
+    record, _, _, _ = _location(job_id)
+    if record is not None and record.extra.get("pending") and not record.state.is_terminal:
+        status = resolve_pending(record, client=client)
+        if status.id == record.id:
+            raise UsageError(f"job {job_id}: {status.message}")
+        record, _, _, _ = _location(status.id)
+    return (record.id if record is not None else job_id), record
+
+
+def interrupted(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> None:
+    """Ctrl-C while following a job: :func:`tfjob.lifecycle.interrupted` on Vertex AI."""
+    from ...lifecycle import interrupted as on_interrupt
+
+    on_interrupt(job_id, options, platform="Vertex AI", cancel=lambda j: cancel_job(j, echo=echo, client=client), echo=echo)
+
+
+def stream_job(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, out: Callable[[str], None] = print) -> JobStatus:
+    """``--stream-logs``: the job's log lines as they arrive (``[worker-1] …``, as ``tfjob
+    logs --follow`` prints them) until it ends, then its final state as :func:`follow_job`."""
+    try:
+        for line in fetch_logs(job_id, follow=True):
+            out(line)
+    except KeyboardInterrupt:
+        interrupted(job_id, options, echo=echo)
+        raise
+    return follow_job(job_id, options, echo=echo)
+
+
+def follow_job(
+    job_id: str,
+    options: SubmitOptions,
+    *,
+    echo: Echo = _quiet,
+    client: Any = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> JobStatus:
+    """Wait for the job to end, printing each change of state; return the final status.
+
+    Ctrl-C stops the waiting, not the job: it keeps running on Vertex AI and the
+    commands to follow or cancel it are printed and the KeyboardInterrupt is raised
+    again; with ``cancel_on_interrupt`` the job is cancelled and JobCancelledError
+    raised, as on every backend.
+    """
+    _, project, region, endpoint = _location(job_id)
+    client = client or make_client(project, region, endpoint, echo)
+    job_id, record = _settled(job_id, client)
+    interval = poll_interval(options)
+
+    def on_change(job: dict[str, Any], state: JobState) -> None:
+        _record_status(job_id, job, record)
+        message = (job.get("error") or {}).get("message", "")
+        echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
+
+    try:
+        final = poll(
+            lambda: client.get_custom_job(job_id),
+            state_of=lambda job: parse_state(job.get("state")),
+            on_change=on_change,
+            poll_interval=interval,
+            max_interval=min(MAX_POLL_INTERVAL, interval * 12),
+            sleep=sleep,
+        )
+    except KeyboardInterrupt:
+        interrupted(job_id, options, echo=echo, client=client)
+        raise
+    return _record_status(job_id, final, record)
+
+
+def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None) -> None:
+    """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
+    _, project, region, endpoint = _location(job_id)
+    client = client or make_client(project, region, endpoint, echo)
+    job_id, record = _settled(job_id, client)
+    client.cancel_custom_job(job_id)
+    if record is not None:
+        with JobStore() as store:
+            store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+    echo(f"asked Vertex AI to cancel job {job_id}")
+
+
+def list_jobs(limit: int | None = None, *, client: Any = None) -> list[JobStatus]:
+    """Jobs carrying the ``tfjob`` label in the configured project and region, newest first.
+
+    Without a configured project, the Vertex AI jobs of the job store.
+    """
+    from .render import TFJOB_LABEL
+    from ...settings import load_settings
+    from .client import job_id_of
+
+    settings = load_settings()
+    if client is None and not settings.project:
+        with JobStore() as store:
+            return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
+    client = client or make_client(settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint)
+    jobs = client.list_custom_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)
+    statuses = [job_status(job, job_id_of(job.get("name", ""))) for job in jobs]
+    with JobStore() as store:
+        for s in statuses:
+            if store.get(s.id) is not None:
+                store.set_state(s.id, s.state, s.message)
+    return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
+
+
+# -- logs -----------------------------------------------------------------------------
+def logging_endpoint(api_endpoint: str | None) -> str | None:
+    """Where to read Cloud Logging: ``$TFJOB_LOGGING_ENDPOINT``, else a test Vertex endpoint, else Google."""
+    from .auth import is_google_endpoint
+
+    override = os.environ.get(LOGGING_ENDPOINT_ENV)
+    if override:
+        return override
+    if api_endpoint and not is_google_endpoint(api_endpoint):
+        return api_endpoint  # a local test server answers for both services
+    return None
+
+
+def fetch_logs(
+    job_id: str,
+    task: str | None = None,
+    follow: bool = False,
+    tail: int | None = None,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[str]:
+    """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends."""
+    from .auth import resolve_credentials
+    from .client import is_translatable
+    from .errors import translate
+    from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
+
+    record, project, region, endpoint = _location(job_id)
+    build_filter(job_id, task)  # a bad --task is a usage error before any call
+    log_endpoint = logging_endpoint(endpoint)
+    credentials = resolve_credentials(log_endpoint or endpoint)
+    client = logging_client(project, credentials, log_endpoint)
+    # A job writes nothing before it was created; a minute of slack for clock skew.
+    start = format_time(record.created - 60) if record is not None and record.created else None
+
+    def read(since: str | None, tail_: int | None = None) -> list[Any]:
+        try:
+            return read_entries(client, project, job_id, task, tail=tail_, since=since or start)
+        except Exception as e:
+            if not is_translatable(e):
+                raise
+            raise translate(e, action="logs", project=project, endpoint=log_endpoint) from e
+
+    first = read(None, tail)
+    if not follow:
+        for entry in first:
+            yield entry_line(entry)
+        return
+    vertex = make_client(project, region, endpoint)
+
+    def is_done() -> bool:
+        return fetch_status(job_id, client=vertex).state.is_terminal
+
+    for entry in follow_entries(read, is_done, poll_interval=poll_interval(), sleep=sleep, first=first):
+        yield entry_line(entry)

@@ -1,0 +1,347 @@
+"""One Vertex AI submission, worked out before anything is sent: no network, no credentials.
+
+:func:`plan_submission` resolves the project, region and staging bucket, builds the
+trainer sdist (to know its sha256 and so its content-addressed URI), picks the
+prebuilt TensorFlow image and renders the ``CustomJob`` body. A dry run stops here
+and prints the body; a real submission stages :attr:`Submission.uploads` and sends
+:attr:`Submission.body` to :attr:`Submission.parent`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import hashlib
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...model import SubmitOptions
+from ...errors import PackagingError, SpecError, UsageError
+from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
+from ...spec import JobSpec
+
+#: The region used when none is given (as the Vertex AI SDK does).
+DEFAULT_REGION = "us-central1"
+#: Shown instead of a staging bucket in a dry run that has none (never sent).
+PLACEHOLDER_BUCKET = "YOUR_STAGING_BUCKET"
+
+_REGION_RE = re.compile(r"^[a-z]+(-[a-z]+)+\d+$")
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,221}$")
+_PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".whl")
+_TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
+_TF_REQ_RE = re.compile(r"""["'\s,\[]?(?:tensorflow|tensorflow-cpu|tensorflow-gpu)\s*(?:==|~=|>=|===)\s*(\d+\.\d+)""")
+
+
+@dataclass(frozen=True)
+class LocalPackage:
+    """A local file to stage.
+
+    Attributes:
+        path: the file.
+        sha256: digest of its bytes.
+        uri: where it goes (``gs://BUCKET/tfjob/packages/<sha256>/<file>``).
+        size: bytes.
+    """
+
+    path: Path
+    sha256: str
+    uri: str
+    size: int
+
+
+@dataclass
+class Submission:
+    """Everything one submission sends, worked out locally.
+
+    Attributes:
+        project: the project (None in a dry run without one).
+        region: the region.
+        parent: ``projects/P/locations/R`` (a placeholder project in a dry run).
+        bucket: the staging bucket's name (None when nothing is staged).
+        bucket_source: which setting gave the bucket (for messages).
+        body: the ``CustomJob`` request body.
+        uploads: the local packages to stage, trainer first.
+        submission_id: the value of the ``tfjob-submission-id`` label.
+        notes: things to tell the user on stderr (placeholders, excluded secrets, image choice).
+    """
+
+    project: str | None
+    region: str
+    parent: str
+    bucket: str | None
+    bucket_source: str | None
+    body: dict[str, Any]
+    uploads: list[LocalPackage] = field(default_factory=list)
+    submission_id: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_gcs_uri(uri: str, flag: str) -> tuple[str, str]:
+    """``gs://bucket/some/path`` (or a bare bucket name) → ``("bucket", "some/path")``."""
+    text = uri.strip()
+    rest = text[5:] if text.startswith("gs://") else text
+    bucket, _, path = rest.partition("/")
+    if not _BUCKET_RE.match(bucket) or ".." in bucket:
+        raise SpecError(f"{flag} {uri!r} is not a Cloud Storage location; write gs://BUCKET or gs://BUCKET/PATH")
+    return bucket, path.strip("/")
+
+
+def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str] | None:
+    """The staging bucket, path prefix and where they came from.
+
+    ``--staging-bucket`` first, then the bucket of a ``gs://`` ``--job-dir``, then the
+    configured one (``TFJOB_STAGING_BUCKET`` or ``staging_bucket`` in config.yaml), then
+    the bucket of a trainer package given as ``gs://`` (where the bootstrap wheel goes).
+    """
+    if options.staging_bucket:
+        bucket, prefix = parse_gcs_uri(options.staging_bucket, "--staging-bucket")
+        return bucket, prefix, "--staging-bucket"
+    if spec.job_dir and spec.job_dir.startswith("gs://"):
+        bucket, _ = parse_gcs_uri(spec.job_dir, "--job-dir")
+        return bucket, "", "--job-dir"
+    if options.default_staging_bucket:
+        bucket, prefix = parse_gcs_uri(options.default_staging_bucket, "staging_bucket (config)")
+        return bucket, prefix, "config"
+    if spec.package and spec.package.startswith("gs://"):
+        # A trainer staged already: tfjob's bootstrap wheel goes to the same bucket.
+        bucket, _ = parse_gcs_uri(spec.package, "PACKAGE_PATH")
+        return bucket, "", "the trainer package's bucket"
+    return None
+
+
+def check_region(region: str) -> str:
+    """The region if it looks like one (``us-central1``); else a SpecError."""
+    if not _REGION_RE.match(region):
+        raise SpecError(f"--region {region!r} is not a Google Cloud region; write it like us-central1 or europe-west4")
+    return region
+
+
+def declared_tf_version(source: Path) -> tuple[int, int] | None:
+    """The TensorFlow version a trainer project pins or requires at least, if it says."""
+    for name in ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"):
+        path = source / name
+        if path.is_file():
+            m = _TF_REQ_RE.search(path.read_text(errors="replace"))
+            if m:
+                return parse_tf_version(m.group(1))
+    return None
+
+
+def installed_tf_version() -> tuple[int, int] | None:
+    """The installed TensorFlow's version, from its metadata (TensorFlow is not imported)."""
+    from importlib import metadata
+
+    for dist in _TF_DISTS:
+        try:
+            return parse_tf_version(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def detect_tf_version(source: Path | None) -> tuple[tuple[int, int] | None, str]:
+    """The trainer's TensorFlow version and where it was read (``declared`` / ``installed``)."""
+    if source is not None and source.is_dir():
+        declared = declared_tf_version(source)
+        if declared is not None:
+            return declared, "declared by the trainer"
+    installed = installed_tf_version()
+    return (installed, "installed here") if installed else (None, "not known")
+
+
+def file_package(path: Path, base_uri: str) -> LocalPackage:
+    """A built tarball or wheel to stage as it is."""
+    if not path.is_file():
+        raise PackagingError(f"--packages {str(path)!r} does not exist; give built .tar.gz or .whl files")
+    if not path.name.endswith(_PACKAGE_SUFFIXES):
+        raise PackagingError(f"--packages {str(path)!r} is not a .tar.gz, .zip or .whl package")
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
+
+
+def bootstrap_package(base_uri: str, build_dir: Path | None = None) -> LocalPackage:
+    """The ``tfjob-bootstrap`` wheel to stage (written to ``build_dir``, default ``$TFJOB_HOME/build``)."""
+    from ...container.wheel import build
+
+    if build_dir is None:
+        from ...settings import tfjob_home
+
+        build_dir = tfjob_home() / "build"
+    try:
+        path = Path(build(str(build_dir / "bootstrap")))
+    except OSError as e:
+        raise PackagingError(f"cannot write the tfjob-bootstrap wheel under {build_dir}: {e.strerror or e}") from None
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
+
+
+def _needs_package(spec: JobSpec) -> bool:
+    return any(not spec.image_for(p.role) for p in spec.pools)
+
+
+def package_on_image(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, SubmitOptions]:
+    """PACKAGE_PATH with ``--image``: the package runs on that image, as on every backend.
+
+    Kubernetes ships the package into the pods of the image and the local backend mounts
+    it into its containers; on Vertex AI the same is a Python package job whose executor
+    image is the user's (``pythonPackageSpec.executorImageUri``): Vertex AI pip-installs
+    the packages into it and runs the bootstrap. Without a package, or with a pool that
+    runs the package on a prebuilt image, nothing changes.
+
+    Raises:
+        SpecError: pools with different images (an executor image is one per package
+            job here), or both --image and --executor-image.
+    """
+    if not spec.package or _needs_package(spec):
+        return spec, options
+    images = sorted({spec.image_for(role) or "" for role, _ in spec.tasks()})
+    if len(images) > 1:
+        raise SpecError(
+            f"PACKAGE_PATH with different images per pool ({', '.join(images)}): on Vertex AI the package runs on one "
+            "executor image; give one --image, or build the trainer into each image and leave out PACKAGE_PATH"
+        )
+    if options.executor_image and options.executor_image != images[0]:
+        raise SpecError("--image with PACKAGE_PATH is the executor image the package runs on; leave out --executor-image")
+    pools = tuple(dataclasses.replace(p, image=None) for p in spec.pools)
+    return spec.replace(image=None, pools=pools), dataclasses.replace(options, executor_image=images[0])
+
+
+def plan_submission(
+    spec: JobSpec,
+    options: SubmitOptions,
+    *,
+    dry_run: bool,
+    submission_id: str | None = None,
+    build_dir: Path | None = None,
+) -> Submission:
+    """Work out a submission: settings, packages (built here), image and request body.
+
+    Args:
+        spec: the job.
+        options: project, region, staging bucket, executor image…
+        dry_run: allow a missing project and bucket (placeholders, with a note).
+        submission_id: the label value (default: a fresh random id).
+        build_dir: where sdists are built (default ``$TFJOB_HOME/build``).
+
+    Raises:
+        UsageError: no project or staging bucket for a real submission.
+        SpecError, PackagingError: the job or the trainer cannot be sent.
+    """
+    notes: list[str] = []
+    spec, options = package_on_image(spec, options)
+    if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
+        raise SpecError(
+            f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
+            "give --module-name, or run the script in an --image"
+        )
+    region = check_region(options.region or spec.region or DEFAULT_REGION)
+    if not (options.region or spec.region):
+        notes.append(f"region {DEFAULT_REGION} (the default; --region or GOOGLE_CLOUD_REGION to change it)")
+    project = options.project
+    if not project:
+        if not dry_run:
+            raise UsageError(
+                "--project is needed for --backend vertex; pass --project, set GOOGLE_CLOUD_PROJECT, "
+                "or put `project: ID` in $TFJOB_HOME/config.yaml"
+            )
+        notes.append("no project set: the request would go to projects/YOUR_PROJECT (--project to set it)")
+    parent = f"projects/{project or 'YOUR_PROJECT'}/locations/{region}"
+    submission_id = submission_id or uuid.uuid4().hex
+
+    uploads: list[LocalPackage] = []
+    uris: list[str] = []
+    bootstrap_uri: str | None = None
+    bucket = source_of_bucket = None
+    tf_version: tuple[int, int] | None = None
+    if _needs_package(spec) or spec.packages:
+        found = resolve_bucket(spec, options)
+        if found is None and not dry_run:
+            raise UsageError(
+                "a staging bucket is needed to upload the trainer package; pass --staging-bucket gs://BUCKET, "
+                "a --job-dir gs://BUCKET/…, or put `staging_bucket: gs://BUCKET` in $TFJOB_HOME/config.yaml"
+            )
+        if found is None:
+            bucket, prefix, source_of_bucket = PLACEHOLDER_BUCKET, "", None
+            notes.append(f"no staging bucket set: package URIs show gs://{PLACEHOLDER_BUCKET} (--staging-bucket gs://BUCKET)")
+        else:
+            bucket, prefix, source_of_bucket = found
+        base_uri = f"gs://{bucket}/" + (f"{prefix}/" if prefix else "") + PACKAGE_PREFIX
+        if _needs_package(spec):
+            main, source_dir = _trainer_package(spec, base_uri, build_dir, notes, options.include_secrets)
+            if main is not None:
+                uploads.append(main)
+                uris.append(main.uri)
+            else:
+                uris.append(spec.package or "")
+            tf_version, origin = detect_tf_version(source_dir)
+            if spec.runtime_version:
+                # gcloud's --runtime-version picks the TensorFlow of the prebuilt image.
+                tf_version, origin = parse_tf_version(spec.runtime_version), f"--runtime-version {spec.runtime_version}"
+                if tf_version is None:
+                    raise SpecError(f"--runtime-version {spec.runtime_version!r} is not a TensorFlow version like 2.15")
+            if spec.python_version and spec.python_version not in ("3.10", "3"):
+                raise SpecError(
+                    f"--python-version {spec.python_version}: Vertex AI's prebuilt TensorFlow training images run "
+                    "Python 3.10; give --executor-image for another"
+                )
+            if not options.executor_image:
+                chosen = prebuilt_tf_version(tf_version)
+                if tf_version is not None and chosen != tf_version:
+                    notes.append(
+                        f"TensorFlow {tf_version[0]}.{tf_version[1]} ({origin}) has no Vertex AI prebuilt image; "
+                        f"using {chosen[0]}.{chosen[1]} (prebuilt: {', '.join(f'{a}.{b}' for a, b in PREBUILT_TF_VERSIONS)}); "
+                        "--executor-image chooses another"
+                    )
+        for extra in spec.packages:
+            if extra.startswith("gs://"):
+                uris.append(extra)
+            else:
+                pkg = file_package(Path(extra).expanduser(), base_uri)
+                uploads.append(pkg)
+                uris.append(pkg.uri)
+        if _needs_package(spec):
+            # Package replicas start through the bootstrap, as local tasks do: stage its wheel too.
+            bootstrap = bootstrap_package(base_uri, build_dir)
+            uploads.append(bootstrap)
+            bootstrap_uri = bootstrap.uri
+
+    body = render_custom_job(
+        spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri
+    )
+    return Submission(
+        project=project,
+        region=region,
+        parent=parent,
+        bucket=None if bucket == PLACEHOLDER_BUCKET else bucket,
+        bucket_source=source_of_bucket,
+        body=body,
+        uploads=uploads,
+        submission_id=submission_id,
+        notes=notes,
+    )
+
+
+def _trainer_package(
+    spec: JobSpec, base_uri: str, build_dir: Path | None, notes: list[str], include_secrets: bool = False
+) -> tuple[LocalPackage | None, Path | None]:
+    """The trainer package to stage (None for a ``gs://`` one) and its source directory."""
+    from ...packaging import build_sdist
+
+    package = spec.package
+    if not package:
+        raise SpecError("the trainer package is missing: pass its directory as PACKAGE_PATH (or --image for a container)")
+    if package.startswith("gs://"):
+        return None, None
+    path = Path(package).expanduser()
+    if path.is_file():
+        return file_package(path, base_uri), None
+    built = build_sdist(path, build_dir, module=spec.module, include_secrets=include_secrets, requirements=spec.requirements)
+    notes.extend(built.warnings)
+    if built.cached:
+        notes.append(f"the trainer is unchanged since its last build: reused {built.filename} from the build cache")
+    return LocalPackage(built.path, built.sha256, f"{base_uri}/{built.sha256}/{built.filename}", built.size), path.resolve()

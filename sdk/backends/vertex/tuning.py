@@ -1,0 +1,411 @@
+"""Vertex AI hyperparameter tuning: create, follow, status, cancel, list and logs.
+
+Built on the Vertex backend's plumbing (:mod:`tfjob.backends.vertex`): the same submission plan
+(settings, trainer sdist, content-addressed staging, prebuilt image), the same
+REST ``JobServiceClient`` facade with bounded retries, translated errors and an
+idempotent create (found again by its ``tfjob-submission-id`` label), and the same
+job states. A tuning job is recorded in the job store under Vertex AI's id with
+backend ``vertex-tuning``, so ``tfjob status / logs / cancel / wait ID`` find it;
+its trials (parameters, final metric, state) are kept in the record's ``extra``.
+
+Google libraries are imported only inside the functions that call Google.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable, Iterator
+
+from ...model import JobState, JobStatus, SubmitOptions
+from ...errors import AuthError, SpecError, UsageError
+from .client import VertexClient, job_id_of
+from .render import SUBMISSION_LABEL
+from ...lifecycle import Lifecycle
+from ...spec import JobSpec
+from ...store import JobRecord, JobStore
+from ...study import StudySpec
+from ...tuning.trials import Trial, best_trial, render_best
+
+#: The backend name tuning jobs are recorded under.
+BACKEND_NAME = "vertex-tuning"
+Echo = Callable[[str], None]
+
+#: Vertex AI ``Trial.State`` → the trials table's states.
+TRIAL_STATES = {
+    "STATE_UNSPECIFIED": "QUEUED",
+    "REQUESTED": "QUEUED",
+    "ACTIVE": "RUNNING",
+    "STOPPING": "RUNNING",
+    "SUCCEEDED": "SUCCEEDED",
+    "INFEASIBLE": "INFEASIBLE",
+}
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+class TuningClient(VertexClient):
+    """The Vertex client, with the calls of ``hyperparameterTuningJobs``."""
+
+    def _translate(self, exc: BaseException, action: str, job: str | None, attempts: int | None) -> Exception:
+        # The permission a 403 names is the tuning job's, not the custom job's.
+        error = super()._translate(exc, action, job, attempts)
+        if isinstance(error, AuthError) and "aiplatform.customJobs." in str(error):
+            return AuthError(str(error).replace("aiplatform.customJobs.", "aiplatform.hyperparameterTuningJobs."))
+        return error
+
+    def tuning_job_name(self, job: str) -> str:
+        """A full resource name from a tuning job's id (a full name is returned as it is)."""
+        return job if job.startswith("projects/") else f"{self.parent}/hyperparameterTuningJobs/{job}"
+
+    def create_tuning_job(self, body: dict[str, Any], submission_id: str) -> dict[str, Any]:
+        """Create the ``HyperparameterTuningJob`` ``body`` once, whatever the network does.
+
+        As for custom jobs (:meth:`~tfjob.backends.vertex.client.VertexClient.create_once`): after a
+        transient failure that may have been acted on, the job is looked up by its
+        ``tfjob-submission-id`` label before another try.
+        """
+        job = self._types.HyperparameterTuningJob.from_json(json.dumps(body))  # strict: unknown fields fail here
+        request = self._types.CreateHyperparameterTuningJobRequest(parent=self.parent, hyperparameter_tuning_job=job)
+        return self.create_once(
+            lambda: self._client.create_hyperparameter_tuning_job(request=request),
+            lambda: self.find_tuning_job(submission_id),
+            what=f"tuning job {body.get('displayName')!r}",
+            submission_id=submission_id,
+        )
+
+    def find_tuning_job(self, submission_id: str) -> dict[str, Any] | None:
+        """The tuning job labelled ``tfjob-submission-id=<submission_id>``, if there is one."""
+        for job in self.list_tuning_jobs(filter=f'labels.{SUBMISSION_LABEL}="{submission_id}"', limit=10):
+            if job.get("labels", {}).get(SUBMISSION_LABEL) == submission_id:
+                return job
+        return None
+
+    def get_tuning_job(self, job: str) -> dict[str, Any]:
+        """The tuning job (by id or name) as the service has it now, trials included."""
+        name = self.tuning_job_name(job)
+        return self._call(
+            "get", lambda: self._to_dict(self._client.get_hyperparameter_tuning_job(name=name)), job=job_id_of(name)
+        )
+
+    def list_tuning_jobs(self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None) -> list[dict[str, Any]]:
+        """Tuning jobs matching ``filter``, following every page up to ``limit``."""
+        return self.list_pages(
+            lambda token: self._client.list_hyperparameter_tuning_jobs(
+                request=self._types.ListHyperparameterTuningJobsRequest(
+                    parent=self.parent, filter=filter or "", page_size=page_size, page_token=token
+                )
+            ),
+            "hyperparameter_tuning_jobs",
+            limit,
+        )
+
+    def cancel_tuning_job(self, job: str) -> None:
+        """Ask the service to cancel the tuning job and its running trials."""
+        name = self.tuning_job_name(job)
+        self._call("cancel", lambda: self._client.cancel_hyperparameter_tuning_job(name=name), job=job_id_of(name))
+
+
+def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet) -> TuningClient:
+    """A :class:`TuningClient` with credentials resolved as the Vertex backend resolves them."""
+    from .auth import resolve_credentials
+
+    def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
+        from .errors import server_message
+
+        code = getattr(exc, "code", None)
+        what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
+        echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
+
+    from .auth import ensure_token
+
+    credentials = resolve_credentials(api_endpoint)
+    ensure_token(credentials)
+    return TuningClient(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
+
+
+# -- pure: a tuning job as tfjob sees it ------------------------------------------------------
+def study_of(job: dict[str, Any]) -> StudySpec:
+    """The study a ``HyperparameterTuningJob`` dict describes."""
+    from ...tuning.hparams import parse_document
+
+    doc = {"studySpec": job.get("studySpec", {}), **{k: job[k] for k in ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount") if k in job}}
+    return parse_document(doc, f"tuning job {job.get('name', '')}").study
+
+
+def parse_trials(job: dict[str, Any], study: StudySpec) -> list[Trial]:
+    """The job's ``trials`` as :class:`Trial` records (values typed as the study says)."""
+    from .follow import parse_time
+
+    trials = []
+    for item in job.get("trials", []):
+        params: dict[str, Any] = {}
+        for p in item.get("parameters", []):
+            name, value = p.get("parameterId"), p.get("value")
+            try:
+                spec = study.parameter(name)
+            except KeyError:
+                params[name] = value
+                continue
+            params[name] = int(value) if spec.type == "INTEGER" else float(value) if spec.type in ("DOUBLE", "DISCRETE") else str(value)
+        metric = step = None
+        final = item.get("finalMeasurement") or {}
+        for m in final.get("metrics", []):
+            if m.get("metricId") == study.metric.tag and m.get("value") is not None:
+                metric = float(m["value"])
+        if final.get("stepCount") is not None:
+            step = int(final["stepCount"])
+        state = TRIAL_STATES.get(item.get("state", ""), "QUEUED")
+        if state == "SUCCEEDED" and metric is None:
+            state = "INFEASIBLE"
+        trials.append(
+            Trial(
+                id=str(item.get("id", "")),
+                params=params,
+                state=state,
+                metric=metric,
+                step=step,
+                job_id=job_id_of(item["customJob"]) if item.get("customJob") else None,
+                message=str(item.get("infeasibleReason", "")),
+                started=parse_time(item.get("startTime")),
+                ended=parse_time(item.get("endTime")),
+            )
+        )
+    return trials
+
+
+def tuning_status(job: dict[str, Any], job_id: str, study: StudySpec | None = None) -> JobStatus:
+    """A ``HyperparameterTuningJob`` dict as a :class:`JobStatus` with its trials in ``extra``."""
+    from .follow import job_status
+
+    status = job_status(job, job_id)
+    status.backend = BACKEND_NAME
+    study = study or study_of(job)
+    trials = parse_trials(job, study)
+    best = best_trial(trials, study.metric.maximize)
+    status.extra.update(
+        kind="study",
+        study=study.to_dict(),
+        trials=[t.to_dict() for t in trials],
+        best=best.to_dict() if best else None,
+    )
+    if status.state is JobState.SUCCEEDED and not status.message:
+        status.message = f"{len(trials)} trials; {render_best(study, best)}"
+    return status
+
+
+# -- I/O ----------------------------------------------------------------------------------
+def plan_tuning(study: StudySpec, spec: JobSpec, options: SubmitOptions, *, dry_run: bool) -> tuple[Any, dict[str, Any]]:
+    """The submission plan of the trial job (packages, settings) and the tuning job's body."""
+    from .submission import plan_submission
+    from .render_tuning import wrap_tuning_job
+
+    plan = plan_submission(spec, options, dry_run=dry_run)
+    return plan, wrap_tuning_job(study, plan.body)
+
+
+def submit_tuning(
+    study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: TuningClient | None = None
+) -> str:
+    """Stage the packages, create the tuning job once and record it; return its id."""
+    from .service import client_credentials
+    from .staging import stage_packages, storage_client
+
+    plan, body = plan_tuning(study, spec, options, dry_run=False)
+    for note in plan.notes:
+        echo(note)
+    client = client or make_tuning_client(plan.project, plan.region, options.api_endpoint, echo)
+    if plan.uploads:
+        stage_packages(plan.uploads, region=plan.region, client=storage_client(plan.project, client_credentials(client)), echo=echo)
+    job = client.create_tuning_job(body, plan.submission_id)
+    job_id = job_id_of(job["name"])
+    status = tuning_status(job, job_id, study)
+    record = JobRecord(
+        id=job_id,
+        backend=BACKEND_NAME,
+        name=spec.name,
+        state=status.state,
+        spec=spec.to_dict(),
+        options={"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint},
+        created=status.created or time.time(),
+        extra={**status.extra, "resource_name": job["name"], "submission_id": plan.submission_id},
+    )
+    with JobStore() as store:
+        if store.get(job_id) is None:
+            store.add(record)
+    echo(f"submitted Vertex AI hyperparameter tuning job {job_id} ({spec.name}): {job['name']}")
+    return job_id
+
+
+def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
+    """The job's record (if any) and its project, region and endpoint."""
+    from .submission import DEFAULT_REGION
+    from ...settings import load_settings
+
+    with JobStore() as store:
+        record = store.get(job_id)
+    if record is not None and record.backend == BACKEND_NAME:
+        opts = record.options
+        return record, opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint")
+    settings = load_settings()
+    if not settings.project:
+        raise UsageError(f"tuning job {job_id} is not in the job store and no project is set; pass --project or set GOOGLE_CLOUD_PROJECT")
+    return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
+
+
+def _record(job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """Bring the store up to date with what Vertex AI said; return the status."""
+    study = StudySpec.from_dict(record.extra["study"]) if record is not None and "study" in record.extra else None
+    status = tuning_status(job, job_id, study)
+    if record is None:
+        return status
+    with JobStore() as store:
+        current = store.get(job_id)
+        extra = {**(current.extra if current else {}), **status.extra}
+        store.update(job_id, extra=extra)
+        values = {k: v for k, v in (("started", status.started), ("ended", status.ended)) if v}
+        store.set_state(job_id, status.state, status.message, **values)
+    status.extra = extra
+    return status
+
+
+def fetch_tuning_status(job_id: str, *, client: TuningClient | None = None) -> JobStatus:
+    """The tuning job as Vertex AI has it (from the store alone once it has ended)."""
+    record, project, region, endpoint = _location(job_id)
+    if record is not None and record.state.is_terminal:
+        return record.to_status()
+    client = client or make_tuning_client(project, region, endpoint)
+    return _record(job_id, client.get_tuning_job(job_id), record)
+
+
+def follow_tuning(
+    job_id: str,
+    options: SubmitOptions,
+    *,
+    on_trials: Callable[[list[Trial]], None] | None = None,
+    echo: Echo = _quiet,
+    client: TuningClient | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> JobStatus:
+    """Poll the tuning job until it ends, showing its trials as they change; return the final status.
+
+    Ctrl-C stops the waiting, not the job (unless ``cancel_on_interrupt``); the
+    KeyboardInterrupt is raised again.
+    """
+    from .follow import MAX_POLL_INTERVAL
+    from .service import poll_interval
+    from ...lifecycle import interrupted, poll
+
+    record, project, region, endpoint = _location(job_id)
+    client = client or make_tuning_client(project, region, endpoint, echo)
+    first = poll_interval(options)
+    last: dict[str, Any] = {"state": None, "trials": None}
+
+    def on_change(status: JobStatus, state: JobState) -> None:
+        # A change of state or of the trials: the pause starts again from the first.
+        trials = status.extra.get("trials", [])
+        if on_trials is not None and trials != last["trials"]:
+            last["trials"] = trials
+            on_trials([Trial.from_dict(t) for t in trials])
+        if state is not last["state"]:
+            last["state"] = state
+            echo(f"tuning job {job_id} {state.value}" + (f": {status.message}" if status.message and state.is_terminal else ""))
+
+    try:
+        return poll(
+            lambda: _record(job_id, client.get_tuning_job(job_id), record),
+            on_change=on_change,
+            changed=(lambda status: status.extra.get("trials", [])) if on_trials is not None else None,
+            poll_interval=first,
+            max_interval=MAX_POLL_INTERVAL,
+            sleep=sleep,
+        )
+    except KeyboardInterrupt:
+        interrupted(
+            job_id, options, platform="Vertex AI", what="tuning job", status_hint="shows its trials",
+            cancel=lambda j: cancel_tuning(j, echo=echo, client=client), echo=echo,
+        )  # fmt: skip
+        raise
+
+
+def cancel_tuning(job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None) -> None:
+    """Ask Vertex AI to cancel the tuning job; the store shows CANCELLING until it has ended."""
+    record, project, region, endpoint = _location(job_id)
+    client = client or make_tuning_client(project, region, endpoint, echo)
+    client.cancel_tuning_job(job_id)
+    if record is not None:
+        with JobStore() as store:
+            store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+    echo(f"asked Vertex AI to cancel tuning job {job_id}")
+
+
+def list_tunings(limit: int | None = None, *, client: TuningClient | None = None) -> list[JobStatus]:
+    """Tuning jobs carrying the ``tfjob`` label in the configured project and region, newest first."""
+    from .submission import DEFAULT_REGION
+    from .render import TFJOB_LABEL
+    from ...settings import load_settings
+
+    settings = load_settings()
+    if client is None and not settings.project:
+        with JobStore() as store:
+            return [r.to_status() for r in store.list(limit=limit, backend=BACKEND_NAME)]
+    client = client or make_tuning_client(settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint)
+    statuses = [tuning_status(job, job_id_of(job.get("name", ""))) for job in client.list_tuning_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)]
+    return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
+
+
+def fetch_tuning_logs(job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+    """Log lines of a tuning job; ``--task trial-3`` reads that trial's own CustomJob."""
+    from .service import fetch_logs
+
+    if task is None:
+        raise UsageError(f"name a trial: `tfjob logs {job_id} --task trial-N` (`tfjob status {job_id}` lists them)")
+    if not task.startswith("trial-"):
+        raise UsageError(f"--task {task!r}: the tasks of a tuning job are its trials, trial-1, trial-2…")
+    status = fetch_tuning_status(job_id)
+    trial = next((t for t in status.extra.get("trials", []) if f"trial-{t['id']}" == task), None)
+    if trial is None or not trial.get("job_id"):
+        raise UsageError(f"--task {task!r}: tuning job {job_id} has no such trial with a job yet")
+    record, project, region, endpoint = _location(job_id)
+    # The trial's CustomJob lives where its study does: record it so the Vertex backend finds it.
+    with JobStore() as store:
+        if store.get(trial["job_id"]) is None:
+            store.add(
+                JobRecord(
+                    id=trial["job_id"], backend="vertex", name=f"{status.name}-{task}", state=JobState.RUNNING,
+                    options={"project": project, "region": region, "api_endpoint": endpoint},
+                    extra={"study": job_id, "trial": trial["id"]},
+                )  # fmt: skip
+            )
+    return fetch_logs(trial["job_id"], follow=follow, tail=tail)
+
+
+class VertexTuningBackend(Lifecycle):
+    """``tfjob status / logs / cancel / list`` for Vertex AI tuning jobs (``tfjob tune`` creates them)."""
+
+    name = BACKEND_NAME
+    platform = "Vertex AI"
+    max_poll_interval = 60.0
+
+    def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
+        raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
+
+    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
+
+    def status(self, job_id: str) -> JobStatus:
+        return fetch_tuning_status(job_id)
+
+    def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+        return fetch_tuning_logs(job_id, task, follow, tail)
+
+    def _cancel(self, job_id: str) -> None:
+        cancel_tuning(job_id)
+
+    def list(self, limit: int | None = None) -> list[JobStatus]:
+        return list_tunings(limit)
+
+
+BACKEND = VertexTuningBackend()

@@ -1,1 +1,0 @@
-"""Pure renderers: JobSpec → each platform's request body (no I/O, no Google imports)."""

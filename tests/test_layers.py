@@ -1,0 +1,66 @@
+"""The layout docs/architecture.md states, checked: a backend is a folder that imports only
+the layers below it — never another backend's folder, the API (`tfjob.job`, `tfjob.tune`)
+or the CLI — so adding a backend means adding a folder."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKENDS = ROOT / "sdk" / "backends"
+FOLDERS = sorted(p.name for p in BACKENDS.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+ABOVE = ("tfjob.job", "tfjob.tune", "tfjob.cli", "tfjob.backends")  # tfjob.backends: the registry itself
+
+
+def imports_of(path: Path, package: list[str] | None = None) -> list[tuple[int, str]]:
+    """Every module ``path`` imports (function-level ones too), as absolute names."""
+    package = package or ["tfjob", *path.relative_to(ROOT / "sdk").parent.parts]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + (node.module.split(".") if node.module else []))
+            else:
+                module = node.module or ""
+            found += [(node.lineno, f"{module}.{a.name}") for a in node.names] if not node.module else [(node.lineno, module)]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+    return found
+
+
+def test_every_backend_is_a_folder_in_the_registry() -> None:
+    from tfjob.backends import BACKENDS as registry
+
+    assert set(FOLDERS) == {"local", "vertex", "kubeflow", "aiplatform"}
+    for name, module in registry.items():
+        assert module.split(".")[2] in FOLDERS and module.startswith("tfjob.backends."), name
+    assert not [p.name for p in BACKENDS.glob("*.py") if p.name not in ("__init__.py", "base.py")]
+
+
+def wrong_imports(folder: str, path: Path, package: list[str] | None = None) -> list[str]:
+    mine = f"tfjob.backends.{folder}"
+    wrong = []
+    for line, module in imports_of(path, package):
+        if not module.startswith("tfjob.") or module == mine or module.startswith((mine + ".", "tfjob.backends.base")):
+            continue
+        if module.startswith(ABOVE):
+            wrong.append(f"{path.name}:{line} imports {module}")
+    return wrong
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_a_backend_imports_only_the_layers_below_it(folder: str) -> None:
+    wrong = [w for path in sorted((BACKENDS / folder).rglob("*.py")) for w in wrong_imports(folder, path)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_check_sees_an_import_of_another_backend_or_of_the_api(tmp_path: Path) -> None:
+    fake = tmp_path / "x.py"
+    fake.write_text("from ...cluster.dispatch import BOOTSTRAP\ndef f():\n    from ..vertex.render import render_custom_job\n    from ...job import Job\n")
+    assert wrong_imports("local", fake, ["tfjob", "backends", "local"]) == [
+        "x.py:3 imports tfjob.backends.vertex.render", "x.py:4 imports tfjob.job",
+    ]
