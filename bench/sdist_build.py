@@ -75,13 +75,13 @@ class Staging:
     """
 
     def __init__(self, pkg: Path) -> None:
-        from tfjob.backends.base import SubmitOptions
+        from tfjob.backends.vertex.options import VertexOptions
         from tfjob.backends.vertex.staging import storage_client
         from tfjob.spec import build_spec
 
         self.spec = build_spec(name="bench", module="trainer.task", package=str(pkg), workers=4, ps=2)
         self.client = storage_client("bench", None)
-        self.options = SubmitOptions()
+        self.options = VertexOptions()
         self.round = 0
 
     def _stage(self) -> float:
@@ -93,12 +93,12 @@ class Staging:
 
     def first(self) -> float:
         """Stage into a new bucket (everything is uploaded)."""
-        from tfjob.backends.base import SubmitOptions
+        from tfjob.backends.vertex.options import VertexOptions
 
         self.round += 1
         bucket = f"bench-{self.round}"
         self.client.create_bucket(bucket)
-        self.options = SubmitOptions(project="bench", region="us-central1", staging_bucket=f"gs://{bucket}")
+        self.options = VertexOptions(project="bench", region="us-central1", staging_bucket=f"gs://{bucket}")
         return self._stage()
 
     def again(self) -> float:

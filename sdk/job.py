@@ -11,13 +11,14 @@ A handle is only ``(backend, id)``, so ``get_job(ID)`` rebuilds it in any proces
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .backends import get_backend
+from .backends import BACKENDS, backend_keywords, get_backend, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from .lifecycle import poll
@@ -27,55 +28,35 @@ from .spec import JobSpec, build_spec
 
 _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
-_OPTION_FIELDS = [f.name for f in dataclasses.fields(SubmitOptions)]
+_COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = [f.name for f in dataclasses.fields(Settings)]
-#: Keywords only some backends take; given to another as a flag or a keyword, they are
-#: refused in one line instead of silently dropped.
-BACKEND_ONLY: dict[str, tuple[str, ...]] = {
-    "dialect": ("local",),
-    "python": ("local",),
-    "container_engine": ("local",),
-    "install": ("local",),
-    "grace": ("local",),
-    "detach": ("local",),
-    "namespace": ("kubeflow", "jobset", "trainjob"),
-    "kubeconfig": ("kubeflow", "jobset", "trainjob"),
-    "context": ("kubeflow", "jobset", "trainjob"),
-    "restart_policy": ("kubeflow",),
-    **{
-        key: ("kubeflow",) if key in ("clean_pod_policy", "priority_class", "min_available") else ("kubeflow", "jobset", "trainjob")
-        for key in (
-            "cpu", "memory", "gpu", "pod_template", "clean_pod_policy", "backoff_limit", "ttl_seconds_after_finished",
-            "suspend", "queue", "priority_class", "min_available",
-        )
-    },  # fmt: skip
-    "project": ("vertex", "ai-platform"),
-    "region": ("vertex", "ai-platform"),
-    "staging_bucket": ("vertex", "ai-platform"),
-    "api_endpoint": ("vertex",),
-    "executor_image": ("vertex",),
-    "network": ("vertex", "ai-platform"),
-    "enable_web_access": ("vertex", "ai-platform"),
-    "tensorboard": ("vertex",),
-    "restart_job_on_worker_restart": ("vertex",),
-    "stream_logs": ("vertex", "local"),
-    **{
-        key: ("vertex",)
-        for key in (
-            "spot", "flex_start", "scheduling_strategy", "max_wait", "disable_retries", "reservation", "persistent_resource_id",
-            "kms_key", "reserved_ip_ranges", "network_attachment", "enable_dashboard_access",
-            "boot_disk_type", "boot_disk_size", *(f"{r}_boot_disk_{w}" for r in ("chief", "worker", "ps", "evaluator") for w in ("type", "size")),
-        )
-    },  # fmt: skip
-    "runtime_version": ("ai-platform", "vertex", "local"),
-    "python_version": ("ai-platform", "vertex", "local"),
-}
+
+
+@functools.lru_cache(maxsize=1)
+def _backend_only() -> dict[str, tuple[str, ...]]:
+    """Keyword → the backends that take it, for the keywords only some backends take:
+    gathered from each backend's declared options (``tfjob.backends.BACKENDS``)."""
+    takers: dict[str, list[str]] = {}
+    for name in BACKENDS:
+        if name != "vertex-tuning":  # tuning jobs are created by `tfjob tune`, not by Job
+            for key in backend_keywords(name):
+                takers.setdefault(key, []).append(name)
+    return {key: tuple(names) for key, names in sorted(takers.items())}
+
+
+def job_keywords(backend: str | None = None) -> list[str]:
+    """Every keyword :class:`Job` accepts; with ``backend``, those that backend takes."""
+    only = _backend_only()
+    common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, "config"} - set(only)
+    mine = set(only) if backend is None else {k for k, names in only.items() if backend in names}
+    return sorted(common | mine)
 
 
 def check_backend_keywords(backend: str, given: Any) -> None:
     """Refuse a keyword (flag, ``--config`` key) the chosen backend does not take."""
+    only = _backend_only()
     for key in sorted(given):
-        allowed = BACKEND_ONLY.get(key)
+        allowed = only.get(key)
         if allowed is None or backend in allowed:
             continue
         flag = "--" + key.replace("_", "-")
@@ -83,10 +64,6 @@ def check_backend_keywords(backend: str, given: Any) -> None:
             f"{flag} ({key}=) is for the {' and '.join(allowed)} backend{'s' if len(allowed) > 1 else ''}, "
             f"not {backend}; leave it out, or choose --backend {allowed[0]}"
         )
-
-
-#: Every keyword :class:`Job` accepts.
-JOB_KEYWORDS = sorted({*_BUILD_PARAMS, *_SPEC_FIELDS, *_OPTION_FIELDS, *_SETTING_FIELDS, "config"})
 
 
 def default_job_name(module: str | None, image: str | None, now: float | None = None) -> str:
@@ -119,17 +96,20 @@ class Job:
     """
 
     def __init__(self, package: str | None = None, module: str | None = None, **kwargs: Any) -> None:
-        unknown = sorted(set(kwargs) - set(JOB_KEYWORDS))
+        unknown = sorted(set(kwargs) - set(job_keywords()))
         if unknown:
             key = unknown[0]
+            chosen = load_settings(**{k: kwargs[k] for k in _SETTING_FIELDS if kwargs.get(k) is not None})
+            backend = chosen.backend or ("vertex" if chosen.project else "local")
+            valid = job_keywords(backend) if backend in BACKENDS else job_keywords()
             raise SpecError(
-                f"Job() got an unknown argument {key!r}{did_you_mean(key, JOB_KEYWORDS)}; "
-                f"valid ones are: {', '.join(JOB_KEYWORDS)}"
+                f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; "
+                f"the {backend} backend takes: {', '.join(valid)}"
             )
         config = kwargs.pop("config", None)
         values: dict[str, Any] = {k: v for k, v in kwargs.items() if v is not None}
         # What the caller asked for by flag or keyword. (A --config file describes the cloud
-        # job as a whole: its cloud-only keys stay for that backend, so the same file runs locally.)
+        # job as a whole: its cloud-only keys are left out for another backend, so the same file runs locally.)
         explicit = {k for k, v in values.items() if v is not False}
         if config is not None:
             from .config import load_job_config, merge_config_values
@@ -142,16 +122,23 @@ class Job:
 
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)
-        option_values = {k: values.pop(k) for k in _OPTION_FIELDS if k in values}
-        for name in ("project", "region", "api_endpoint", "namespace"):
-            option_values.setdefault(name, getattr(self.settings, name))
-        # The bucket order is --staging-bucket, then the --job-dir bucket, then env/config:
-        # only an explicit bucket goes in staging_bucket, the configured one is the fallback.
-        option_values["staging_bucket"] = setting_values.get("staging_bucket")
-        option_values["default_staging_bucket"] = self.settings.staging_bucket
-        self.options = SubmitOptions(**option_values)
         self.backend_name = self.settings.backend or ("vertex" if self.settings.project else "local")
+        options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
+        option_fields = [f.name for f in dataclasses.fields(options_cls)]
+        only = _backend_only()
+        option_values = {k: values.pop(k) for k in option_fields if k in values}
+        for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
+            del values[key]  # another backend's option, from a --config file
+        for name in ("project", "region", "api_endpoint", "namespace"):
+            if name in option_fields:
+                option_values.setdefault(name, getattr(self.settings, name))
+        if "staging_bucket" in option_fields:
+            # The bucket order is --staging-bucket, then the --job-dir bucket, then env/config:
+            # only an explicit bucket goes in staging_bucket, the configured one is the fallback.
+            option_values["staging_bucket"] = setting_values.get("staging_bucket")
+            option_values["default_staging_bucket"] = self.settings.staging_bucket
+        self.options: SubmitOptions = options_cls(**option_values)
         script_stem = Path(str(values["script"])).stem if values.get("script") else None
         values.setdefault("name", default_job_name(values.get("module") or script_stem, values.get("image")))
         for name in ("args", "packages"):
@@ -197,7 +184,7 @@ class Job:
             except JobTimeoutError:
                 handle.cancel()
                 try:
-                    final = handle.wait(max(30.0, float(self.options.grace) * 2)).state.value
+                    final = handle.wait(max(30.0, float(getattr(self.options, "grace", 5.0)) * 2)).state.value
                 except JobTimeoutError:
                     final = "still stopping"
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None

@@ -5,9 +5,9 @@ the renderers and the backends all build on it without importing each other back
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 
 class JobState(str, Enum):
@@ -73,59 +73,22 @@ class JobStatus:
 
 @dataclass
 class SubmitOptions:
-    """Where and how to submit, beyond the job description itself.
+    """How to submit and follow a job, beyond its description: what every backend takes.
 
-    Each backend reads the fields it knows and ignores the rest.
+    Each backend declares the options only it takes as a subclass of this
+    (``LocalOptions``, ``VertexOptions``, ``TFJobOptions``… in its own folder, named in
+    :data:`tfjob.backends.BACKENDS`); :class:`tfjob.Job` builds the chosen backend's.
     """
 
-    # cloud settings (vertex)
-    project: str | None = None
-    region: str | None = None
-    staging_bucket: str | None = None
-    #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
-    default_staging_bucket: str | None = None
-    api_endpoint: str | None = None
-    executor_image: str | None = None
-    # kubeflow
-    namespace: str | None = None
-    kubeconfig: str | None = None
-    context: str | None = None
-    #: ``Never``/``OnFailure``/``ExitCode``/``Always``, or a list with ``ROLE=POLICY`` entries.
-    restart_policy: Any = None
-    #: Explicit resources: ``VALUE`` for every role, ``ROLE=VALUE`` entries, or ``{role: value}``.
-    cpu: Any = None
-    memory: Any = None
-    gpu: Any = None
-    #: A YAML pod template (or role → pod template) merged into every replica.
-    pod_template: str | None = None
-    clean_pod_policy: str | None = None
-    backoff_limit: int | None = None
-    ttl_seconds_after_finished: int | None = None
-    suspend: bool = False
-    #: Kueue's LocalQueue (label and runPolicy.schedulingPolicy.queue).
-    queue: str | None = None
-    priority_class: str | None = None
-    min_available: int | None = None
-    # local
-    dialect: str = "vertex"
-    python: str | None = None
-    #: ``podman`` or ``docker`` (or a path): what runs ``--image`` tasks locally.
-    container_engine: str | None = None
-    install: bool = False
     #: What the bootstrap does (tfjob.cluster.dispatch): ``module`` (every task runs the
     #: trainer module, the default), ``parameter-server``, ``auto`` or ``multi-worker``.
     strategy: str = "module"
     #: ``platform`` (TF_CONFIG / CLUSTER_SPEC as the platform writes them) or ``tf2``.
     tf_config: str = "platform"
-    grace: float = 5.0
     quiet: bool = False
-    detach: bool = False
     #: The hyperparameter-tuning trial this job is (``tfjob tune``): its id goes in every
     #: task's TF_CONFIG / CLUSTER_SPEC task and CLOUD_ML_TRIAL_ID, and its --job-dir is DIR/<trial>.
     trial: str | None = None
-    #: Print the job's log lines inline while waiting (vertex; local tasks always stream).
-    stream_logs: bool = False
-    # all
     wait: bool = True
     cancel_on_interrupt: bool = False
     poll_interval: float | None = None
@@ -135,3 +98,23 @@ class SubmitOptions:
     #: A line for stderr once the backend has accepted the job (checked, not yet
     #: started), e.g. why this backend was chosen; a rejected job prints only its error.
     notice: str | None = None
+
+    #: The job description's keywords (``tfjob.spec.build_spec``) that only some
+    #: platforms have and this backend renders (Vertex AI's ``spot``, ``network``…).
+    #: A keyword no backend lists here is for every backend.
+    SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset()
+
+
+Options = TypeVar("Options", bound=SubmitOptions)
+
+
+def options_as(cls: type[Options], options: SubmitOptions | None) -> Options:
+    """``options`` as a ``cls`` (a backend's own options): the same object when it is one,
+    else a ``cls`` with the values both declare (a plain :class:`SubmitOptions` → defaults
+    for the backend's own fields)."""
+    if options is None:
+        return cls()
+    if isinstance(options, cls):
+        return options
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in vars(options).items() if k in names})

@@ -54,3 +54,38 @@ def test_a_missing_module_is_a_usage_error_everywhere_it_can_be_seen(trainer: Pa
     done = _run(command, str(trainer), "-m", "trainer.nope", "--backend", backend)
     assert done.returncode == 2, done.stderr
     assert "no trainer/nope.py" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "backend, cls, own, other",
+    [
+        ("local", "LocalOptions", {"dialect": "kubeflow", "grace": 1.0}, "namespace"),
+        ("vertex", "VertexOptions", {"region": "europe-west4", "executor_image": "img"}, "dialect"),
+        ("kubeflow", "TFJobOptions", {"namespace": "ml", "restart_policy": "Never"}, "region"),
+        ("jobset", "KubernetesOptions", {"namespace": "ml", "queue": "q"}, "restart_policy"),
+        ("ai-platform", "GoogleCloudOptions", {"region": "us-east1"}, "executor_image"),
+    ],
+)
+def test_a_job_gets_its_backends_own_typed_options(backend: str, cls: str, own: dict, other: str) -> None:
+    from tfjob import Job
+    from tfjob.errors import SpecError
+
+    job = Job(module="trainer.task", image="img:1", backend=backend, **own)
+    assert type(job.options).__name__ == cls
+    assert {k: getattr(job.options, k) for k in own} == own
+    assert not hasattr(job.options, other)
+    with pytest.raises(SpecError, match=rf"^--{other.replace('_', '-')} \({other}=\) is for the .* not {backend};"):
+        Job(module="trainer.task", image="img:1", backend=backend, **{other: "x"})
+
+
+def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes() -> None:
+    from tfjob import Job
+    from tfjob.errors import SpecError
+
+    with pytest.raises(SpecError) as caught:
+        Job(module="trainer.task", image="img:1", backend="kubeflow", namespce="ml")
+    message = str(caught.value)
+    assert message.startswith("Job() got an unknown argument 'namespce' (did you mean 'namespace'?); the kubeflow backend takes: ")
+    taken = message.split("takes: ")[1].split(", ")
+    assert {"namespace", "restart_policy", "workers", "image"} <= set(taken)
+    assert not {"dialect", "executor_image", "spot"} & set(taken)  # other backends' keywords are not offered

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tfjob import Job
-from tfjob.backends import SubmitOptions
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.config import JobConfig, load_job_config, parse_job_config, read_config_file
 from tfjob.errors import ConfigFileError, SpecError
 from tfjob.backends.aiplatform.render import render_job
@@ -51,7 +51,7 @@ def test_docs_legacy_config_gives_the_documented_pools() -> None:
 
 def test_docs_legacy_config_round_trips_through_the_legacy_render(tmp_path: Path) -> None:
     job = Job(config=str(CONFIGS / "legacy_custom.yaml"), module="trainer.task", package="gs://b/trainer-0.1.tar.gz", name="census")
-    body = render_job(job.spec, SubmitOptions())
+    body = render_job(job.spec, VertexOptions())
     original = yaml.safe_load((CONFIGS / "legacy_custom.yaml").read_text())["trainingInput"]
     rendered = body["trainingInput"]
     # Every field of the docs' file comes back with the same value (counts as the API's int64 strings).
@@ -63,7 +63,7 @@ def test_docs_legacy_config_round_trips_through_the_legacy_render(tmp_path: Path
 
 def test_vertex_custom_job_spec_of_the_same_job_gives_the_same_pools() -> None:
     legacy = Job(config=str(CONFIGS / "legacy_custom.yaml"), module="trainer.task", name="census")
-    vertex = Job(config=str(CONFIGS / "vertex_custom.yaml"), name="census")
+    vertex = Job(config=str(CONFIGS / "vertex_custom.yaml"), name="census", backend="vertex")
     assert vertex.spec.pools == legacy.spec.pools == DOCS_POOLS
     assert vertex.spec.scale_tier is None
     assert vertex.spec.module == "trainer.task"
@@ -74,6 +74,9 @@ def test_vertex_custom_job_spec_of_the_same_job_gives_the_same_pools() -> None:
     assert vertex.spec.job_dir == "gs://census-bucket/output"
     assert vertex.spec.service_account == "trainer@census-project.iam.gserviceaccount.com"
     assert vertex.options.executor_image == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
+    # The same file runs locally: its Vertex AI options are not the local backend's.
+    local = Job(config=str(CONFIGS / "vertex_custom.yaml"), name="census")
+    assert local.backend_name == "local" and not hasattr(local.options, "executor_image") and local.spec.pools == DOCS_POOLS
 
 
 def test_vertex_custom_job_with_placeholder_pools_and_containers() -> None:
@@ -94,7 +97,7 @@ def test_vertex_custom_job_with_placeholder_pools_and_containers() -> None:
 
 
 def test_legacy_job_from_the_api_with_every_field() -> None:
-    job = Job(config=str(CONFIGS / "legacy_full.json"))
+    job = Job(config=str(CONFIGS / "legacy_full.json"), backend="vertex")
     spec = job.spec
     assert spec.name == "census_gpu_v2"
     assert spec.pools == (
@@ -327,7 +330,7 @@ def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[s
     from tfjob.backends.vertex.render import render_custom_job
 
     spec = Job(name="census", module="trainer.task", **kwargs).spec
-    body = render_custom_job(spec, SubmitOptions(region="us-central1"), ["gs://b/trainer-0.1.tar.gz"])
+    body = render_custom_job(spec, VertexOptions(region="us-central1"), ["gs://b/trainer-0.1.tar.gz"])
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
     again = Job(**{**values, "package": spec.package, "backend": "vertex"}).spec
     assert again.pools == spec.pools

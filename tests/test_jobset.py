@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from conftest import SHARED
-from tfjob.backends.base import SubmitOptions
+from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
 from tfjob.errors import ClusterConfigError, SpecError
@@ -66,7 +66,7 @@ def _pod_env(manifest: dict[str, Any], role: str, index: int) -> dict[str, str]:
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_manifest_is_valid_against_the_jobset_crd(shape: str, validator: Any) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
-    manifest = render_jobset(spec, SubmitOptions(namespace="ml", strategy="parameter-server" if "ps" in SHAPES[shape] else None))
+    manifest = render_jobset(spec, TFJobOptions(namespace="ml", strategy="parameter-server" if "ps" in SHAPES[shape] else None))
     errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(manifest)]
     assert errors == []
     jobs = manifest["spec"]["replicatedJobs"]
@@ -78,7 +78,7 @@ def test_the_manifest_is_valid_against_the_jobset_crd(shape: str, validator: Any
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
-    manifest = render_jobset(spec, SubmitOptions(namespace="ml"))
+    manifest = render_jobset(spec, TFJobOptions(namespace="ml"))
     counts = {p.role: p.replicas for p in spec.pools}
     tfjob_cluster = render_kubeflow_cluster("census", "ml", counts)
     for role, index in spec.tasks():
@@ -97,7 +97,7 @@ def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -
 def test_tensorflows_resolver_reads_the_derived_tf_config() -> None:
     tf = pytest.importorskip("tensorflow")
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1)
-    env = jobset_task_env(_pod_env(render_jobset(spec, SubmitOptions()), "worker", 1))
+    env = jobset_task_env(_pod_env(render_jobset(spec, TFJobOptions()), "worker", 1))
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
     import unittest.mock
 
@@ -116,7 +116,7 @@ def test_the_real_bootstrap_exports_it_to_the_trainer(tmp_path: Path) -> None:
     (tmp_path / "probe" / "__init__.py").write_text("")
     (tmp_path / "probe" / "task.py").write_text("import os\nprint(os.environ['TF_CONFIG'])\n")
     spec = build_spec(name="census", module="probe.task", image=IMAGE, workers=2, ps=1)
-    env = _pod_env(render_jobset(spec, SubmitOptions()), "ps", 0)
+    env = _pod_env(render_jobset(spec, TFJobOptions()), "ps", 0)
     done = subprocess.run(
         [sys.executable, "-m", "tfjob.container.bootstrap", "--module", "probe.task", "--"],
         cwd=tmp_path, env={**os.environ, **env, "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=60,
@@ -140,7 +140,7 @@ def test_the_real_bootstrap_exports_it_to_the_trainer(tmp_path: Path) -> None:
 )
 def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str], message: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2)
-    env = {**_pod_env(render_jobset(spec, SubmitOptions()), "worker", 0), **change}
+    env = {**_pod_env(render_jobset(spec, TFJobOptions()), "worker", 0), **change}
     with pytest.raises(ClusterConfigError, match=message):
         jobset_task_env(env)
 
@@ -154,13 +154,13 @@ def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str
 )
 def test_tfjob_only_run_policies_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        render_jobset(build_spec(name="j", module="trainer.task", image=IMAGE, workers=1), SubmitOptions(**options))
+        render_jobset(build_spec(name="j", module="trainer.task", image=IMAGE, workers=1), TFJobOptions(**options))
 
 
 def test_a_name_too_long_for_the_pod_hostnames_is_refused_with_a_fix() -> None:
     spec = build_spec(name="a" * 52, module="trainer.task", image=IMAGE, workers=12)
     with pytest.raises(SpecError, match=r"too long for its pods' hostnames .* use --display-name a{51}$"):
-        render_jobset(spec, SubmitOptions())
+        render_jobset(spec, TFJobOptions())
 
 
 # -- the jobset backend through the Kubernetes stand-in -----------------------------------------
@@ -253,7 +253,7 @@ TRAINER_CRDS = {
 def test_the_runtime_and_the_trainjob_are_valid_against_trainer_v2_crds(shape: str) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
-    runtime, trainjob = render_trainjob_list(spec, SubmitOptions(namespace="ml"))["items"]
+    runtime, trainjob = render_trainjob_list(spec, TFJobOptions(namespace="ml"))["items"]
     for obj in (runtime, trainjob):
         crd = yaml.safe_load(TRAINER_CRDS[obj["kind"]].read_text())
         schema = _strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
@@ -270,9 +270,9 @@ def test_the_runtime_and_the_trainjob_are_valid_against_trainer_v2_crds(shape: s
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_trainer_v2_pods_get_the_same_tf_config_as_jobset_pods(shape: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
-    runtime = render_trainjob_list(spec, SubmitOptions())["items"][0]
+    runtime = render_trainjob_list(spec, TFJobOptions())["items"][0]
     jobset = {"metadata": {"name": "census"}, "spec": runtime["spec"]["template"]["spec"]}
-    plain = render_jobset(spec, SubmitOptions())
+    plain = render_jobset(spec, TFJobOptions())
     renamed = {"worker" if spec.count("worker") else "chief": "node"}
     for role, index in spec.tasks():
         env = _pod_env_named(jobset, renamed.get(role, role), index)
@@ -349,7 +349,7 @@ GOLDEN = Path(__file__).parent / "golden" / "jobset"
 def test_golden_manifests(kind: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, worker_accelerator="type=NVIDIA_L4,count=1",
                       worker_machine_type="g2-standard-8", labels={"team": "ml"}, timeout=3600.0)  # fmt: skip
-    options = SubmitOptions(namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"])
+    options = TFJobOptions(namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"])
     manifest = render_jobset(spec, options) if kind == "jobset" else render_trainjob_list(spec, options)
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
     path = GOLDEN / f"{kind}.yaml"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tfjob.backends.base import SubmitOptions
+from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cli.main import app
 from tfjob.errors import TfjobError
 from tfjob.backends.kubeflow.render import render_tfjob
@@ -22,7 +22,7 @@ IMAGE = "gcr.io/p/t:1"
 
 def _job(**options: Any) -> dict[str, Any]:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1)
-    return render_tfjob(spec, SubmitOptions(**options))
+    return render_tfjob(spec, TFJobOptions(**options))
 
 
 def _container(manifest: dict[str, Any], rtype: str) -> dict[str, Any]:
@@ -42,14 +42,14 @@ def test_explicit_resources_replace_the_machine_types_amounts_by_role() -> None:
 def test_a_machine_type_without_known_amounts_runs_with_explicit_ones() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, chief_machine_type="c4-standard-6")
     with pytest.raises(TfjobError, match="or give --cpu and --memory"):
-        render_tfjob(spec, SubmitOptions())
-    manifest = render_tfjob(spec, SubmitOptions(cpu="8", memory="30Gi"))
+        render_tfjob(spec, TFJobOptions())
+    manifest = render_tfjob(spec, TFJobOptions(cpu="8", memory="30Gi"))
     assert _container(manifest, "Chief")["resources"]["limits"] == {"cpu": "8", "memory": "30Gi"}
 
 
 def test_the_gpu_type_picks_gke_nodes() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, worker_accelerator="type=NVIDIA_TESLA_T4,count=2")
-    pod = render_tfjob(spec, SubmitOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
+    pod = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
     assert pod["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"}
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
 
@@ -127,13 +127,14 @@ def test_from_the_cli_with_a_queue_and_a_template(tmp_path: Path) -> None:
 def test_prefixed_kubernetes_labels_go_to_kubernetes_and_are_refused_by_google_cloud() -> None:
     labels = {"app.kubernetes.io/part-of": "census", "kueue.x-k8s.io/queue-name": "team-a", "team": "ml"}
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, labels=labels)
-    manifest = render_tfjob(spec, SubmitOptions())
+    manifest = render_tfjob(spec, TFJobOptions())
     assert {k: manifest["metadata"]["labels"][k] for k in labels} == labels
     from tfjob.errors import SpecError
+    from tfjob.backends.vertex.options import VertexOptions
     from tfjob.backends.vertex.render import render_custom_job
 
     with pytest.raises(SpecError, match=r"label key 'app.kubernetes.io/part-of' is a Kubernetes label: Vertex AI label keys"):
-        render_custom_job(spec, SubmitOptions(region="us-central1"))
+        render_custom_job(spec, VertexOptions(region="us-central1"))
     with pytest.raises(SpecError, match=r"label 'app.kubernetes.io/managed-by' is set by tfjob"):
         build_spec(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/managed-by": "me"})
     with pytest.raises(SpecError, match=r"a Kubernetes label value is up to 63"):

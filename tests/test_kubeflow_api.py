@@ -17,7 +17,8 @@ import pytest
 
 from conftest import SHARED
 from fakes.kube_api import FakeKube, kube_fixture
-from tfjob.backends import JobState, SubmitOptions
+from tfjob.backends import JobState
+from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.backends.kubeflow.backend import KubeflowBackend
 from tfjob.errors import AuthError, BackendError, JobFailedError, JobNotFoundError, SpecError, UsageError
 from tfjob.job import Job, get_job
@@ -60,7 +61,7 @@ def test_submit_creates_the_rendered_tfjob_in_the_context_namespace_and_records_
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend
 ) -> None:
     spec = _spec()
-    job_id = backend.submit(spec, SubmitOptions(kubeconfig=kubeconfig))
+    job_id = backend.submit(spec, TFJobOptions(kubeconfig=kubeconfig))
     assert job_id == "default/census-ps"
     expected = render_tfjob(spec)
     expected["metadata"]["namespace"] = "default"
@@ -75,15 +76,15 @@ def test_submit_creates_the_rendered_tfjob_in_the_context_namespace_and_records_
 
 def test_submit_to_another_namespace_and_a_named_context(fake: FakeKube, tmp_path: Path, backend: KubeflowBackend) -> None:
     kc = str(fake.write_kubeconfig(tmp_path / "kc", namespace="ml", context="team"))
-    job_id = backend.submit(_spec(), SubmitOptions(kubeconfig=kc, context="team"))
+    job_id = backend.submit(_spec(), TFJobOptions(kubeconfig=kc, context="team"))
     assert job_id == "ml/census-ps" and ("ml", "census-ps") in fake.tfjobs
-    job_id = backend.submit(_spec("other"), SubmitOptions(kubeconfig=kc, namespace="default"))
+    job_id = backend.submit(_spec("other"), TFJobOptions(kubeconfig=kc, namespace="default"))
     assert job_id == "default/other"
 
 
 def test_a_manifest_the_operator_would_refuse_is_never_sent(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     with pytest.raises(SpecError, match=r"job name 'Census_PS' is not a DNS-1035 label"):
-        backend.submit(_spec("Census_PS"), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec("Census_PS"), TFJobOptions(kubeconfig=kubeconfig))
     two_chiefs = render_tfjob(_spec())
     two_chiefs["spec"]["tfReplicaSpecs"]["Master"] = copy.deepcopy(two_chiefs["spec"]["tfReplicaSpecs"]["Chief"])
     no_tensorflow = render_tfjob(_spec())
@@ -99,7 +100,7 @@ def test_a_manifest_the_operator_would_refuse_is_never_sent(fake: FakeKube, kube
 def test_resubmitting_a_name_after_its_tfjob_is_gone_replaces_the_record(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend
 ) -> None:
-    options = SubmitOptions(kubeconfig=kubeconfig)
+    options = TFJobOptions(kubeconfig=kubeconfig)
     job_id = backend.submit(_spec(), options)
     backend.cancel(job_id)
     assert JobStore().get(job_id).state is JobState.CANCELLED  # type: ignore[union-attr]
@@ -112,7 +113,7 @@ def test_run_follows_created_running_succeeded_and_prints_each_change(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake.script("default", "census-ps", "Created", "Running", "Running", "Succeeded")
-    job_id = backend.run(_spec(), SubmitOptions(kubeconfig=kubeconfig, poll_interval=0.5))
+    job_id = backend.run(_spec(), TFJobOptions(kubeconfig=kubeconfig, poll_interval=0.5))
     assert job_id == "default/census-ps"
     assert capsys.readouterr().err.splitlines() == [
         "tfjob: job default/census-ps PENDING: TFJob census-ps is created.",
@@ -131,7 +132,7 @@ def test_run_follows_created_running_succeeded_and_prints_each_change(
 
 
 def test_status_maps_each_condition_and_lists_a_task_per_pod(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
-    job_id = backend.submit(_spec(evaluators=1), SubmitOptions(kubeconfig=kubeconfig))
+    job_id = backend.submit(_spec(evaluators=1), TFJobOptions(kubeconfig=kubeconfig))
     assert backend.status(job_id).state is JobState.PENDING
     fake.advance("default", "census-ps", "Created")
     status = backend.status(job_id)
@@ -173,7 +174,7 @@ def test_a_failed_job_names_its_task_exit_code_and_log_tail(fake: FakeKube, kube
 def test_a_tfjob_deleted_behind_our_back_is_lost_and_an_unknown_one_not_found(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    job_id = backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+    job_id = backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     del fake.tfjobs[("default", "census-ps")]
     status = backend.status(job_id)
     assert status.state is JobState.LOST and "no longer on the cluster" in status.message
@@ -184,7 +185,7 @@ def test_a_tfjob_deleted_behind_our_back_is_lost_and_an_unknown_one_not_found(
 
 # -- logs -----------------------------------------------------------------------------------
 def _running(fake: FakeKube, backend: KubeflowBackend, kubeconfig: str) -> str:
-    job_id = backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+    job_id = backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     fake.advance("default", "census-ps", "Created")
     fake.advance("default", "census-ps", "Running")
     fake.write_log("default", "census-ps-chief-0", 'epoch 1\n{"loss": 0.5}\n')
@@ -222,7 +223,7 @@ def test_follow_streams_lines_as_they_are_written_until_the_job_ends(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend
 ) -> None:
     ns = "default"
-    job_id = backend.submit(_spec(workers=1, ps=None), SubmitOptions(kubeconfig=kubeconfig))
+    job_id = backend.submit(_spec(workers=1, ps=None), TFJobOptions(kubeconfig=kubeconfig))
     fake.advance(ns, "census-ps", "Created")
     fake.write_log(ns, "census-ps-chief-0", "starting\n")
     # The pods are still Pending; the next read of the TFJob (the follower's) starts them.
@@ -269,8 +270,8 @@ def test_list_shows_the_tfjobs_tfjob_made_newest_first(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", kubeconfig)
-    backend.submit(_spec("older"), SubmitOptions())
-    backend.submit(_spec("newer"), SubmitOptions())
+    backend.submit(_spec("older"), TFJobOptions())
+    backend.submit(_spec("newer"), TFJobOptions())
     fake.tfjobs[("default", "older")]["metadata"]["creationTimestamp"] = "2026-01-01T10:00:00Z"
     fake.tfjobs[("default", "newer")]["metadata"]["creationTimestamp"] = "2026-01-02T10:00:00Z"
     foreign = render_tfjob(_spec("someone-elses"))
@@ -287,31 +288,31 @@ def test_list_shows_the_tfjobs_tfjob_made_newest_first(
 def test_forbidden_is_an_auth_error_and_nothing_is_recorded(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     fake.inject(403, method="POST", message='tfjobs.kubeflow.org is forbidden: User "dev" cannot create resource "tfjobs"')
     with pytest.raises(AuthError, match=r"^forbidden to create TFJob census-ps in namespace 'default': tfjobs\.kubeflow\.org is forbidden: .*kubectl auth can-i create tfjobs\.kubeflow\.org -n default`\)$"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     assert JobStore().get("default/census-ps") is None
 
 
 def test_unauthorized_is_an_auth_error(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     fake.inject(401, message="Unauthorized")
     with pytest.raises(AuthError, match=r"rejected the kubeconfig's credentials \(Unauthorized\); refresh them"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
 
 
 def test_a_name_taken_is_a_usage_error(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
-    backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+    backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     with pytest.raises(UsageError, match=r"^a TFJob named 'census-ps' already exists in namespace 'default'; pick another --display-name, or delete it first with `tfjob cancel default/census-ps`$"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     fake.inject(409, method="POST")
     with pytest.raises(UsageError, match=r"a TFJob named 'fresh' already exists"):
-        backend.submit(_spec("fresh"), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec("fresh"), TFJobOptions(kubeconfig=kubeconfig))
 
 
 def test_no_crd_installed_is_told_apart_from_a_missing_namespace(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     with pytest.raises(UsageError, match=r"^namespace 'research' does not exist on the cluster at http://127\.0\.0\.1:\d+; pass --namespace of an existing one"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig, namespace="research"))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig, namespace="research"))
     fake.crd_installed = False
     with pytest.raises(BackendError, match=r"^the TFJob resource \(tfjobs\.kubeflow\.org/v1\) is not installed on the cluster at http://127\.0\.0\.1:\d+: install the Kubeflow training operator"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     assert fake.count("GET", r"^/apis/kubeflow\.org/v1$") == 2  # discovery decided, each time
 
 
@@ -319,18 +320,18 @@ def test_no_kubeconfig_a_missing_file_and_an_unknown_context_are_usage_errors(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, tmp_path: Path
 ) -> None:
     with pytest.raises(UsageError, match=r"^no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"):
-        backend.submit(_spec(), SubmitOptions())
+        backend.submit(_spec(), TFJobOptions())
     with pytest.raises(UsageError, match=r"^--kubeconfig '.*/absent' does not exist; give the path of a kubeconfig file$"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=str(tmp_path / "absent")))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=str(tmp_path / "absent")))
     with pytest.raises(UsageError, match=r"^--context 'prod' is not in .*kubeconfig; its contexts are fake$"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig, context="prod"))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig, context="prod"))
     assert fake.requests == []
 
 
 def test_an_unreachable_server_and_a_server_error_are_backend_errors(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     fake.inject(500, method="POST", message="etcdserver: request timed out")
     with pytest.raises(BackendError, match=r"answered 500 Internal Server Error to create TFJob census-ps: etcdserver: request timed out$"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     fake.stop()
     with pytest.raises(BackendError, match=r"^cannot reach the Kubernetes API at http://127\.0\.0\.1:\d+ to create TFJob census-ps"):
-        backend.submit(_spec(), SubmitOptions(kubeconfig=kubeconfig))
+        backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))

@@ -32,13 +32,24 @@ def imports_of(path: Path, package: list[str] | None = None) -> list[tuple[int, 
     return found
 
 
-def test_every_backend_is_a_folder_in_the_registry() -> None:
+def test_every_backend_is_a_folder_in_the_registry_with_its_own_options() -> None:
+    import dataclasses
+
     from tfjob.backends import BACKENDS as registry
+    from tfjob.backends import backend_keywords, options_type
+    from tfjob.model import SubmitOptions
 
     assert set(FOLDERS) == {"local", "vertex", "kubeflow", "aiplatform"}
-    for name, module in registry.items():
-        assert module.split(".")[2] in FOLDERS and module.startswith("tfjob.backends."), name
     assert not [p.name for p in BACKENDS.glob("*.py") if p.name not in ("__init__.py", "base.py")]
+    for name, (module, _) in registry.items():
+        assert module.split(".")[2] in FOLDERS, name
+        cls = options_type(name)
+        assert issubclass(cls, SubmitOptions) and cls.__module__.split(".")[2] in (module.split(".")[2], "base"), name
+        assert {f.name for f in dataclasses.fields(SubmitOptions)} <= {f.name for f in dataclasses.fields(cls)}
+    # What only one backend takes is declared by it, and by no backend that does not take it.
+    assert "dialect" in backend_keywords("local") and "dialect" not in backend_keywords("vertex")
+    assert "restart_policy" in backend_keywords("kubeflow") and "restart_policy" not in backend_keywords("jobset")
+    assert "spot" in backend_keywords("vertex") and "spot" not in backend_keywords("ai-platform")
 
 
 def wrong_imports(folder: str, path: Path, package: list[str] | None = None) -> list[str]:

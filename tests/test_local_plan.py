@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tfjob.backends.base import SubmitOptions
+from tfjob.backends.local.options import LocalOptions
 from tfjob.backends.local.backend import BACKEND
 from tfjob.cluster.task import parse_cluster_spec, parse_tf_config
 from tfjob.errors import SpecError, UsageError
@@ -147,7 +147,7 @@ def test_dialect_and_strategy_are_checked() -> None:
 
 def test_render_shows_each_task_without_starting_anything() -> None:
     spec = _spec(workers=1, ps=1)
-    rendered = BACKEND.render(spec, SubmitOptions(dialect="ai-platform"))
+    rendered = BACKEND.render(spec, LocalOptions(dialect="ai-platform"))
     assert rendered["strategy"] == "module"
     assert [t["name"] for t in rendered["tasks"]] == ["chief-0", "worker-0", "ps-0"]
     assert rendered["tasks"][0]["address"] == "127.0.0.1:27182"
@@ -215,7 +215,7 @@ def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
 def test_render_shows_the_package_a_container_run_mounts(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
     spec = build_spec(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1)
-    for task in BACKEND.render(spec, SubmitOptions())["tasks"]:
+    for task in BACKEND.render(spec, LocalOptions())["tasks"]:
         argv = task["argv"]
         assert f"{tmp_path}/<sdist>:/tfjob/packages/<sdist>:ro" in argv
         assert argv[argv.index("localhost/tfjob:1") + 1 : argv.index("localhost/tfjob:1") + 3] == ["--package", "/tfjob/packages/<sdist>"]

@@ -38,11 +38,11 @@ def test_the_catalog_has_exactly_the_installed_enum() -> None:
 def test_current_hardware_renders_and_passes_the_strict_parse(machine: str, accelerator: str | None) -> None:
     from test_render_vertex import strict_roundtrip
 
-    from tfjob.backends.base import SubmitOptions
+    from tfjob.backends.vertex.options import VertexOptions
     from tfjob.backends.vertex.render import render_custom_job
 
     spec = build_spec(name="j", module="t.task", workers=1, worker_machine_type=machine, worker_accelerator=accelerator)
-    body = render_custom_job(spec, SubmitOptions(region="us-central1"), ["gs://b/p.tar.gz"])
+    body = render_custom_job(spec, VertexOptions(region="us-central1"), ["gs://b/p.tar.gz"])
     assert strict_roundtrip(body) == body
     assert body["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["machineType"] == machine
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tfjob.backends.base import SubmitOptions
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.config import parse_job_config
 from tfjob.errors import SpecError
@@ -38,7 +38,7 @@ def _strict(body: dict[str, Any]) -> None:
 
 def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, **PER_POOL)
-    body = render_custom_job(spec, SubmitOptions(region="us-central1"))
+    body = render_custom_job(spec, VertexOptions(region="us-central1"))
     _strict(body)
     chief, worker, ps = (p["containerSpec"] for p in body["jobSpec"]["workerPoolSpecs"])
     assert chief["args"] == ["--steps", "10"] and worker["args"] == ["--steps", "10", "--shard", "auto"]
@@ -53,9 +53,9 @@ def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> N
 
 def test_kubernetes_containers_carry_them_too() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, **PER_POOL)
-    worker = render_tfjob(spec, SubmitOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker = render_tfjob(spec, VertexOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert worker["args"][-4:] == ["--steps", "10", "--shard", "auto"]
-    jobset = render_jobset(spec, SubmitOptions())
+    jobset = render_jobset(spec, VertexOptions())
     (ps,) = [j for j in jobset["spec"]["replicatedJobs"] if j["name"] == "ps"]
     env = ps["template"]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "A", "value": "ps"} in env and {"name": "GRPC_VERBOSITY", "value": "ERROR"} in env
@@ -63,9 +63,9 @@ def test_kubernetes_containers_carry_them_too() -> None:
 
 def test_a_containers_own_command_on_vertex_kubeflow_and_locally() -> None:
     spec = build_spec(name="j", image=IMAGE, workers=1, command=("python", "-m", "trainer.task"), args=("--epochs", "2"))
-    pool = render_custom_job(spec, SubmitOptions(region="us-central1"))["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]
+    pool = render_custom_job(spec, VertexOptions(region="us-central1"))["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]
     assert pool["command"] == ["python", "-m", "trainer.task"] and pool["args"] == ["--epochs", "2"]
-    container = render_tfjob(spec, SubmitOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container = render_tfjob(spec, VertexOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "trainer.task"] and container["args"] == ["--epochs", "2"]
     from tfjob.engine import Engine
     from tfjob.backends.local.plan import build_cluster, build_task_plans
@@ -135,7 +135,7 @@ def test_mistakes_are_one_error(kwargs: dict[str, Any], message: str) -> None:
 def test_ai_platform_has_no_field_for_them() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, worker_args=("--b",))
     with pytest.raises(SpecError, match="per-pool args or env .* has no equivalent in legacy AI Platform"):
-        render_training_input(spec, SubmitOptions())
+        render_training_input(spec, VertexOptions())
 
 
 def test_command_from_the_cli_in_gclouds_spelling() -> None:

@@ -17,7 +17,8 @@ import pytest
 from reliability import Reliability
 
 from fakes.vertex_api import FakeVertex
-from tfjob.backends.base import JobState, SubmitOptions
+from tfjob.backends.base import JobState
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import BackendError
 from tfjob.backends.vertex.client import VertexClient
 from tfjob.backends.vertex.retry import Backoff
@@ -61,7 +62,7 @@ def storm(fake: FakeVertex, reliability: Reliability, pattern: str, *statuses: i
 
 
 SPEC = build_spec(name="storm", module="trainer.task", image="gcr.io/p/trainer:1", workers=4, ps=2)
-OPTIONS = SubmitOptions(project="p", region="us-central1", poll_interval=1.0)
+OPTIONS = VertexOptions(project="p", region="us-central1", poll_interval=1.0)
 
 
 @pytest.mark.reliability

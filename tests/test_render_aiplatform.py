@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import pytest
 
-from tfjob.backends import SubmitOptions, get_backend
+from tfjob.backends import get_backend
+from tfjob.backends.base import GoogleCloudOptions
 from tfjob.config import parse_job_config
 from tfjob.errors import BackendError, SpecError
 from tfjob.backends.aiplatform.render import build_job_id, format_duration, render_job, render_training_input
@@ -30,7 +31,7 @@ def spec(**kwargs: Any) -> JobSpec:
 
 
 #: name → (spec, options): every shape of legacy body.
-CASES: dict[str, Callable[[], tuple[JobSpec, SubmitOptions]]] = {
+CASES: dict[str, Callable[[], tuple[JobSpec, GoogleCloudOptions]]] = {
     # The AI Platform docs' CUSTOM cluster, from an already-staged package.
     "docs_custom": lambda: (
         spec(
@@ -47,19 +48,19 @@ CASES: dict[str, Callable[[], tuple[JobSpec, SubmitOptions]]] = {
             labels={"team": "census"},
             timeout=7200,
         ),
-        SubmitOptions(region="us-central1"),
+        GoogleCloudOptions(region="us-central1"),
     ),
     # `tfjob submit trainer/ -m trainer.task --workers 4 --ps 2`: no tier means CUSTOM with the defaults.
     "workers_ps": lambda: (
         spec(package="trainer/", workers=4, ps=2, args=["--train-steps", "1000"]),
-        SubmitOptions(region="us-central1", staging_bucket="census-bucket"),
+        GoogleCloudOptions(region="us-central1", staging_bucket="census-bucket"),
     ),
     # A predefined tier is the tier alone; the local trainer is staged under the gs:// job dir.
     "standard_1": lambda: (
         spec(scale_tier="STANDARD_1", package="/home/me/census/trainer", job_dir="gs://census-bucket/output", runtime_version="2.11", python_version="3.7"),
-        SubmitOptions(region="europe-west1"),
+        GoogleCloudOptions(region="europe-west1"),
     ),
-    "basic_gpu": lambda: (spec(scale_tier="BASIC_GPU", package="gs://census-bucket/t.tar.gz"), SubmitOptions()),
+    "basic_gpu": lambda: (spec(scale_tier="BASIC_GPU", package="gs://census-bucket/t.tar.gz"), GoogleCloudOptions()),
     # Legacy GPU names and explicit accelerators, extra packages, every optional field.
     "gpus_everything": lambda: (
         spec(
@@ -80,7 +81,7 @@ CASES: dict[str, Callable[[], tuple[JobSpec, SubmitOptions]]] = {
             enable_web_access=True,
             timeout=5400.5,
         ),
-        SubmitOptions(region="us-east1", staging_bucket="gs://census-bucket/"),
+        GoogleCloudOptions(region="us-east1", staging_bucket="gs://census-bucket/"),
     ),
     # A custom container job: the master's image for all, one role with its own; a Cloud TPU worker.
     "container_tpu": lambda: (
@@ -96,16 +97,16 @@ CASES: dict[str, Callable[[], tuple[JobSpec, SubmitOptions]]] = {
             worker_image="gcr.io/census-project/trainer:tpu",
             args=["--epochs", "5"],
         ),
-        SubmitOptions(region="us-central1"),
+        GoogleCloudOptions(region="us-central1"),
     ),
     # One image for every task, given a module: each *Config names the image and starts the
     # module through the bootstrap; it reads back as the job's image and module.
     "container_shared_image": lambda: (
         spec(image="gcr.io/census-project/trainer:1", workers=3, ps=1, evaluators=1),
-        SubmitOptions(region="us-central1"),
+        GoogleCloudOptions(region="us-central1"),
     ),
     # Nowhere to stage a local trainer: the body keeps the path (it reads back as a --config).
-    "local_package": lambda: (spec(package="trainer/", evaluators=1), SubmitOptions()),
+    "local_package": lambda: (spec(package="trainer/", evaluators=1), GoogleCloudOptions()),
 }
 
 
@@ -182,12 +183,12 @@ def test_durations_are_google_duration_strings(seconds: float, text: str) -> Non
 )
 def test_what_the_legacy_api_cannot_express_is_refused(kwargs: dict[str, Any], flag: str) -> None:
     with pytest.raises(SpecError, match=f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex"):
-        render_job(spec(**kwargs), SubmitOptions())
+        render_job(spec(**kwargs), GoogleCloudOptions())
 
 
 def test_labels_are_left_out_when_there_are_none() -> None:
-    assert set(render_job(spec(package="gs://b/t.tar.gz"), SubmitOptions())) == {"jobId", "trainingInput"}
-    assert render_job(spec(package="gs://b/t.tar.gz", labels={"a": "b"}), SubmitOptions())["labels"] == {"a": "b"}
+    assert set(render_job(spec(package="gs://b/t.tar.gz"), GoogleCloudOptions())) == {"jobId", "trainingInput"}
+    assert render_job(spec(package="gs://b/t.tar.gz", labels={"a": "b"}), GoogleCloudOptions())["labels"] == {"a": "b"}
 
 
 def test_the_backend_renders_and_explains_that_the_service_is_gone() -> None:

@@ -21,7 +21,8 @@ import yaml
 from click.testing import CliRunner
 
 from conftest import ROOT, SHARED
-from tfjob.backends import SubmitOptions, get_backend
+from tfjob.backends import get_backend
+from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cli.main import app
 from tfjob.errors import SpecError, UsageError
 from tfjob.machines import MACHINES
@@ -73,8 +74,8 @@ def _schema_errors(validator: Any, manifest: dict[str, Any]) -> list[str]:
 
 
 # -- the jobs rendered to golden files ------------------------------------------------
-CASES: dict[str, tuple[dict[str, Any], SubmitOptions]] = {
-    "chief-only": (dict(name="census-single", module="trainer.task", image=IMAGE), SubmitOptions()),
+CASES: dict[str, tuple[dict[str, Any], TFJobOptions]] = {
+    "chief-only": (dict(name="census-single", module="trainer.task", image=IMAGE), TFJobOptions()),
     "parameter-server": (
         dict(
             name="census-ps",
@@ -85,7 +86,7 @@ CASES: dict[str, tuple[dict[str, Any], SubmitOptions]] = {
             args=("--train-steps", "1000"),
             job_dir="gs://bucket/census/out",
         ),
-        SubmitOptions(namespace="ml-team", restart_policy="OnFailure", strategy="parameter-server"),
+        TFJobOptions(namespace="ml-team", restart_policy="OnFailure", strategy="parameter-server"),
     ),
     "gpu-evaluator": (
         dict(
@@ -103,14 +104,14 @@ CASES: dict[str, tuple[dict[str, Any], SubmitOptions]] = {
             timeout=7200.0,
             service_account="trainer",
         ),
-        SubmitOptions(restart_policy="Never", strategy="multi-worker"),
+        TFJobOptions(restart_policy="Never", strategy="multi-worker"),
     ),
-    "standard-1": (dict(name="census-tier", module="trainer.task", image=IMAGE, scale_tier="STANDARD_1"), SubmitOptions()),
+    "standard-1": (dict(name="census-tier", module="trainer.task", image=IMAGE, scale_tier="STANDARD_1"), TFJobOptions()),
     # Issue 16.7/16.8: explicit resources per role, a pod template, a queue and a run policy.
     "pod-template-queue": (
         dict(name="census-kueue", module="trainer.task", image=IMAGE, workers=2, ps=1, worker_accelerator="type=NVIDIA_L4,count=1",
              worker_machine_type="g2-standard-8"),
-        SubmitOptions(
+        TFJobOptions(
             cpu=["2", "worker=4"], memory=["4Gi"], restart_policy=["ExitCode", "ps=OnFailure"],
             pod_template=str(Path(__file__).parent / "data" / "k8s" / "pod_template.yaml"), clean_pod_policy="all",
             backoff_limit=5, ttl_seconds_after_finished=3600, suspend=True, queue="team-a", priority_class="high-priority",
@@ -125,7 +126,7 @@ CASES: dict[str, tuple[dict[str, Any], SubmitOptions]] = {
             worker_image="us-docker.pkg.dev/proj/trainers/worker:2",
             args=("--epochs", "3"),
         ),
-        SubmitOptions(namespace="default"),
+        TFJobOptions(namespace="default"),
     ),
 }
 
@@ -232,12 +233,12 @@ def test_a_custom_container_keeps_its_entrypoint_and_each_pool_its_image() -> No
 
 def test_restart_policy_defaults_to_exit_code_and_accepts_any_case() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE, workers=1)
-    default = render_tfjob(spec, SubmitOptions())
+    default = render_tfjob(spec, TFJobOptions())
     assert {r["restartPolicy"] for r in default["spec"]["tfReplicaSpecs"].values()} == {"ExitCode"}
-    always = render_tfjob(spec, SubmitOptions(restart_policy="always"))
+    always = render_tfjob(spec, TFJobOptions(restart_policy="always"))
     assert {r["restartPolicy"] for r in always["spec"]["tfReplicaSpecs"].values()} == {"Always"}
     with pytest.raises(UsageError, match=r"--restart-policy 'Nevr' is not a restart policy \(did you mean 'Never'\?\); choose one of Never, OnFailure, ExitCode, Always"):
-        render_tfjob(spec, SubmitOptions(restart_policy="Nevr"))
+        render_tfjob(spec, TFJobOptions(restart_policy="Nevr"))
 
 
 # -- what cannot be a TFJob -----------------------------------------------------------
@@ -301,9 +302,9 @@ def test_labels_must_end_alphanumeric_on_kubernetes() -> None:
 def test_a_bad_namespace_or_strategy_is_a_usage_error() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE)
     with pytest.raises(SpecError, match=r"--namespace 'ML_Team' is not a DNS-1035 label.*; use --namespace ml-team$"):
-        render_tfjob(spec, SubmitOptions(namespace="ML_Team"))
+        render_tfjob(spec, TFJobOptions(namespace="ML_Team"))
     with pytest.raises(UsageError, match=r"--strategy 'mirrored' is not known.*; choose one of module, parameter-server, auto, multi-worker$"):
-        render_tfjob(spec, SubmitOptions(strategy="mirrored"))
+        render_tfjob(spec, TFJobOptions(strategy="mirrored"))
 
 
 # -- the operator's webhook rules -----------------------------------------------------
@@ -365,8 +366,8 @@ def test_each_webhook_rule_is_enforced(change: Any, problem: str) -> None:
 # -- through the backend registry and the CLI -----------------------------------------
 def test_the_backend_renders_the_same_manifest_without_loading_kubernetes() -> None:
     code = (
-        "import sys; from tfjob.backends import get_backend, SubmitOptions; from tfjob.spec import build_spec;"
-        f"m = get_backend('kubeflow').render(build_spec(name='j', module='m', image={IMAGE!r}), SubmitOptions());"
+        "import sys; from tfjob.backends import get_backend; from tfjob.backends.kubeflow.options import TFJobOptions; from tfjob.spec import build_spec;"
+        f"m = get_backend('kubeflow').render(build_spec(name='j', module='m', image={IMAGE!r}), TFJobOptions());"
         "assert m['kind'] == 'TFJob';"
         # ('google' and 'google.cloud' are namespace packages any Python with google-cloud-* preloads.)
         "print(sorted(k for k in sys.modules if k.split('.')[0] in ('kubernetes', 'tensorflow', 'urllib3')"
@@ -374,7 +375,7 @@ def test_the_backend_renders_the_same_manifest_without_loading_kubernetes() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-    assert get_backend("kubeflow").render(build_spec(name="j", module="m", image=IMAGE), SubmitOptions()) == render_tfjob(
+    assert get_backend("kubeflow").render(build_spec(name="j", module="m", image=IMAGE), TFJobOptions()) == render_tfjob(
         build_spec(name="j", module="m", image=IMAGE)
     )
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tfjob.backends.base import SubmitOptions
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import SpecError
 from tfjob.backends.vertex.render import (
     SUBMISSION_LABEL,
@@ -41,13 +41,13 @@ def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
     return json_format.MessageToDict(message)
 
 
-CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
+CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     "a3_h100_workers": lambda: (
         build_spec(
             name="h100-job", module="trainer.task", workers=2, chief_machine_type="a3-highgpu-8g",
             worker_machine_type="a3-highgpu-8g", worker_accelerator="type=NVIDIA_H100_80GB,count=8",
         ),  # fmt: skip
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "spot_h100_disk_cmek": lambda: (
@@ -57,7 +57,7 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             worker_accelerator="type=NVIDIA_H100_80GB,count=8", spot=True, boot_disk_size=500,
             kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
         ),  # fmt: skip
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "flex_start_reserved_psc": lambda: (
@@ -66,7 +66,7 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             ps_boot_disk_type="pd-standard", worker_boot_disk_type="hyperdisk-balanced", worker_boot_disk_size=200,
             network_attachment="projects/p/regions/us-central1/networkAttachments/att", enable_dashboard_access=True,
         ),  # fmt: skip
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "reservation_persistent_peered": lambda: (
@@ -75,7 +75,7 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             reservation="projects/p/zones/us-central1-a/reservations/h100-pool", persistent_resource_id="team-pool",
             network="projects/123/global/networks/vpc", reserved_ip_ranges=("range-a", "range-b"),
         ),  # fmt: skip
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "per_pool_args_env_command": lambda: (
@@ -83,27 +83,27 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             name="own-command", image="gcr.io/p/t:1", workers=2, ps=1, command=("python", "-m", "trainer.task"),
             args=("--steps", "100"), env={"A": "job"}, worker_args=("--steps", "100", "--shard", "auto"), ps_env={"A": "ps"},
         ),  # fmt: skip
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [],
     ),
     "tpu_v5e_vm": lambda: (
         build_spec(name="tpu-job", module="trainer.task", chief_machine_type="ct5lp-hightpu-4t", tpu_topology="2x2"),
-        SubmitOptions(region="us-west4"),
+        VertexOptions(region="us-west4"),
         [PKG],
     ),
     "ps_4_workers_2_ps": lambda: (
         build_spec(name="ps-job", module="trainer.task", workers=4, ps=2),
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "tier_standard_1": lambda: (
         build_spec(name="tier-job", module="trainer.task", scale_tier="STANDARD_1", args=("--steps", "100")),
-        SubmitOptions(region="europe-west4"),
+        VertexOptions(region="europe-west4"),
         [PKG],
     ),
     "tier_basic_gpu": lambda: (
         build_spec(name="gpu-job", module="trainer.task", scale_tier="BASIC_GPU"),
-        SubmitOptions(region="asia-east1"),
+        VertexOptions(region="asia-east1"),
         [PKG],
     ),
     "gpus_mixed_pools": lambda: (
@@ -118,7 +118,7 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             accelerator="type=nvidia-tesla-t4,count=2",
             worker_accelerator="type=NVIDIA_TESLA_V100,count=4",
         ),
-        SubmitOptions(region="us-central1"),
+        VertexOptions(region="us-central1"),
         [PKG, "gs://b/tfjob/packages/9999/extra-1.0-py3-none-any.whl"],
     ),
     "container_bootstrap": lambda: (
@@ -130,12 +130,12 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             env={"MODE": "train", "EMPTY": ""},
             args=("--epochs", "2"),
         ),
-        SubmitOptions(),
+        VertexOptions(),
         [],
     ),
     "container_entrypoint": lambda: (
         build_spec(name="entry-job", image="gcr.io/p/trainer@sha256:abc", workers=1),
-        SubmitOptions(),
+        VertexOptions(),
         [],
     ),
     "evaluators_only_gap_pools": lambda: (
@@ -154,7 +154,7 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             tensorboard="projects/p/locations/us-central1/tensorboards/42",
             env={"TF_CPP_MIN_LOG_LEVEL": "2"},
         ),
-        SubmitOptions(executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21"),
+        VertexOptions(executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21"),
         [PKG],
     ),
     "per_pool_images": lambda: (
@@ -166,12 +166,12 @@ CASES: dict[str, Callable[[], tuple[Any, SubmitOptions, list[str]]]] = {
             ps_image="us-docker.pkg.dev/p/repo/ps:1",
             job_dir="gs://b/out",
         ),
-        SubmitOptions(region="us-east1"),
+        VertexOptions(region="us-east1"),
         [PKG],
     ),
     "tier_basic_tpu": lambda: (
         build_spec(name="tpu-job", module="trainer.task", scale_tier="BASIC_TPU"),
-        SubmitOptions(),
+        VertexOptions(),
         [PKG],
     ),
 }

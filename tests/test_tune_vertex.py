@@ -21,7 +21,8 @@ from reliability import Reliability
 from click.testing import CliRunner
 
 from fakes.vertex_tuning import FakeTuning
-from tfjob.backends.base import JobState, SubmitOptions
+from tfjob.backends.base import JobState
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.backends.vertex.render import render_custom_job
 from tfjob.spec import build_spec
@@ -75,7 +76,7 @@ def _spec() -> Any:
 # -- rendering ---------------------------------------------------------------------------------------
 def test_golden_tuning_job() -> None:
     body = render_hyperparameter_tuning_job(
-        STUDY, _spec(), SubmitOptions(region="europe-west4"), [PKG], submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0",
+        STUDY, _spec(), VertexOptions(region="europe-west4"), [PKG], submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0",
         bootstrap_uri=BOOT,
     )  # fmt: skip
     path = GOLDEN / "hptuning_job.json"
@@ -88,7 +89,7 @@ def test_golden_tuning_job() -> None:
 
 @pytest.mark.parametrize("study", [STUDY, parse_hparams(TUNE / "toy_vertex.yaml"), parse_hparams(TUNE / "toy_legacy.yaml")])
 def test_strict_protobuf_contract_and_the_custom_job_renderer(study: StudySpec) -> None:
-    spec, options = _spec(), SubmitOptions()
+    spec, options = _spec(), VertexOptions()
     body = render_hyperparameter_tuning_job(study, spec, options, [PKG], submission_id=SUB_ID)
     assert strict_roundtrip(body) == body  # the API's own JSON mapping gives the same dict back
     custom = render_custom_job(spec, options, [PKG], submission_id=SUB_ID)

@@ -112,10 +112,10 @@ def test_dry_run_path_imports_no_google_client(trainer: Path) -> None:
     code = (
         "import sys; before = set(sys.modules)\n"
         "from tfjob.backends import get_backend\n"
-        "from tfjob.backends.base import SubmitOptions\n"
+        "from tfjob.backends.vertex.options import VertexOptions\n"
         "from tfjob.spec import build_spec\n"
         f"spec = build_spec(name='x', module='trainer.task', package={str(trainer)!r}, workers=1)\n"
-        "get_backend('vertex').render(spec, SubmitOptions(staging_bucket='gs://b'))\n"
+        "get_backend('vertex').render(spec, VertexOptions(staging_bucket='gs://b'))\n"
         "print(sorted(m for m in set(sys.modules) - before if m.startswith('google.')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **OFFLINE}, timeout=60)

@@ -175,11 +175,11 @@ def test_status_logs_and_cancel_from_the_cli(emulator: Any, fake: FakeVertex, tr
 
 def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
     from tfjob.backends.vertex.service import fetch_logs, submit_job
-    from tfjob.backends.base import SubmitOptions
+    from tfjob.backends.vertex.options import VertexOptions
     from tfjob.spec import build_spec
 
     spec = build_spec(name="follow", module="trainer.task", package=str(trainer), workers=1)
-    job_id = submit_job(spec, SubmitOptions(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint))
+    job_id = submit_job(spec, VertexOptions(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint))
     fake.add_log(job_id, "workerpool0-0", "epoch 1", 1)
     arrived: list[str] = []
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from tfjob.backends.base import SubmitOptions
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.config import parse_job_config
 from tfjob.errors import SpecError
@@ -68,7 +68,7 @@ KNOBS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", sorted(KNOBS))
 def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> None:
     spec = Job(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", **KNOBS[case]).spec
-    body = render_custom_job(spec, SubmitOptions(region="us-central1"))
+    body = render_custom_job(spec, VertexOptions(region="us-central1"))
     _strict(body)
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
     again = Job(**{**values, "backend": "vertex"}).spec
@@ -103,7 +103,7 @@ def test_what_vertex_would_refuse_is_one_error(kwargs: dict[str, Any], message: 
 def test_a_key_or_attachment_in_another_region_is_refused_before_submitting() -> None:
     spec = build_spec(name="j", module="trainer.task", image="i", kms_key=KEY)
     with pytest.raises(SpecError, match=r"--kms-key is in us-central1, but the job runs in europe-west4"):
-        render_custom_job(spec, SubmitOptions(region="europe-west4"))
+        render_custom_job(spec, VertexOptions(region="europe-west4"))
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ from typing import Any, Iterator
 import pytest
 
 from fakes.vertex_api import FakeVertex
-from tfjob.backends.base import JobState, SubmitOptions
+from tfjob.backends.base import JobState
+from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import UsageError
 from tfjob.backends.vertex.auth import is_google_endpoint, resolve_credentials
 from tfjob.backends.vertex.errors import redact
@@ -204,7 +205,7 @@ def _submit_container_job(fake: FakeVertex) -> str:
     from tfjob.spec import build_spec
 
     spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)
-    return submit_job(spec, SubmitOptions(project="p", region="us-central1", api_endpoint=fake.endpoint))
+    return submit_job(spec, VertexOptions(project="p", region="us-central1", api_endpoint=fake.endpoint))
 
 
 @pytest.mark.parametrize("cancel", [False, True])
@@ -224,7 +225,7 @@ def test_interrupt_while_following(fake: FakeVertex, cancel: bool) -> None:
 
     # As on every backend: cancelled on Ctrl-C is JobCancelledError; otherwise the interrupt goes on.
     with pytest.raises(JobCancelledError if cancel else KeyboardInterrupt):
-        follow_job(job_id, SubmitOptions(cancel_on_interrupt=cancel, poll_interval=0.01), echo=said.append, sleep=sleep)
+        follow_job(job_id, VertexOptions(cancel_on_interrupt=cancel, poll_interval=0.01), echo=said.append, sleep=sleep)
     assert said[:2] == [f"job {job_id} QUEUED", f"job {job_id} RUNNING"]
     with JobStore() as store:
         state = store.get(job_id).state
@@ -240,7 +241,7 @@ def test_status_of_an_ended_job_needs_no_call(fake: FakeVertex) -> None:
     from tfjob.backends.vertex.service import fetch_status, follow_job
 
     job_id = _submit_container_job(fake)
-    follow_job(job_id, SubmitOptions(poll_interval=0.01), sleep=lambda s: None)
+    follow_job(job_id, VertexOptions(poll_interval=0.01), sleep=lambda s: None)
     before = len(fake.requests)
     assert fetch_status(job_id).state is JobState.SUCCEEDED
     assert len(fake.requests) == before

@@ -18,30 +18,54 @@ from ..errors import UsageError
 from ..machines import did_you_mean
 from .base import Backend, JobState, JobStatus, SubmitOptions, TaskStatus
 
-#: Backend name → module that implements it.
-BACKENDS: dict[str, str] = {
-    "local": "tfjob.backends.local.backend",
-    "vertex": "tfjob.backends.vertex.backend",
-    "kubeflow": "tfjob.backends.kubeflow.backend",
+#: Backend name → the module that implements it (its ``BACKEND``) and the class of the
+#: options it takes (``module:Class``, a :class:`SubmitOptions`; a light module).
+BACKENDS: dict[str, tuple[str, str]] = {
+    "local": ("tfjob.backends.local.backend", "tfjob.backends.local.options:LocalOptions"),
+    "vertex": ("tfjob.backends.vertex.backend", "tfjob.backends.vertex.options:VertexOptions"),
+    "kubeflow": ("tfjob.backends.kubeflow.backend", "tfjob.backends.kubeflow.options:TFJobOptions"),
     # A JobSet (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed.
-    "jobset": "tfjob.backends.kubeflow.jobset",
+    "jobset": ("tfjob.backends.kubeflow.jobset", "tfjob.backends.kubeflow.options:KubernetesOptions"),
     # A Kubeflow Trainer v2 TrainJob with the TensorFlow runtime tfjob renders for it: render only.
-    "trainjob": "tfjob.backends.kubeflow.trainjob",
+    "trainjob": ("tfjob.backends.kubeflow.trainjob", "tfjob.backends.kubeflow.options:KubernetesOptions"),
     # Vertex AI hyperparameter tuning jobs, which `tfjob tune --backend vertex` creates (status, logs, cancel).
-    "vertex-tuning": "tfjob.backends.vertex.tuning",
+    "vertex-tuning": ("tfjob.backends.vertex.tuning", "tfjob.backends.vertex.options:VertexOptions"),
     # Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
-    "ai-platform": "tfjob.backends.aiplatform.backend",
+    "ai-platform": ("tfjob.backends.aiplatform.backend", "tfjob.backends.base:GoogleCloudOptions"),
 }
 
 
-def get_backend(name: str) -> Backend:
-    """The backend called ``name`` (``local``, ``vertex``, ``kubeflow``)."""
-    module = BACKENDS.get(name)
-    if module is None:
+def _check_name(name: str) -> tuple[str, str]:
+    entry = BACKENDS.get(name)
+    if entry is None:
         raise UsageError(
             f"--backend {name!r} is not a backend{did_you_mean(name, BACKENDS)}; choose one of {', '.join(BACKENDS)}"
         )
-    return importlib.import_module(module).BACKEND
+    return entry
 
 
-__all__ = ["BACKENDS", "Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "get_backend"]
+def get_backend(name: str) -> Backend:
+    """The backend called ``name`` (``local``, ``vertex``, ``kubeflow``…)."""
+    return importlib.import_module(_check_name(name)[0]).BACKEND
+
+
+def options_type(name: str) -> type[SubmitOptions]:
+    """The class of the options the backend called ``name`` takes (without importing the backend)."""
+    module, cls = _check_name(name)[1].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def backend_keywords(name: str) -> frozenset[str]:
+    """The keywords only some backends take that the backend called ``name`` does: its
+    options beyond :class:`SubmitOptions`, and the platform-specific parts of the job
+    description it renders (``SPEC_KEYWORDS``)."""
+    import dataclasses
+
+    cls = options_type(name)
+    common = {f.name for f in dataclasses.fields(SubmitOptions)}
+    return frozenset({f.name for f in dataclasses.fields(cls)} - common) | cls.SPEC_KEYWORDS
+
+
+__all__ = [
+    "BACKENDS", "Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "backend_keywords", "get_backend", "options_type",
+]  # fmt: skip

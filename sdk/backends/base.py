@@ -12,12 +12,28 @@ submit, Ctrl-C, cancelling a job that has already ended — is
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator, Protocol, runtime_checkable
 
 from ..model import JobState, JobStatus, SubmitOptions, TaskStatus
 from ..spec import JobSpec
 
-__all__ = ["Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus"]
+__all__ = ["Backend", "GoogleCloudOptions", "JobState", "JobStatus", "SubmitOptions", "TaskStatus"]
+
+
+@dataclass
+class GoogleCloudOptions(SubmitOptions):
+    """Where a Google Cloud job goes: what Vertex AI and legacy AI Platform both take."""
+
+    project: str | None = None
+    region: str | None = None
+    #: ``gs://BUCKET[/PATH]`` for the trainer's packages (``--staging-bucket``).
+    staging_bucket: str | None = None
+    #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
+    default_staging_bucket: str | None = None
+
+    #: What both services render: the VPC peering, the interactive shell, the runtime.
+    SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset({"network", "enable_web_access", "runtime_version", "python_version"})
 
 
 @runtime_checkable

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import SpecError
+from ...model import options_as
+from ..base import GoogleCloudOptions
 from ...spec import ROLES, JobSpec, ScaleTier, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP  # a container given a module starts it through the bootstrap
 
@@ -113,6 +115,7 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
         SpecError: the job uses something legacy AI Platform cannot express (env
             variables, a TensorBoard, restart-on-worker-restart).
     """
+    options = options_as(GoogleCloudOptions, options)
     _check_expressible(spec)
     job_id = build_job_id(spec.name)
     tier = spec.scale_tier
@@ -188,6 +191,7 @@ def render_job(spec: JobSpec, options: "SubmitOptions") -> dict[str, Any]:
 
     ``labels`` is left out when the job has none, as the API's JSON does.
     """
+    options = options_as(GoogleCloudOptions, options)
     body: dict[str, Any] = {"jobId": build_job_id(spec.name), "trainingInput": render_training_input(spec, options)}
     if spec.labels:
         check_cloud_labels(spec, "AI Platform")

@@ -19,7 +19,9 @@ from ...errors import UsageError
 from ...spec import JobSpec
 from ...store import JobStore, process_start_time
 from ...lifecycle import Lifecycle
+from ...model import options_as
 from ..base import JobState, JobStatus, SubmitOptions
+from .options import LocalOptions
 
 
 #: Up to this many tasks, ``render`` writes each task's environment in full.
@@ -45,6 +47,7 @@ class LocalBackend(Lifecycle):
         Ports are illustrative (from 27182, as ``gcloud ai-platform local train``);
         a real run picks free ones.
         """
+        options = options_as(LocalOptions, options)
         from ...cluster import GCLOUD_LOCAL_START_PORT
         from ...limits import check_local_tasks
         from .plan import build_cluster, build_task_plans, check_chief, check_dialect, resolve_strategy
@@ -132,6 +135,7 @@ class LocalBackend(Lifecycle):
         from .ports import pick_ports
         from .runner import check_job, create_record, run_job
 
+        options = options_as(LocalOptions, options)
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)
@@ -151,6 +155,7 @@ class LocalBackend(Lifecycle):
         """Start the job under a detached supervisor process; return its id at once."""
         from .runner import check_job, create_record
 
+        options = options_as(LocalOptions, options)
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)

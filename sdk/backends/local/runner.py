@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
 from ...model import JobState, SubmitOptions
+from .options import LocalOptions
 from ...errors import PackagingError, SpecError, TfjobError, UsageError
 from ...limits import check_local_tasks
 from ...settings import tfjob_home
@@ -269,7 +270,7 @@ def run_job(
         summary: where the summary table and a failed task's last lines go.
         port_picker: picks free ports (injectable to test a stolen port).
     """
-    options = SubmitOptions(**record.options)
+    options = LocalOptions(**record.options)
     log_dir = Path(record.log_dir or jobs_dir() / record.id)
     names = [f"{role}-{index}" for role, index in prepared.spec.tasks()]
     router = LogRouter(log_dir, console, use_colour(console), names)

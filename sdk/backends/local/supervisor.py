@@ -13,7 +13,8 @@ import os
 import sys
 from typing import Sequence
 
-from ...model import JobState, SubmitOptions
+from ...model import JobState
+from .options import LocalOptions
 from ...errors import TfjobError
 from ...spec import JobSpec
 from ...store import JobStore, process_start_time
@@ -30,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         record = store.resolve(args[0])
         store.update(record.id, supervisor_pid=os.getpid(), supervisor_start=process_start_time(os.getpid()))
         try:
-            prepared = check_job(JobSpec.from_dict(record.spec), SubmitOptions(**record.options))
+            prepared = check_job(JobSpec.from_dict(record.spec), LocalOptions(**record.options))
         except TfjobError as e:
             # Checked before the job was recorded; only a changed machine gets here.
             store.set_state(record.id, JobState.FAILED, str(e))

@@ -52,7 +52,7 @@ class VertexBackend(Lifecycle):
         with ``options.stream_logs`` its log lines are printed as they arrive."""
         from .service import follow_job, stream_job
 
-        if options.stream_logs:
+        if getattr(options, "stream_logs", False):
             return stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True))
         return follow_job(job_id, options, echo=self.echo, sleep=self._sleep)
 

@@ -23,7 +23,8 @@ import functools
 import re
 from typing import Any, Sequence
 
-from ...model import SubmitOptions
+from ...model import SubmitOptions, options_as
+from .options import VertexOptions
 from ...errors import SpecError
 from ...spec import ROLES, JobSpec, Pool, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP_MODULE, bootstrap_command, package_args, trainer_args
@@ -294,7 +295,7 @@ def render_custom_job(
     """
     from ... import __version__
 
-    options = options or SubmitOptions()
+    options = options_as(VertexOptions, options)
     check_vertex_spec(spec)
     check_regional(spec, options.region)
     pools: list[dict[str, Any]] = []

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...model import SubmitOptions
+from ...model import SubmitOptions, options_as
+from .options import VertexOptions
 from ...errors import PackagingError, SpecError, UsageError
 from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
 from ...spec import JobSpec
@@ -232,6 +233,7 @@ def plan_submission(
         UsageError: no project or staging bucket for a real submission.
         SpecError, PackagingError: the job or the trainer cannot be sent.
     """
+    options = options_as(VertexOptions, options)
     notes: list[str] = []
     spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
