@@ -81,8 +81,9 @@ class Job:
     Args:
         package: the trainer source directory (or sdist / ``gs://`` URI).
         module: the trainer module, e.g. ``trainer.task``.
-        backend: ``local``, ``vertex`` or ``kubeflow``; default ``local`` unless a
-            cloud project is configured (then ``vertex``).
+        backend: ``local``, ``vertex``, ``kubeflow``, ``jobset``… (default ``local``
+            unless a cloud project is configured, then ``vertex``), or a backend object
+            with its clients injected, e.g. ``VertexBackend(credentials=creds)``.
         config: a legacy ``trainingInput`` or Vertex ``CustomJobSpec`` YAML/JSON file;
             keyword arguments override what it says.
         **kwargs: anything :func:`tfjob.spec.build_spec` takes (workers, ps,
@@ -96,6 +97,14 @@ class Job:
     """
 
     def __init__(self, package: str | None = None, module: str | None = None, **kwargs: Any) -> None:
+        # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
+        self._backend_object: Any = None
+        if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
+            self._backend_object = kwargs["backend"]
+            name = getattr(self._backend_object, "name", None)
+            if not isinstance(name, str) or name not in BACKENDS:
+                raise SpecError(f"backend={self._backend_object!r} is not a backend: give a name ({', '.join(BACKENDS)}) or a backend object")
+            kwargs["backend"] = name
         unknown = sorted(set(kwargs) - set(job_keywords()))
         if unknown:
             key = unknown[0]
@@ -151,7 +160,8 @@ class Job:
 
     @property
     def backend(self) -> Any:
-        return get_backend(self.backend_name)
+        """The backend object: the one given as ``backend=``, else the registry's."""
+        return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
 
     def render(self) -> dict[str, Any]:
         """The request the backend would send (no I/O, no credentials)."""
@@ -161,7 +171,7 @@ class Job:
         """Start the job and return its handle at once."""
         options = dataclasses.replace(self.options, wait=False)
         job_id = self.backend.submit(self.spec, options)
-        return JobHandle(self.backend_name, job_id)
+        return JobHandle(self.backend, job_id)
 
     def run(self, timeout: float | None = None) -> "JobHandle":
         """Run the job to its end, streaming progress; return the finished handle.
@@ -190,7 +200,7 @@ class Job:
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
             return handle
-        handle = JobHandle(self.backend_name, self.backend.run(self.spec, self.options))
+        handle = JobHandle(self.backend, self.backend.run(self.spec, self.options))
         handle.result()
         return handle
 
@@ -199,20 +209,21 @@ class JobHandle:
     """A submitted job, known by ``(backend, id)`` alone.
 
     Args:
-        backend: the backend's name.
+        backend: the backend's name, or the backend object itself (with its injected clients).
         id: the job's id on that backend.
         clock, sleep: injected for tests of :meth:`wait`.
     """
 
     def __init__(
         self,
-        backend: str,
+        backend: Any,
         id: str,
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.backend_name = backend
+        self._backend_object = None if isinstance(backend, str) else backend
+        self.backend_name: str = backend if isinstance(backend, str) else backend.name
         self.id = id
         self._clock = clock
         self._sleep = sleep
@@ -228,7 +239,7 @@ class JobHandle:
 
     @property
     def _backend(self) -> Any:
-        return get_backend(self.backend_name)
+        return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
 
     def status(self) -> JobStatus:
         """The job's status as its backend sees it now."""

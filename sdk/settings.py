@@ -2,8 +2,8 @@
 
 Precedence, highest first: command-line flags (or keyword arguments), environment
 variables, then ``$TFJOB_HOME/config.yaml`` (``project``, ``region``,
-``staging_bucket``, ``api_endpoint``, ``backend``, ``namespace``). ``TFJOB_HOME``
-defaults to ``~/.tfjob``.
+``staging_bucket``, ``api_endpoint``, ``backend``, ``namespace``, ``poll_interval``).
+``TFJOB_HOME`` defaults to ``~/.tfjob``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "api_endpoint": ("TFJOB_API_ENDPOINT",),
     "backend": ("TFJOB_BACKEND",),
     "namespace": ("TFJOB_NAMESPACE",),
+    "poll_interval": ("TFJOB_POLL_INTERVAL",),
 }
 
 
@@ -36,6 +37,9 @@ class Settings:
     api_endpoint: str | None = None
     backend: str | None = None
     namespace: str | None = None
+    #: First pause, in seconds, between two status reads while following a cloud job
+    #: (it grows to the backend's longest); ``--poll-interval`` overrides it for one job.
+    poll_interval: str | None = None
 
 
 def tfjob_home(env: Mapping[str, str] | None = None) -> Path:

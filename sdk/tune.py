@@ -172,7 +172,7 @@ class Tuning:
             raise UsageError("a local study runs in this process to its end; drop --async (or use --backend vertex)")
         from .backends.vertex.tuning import submit_tuning
 
-        return submit_tuning(self.study, self.job.spec, self.job.options, echo=echo or _say)
+        return submit_tuning(self.study, self.job.spec, self.job.options, echo=echo or _say, credentials=getattr(self.job.backend, "credentials", None))
 
     def _run_vertex(self, stream: TextIO | None) -> StudyResult:
         from .model import JobState
@@ -184,7 +184,7 @@ class Tuning:
         job_id = self.submit()
         if not self.job.options.wait:
             return StudyResult(job_id, JobState.QUEUED, "submitted")
-        final = follow_tuning(job_id, self.job.options, on_trials=view.update, echo=_say)
+        final = follow_tuning(job_id, self.job.options, on_trials=view.update, echo=_say, credentials=getattr(self.job.backend, "credentials", None))
         trials = [Trial.from_dict(t) for t in final.extra.get("trials", [])]
         view.finish(trials, f"tuning job {job_id} {final.state.value}: {final.message or 'no message'}")
         failed = [t for t in trials if t.failed]

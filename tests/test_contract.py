@@ -175,9 +175,7 @@ def platform(request: pytest.FixtureRequest, trainer: Path, tmp_path: Path, monk
         yield LocalDriver(trainer)
     elif request.param == "vertex":
         with FakeVertex() as server:
-            monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
-            monkeypatch.setenv("TFJOB_VERTEX_POLL_INTERVAL", "0.02")
-            monkeypatch.setenv("TFJOB_LOGGING_ENDPOINT", server.endpoint)
+            server.use_as_google(monkeypatch, tmp_path)
             # `list` asks the configured project, as `tfjob list` does.
             for var, value in (("TFJOB_PROJECT", "p"), ("TFJOB_REGION", "us-central1"), ("TFJOB_API_ENDPOINT", server.endpoint)):
                 monkeypatch.setenv(var, value)

@@ -335,3 +335,27 @@ def test_an_unreachable_server_and_a_server_error_are_backend_errors(fake: FakeK
     fake.stop()
     with pytest.raises(BackendError, match=r"^cannot reach the Kubernetes API at http://127\.0\.0\.1:\d+ to create TFJob census-ps"):
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
+
+
+def test_an_injected_api_client_is_used_instead_of_any_kubeconfig(fake: FakeKube, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``KubeflowBackend(api_client=…)``: submit, status, cancel go through the caller's
+    configured client; no kubeconfig is looked for (there is none here)."""
+    from kubernetes import client as k8s
+
+    from tfjob import Job
+    from tfjob.backends.kubeflow.backend import KubeflowBackend
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    configuration = k8s.Configuration()
+    configuration.host = fake.url
+    backend = KubeflowBackend(api_client=k8s.ApiClient(configuration), namespace="ml")
+    handle = Job(module="trainer.task", image="img:1", workers=2, backend=backend).submit()
+    assert handle.id.startswith("ml/") and ("ml", handle.id.split("/", 1)[1]) in fake.tfjobs
+    assert handle.status().state.value in ("PENDING", "QUEUED", "RUNNING")
+    handle.cancel()
+    assert ("ml", handle.id.split("/", 1)[1]) not in fake.tfjobs
+    # The registry's backend has no client given: it looks for a kubeconfig, and there is none.
+    from tfjob.errors import UsageError
+
+    with pytest.raises(UsageError, match="no kubeconfig for --backend kubeflow"):
+        Job(module="trainer.task", image="img:1", workers=2, backend="kubeflow").submit()

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import BIN, ROOT, SHARED, requires_tf
 from fakes.kube_api import FakeKube, kube_fixture
-from fakes.vertex_api import FakeVertex
+from fakes.vertex_api import FakeVertex, write_service_account
 from test_vertex_e2e import free_port
 
 README = ROOT / "README.md"
@@ -106,10 +106,13 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         env.update(
             PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
             TFJOB_API_ENDPOINT=vertex.endpoint,
-            TFJOB_VERTEX_ANONYMOUS="1",
-            TFJOB_VERTEX_POLL_INTERVAL="0.02",
+            # Application-default credentials whose token endpoint is the stand-in, as a user has ADC.
+            GOOGLE_APPLICATION_CREDENTIALS=str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
+            TFJOB_POLL_INTERVAL="0.02",
             KUBECONFIG=str(kubeconfig),
         )
+        # The key file the README's credentials example reads (its token endpoint is the stand-in).
+        write_service_account(work / "sa.json", f"{vertex.endpoint}/token", "my-project")
         blocks = readme_blocks()
         # The first command: its tfjob steps, with the tfjob this suite runs on.
         steps = [s for s in command_line(blocks[0]).split(" && ") if not _INSTALL.match(s)]
@@ -130,7 +133,8 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         assert (census / "model" / "saved_model.pb").is_file()
         assert "SUCCEEDED" in outputs[0].stderr
         created = vertex.created_bodies()
-        assert len(created) == 1
-        assert [int(p["replicaCount"]) for p in created[0]["jobSpec"]["workerPoolSpecs"]] == [1, 4, 2]
+        assert len(created) == 2  # the CLI's submit, and the Job given its own credentials
+        assert all([int(p["replicaCount"]) for p in body["jobSpec"]["workerPoolSpecs"]] == [1, 4, 2] for body in created)
+        assert any(o.stdout.strip() == "SUCCEEDED" for o in outputs)
         assert [key[0] for key in kube.tfjobs] == ["default"]
         assert sorted(p.name for p in (work / "runs" / "tune").iterdir()) == ["1", "2"]

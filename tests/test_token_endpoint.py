@@ -24,7 +24,6 @@ def _closed_port() -> int:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
-    monkeypatch.delenv("TFJOB_VERTEX_ANONYMOUS", raising=False)
     with FakeVertex() as server:
         yield server
 

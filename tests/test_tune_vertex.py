@@ -125,10 +125,9 @@ def test_dry_run_needs_no_credentials(tmp_path: Path) -> None:
 
 # -- the real client against the stand-in --------------------------------------------------------------
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTuning]:
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeTuning]:
     with FakeTuning() as server:
-        monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
-        monkeypatch.setenv("TFJOB_VERTEX_POLL_INTERVAL", "0.01")
+        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"), poll_interval="0.01")
         yield server
 
 

@@ -1,8 +1,8 @@
 """End to end: the real CLI against a local Vertex AI stand-in and gcp-storage-emulator.
 
-The CLI runs as a subprocess with ``--api-endpoint http://127.0.0.1:PORT`` (no
-credentials: ``TFJOB_VERTEX_ANONYMOUS=1`` is honoured for a non-Google endpoint
-only) and ``STORAGE_EMULATOR_HOST``; the package really lands in the emulator and
+The CLI runs as a subprocess with ``--api-endpoint http://127.0.0.1:PORT``, real
+application-default credentials (a service-account key whose token endpoint is the
+stand-in) and ``STORAGE_EMULATOR_HOST``; the package really lands in the emulator and
 the job really goes through its states on the fake service.
 """
 
@@ -51,10 +51,9 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
     with FakeVertex() as server:
-        monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
-        monkeypatch.setenv("TFJOB_VERTEX_POLL_INTERVAL", "0.02")
+        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
         yield server
 
 
@@ -238,13 +237,30 @@ def test_python_api_run_raises_with_the_job_message(emulator: Any, fake: FakeVer
         job.run()
 
 
-def test_anonymous_seam_is_refused_for_google(trainer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
-    result = CliRunner().invoke(
-        app, ["submit", "--image", "gcr.io/p/t:1", "-m", "trainer.task", "--backend", "vertex", "--project", "p", "--async"]
-    )
-    assert result.exit_code == 2
-    assert "TFJOB_VERTEX_ANONYMOUS=1 sends no credentials and is only for a local test endpoint" in result.stderr
+def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Job(backend=VertexBackend(credentials=…))``: every call of the job's life (create,
+    follow, status, cancel) carries them, and application-default credentials are never
+    looked up — here they would fail, naming a file that does not exist."""
+    from google.oauth2.credentials import Credentials
+
+    from tfjob import Job
+    from tfjob.backends.vertex.backend import VertexBackend
+
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-adc.json"))
+    given = Credentials(token="ya29.given-by-the-pipeline")
+    backend = VertexBackend(credentials=given)
+    job = Job(image="gcr.io/p/t:1", module="trainer.task", backend=backend, project="p", region="us-central1", api_endpoint=fake.endpoint)
+    assert job.backend is backend
+    handle = job.run()
+    assert handle.status().state.value == "SUCCEEDED" and handle.backend_name == "vertex"
+    handle.cancel()  # ended: no call
+    sent = {auth for (_, path, _), auth in zip(fake.requests, fake.authorizations) if path.startswith("/v1/")}
+    assert sent == {"Bearer ya29.given-by-the-pipeline"}
+    # The registry's backend (no credentials given) looks up application-default ones: none here.
+    from tfjob.errors import AuthError
+
+    with pytest.raises(AuthError, match="no Google Cloud credentials found"):
+        Job(image="gcr.io/p/t:1", module="trainer.task", backend="vertex", project="p", region="us-central1", api_endpoint=fake.endpoint).submit()
 
 
 def test_real_credentials_flow_never_prints_the_token(
@@ -264,7 +280,6 @@ def test_real_credentials_flow_never_prints_the_token(
         "type": "service_account", "project_id": "p", "private_key_id": "k1", "private_key": pem,
         "client_email": "trainer@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": f"{fake.endpoint}/token",
     }))  # fmt: skip
-    monkeypatch.delenv("TFJOB_VERTEX_ANONYMOUS")
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
     fake.token = "ya29.a0-SECRET-token-used-by-the-cli"
     # A service (or proxy) that echoes the Authorization header in an error must not leak it either.

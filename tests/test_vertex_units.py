@@ -171,13 +171,11 @@ def test_google_endpoints(endpoint: str | None, google: bool) -> None:
     assert is_google_endpoint(endpoint) is google
 
 
-def test_anonymous_seam(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_credentials_given_are_used_as_they_are() -> None:
     from google.auth.credentials import AnonymousCredentials
 
-    env = {"TFJOB_VERTEX_ANONYMOUS": "1"}
-    assert isinstance(resolve_credentials("http://127.0.0.1:1", env), AnonymousCredentials)
-    with pytest.raises(UsageError, match=r"only for a local test endpoint"):
-        resolve_credentials(None, env)
+    given = AnonymousCredentials()
+    assert resolve_credentials(given) is given
 
 
 def test_no_credentials_says_how_to_get_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -189,14 +187,14 @@ def test_no_credentials_says_how_to_get_them(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
     monkeypatch.setenv("NO_GCE_CHECK", "true")
     with pytest.raises(AuthError, match=r"no Google Cloud credentials found: run `gcloud auth application-default login`"):
-        resolve_credentials(None, {})
+        resolve_credentials(None)
 
 
 # -- following, in-process against the local stand-in ------------------------------------
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeVertex]:
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
     with FakeVertex() as server:
-        monkeypatch.setenv("TFJOB_VERTEX_ANONYMOUS", "1")
+        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
         yield server
 
 
@@ -355,3 +353,20 @@ def test_the_replica_a_failure_blames_is_the_failed_task(message: str, blamed: t
     status = job_status({"state": "JOB_STATE_FAILED", "error": {"code": 3, "message": message}}, "9")
     assert status.failed_task == (blamed[0] if blamed else None)
     assert status.extra.get("task_exit_code") == (blamed[1] if blamed else None)
+
+
+def test_the_poll_interval_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tfjob.backends.vertex.service import poll_interval
+    from tfjob.model import SubmitOptions
+
+    monkeypatch.setenv("TFJOB_HOME", str(tmp_path))
+    monkeypatch.delenv("TFJOB_POLL_INTERVAL", raising=False)
+    assert poll_interval() == 5.0
+    (tmp_path / "config.yaml").write_text("poll_interval: 0.5\n")
+    assert poll_interval() == 0.5
+    monkeypatch.setenv("TFJOB_POLL_INTERVAL", "2")
+    assert poll_interval() == 2.0 and poll_interval(SubmitOptions(poll_interval=0.1)) == 0.1  # the flag wins
+    for bad in ("fast", "0", "-1", "86400"):
+        monkeypatch.setenv("TFJOB_POLL_INTERVAL", bad)
+        with pytest.raises(UsageError, match=r"^the poll_interval setting .* must be seconds in \(0, 3600\]$"):
+            poll_interval()

@@ -22,11 +22,13 @@ before the answer, as when a response is lost on the way back).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -65,6 +67,33 @@ class Fault:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=1)
+def _private_key() -> str:
+    """One RSA key per test process (generating one takes ~50 ms)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+
+
+def write_service_account(path: Path, token_uri: str, project: str = "p") -> Path:
+    """A service-account key file whose token endpoint is ``token_uri`` (a stand-in): with
+    ``GOOGLE_APPLICATION_CREDENTIALS`` naming it, the real google-auth code path runs."""
+    path.write_text(json.dumps({
+        "type": "service_account", "project_id": project, "private_key_id": "k1", "private_key": _private_key(),
+        "client_email": f"trainer@{project}.iam.gserviceaccount.com", "client_id": "1", "token_uri": token_uri,
+    }))  # fmt: skip
+    return path
+
+
+def use_as_google(server: Any, monkeypatch: Any, directory: Path, poll_interval: str = "0.02") -> None:
+    """Point tfjob at ``server`` as a user would: application-default credentials (a service-account
+    key whose token endpoint is the server's ``/token``) and a short ``poll_interval`` setting."""
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(write_service_account(directory / "adc.json", f"{server.endpoint}/token")))
+    monkeypatch.setenv("TFJOB_POLL_INTERVAL", poll_interval)
+
+
 class FakeVertex(LocalServer):
     """The server's state; start it with :meth:`start` (or as a context manager)."""
 
@@ -87,6 +116,8 @@ class FakeVertex(LocalServer):
         self._next_id = 7000000000000000000
 
     # -- control ---------------------------------------------------------------------
+    use_as_google = use_as_google
+
     def fail(self, pattern: str, status: int | str, message: str = "injected", **kw: Any) -> None:
         """Queue a fault for the next request matching ``pattern`` (a regex on ``METHOD path``)."""
         self.faults.append(Fault(pattern, status, message, **kw))

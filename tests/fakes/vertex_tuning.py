@@ -30,7 +30,7 @@ from typing import Any, Callable
 from urllib.parse import parse_qs, urlparse
 
 from .server import JsonHandler, LocalServer
-from .vertex_api import _now, log_entry
+from .vertex_api import _now, log_entry, use_as_google
 
 _JOBS = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs$")
 _JOB = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/hyperparameterTuningJobs/([^/:]+)(:cancel)?$")
@@ -60,6 +60,8 @@ def _draw(spec: dict[str, Any], k: int) -> Any:
 
 class FakeTuning(LocalServer):
     """The server's state; start it with :meth:`start` (or as a context manager)."""
+
+    use_as_google = use_as_google
 
     def __init__(self, projects: tuple[str, ...] = ("p",)) -> None:
         super().__init__()
@@ -161,7 +163,10 @@ class _Handler(JsonHandler):
     def _handle(self, method: str) -> None:
         url = urlparse(self.path)
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length)) if length else None
+        raw = self.rfile.read(length) if length else b""
+        if url.path == "/token" and method == "POST":  # an OAuth2 token endpoint (a form body)
+            return self._reply(200, {"access_token": "ya29.fake-tuning-token", "expires_in": 3600, "token_type": "Bearer"})
+        body = json.loads(raw) if raw else None
         self.state.requests.append((method, url.path, body))
         fault = self._fault(f"{method} {url.path}")
         if isinstance(fault, int):

@@ -81,14 +81,29 @@ class KubeflowBackend(Lifecycle):
             followed (``SubmitOptions.poll_interval`` overrides it for ``run``).
         sleep: injected for tests of waiting.
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
+        api_client: a configured ``kubernetes.client.ApiClient`` that every call uses
+            instead of the kubeconfig (``Job(backend=KubeflowBackend(api_client=api))``).
+        namespace: where a job goes with ``api_client`` when it names no namespace.
     """
 
     name = "kubeflow"
     platform = "Kubernetes"
 
-    def __init__(self, poll_interval: float = 2.0, sleep: Callable[[float], None] = time.sleep, echo: Callable[[str], None] = say) -> None:
+    def __init__(
+        self,
+        poll_interval: float = 2.0,
+        sleep: Callable[[float], None] = time.sleep,
+        echo: Callable[[str], None] = say,
+        *,
+        api_client: Any = None,
+        namespace: str | None = None,
+    ) -> None:
         super().__init__(echo=echo, sleep=sleep)
         self.poll_interval = poll_interval
+        #: A configured ``kubernetes.client.ApiClient`` for every call (None: the kubeconfig's),
+        #: and the namespace a job without one goes to with it (default ``default``).
+        self.api_client = api_client
+        self.namespace = namespace
 
     #: What the job is on the cluster, in messages.
     kind = "TFJob"
@@ -145,10 +160,11 @@ class KubeflowBackend(Lifecycle):
         return build_job_status(job_id, obj, pods)
 
     # -- plumbing --------------------------------------------------------------------------
-    @staticmethod
-    def _connect(kubeconfig: str | None, context: str | None) -> Any:
+    def _connect(self, kubeconfig: str | None, context: str | None) -> Any:
         from .client import KubeClient  # imports kubernetes: only on this path
 
+        if self.api_client is not None:
+            return KubeClient(api_client=self.api_client, namespace=self.namespace)
         return KubeClient(kubeconfig, context)
 
     @staticmethod

@@ -103,16 +103,30 @@ class KubeClient:
         BackendUnavailableError: the ``kubernetes`` package is missing.
     """
 
-    def __init__(self, kubeconfig: str | None = None, context: str | None = None, request_timeout: float = REQUEST_TIMEOUT) -> None:
+    def __init__(
+        self,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        request_timeout: float = REQUEST_TIMEOUT,
+        *,
+        api_client: Any = None,
+        namespace: str | None = None,
+    ) -> None:
         try:
             from kubernetes import client, config
         except ImportError as e:  # pragma: no cover - it is a dependency of tfjob
             from ...errors import BackendUnavailableError
 
             raise BackendUnavailableError("--backend kubeflow needs the kubernetes package: pip install kubernetes") from e
-        self.kubeconfig = find_kubeconfig(kubeconfig)
-        self.context = context
         self.timeout = request_timeout
+        self.context = context
+        if api_client is not None:
+            # A client the caller configured (``KubeflowBackend(api_client=…)``): no kubeconfig is read.
+            self.kubeconfig = None
+            self.namespace = namespace or "default"
+            self._use(client, api_client)
+            return
+        self.kubeconfig = find_kubeconfig(kubeconfig)
         configuration = client.Configuration()
         if self.kubeconfig is None and not context and os.environ.get("KUBERNETES_SERVICE_HOST"):
             config.load_incluster_config(client_configuration=configuration)
@@ -126,8 +140,11 @@ class KubeClient:
             self.namespace = self._load(config, configuration)
         # One quick retry, not urllib3's default three with back-off, for an API server that is down.
         configuration.retries = 1
-        self.server = configuration.host
-        self._api = client.ApiClient(configuration)
+        self._use(client, client.ApiClient(configuration))
+
+    def _use(self, client: Any, api_client: Any) -> None:
+        self.server = api_client.configuration.host
+        self._api = api_client
         self._custom = client.CustomObjectsApi(self._api)
         self._core = client.CoreV1Api(self._api)
         import urllib3

@@ -1,13 +1,11 @@
-"""Credentials for Google Cloud: application-default credentials, or none for a test endpoint.
+"""Credentials for Google Cloud: the ones given, else application-default credentials.
 
-Real use: google-auth's application-default credentials (``gcloud auth
-application-default login``, ``GOOGLE_APPLICATION_CREDENTIALS``, or the metadata
-server), with the cloud-platform scope.
-
-Test seam: ``TFJOB_VERTEX_ANONYMOUS=1`` sends no credentials at all. It is honoured
-only when the API endpoint is not a Google one (a local HTTP server standing in for
-Vertex AI); against a Google endpoint it is an error, so it can never silently
-send unauthenticated requests to Google.
+google-auth's application-default credentials (``gcloud auth application-default
+login``, ``GOOGLE_APPLICATION_CREDENTIALS``, or the metadata server), with the
+cloud-platform scope — unless the caller hands the backend its own
+(``VertexBackend(credentials=…)``, as the Vertex AI SDK's ``aiplatform.init(credentials=…)``).
+There is no switch that sends no credentials: tests use a service-account key whose
+token endpoint is the local stand-in, so the real token path runs.
 """
 
 from __future__ import annotations
@@ -16,10 +14,7 @@ import os
 from typing import Any, Mapping
 from urllib.parse import urlparse
 
-from ...errors import UsageError
 
-#: Set to 1 to send no credentials to a non-Google endpoint (tests, emulators).
-ANONYMOUS_ENV = "TFJOB_VERTEX_ANONYMOUS"
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
 
@@ -31,33 +26,25 @@ def is_google_endpoint(endpoint: str | None) -> bool:
     return host.endswith((".googleapis.com", ".google.com")) or host in ("googleapis.com", "google.com")
 
 
-def resolve_credentials(api_endpoint: str | None, env: Mapping[str, str] | None = None) -> Any:
-    """The credentials to call ``api_endpoint`` with.
+def resolve_credentials(credentials: Any = None) -> Any:
+    """The credentials to call Google Cloud with: ``credentials`` when given, else the
+    application-default ones.
 
     Raises:
-        UsageError: the anonymous test seam is asked for against a Google endpoint.
         AuthError: no application-default credentials can be found.
     """
-    env = os.environ if env is None else env
-    if env.get(ANONYMOUS_ENV) == "1":
-        if is_google_endpoint(api_endpoint):
-            raise UsageError(
-                f"{ANONYMOUS_ENV}=1 sends no credentials and is only for a local test endpoint "
-                f"(--api-endpoint http://127.0.0.1:PORT); unset it to use your Google Cloud credentials"
-            )
-        from google.auth.credentials import AnonymousCredentials
-
-        return AnonymousCredentials()
+    if credentials is not None:
+        return credentials
     import google.auth
     from google.auth import exceptions as auth_exceptions
 
     from .errors import translate
 
     try:
-        credentials, _ = google.auth.default(scopes=list(SCOPES))
+        found, _ = google.auth.default(scopes=list(SCOPES))
     except auth_exceptions.DefaultCredentialsError as e:
         raise translate(e, action="auth") from e
-    return credentials
+    return found
 
 
 def credentials_source(credentials: Any, env: Mapping[str, str] | None = None) -> str:
@@ -72,7 +59,7 @@ def credentials_source(credentials: Any, env: Mapping[str, str] | None = None) -
     return f"the application-default credentials in {path}"
 
 
-def ensure_token(credentials: Any, env: Mapping[str, str] | None = None) -> None:
+def ensure_token(credentials: Any, env: Mapping[str, str] | None = None, *, given: bool = False) -> None:
     """Get an access token now, before anything is sent: a token endpoint that cannot be
     reached (offline, a proxy, a bad credentials file) is then a credentials failure,
     said as one, and never taken for a create whose answer was lost.
@@ -92,7 +79,7 @@ def ensure_token(credentials: Any, env: Mapping[str, str] | None = None) -> None
 
     token_uri = getattr(credentials, "_token_uri", None) or getattr(credentials, "token_uri", None) or "https://oauth2.googleapis.com/token"
     host = urlparse(str(token_uri)).hostname or str(token_uri)
-    source = credentials_source(credentials, env)
+    source = "the credentials given to the Vertex AI backend" if given else credentials_source(credentials, env)
     try:
         credentials.refresh(google.auth.transport.requests.Request())
     except auth_exceptions.RefreshError as e:

@@ -17,7 +17,9 @@ from typing import Any, Iterator
 
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
+from ...model import options_as
 from ..base import JobStatus, SubmitOptions
+from .options import VertexOptions
 
 
 class VertexBackend(Lifecycle):
@@ -25,11 +27,21 @@ class VertexBackend(Lifecycle):
     finished job are :class:`~tfjob.lifecycle.Lifecycle`'s.
 
     Args:
+        credentials: Google credentials for every call (``google.auth.credentials.Credentials``);
+            default: application-default credentials, found when a call needs them.
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
+        sleep: how waiting pauses (injected by tests).
+
+    ``Job(..., backend=VertexBackend(credentials=creds))`` runs a job with them, as the
+    Vertex AI SDK's ``aiplatform.init(credentials=…)`` does.
     """
 
     name = "vertex"
     platform = "Vertex AI"
+
+    def __init__(self, *, credentials: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.credentials = credentials
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The ``CustomJob`` body ``submit`` would send (no credentials, no network)."""
@@ -45,7 +57,7 @@ class VertexBackend(Lifecycle):
         """Stage the packages and create the job; return Vertex AI's job id."""
         from .service import submit_job
 
-        return submit_job(spec, options, echo=self.echo)
+        return submit_job(spec, options_as(VertexOptions, options), echo=self.echo, credentials=self.credentials)
 
     def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
         """Follow the job to its end with one client (the store updated at each change);
@@ -53,32 +65,32 @@ class VertexBackend(Lifecycle):
         from .service import follow_job, stream_job
 
         if getattr(options, "stream_logs", False):
-            return stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True))
-        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep)
+            return stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True), credentials=self.credentials)
+        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep, credentials=self.credentials)
 
     def status(self, job_id: str) -> JobStatus:
         """The job as Vertex AI sees it now (the store is updated)."""
         from .service import fetch_status
 
-        return fetch_status(job_id)
+        return fetch_status(job_id, credentials=self.credentials)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's Cloud Logging lines, ``[worker-1] …``; ``follow`` until the job ends."""
         from .service import fetch_logs
 
-        return fetch_logs(job_id, task=task, follow=follow, tail=tail)
+        return fetch_logs(job_id, task=task, follow=follow, tail=tail, credentials=self.credentials)
 
     def _cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job."""
         from .service import cancel_job
 
-        cancel_job(job_id, echo=self.echo)
+        cancel_job(job_id, echo=self.echo, credentials=self.credentials)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Jobs tfjob submitted (the ``tfjob`` label) in the configured project and region, newest first."""
         from .service import list_jobs
 
-        return list_jobs(limit)
+        return list_jobs(limit, credentials=self.credentials)
 
 
 BACKEND = VertexBackend()

@@ -6,14 +6,14 @@ with the project, region and endpoint it lives in, so ``tfjob status / logs /
 cancel ID`` work from any process. The store follows Vertex AI: each status read
 updates it, and a job that ended there is answered from the store without a call.
 
-Test seams (both documented, both harmless in real use): ``TFJOB_VERTEX_ANONYMOUS=1``
-with a non-Google ``--api-endpoint`` (see :mod:`.auth`), and
-``TFJOB_VERTEX_POLL_INTERVAL`` (seconds between polls while waiting, default 5).
+Every call takes the caller's ``credentials`` (default: application-default ones,
+:mod:`.auth`) and a ready ``client`` where it has one: :class:`~.backend.VertexBackend`
+passes what it was made with, so a pipeline (or a test) injects them instead of
+setting the environment.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any, Callable, Iterator
 
@@ -25,9 +25,6 @@ from ...lifecycle import poll
 from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
 from .submission import DEFAULT_REGION
 
-POLL_ENV = "TFJOB_VERTEX_POLL_INTERVAL"
-#: The Cloud Logging endpoint to use instead of Google's (a test server).
-LOGGING_ENDPOINT_ENV = "TFJOB_LOGGING_ENDPOINT"
 
 Echo = Callable[[str], None]
 
@@ -37,25 +34,31 @@ def _quiet(message: str) -> None:
 
 
 def poll_interval(options: SubmitOptions | None = None) -> float:
-    """Seconds between polls: the option, else ``$TFJOB_VERTEX_POLL_INTERVAL``, else 5."""
+    """Seconds between polls: ``--poll-interval``, else the ``poll_interval`` setting
+    (``$TFJOB_POLL_INTERVAL``, config.yaml), else 5."""
     if options is not None and options.poll_interval:
         return float(options.poll_interval)
-    text = os.environ.get(POLL_ENV)
+    from ...settings import load_settings
+
+    text = load_settings().poll_interval
     try:
-        return float(text) if text else POLL_INTERVAL
+        seconds = float(text) if text else POLL_INTERVAL
     except ValueError:
-        raise UsageError(f"{POLL_ENV}={text!r} must be a number of seconds") from None
+        seconds = -1.0
+    if not 0 < seconds <= 3600:
+        raise UsageError(f"the poll_interval setting {text!r} ($TFJOB_POLL_INTERVAL or config.yaml) must be seconds in (0, 3600]")
+    return seconds
 
 
-def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet) -> Any:
-    """A :class:`~.client.VertexClient` with credentials resolved (ADC, or the test seam)."""
-    from .auth import resolve_credentials
+def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None) -> Any:
+    """A :class:`~.client.VertexClient` with ``credentials`` (default: application-default ones),
+    a token already in hand."""
+    from .auth import ensure_token, resolve_credentials
     from .client import VertexClient
 
-    from .auth import ensure_token
-
-    credentials = resolve_credentials(api_endpoint)
-    ensure_token(credentials)
+    given = credentials is not None
+    credentials = resolve_credentials(credentials)
+    ensure_token(credentials, given=given)
 
     def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
         from .errors import server_message
@@ -68,7 +71,7 @@ def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo 
 
 
 # -- submit -----------------------------------------------------------------------------
-def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> str:
+def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> str:
     """Stage the packages, create the job once, record it; return Vertex AI's job id."""
     from .staging import stage_packages, storage_client
     from .submission import plan_submission
@@ -77,7 +80,7 @@ def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, cl
     for note in plan.notes:
         echo(note)
     assert plan.project is not None  # a real submission has one (plan_submission checks)
-    client = client or make_client(plan.project, plan.region, options.api_endpoint, echo)
+    client = client or make_client(plan.project, plan.region, options.api_endpoint, echo, credentials)
     report = None
     if plan.uploads:
         storage = storage_client(plan.project, client_credentials(client))
@@ -152,7 +155,7 @@ def _record_created(pending: JobRecord, job: dict[str, Any], extra: dict[str, An
     return job_id
 
 
-def resolve_pending(record: JobRecord, *, client: Any = None) -> JobStatus:
+def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any = None) -> JobStatus:
     """Find a pending submission's job by its label: re-record it under its id, or fail it.
 
     Returns:
@@ -160,7 +163,7 @@ def resolve_pending(record: JobRecord, *, client: Any = None) -> JobStatus:
         FAILED with "never created" when the service has no job with that label.
     """
     opts = record.options
-    client = client or make_client(opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint"))
+    client = client or make_client(opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint"), credentials=credentials)
     submission = record.extra["submission_id"]
     found = client.find_by_submission_id(submission, display_name=record.name)
     if found is None:
@@ -222,12 +225,12 @@ def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -
 
 
 # -- status / follow / cancel / list -------------------------------------------------------
-def fetch_status(job_id: str, *, client: Any = None) -> JobStatus:
+def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None) -> JobStatus:
     """The job as Vertex AI has it (from the store alone once the job has ended)."""
     record, project, region, endpoint = _location(job_id)
     if record is not None and record.state.is_terminal:
         return record.to_status()
-    client = client or make_client(project, region, endpoint)
+    client = client or make_client(project, region, endpoint, credentials=credentials)
     if record is not None and record.extra.get("pending"):
         return resolve_pending(record, client=client)
     job_id = record.id if record is not None else job_id
@@ -245,23 +248,28 @@ def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
     return (record.id if record is not None else job_id), record
 
 
-def interrupted(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None) -> None:
+def interrupted(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> None:
     """Ctrl-C while following a job: :func:`tfjob.lifecycle.interrupted` on Vertex AI."""
     from ...lifecycle import interrupted as on_interrupt
 
-    on_interrupt(job_id, options, platform="Vertex AI", cancel=lambda j: cancel_job(j, echo=echo, client=client), echo=echo)
+    def cancel(job: str) -> None:
+        cancel_job(job, echo=echo, client=client, credentials=credentials)
+
+    on_interrupt(job_id, options, platform="Vertex AI", cancel=cancel, echo=echo)
 
 
-def stream_job(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, out: Callable[[str], None] = print) -> JobStatus:
+def stream_job(
+    job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, out: Callable[[str], None] = print, credentials: Any = None
+) -> JobStatus:
     """``--stream-logs``: the job's log lines as they arrive (``[worker-1] …``, as ``tfjob
     logs --follow`` prints them) until it ends, then its final state as :func:`follow_job`."""
     try:
-        for line in fetch_logs(job_id, follow=True):
+        for line in fetch_logs(job_id, follow=True, credentials=credentials, interval=poll_interval(options)):
             out(line)
     except KeyboardInterrupt:
-        interrupted(job_id, options, echo=echo)
+        interrupted(job_id, options, echo=echo, credentials=credentials)
         raise
-    return follow_job(job_id, options, echo=echo)
+    return follow_job(job_id, options, echo=echo, credentials=credentials)
 
 
 def follow_job(
@@ -270,6 +278,7 @@ def follow_job(
     *,
     echo: Echo = _quiet,
     client: Any = None,
+    credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobStatus:
     """Wait for the job to end, printing each change of state; return the final status.
@@ -280,7 +289,7 @@ def follow_job(
     raised, as on every backend.
     """
     _, project, region, endpoint = _location(job_id)
-    client = client or make_client(project, region, endpoint, echo)
+    client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(job_id, client)
     interval = poll_interval(options)
 
@@ -304,10 +313,10 @@ def follow_job(
     return _record_status(job_id, final, record)
 
 
-def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None) -> None:
+def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
     _, project, region, endpoint = _location(job_id)
-    client = client or make_client(project, region, endpoint, echo)
+    client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(job_id, client)
     client.cancel_custom_job(job_id)
     if record is not None:
@@ -316,7 +325,7 @@ def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None) -> None:
     echo(f"asked Vertex AI to cancel job {job_id}")
 
 
-def list_jobs(limit: int | None = None, *, client: Any = None) -> list[JobStatus]:
+def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None) -> list[JobStatus]:
     """Jobs carrying the ``tfjob`` label in the configured project and region, newest first.
 
     Without a configured project, the Vertex AI jobs of the job store.
@@ -329,7 +338,7 @@ def list_jobs(limit: int | None = None, *, client: Any = None) -> list[JobStatus
     if client is None and not settings.project:
         with JobStore() as store:
             return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
-    client = client or make_client(settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint)
+    client = client or make_client(settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
     jobs = client.list_custom_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)
     statuses = [job_status(job, job_id_of(job.get("name", ""))) for job in jobs]
     with JobStore() as store:
@@ -341,12 +350,10 @@ def list_jobs(limit: int | None = None, *, client: Any = None) -> list[JobStatus
 
 # -- logs -----------------------------------------------------------------------------
 def logging_endpoint(api_endpoint: str | None) -> str | None:
-    """Where to read Cloud Logging: ``$TFJOB_LOGGING_ENDPOINT``, else a test Vertex endpoint, else Google."""
+    """Where to read Cloud Logging: Google's, unless the Vertex AI endpoint is not Google's
+    (a private or local stand-in answers for both services)."""
     from .auth import is_google_endpoint
 
-    override = os.environ.get(LOGGING_ENDPOINT_ENV)
-    if override:
-        return override
     if api_endpoint and not is_google_endpoint(api_endpoint):
         return api_endpoint  # a local test server answers for both services
     return None
@@ -358,10 +365,13 @@ def fetch_logs(
     follow: bool = False,
     tail: int | None = None,
     *,
+    credentials: Any = None,
+    interval: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[str]:
-    """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends."""
-    from .auth import resolve_credentials
+    """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends
+    (reading again every ``interval`` seconds, default :func:`poll_interval`)."""
+    from .auth import ensure_token, resolve_credentials
     from .client import is_translatable
     from .errors import translate
     from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
@@ -369,7 +379,9 @@ def fetch_logs(
     record, project, region, endpoint = _location(job_id)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     log_endpoint = logging_endpoint(endpoint)
-    credentials = resolve_credentials(log_endpoint or endpoint)
+    given = credentials is not None
+    credentials = resolve_credentials(credentials)
+    ensure_token(credentials, given=given)
     client = logging_client(project, credentials, log_endpoint)
     # A job writes nothing before it was created; a minute of slack for clock skew.
     start = format_time(record.created - 60) if record is not None and record.created else None
@@ -387,10 +399,10 @@ def fetch_logs(
         for entry in first:
             yield entry_line(entry)
         return
-    vertex = make_client(project, region, endpoint)
+    vertex = make_client(project, region, endpoint, credentials=credentials)
 
     def is_done() -> bool:
         return fetch_status(job_id, client=vertex).state.is_terminal
 
-    for entry in follow_entries(read, is_done, poll_interval=poll_interval(), sleep=sleep, first=first):
+    for entry in follow_entries(read, is_done, poll_interval=interval or poll_interval(), sleep=sleep, first=first):
         yield entry_line(entry)

@@ -108,9 +108,9 @@ class TuningClient(VertexClient):
         self._call("cancel", lambda: self._client.cancel_hyperparameter_tuning_job(name=name), job=job_id_of(name))
 
 
-def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet) -> TuningClient:
-    """A :class:`TuningClient` with credentials resolved as the Vertex backend resolves them."""
-    from .auth import resolve_credentials
+def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None) -> TuningClient:
+    """A :class:`TuningClient` with ``credentials`` (default: application-default ones), as the Vertex backend's."""
+    from .auth import ensure_token, resolve_credentials
 
     def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
         from .errors import server_message
@@ -119,10 +119,9 @@ def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo
         what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
         echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
 
-    from .auth import ensure_token
-
-    credentials = resolve_credentials(api_endpoint)
-    ensure_token(credentials)
+    given = credentials is not None
+    credentials = resolve_credentials(credentials)
+    ensure_token(credentials, given=given)
     return TuningClient(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
 
 
@@ -207,7 +206,8 @@ def plan_tuning(study: StudySpec, spec: JobSpec, options: SubmitOptions, *, dry_
 
 
 def submit_tuning(
-    study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: TuningClient | None = None
+    study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: TuningClient | None = None,
+    credentials: Any = None,
 ) -> str:
     """Stage the packages, create the tuning job once and record it; return its id."""
     from .service import client_credentials
@@ -216,7 +216,7 @@ def submit_tuning(
     plan, body = plan_tuning(study, spec, options, dry_run=False)
     for note in plan.notes:
         echo(note)
-    client = client or make_tuning_client(plan.project, plan.region, options.api_endpoint, echo)
+    client = client or make_tuning_client(plan.project, plan.region, options.api_endpoint, echo, credentials)
     if plan.uploads:
         stage_packages(plan.uploads, region=plan.region, client=storage_client(plan.project, client_credentials(client)), echo=echo)
     job = client.create_tuning_job(body, plan.submission_id)
@@ -271,12 +271,12 @@ def _record(job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobSt
     return status
 
 
-def fetch_tuning_status(job_id: str, *, client: TuningClient | None = None) -> JobStatus:
+def fetch_tuning_status(job_id: str, *, client: TuningClient | None = None, credentials: Any = None) -> JobStatus:
     """The tuning job as Vertex AI has it (from the store alone once it has ended)."""
     record, project, region, endpoint = _location(job_id)
     if record is not None and record.state.is_terminal:
         return record.to_status()
-    client = client or make_tuning_client(project, region, endpoint)
+    client = client or make_tuning_client(project, region, endpoint, credentials=credentials)
     return _record(job_id, client.get_tuning_job(job_id), record)
 
 
@@ -287,6 +287,7 @@ def follow_tuning(
     on_trials: Callable[[list[Trial]], None] | None = None,
     echo: Echo = _quiet,
     client: TuningClient | None = None,
+    credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> JobStatus:
     """Poll the tuning job until it ends, showing its trials as they change; return the final status.
@@ -299,7 +300,7 @@ def follow_tuning(
     from ...lifecycle import interrupted, poll
 
     record, project, region, endpoint = _location(job_id)
-    client = client or make_tuning_client(project, region, endpoint, echo)
+    client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     first = poll_interval(options)
     last: dict[str, Any] = {"state": None, "trials": None}
 
@@ -330,10 +331,10 @@ def follow_tuning(
         raise
 
 
-def cancel_tuning(job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None) -> None:
+def cancel_tuning(job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None) -> None:
     """Ask Vertex AI to cancel the tuning job; the store shows CANCELLING until it has ended."""
     record, project, region, endpoint = _location(job_id)
-    client = client or make_tuning_client(project, region, endpoint, echo)
+    client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     client.cancel_tuning_job(job_id)
     if record is not None:
         with JobStore() as store:
@@ -341,7 +342,7 @@ def cancel_tuning(job_id: str, *, echo: Echo = _quiet, client: TuningClient | No
     echo(f"asked Vertex AI to cancel tuning job {job_id}")
 
 
-def list_tunings(limit: int | None = None, *, client: TuningClient | None = None) -> list[JobStatus]:
+def list_tunings(limit: int | None = None, *, client: TuningClient | None = None, credentials: Any = None) -> list[JobStatus]:
     """Tuning jobs carrying the ``tfjob`` label in the configured project and region, newest first."""
     from .submission import DEFAULT_REGION
     from .render import TFJOB_LABEL
@@ -351,12 +352,14 @@ def list_tunings(limit: int | None = None, *, client: TuningClient | None = None
     if client is None and not settings.project:
         with JobStore() as store:
             return [r.to_status() for r in store.list(limit=limit, backend=BACKEND_NAME)]
-    client = client or make_tuning_client(settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint)
+    client = client or make_tuning_client(settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
     statuses = [tuning_status(job, job_id_of(job.get("name", ""))) for job in client.list_tuning_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)]
     return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
 
 
-def fetch_tuning_logs(job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
+def fetch_tuning_logs(
+    job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None, *, credentials: Any = None
+) -> Iterator[str]:
     """Log lines of a tuning job; ``--task trial-3`` reads that trial's own CustomJob."""
     from .service import fetch_logs
 
@@ -364,7 +367,7 @@ def fetch_tuning_logs(job_id: str, task: str | None = None, follow: bool = False
         raise UsageError(f"name a trial: `tfjob logs {job_id} --task trial-N` (`tfjob status {job_id}` lists them)")
     if not task.startswith("trial-"):
         raise UsageError(f"--task {task!r}: the tasks of a tuning job are its trials, trial-1, trial-2…")
-    status = fetch_tuning_status(job_id)
+    status = fetch_tuning_status(job_id, credentials=credentials)
     trial = next((t for t in status.extra.get("trials", []) if f"trial-{t['id']}" == task), None)
     if trial is None or not trial.get("job_id"):
         raise UsageError(f"--task {task!r}: tuning job {job_id} has no such trial with a job yet")
@@ -379,7 +382,7 @@ def fetch_tuning_logs(job_id: str, task: str | None = None, follow: bool = False
                     extra={"study": job_id, "trial": trial["id"]},
                 )  # fmt: skip
             )
-    return fetch_logs(trial["job_id"], follow=follow, tail=tail)
+    return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials)
 
 
 class VertexTuningBackend(Lifecycle):
@@ -389,6 +392,11 @@ class VertexTuningBackend(Lifecycle):
     platform = "Vertex AI"
     max_poll_interval = 60.0
 
+    def __init__(self, *, credentials: Any = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        #: Google credentials for every call (None: application-default credentials).
+        self.credentials = credentials
+
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
@@ -396,16 +404,16 @@ class VertexTuningBackend(Lifecycle):
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
     def status(self, job_id: str) -> JobStatus:
-        return fetch_tuning_status(job_id)
+        return fetch_tuning_status(job_id, credentials=self.credentials)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        return fetch_tuning_logs(job_id, task, follow, tail)
+        return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials)
 
     def _cancel(self, job_id: str) -> None:
-        cancel_tuning(job_id)
+        cancel_tuning(job_id, echo=self.echo, credentials=self.credentials)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
-        return list_tunings(limit)
+        return list_tunings(limit, credentials=self.credentials)
 
 
 BACKEND = VertexTuningBackend()
