@@ -28,7 +28,7 @@ class OneLineErrors(click.Group):
         try:
             rv = super().main(args, prog_name, *a, **kw)
         except TfjobError as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {e.cli_message or e}", err=True)
             sys.exit(e.exit_code)
         except click.exceptions.NoArgsIsHelpError as e:
             click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())

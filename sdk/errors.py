@@ -22,7 +22,9 @@ time (the job, the service or the machine).
     ├── JobCancelledError (exit 130)         the job was cancelled
     └── JobTimeoutError (+TimeoutError)      waiting ran out of time
 
-Messages name the field, the value and the fix.
+Messages name the field, the value and the fix — as flags (``--workers 0``) for the
+CLI; a :class:`tfjob.Job` raises them in its own words (``workers=0``) and keeps the
+flag wording in ``cli_message``, which the CLI prints.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class TfjobError(Exception):
     """Base of every error tfjob raises on purpose."""
 
     exit_code: int = 1
+    #: The message as the CLI says it (flags), when the exception's own text is the API's.
+    cli_message: str | None = None
 
 
 class UsageError(TfjobError):

@@ -10,6 +10,7 @@ A handle is only ``(backend, id)``, so ``get_job(ID)`` rebuilds it in any proces
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -61,9 +62,41 @@ def check_backend_keywords(backend: str, given: Any) -> None:
             continue
         flag = "--" + key.replace("_", "-")
         raise SpecError(
-            f"{flag} ({key}=) is for the {' and '.join(allowed)} backend{'s' if len(allowed) > 1 else ''}, "
+            f"{flag} is for the {' and '.join(allowed)} backend{'s' if len(allowed) > 1 else ''}, "
             f"not {backend}; leave it out, or choose --backend {allowed[0]}"
         )
+
+
+def in_api_words(error: SpecError, given: dict[str, Any]) -> SpecError:
+    """``error`` as a :class:`Job` caller reads it: ``--workers 0`` → ``workers=0`` and a
+    bare ``--workers`` → ``workers`` for every ``Job`` keyword; the flag wording stays in
+    ``cli_message`` for the CLI, which built the Job from flags."""
+    text = original = error.cli_message or str(error)
+    for key, value in given.items():
+        flag = "--" + key.replace("_", "-")
+        if value is not None and not isinstance(value, bool):
+            for shown in dict.fromkeys((repr(value), str(value))):
+                text = text.replace(f"{flag} {shown}", f"{key}={value!r}")
+    keywords = sorted(job_keywords(), key=len, reverse=True)
+    text = re.sub(r"--backend ([a-z-]+)\b", lambda m: f"backend={m.group(1)!r}", text)
+    text = re.sub(
+        r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w-])",
+        lambda m: m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keywords else m.group(0),
+        text,
+    )
+    if text == original:
+        return error
+    translated = type(error)(text)
+    translated.cli_message = original
+    return translated
+
+
+@contextlib.contextmanager
+def _api_words(given: dict[str, Any]) -> Iterator[None]:
+    try:
+        yield
+    except SpecError as e:
+        raise in_api_words(e, given) from None
 
 
 def default_job_name(module: str | None, image: str | None, now: float | None = None) -> str:
@@ -115,6 +148,11 @@ class Job:
                 f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; "
                 f"the {backend} backend takes: {', '.join(valid)}"
             )
+        self._given = {k: v for k, v in kwargs.items() if k != "config"}
+        with _api_words(self._given):
+            self._build(package, module, kwargs)
+
+    def _build(self, package: str | None, module: str | None, kwargs: dict[str, Any]) -> None:
         config = kwargs.pop("config", None)
         values: dict[str, Any] = {k: v for k, v in kwargs.items() if v is not None}
         # What the caller asked for by flag or keyword. (A --config file describes the cloud
@@ -165,12 +203,14 @@ class Job:
 
     def render(self) -> dict[str, Any]:
         """The request the backend would send (no I/O, no credentials)."""
-        return self.backend.render(self.spec, self.options)
+        with _api_words(self._given):
+            return self.backend.render(self.spec, self.options)
 
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""
         options = dataclasses.replace(self.options, wait=False)
-        job_id = self.backend.submit(self.spec, options)
+        with _api_words(self._given):
+            job_id = self.backend.submit(self.spec, options)
         return JobHandle(self.backend, job_id)
 
     def run(self, timeout: float | None = None) -> "JobHandle":
@@ -200,7 +240,9 @@ class Job:
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
             return handle
-        handle = JobHandle(self.backend, self.backend.run(self.spec, self.options))
+        with _api_words(self._given):
+            job_id = self.backend.run(self.spec, self.options)
+        handle = JobHandle(self.backend, job_id)
         handle.result()
         return handle
 

@@ -74,8 +74,9 @@ def test_a_job_gets_its_backends_own_typed_options(backend: str, cls: str, own: 
     assert type(job.options).__name__ == cls
     assert {k: getattr(job.options, k) for k in own} == own
     assert not hasattr(job.options, other)
-    with pytest.raises(SpecError, match=rf"^--{other.replace('_', '-')} \({other}=\) is for the .* not {backend};"):
+    with pytest.raises(SpecError, match=rf"^{other} is for the .* not {backend}; leave it out, or choose backend='[a-z-]+'$") as caught:
         Job(module="trainer.task", image="img:1", backend=backend, **{other: "x"})
+    assert caught.value.cli_message.startswith(f"--{other.replace('_', '-')} is for the ")  # what the CLI prints
 
 
 def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes() -> None:
@@ -89,3 +90,25 @@ def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes
     taken = message.split("takes: ")[1].split(", ")
     assert {"namespace", "restart_policy", "workers", "image"} <= set(taken)
     assert not {"dialect", "executor_image", "spot"} & set(taken)  # other backends' keywords are not offered
+
+
+@pytest.mark.parametrize(
+    "given, api, cli",
+    [
+        (dict(workers=0, ps=1), "workers=0 must be ≥ 1; leave workers out", "--workers 0 must be ≥ 1; leave --workers out"),
+        (dict(ps=2), "ps needs workers ≥ 1", "--ps needs --workers ≥ 1"),
+        (dict(worker_machine_type="zz"), "worker_machine_type='zz' is set but workers is not", "--worker-machine-type zz is set but --workers is not"),
+        (dict(scale_tier="NOPE"), "scale_tier='NOPE' is not a scale tier", "--scale-tier 'NOPE' is not a scale tier"),
+    ],
+)
+def test_a_job_speaks_in_keywords_and_the_cli_in_flags(trainer: Path, given: dict, api: str, cli: str) -> None:
+    from tfjob import Job
+    from tfjob.errors import SpecError
+
+    with pytest.raises(SpecError) as caught:
+        Job(package=str(trainer / "trainer"), module="trainer.task", **given)
+    assert str(caught.value).startswith(api) and "--" not in str(caught.value)
+    assert caught.value.cli_message.startswith(cli)
+    flags = [arg for key, value in given.items() for arg in ("--" + key.replace("_", "-"), str(value))]
+    done = _run("render", str(trainer / "trainer"), "-m", "trainer.task", *flags)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {cli}") and done.stderr.count("\n") == 1, done.stderr

@@ -254,8 +254,9 @@ def test_config_errors_are_spec_errors_and_usage_errors() -> None:
 def test_cross_field_rules_are_checked_after_flags_are_merged(tmp_path: Path) -> None:
     # A file may leave out what a flag supplies: CUSTOM without masterType, completed on the command line.
     path = write(tmp_path, "trainingInput:\n  scaleTier: CUSTOM\n  workerType: n1-highcpu-8\n  workerCount: 2\n  pythonModule: trainer.task\n")
-    with pytest.raises(SpecError, match=r"--scale-tier CUSTOM needs --chief-machine-type"):
+    with pytest.raises(SpecError, match=r"^scale_tier CUSTOM needs chief_machine_type") as caught:
         Job(config=str(path))
+    assert caught.value.cli_message.startswith("--scale-tier CUSTOM needs --chief-machine-type")
     assert Job(config=str(path), chief_machine_type="n1-highcpu-16").spec.pool("chief").machine.type == "n1-highcpu-16"
 
 
