@@ -6,6 +6,7 @@ the renderers and the backends all build on it without importing each other back
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 
@@ -118,3 +119,20 @@ def options_as(cls: type[Options], options: SubmitOptions | None) -> Options:
         return options
     names = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in vars(options).items() if k in names})
+
+
+def parse_time(text: str | None) -> float | None:
+    """An RFC 3339 time as the platforms write it (``2026-11-22T15:30:00.123456789Z``) as
+    seconds since the epoch; None when there is none or it cannot be read."""
+    if not text:
+        return None
+    text = text.replace("Z", "+00:00")
+    # Python's parser takes at most 6 fractional digits; Vertex AI sends up to 9.
+    head, dot, rest = text.partition(".")
+    if dot:
+        digits = "".join(c for c in rest if c.isdigit())
+        text = f"{head}.{digits[:6]}{rest[len(digits):]}"
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None

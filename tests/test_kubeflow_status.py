@@ -11,13 +11,13 @@ import pytest
 from tfjob.backends import JobState
 from tfjob.errors import UsageError
 from tfjob.backends.kubeflow.client import find_kubeconfig
+from tfjob.model import parse_time
 from tfjob.backends.kubeflow.status import (
     build_job_status,
     build_pod_selector,
     parse_job_id,
     parse_pod_task,
     parse_tfjob_state,
-    parse_timestamp,
     pod_has_logs,
     sort_pods,
 )
@@ -79,7 +79,7 @@ def test_pods_become_tasks_chief_first_with_the_tensorflow_exit_code() -> None:
     assert [p["metadata"]["name"] for p in sort_pods(pods)] == ["j-master-0", "j-worker-2", "j-worker-10", "j-ps-0"]
     task = parse_pod_task(pods[2])
     assert (task.name, task.state, task.exit_code, task.signal) == ("worker-2", JobState.FAILED, 137, 9)
-    assert task.started == parse_timestamp("2026-01-02T03:05:00Z") and task.ended == parse_timestamp("2026-01-02T04:00:00Z")
+    assert task.started == parse_time("2026-01-02T03:05:00Z") and task.ended == parse_time("2026-01-02T04:00:00Z")
     assert parse_pod_task(pods[3]).name == "chief-0"  # the legacy Master is our chief
 
 
@@ -88,7 +88,7 @@ def test_a_failed_status_names_the_first_failed_pod_or_the_replica_type_of_the_m
     pods = [_pod("chief", 0), _pod("worker", 1, "Failed", exit_code=3), _pod("worker", 0, "Failed", exit_code=4)]
     status = build_job_status("ml/j", tfjob, pods)
     assert status.failed_task == "worker-0" and status.extra["task_exit_code"] == 4
-    assert (status.id, status.backend, status.name, status.created) == ("ml/j", "kubeflow", "j", parse_timestamp("2026-01-02T03:04:05Z"))
+    assert (status.id, status.backend, status.name, status.created) == ("ml/j", "kubeflow", "j", parse_time("2026-01-02T03:04:05Z"))
     tfjob["status"]["conditions"][0]["message"] = "TFJob ml/j has failed because 2 PS replica(s) failed."
     assert build_job_status("ml/j", tfjob, []).failed_task == "ps"
     assert build_job_status("ml/j", _tfjob(("Running", "True")), pods).failed_task is None
@@ -127,8 +127,8 @@ def test_pod_selectors_for_a_job_a_role_and_a_task() -> None:
 
 
 def test_timestamps() -> None:
-    assert parse_timestamp("1970-01-01T00:01:00Z") == 60.0
-    assert parse_timestamp(None) is None and parse_timestamp("yesterday") is None
+    assert parse_time("1970-01-01T00:01:00Z") == 60.0
+    assert parse_time(None) is None and parse_time("yesterday") is None
 
 
 def test_the_kubeconfig_is_the_flag_then_kubeconfig_then_home(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ from tfjob.backends.local.plan import (
     find_source_root,
     platform_variables,
     render_job_info,
-    resolve_strategy,
 )
+from tfjob.cluster.dispatch import job_strategy
 from tfjob.backends.local.ports import pick_ports, port_is_free
 from tfjob.spec import build_spec
 
@@ -135,14 +135,14 @@ def test_dialect_and_strategy_are_checked() -> None:
     assert check_dialect("ai-platform") == "ai-platform"
     with pytest.raises(SpecError, match="--dialect 'vertx' is not known.*vertex"):
         check_dialect("vertx")
-    assert resolve_strategy(_spec(), None) == "module"  # the default: every task runs the module
-    assert resolve_strategy(_spec(), "auto") == "parameter-server"
-    assert resolve_strategy(_spec(ps=None), "auto") == "module"
-    assert resolve_strategy(_spec(), "multi-worker") == "module"
+    assert job_strategy(_spec(), None) == "module"  # the default: every task runs the module
+    assert job_strategy(_spec(), "auto") == "parameter-server"
+    assert job_strategy(_spec(ps=None), "auto") == "module"
+    assert job_strategy(_spec(), "multi-worker") == "module"
     with pytest.raises(UsageError, match="--strategy 'ps' is not known"):
-        resolve_strategy(_spec(), "ps")
+        job_strategy(_spec(), "ps")
     with pytest.raises(UsageError, match="parameter-server .* needs --workers ≥ 1 and --ps ≥ 1"):
-        resolve_strategy(_spec(ps=None), "parameter-server")
+        job_strategy(_spec(ps=None), "parameter-server")
 
 
 def test_render_shows_each_task_without_starting_anything() -> None:

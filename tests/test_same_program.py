@@ -7,7 +7,8 @@ import pytest
 
 from tfjob.backends.base import SubmitOptions
 from tfjob.engine import Engine
-from tfjob.backends.local.plan import build_cluster, build_task_plans, resolve_strategy
+from tfjob.backends.local.plan import build_cluster, build_task_plans
+from tfjob.cluster.dispatch import job_strategy
 from tfjob.backends.aiplatform.render import render_training_input
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.vertex.render import render_custom_job
@@ -21,7 +22,7 @@ LEGACY = {"chief": "master", "worker": "worker", "ps": "parameterServer", "evalu
 def _local(spec, dialect: str, options: SubmitOptions) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     """What each local task starts: the bootstrap process, or (for an image) the container's
     entrypoint and arguments after the image in ``podman run``."""
-    strategy = resolve_strategy(spec, options.strategy)
+    strategy = job_strategy(spec, options.strategy)
     cluster = build_cluster(spec, list(range(6000, 6000 + len(spec.tasks()))))
     plans = build_task_plans(
         spec, cluster, dialect=dialect, strategy=strategy, python="python", source_root="/src", environ={}, job_id="j",
@@ -88,7 +89,7 @@ def test_ai_platform_containers_start_what_the_local_tasks_start_but_the_job_dir
 
 def _local_package(spec, dialect: str, options: SubmitOptions) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
     """What each local task of a package job runs after ``python -m``: the module and its arguments."""
-    strategy = resolve_strategy(spec, options.strategy)
+    strategy = job_strategy(spec, options.strategy)
     cluster = build_cluster(spec, list(range(6000, 6000 + len(spec.tasks()))))
     plans = build_task_plans(
         spec, cluster, dialect=dialect, strategy=strategy, python="python", source_root="/src", environ={}, job_id="j",

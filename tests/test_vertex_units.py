@@ -14,7 +14,8 @@ from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import UsageError
 from tfjob.backends.vertex.auth import is_google_endpoint, resolve_credentials
 from tfjob.backends.vertex.errors import redact
-from tfjob.backends.vertex.follow import job_status, parse_state, parse_time
+from tfjob.backends.vertex.follow import job_status, parse_state
+from tfjob.model import parse_time
 from tfjob.lifecycle import poll
 from tfjob.backends.vertex.logs import build_filter, task_label, vertex_task_name
 from tfjob.backends.vertex.retry import Backoff, call_with_retry

@@ -43,7 +43,10 @@ class Backend(Protocol):
     name: str
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
-        """The request the backend would send for ``spec`` (pure; no I/O)."""
+        """The request the backend would send for ``spec``: no credentials, no network, no job
+        started. A trainer directory is built into its sdist (from the build cache when
+        unchanged) where the request names the package's digest (Vertex AI, a Kubernetes
+        ConfigMap); the local render shows a placeholder instead."""
 
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
         """Start the job; return its id."""

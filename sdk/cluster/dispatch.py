@@ -72,6 +72,11 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
     return strategy
 
 
+def job_strategy(spec: Any, strategy: str | None) -> str:
+    """:func:`resolve_strategy` for a job (a :class:`~tfjob.spec.JobSpec`): its ps and workers."""
+    return resolve_strategy(strategy, ps=spec.count("ps"), workers=spec.count("worker"))
+
+
 def bootstrap_args(
     module: str | None,
     trainer_args: Sequence[str],
@@ -119,7 +124,7 @@ def package_args(spec: Any, role: str, options: Any) -> list[str]:
     The bootstrap is never given ``--job-dir`` here: Vertex AI passes none (it sets
     ``AIP_MODEL_DIR``) and AI Platform appends its ``jobDir`` to the args itself.
     """
-    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    strategy = job_strategy(spec, getattr(options, "strategy", None))
     tf_config = getattr(options, "tf_config", "platform") or "platform"
     return bootstrap_args(spec.module, trainer_args(spec, role), strategy=strategy, dialect="vertex", tf_config=tf_config)
 
@@ -129,7 +134,7 @@ def bootstrap_command(spec: Any, options: Any, packages: Sequence[str] = ()) -> 
 
     ``packages``: archives the bootstrap pip-installs first (``--packages`` with ``--image``).
     """
-    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    strategy = job_strategy(spec, getattr(options, "strategy", None))
     tf_config = getattr(options, "tf_config", "platform") or "platform"
     installs = [arg for uri in packages for arg in ("--package", uri)]
     return [BOOTSTRAP, *installs, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]

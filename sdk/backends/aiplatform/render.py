@@ -76,9 +76,9 @@ def _staging_root(spec: JobSpec, options: "SubmitOptions") -> str | None:
 
 def _bootstrap_command(spec: JobSpec, options: Any) -> list[str]:
     """The bootstrap as a container's command; AI Platform passes ``--job-dir`` itself (``jobDir``)."""
-    from ...cluster.dispatch import bootstrap_args, resolve_strategy
+    from ...cluster.dispatch import bootstrap_args, job_strategy
 
-    strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    strategy = job_strategy(spec, getattr(options, "strategy", None))
     tf_config = getattr(options, "tf_config", "platform") or "platform"
     return [BOOTSTRAP, *bootstrap_args(spec.module, [], strategy=strategy, dialect="ai-platform", tf_config=tf_config, script=spec.script)]
 

@@ -16,7 +16,8 @@ import time
 from typing import Any, Callable, Iterator
 
 from ...errors import BackendError, JobNotFoundError, UsageError
-from .status import build_job_status, build_pod_selector, parse_job_id, parse_timestamp, parse_tfjob_state, pod_task_name
+from ...model import parse_time
+from .status import build_job_status, build_pod_selector, parse_job_id, parse_tfjob_state, pod_task_name
 from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
 from .shipment import MAX_BYTES as MAX_SHIPPED_BYTES
 from .shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
@@ -233,7 +234,7 @@ class KubeflowBackend(Lifecycle):
             spec=spec.to_dict(),
             options={"namespace": namespace, "kubeconfig": client.kubeconfig, "context": options.context},
             message=f"{self.kind} created; waiting for {self.controller}",
-            created=parse_timestamp(meta.get("creationTimestamp")) or time.time(),
+            created=parse_time(meta.get("creationTimestamp")) or time.time(),
             extra={"server": client.server, "uid": meta.get("uid")},
         )
         store = JobStore()

@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any, Mapping
 
-from ...cluster.dispatch import bootstrap_args, resolve_strategy
+from ...cluster.dispatch import bootstrap_args, job_strategy
 from ...errors import SpecError, UsageError
 from ...machines import did_you_mean, machine_info, tpu_chips
 from ...spec import JobSpec, Pool
@@ -170,7 +170,7 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
     if spec.module is not None or spec.script is not None:
         # Every task starts through the bootstrap with the arguments every backend gives it
         # (tfjob.cluster.dispatch); the operator passes no --job-dir, so neither does tfjob.
-        strategy = resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+        strategy = job_strategy(spec, getattr(options, "strategy", None))
         container["command"] = ["tfjob-bootstrap"]
         container["args"] = bootstrap_args(
             spec.module,
@@ -245,7 +245,7 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
                 f"label {key}={value!r} is not valid on Kubernetes: keys and values must start and end with a "
                 f"letter or digit; use {suggest_k8s_name(key)}={value.strip('-_')}"
             )
-    resolve_strategy(getattr(options, "strategy", None), ps=spec.count("ps"), workers=spec.count("worker"))
+    job_strategy(spec, getattr(options, "strategy", None))
 
 
 def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:

@@ -11,10 +11,9 @@ named ``worker-1`` as everywhere else in tfjob.
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any, Iterable, Mapping
 
-from ...model import JobState, JobStatus, TaskStatus
+from ...model import JobState, JobStatus, TaskStatus, parse_time
 from ...errors import ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
 from ...cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
@@ -47,16 +46,6 @@ def parse_job_id(job_id: str) -> tuple[str | None, str]:
             "and '-'); `tfjob list` shows the known jobs"
         )
     return (namespace or None), name
-
-
-def parse_timestamp(value: str | None) -> float | None:
-    """An RFC 3339 time (``2024-05-01T12:00:00Z``) as seconds since the epoch, or None."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
@@ -239,8 +228,8 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
         exit_code=exit_code,
         # A container killed by a signal exits 128 + the signal number.
         signal=exit_code - 128 if isinstance(exit_code, int) and exit_code > 128 else None,
-        started=parse_timestamp(status.get("startTime")),
-        ended=parse_timestamp(terminated.get("finishedAt")),
+        started=parse_time(status.get("startTime")),
+        ended=parse_time(terminated.get("finishedAt")),
         reason=pod_reason(pod),
     )
 
@@ -292,9 +281,9 @@ def build_job_status(
         name=metadata.get("name", job_id.rpartition("/")[2]),
         state=state,
         message=message,
-        created=parse_timestamp(metadata.get("creationTimestamp")),
-        started=parse_timestamp(status.get("startTime")),
-        ended=parse_timestamp(status.get("completionTime")),
+        created=parse_time(metadata.get("creationTimestamp")),
+        started=parse_time(status.get("startTime")),
+        ended=parse_time(status.get("completionTime")),
         failed_task=failed_task,
         tasks=tasks,
         extra=extra,

@@ -50,12 +50,13 @@ class LocalBackend(Lifecycle):
         options = options_as(LocalOptions, options)
         from ...cluster import GCLOUD_LOCAL_START_PORT
         from ...limits import check_local_tasks
-        from .plan import build_cluster, build_task_plans, check_chief, check_dialect, resolve_strategy
+        from ...cluster.dispatch import job_strategy
+        from .plan import build_cluster, build_task_plans, check_chief, check_dialect
 
         check_local_tasks(len(spec.tasks()))
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
-        strategy = resolve_strategy(spec, options.strategy)
+        strategy = job_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
         engine = None
         if any(spec.image_for(role) for role, _ in spec.tasks()):

@@ -75,13 +75,6 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
         )
 
 
-def resolve_strategy(spec: JobSpec, strategy: str | None) -> str:
-    """The job's dispatch (:func:`tfjob.cluster.dispatch.resolve_strategy`) for its shape."""
-    from ...cluster.dispatch import resolve_strategy as resolve
-
-    return resolve(strategy, ps=spec.count("ps"), workers=spec.count("worker"))
-
-
 def build_cluster(spec: JobSpec, ports: list[int], host: str = HOST) -> dict[str, list[str]]:
     """Canonical roles → ``host:port`` addresses, one port per task in :meth:`JobSpec.tasks` order."""
     tasks = spec.tasks()

@@ -28,7 +28,8 @@ from ...spec import JobSpec
 from ...store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
 from .logs import LogRouter, render_summary, use_colour
-from .plan import check_chief, check_dialect, find_source_root, resolve_strategy
+from ...cluster.dispatch import job_strategy
+from .plan import check_chief, check_dialect, find_source_root
 from .ports import PortPicker, pick_ports
 
 
@@ -80,7 +81,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
-    strategy = resolve_strategy(spec, options.strategy)
+    strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:
         raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
     engine = find_engine(getattr(options, "container_engine", None))
@@ -115,7 +116,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
-    strategy = resolve_strategy(spec, options.strategy)
+    strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
         raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
     python = options.python or sys.executable

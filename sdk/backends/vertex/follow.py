@@ -7,10 +7,9 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
-from ...model import JobState, JobStatus
+from ...model import JobState, JobStatus, parse_time
 
 #: Vertex AI ``JobState`` names → tfjob's states.
 VERTEX_STATES: dict[str, JobState] = {
@@ -40,20 +39,6 @@ def parse_state(value: str | int | None) -> JobState:
     if isinstance(value, int):
         value = _BY_NUMBER.get(value, "JOB_STATE_UNSPECIFIED")
     return VERTEX_STATES.get(value or "JOB_STATE_UNSPECIFIED", JobState.QUEUED)
-
-
-def parse_time(text: str | None) -> float | None:
-    """An RFC 3339 timestamp (``2026-11-22T15:30:00.123456Z``) as epoch seconds."""
-    if not text:
-        return None
-    text = text.replace("Z", "+00:00")
-    # Python's parser takes at most 6 fractional digits; the API may send 9.
-    head, dot, rest = text.partition(".")
-    if dot:
-        digits = "".join(c for c in rest if c.isdigit())
-        rest = digits[:6] + rest[len(digits) :]
-        text = f"{head}.{rest}"
-    return datetime.fromisoformat(text).timestamp()
 
 
 def console_url(project: str, region: str, job_id: str) -> str:

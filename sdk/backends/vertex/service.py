@@ -181,8 +181,9 @@ def client_credentials(client: Any) -> Any:
 
 
 # -- records ----------------------------------------------------------------------------
-def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
-    """The job's record (if any) and its project, region and endpoint."""
+def locate(job_id: str, backend: str = "vertex", what: str = "job") -> tuple[JobRecord | None, str, str, str | None]:
+    """The record (if any) of a ``backend`` job — a custom job, or a tuning job — and the
+    project, region and endpoint it lives in: its own, else the configured ones."""
     from ...settings import load_settings
 
     with JobStore() as store:
@@ -190,14 +191,14 @@ def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
         if record is None and job_id.startswith("pending-"):
             # A pending submission resolved since: its record now has Vertex AI's id.
             submission = job_id[len("pending-") :]
-            record = next((r for r in store.list(backend="vertex") if r.extra.get("submission_id") == submission), None)
-    if record is not None and record.backend == "vertex":
+            record = next((r for r in store.list(backend=backend) if r.extra.get("submission_id") == submission), None)
+    if record is not None and record.backend == backend:
         opts = record.options
         return record, opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint")
     settings = load_settings()
     if not settings.project:
         raise UsageError(
-            f"job {job_id} is not in the job store and no project is set; pass --project or set GOOGLE_CLOUD_PROJECT"
+            f"{what} {job_id} is not in the job store and no project is set; pass --project or set GOOGLE_CLOUD_PROJECT"
         )
     return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
@@ -227,7 +228,7 @@ def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -
 # -- status / follow / cancel / list -------------------------------------------------------
 def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None) -> JobStatus:
     """The job as Vertex AI has it (from the store alone once the job has ended)."""
-    record, project, region, endpoint = _location(job_id)
+    record, project, region, endpoint = locate(job_id)
     if record is not None and record.state.is_terminal:
         return record.to_status()
     client = client or make_client(project, region, endpoint, credentials=credentials)
@@ -239,12 +240,12 @@ def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None) ->
 
 def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
     """The Vertex AI id of ``job_id`` (a pending submission is looked up first) and its record."""
-    record, _, _, _ = _location(job_id)
+    record, _, _, _ = locate(job_id)
     if record is not None and record.extra.get("pending") and not record.state.is_terminal:
         status = resolve_pending(record, client=client)
         if status.id == record.id:
             raise UsageError(f"job {job_id}: {status.message}")
-        record, _, _, _ = _location(status.id)
+        record, _, _, _ = locate(status.id)
     return (record.id if record is not None else job_id), record
 
 
@@ -288,7 +289,7 @@ def follow_job(
     again; with ``cancel_on_interrupt`` the job is cancelled and JobCancelledError
     raised, as on every backend.
     """
-    _, project, region, endpoint = _location(job_id)
+    _, project, region, endpoint = locate(job_id)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(job_id, client)
     interval = poll_interval(options)
@@ -315,7 +316,7 @@ def follow_job(
 
 def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    _, project, region, endpoint = _location(job_id)
+    _, project, region, endpoint = locate(job_id)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(job_id, client)
     client.cancel_custom_job(job_id)
@@ -376,7 +377,7 @@ def fetch_logs(
     from .errors import translate
     from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
 
-    record, project, region, endpoint = _location(job_id)
+    record, project, region, endpoint = locate(job_id)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     log_endpoint = logging_endpoint(endpoint)
     given = credentials is not None

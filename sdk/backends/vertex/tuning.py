@@ -136,7 +136,7 @@ def study_of(job: dict[str, Any]) -> StudySpec:
 
 def parse_trials(job: dict[str, Any], study: StudySpec) -> list[Trial]:
     """The job's ``trials`` as :class:`Trial` records (values typed as the study says)."""
-    from .follow import parse_time
+    from ...model import parse_time
 
     trials = []
     for item in job.get("trials", []):
@@ -240,19 +240,10 @@ def submit_tuning(
 
 
 def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
-    """The job's record (if any) and its project, region and endpoint."""
-    from .submission import DEFAULT_REGION
-    from ...settings import load_settings
+    """The tuning job's record (if any) and its project, region and endpoint."""
+    from .service import locate
 
-    with JobStore() as store:
-        record = store.get(job_id)
-    if record is not None and record.backend == BACKEND_NAME:
-        opts = record.options
-        return record, opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint")
-    settings = load_settings()
-    if not settings.project:
-        raise UsageError(f"tuning job {job_id} is not in the job store and no project is set; pass --project or set GOOGLE_CLOUD_PROJECT")
-    return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
+    return locate(job_id, BACKEND_NAME, "tuning job")
 
 
 def _record(job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
