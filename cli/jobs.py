@@ -133,8 +133,10 @@ def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> N
             raise UsageError("--remote needs --backend vertex or --backend kubeflow")
         statuses = chosen.list(limit=limit)
     else:
+        from tfjob.backends.local.reap import reap_lost  # a local job whose launcher died is LOST
+
         with JobStore() as store:
-            statuses = [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=backend)]
+            statuses = [reap_lost(store, r).to_status() for r in store.list(limit=limit, backend=backend)]
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
     elif statuses:

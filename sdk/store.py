@@ -9,10 +9,11 @@ Terminal states are final: once a job has SUCCEEDED, FAILED, been CANCELLED or L
 a later state change is ignored (the first word wins, as in a race between a chief
 that exits and a cancel).
 
-A job that a process on this machine supervises (a local job, or a cloud job being
-followed) records that process (``supervisor_pid`` and its start time). When the
-process is gone and the job never reached a terminal state, :meth:`JobStore.reap_lost`
-marks it LOST, so a killed launcher never leaves a job "running" forever.
+A job that a process on this machine supervises (a local job) records that process
+(``supervisor_pid`` and its start time). When the process is gone and the job never
+reached a terminal state, the local backend (:func:`tfjob.backends.local.reap.reap_lost`)
+records it LOST with :meth:`JobStore.mark_lost` and stops what is left of it, so a killed
+launcher never leaves a job "running" forever. Reading the store changes nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import sqlite3
 import threading
 import time
@@ -197,26 +197,6 @@ def process_alive(pid: int | None, start: int | None = None) -> bool:
     if now is None:
         return False
     return start is None or now == 0 or now == start
-
-
-def stop_orphan_group(pid: int, start: int | None) -> None:
-    """SIGKILL what is left of a lost task's process group (pgid = the task's pid).
-
-    A task dies with its supervisor (``PR_SET_PDEATHSIG``), but processes it started
-    stay in its group. The group is killed only if it is provably the task's: the
-    task itself still runs (same start time), or no process has its pid any more —
-    the kernel never hands out a pid still in use as a group id, so a group without
-    its leader can only be what is left of the task.
-    """
-    if not pid or pid <= 1 or pid == os.getpid():
-        return
-    now = process_start_time(pid)
-    if now is not None and (start is None or now == 0 or now != start):
-        return  # a live process we cannot prove is the task: not ours to touch
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
 
 
 def _row_to_job(row: sqlite3.Row) -> JobRecord:
@@ -573,60 +553,29 @@ class JobStore:
         return [_row_to_task(r) for r in rows]
 
     def status(self, job_id: str) -> JobStatus:
-        """The job and its tasks as a :class:`JobStatus` (a dead supervisor's job is LOST)."""
-        record = self.reap_lost(self.resolve(job_id))
+        """The job and its tasks as recorded (a read: nothing is changed, nothing stopped)."""
+        record = self.resolve(job_id)
         return record.to_status([t.to_status() for t in self.tasks(record.id)])
 
     # -- supervisors ---------------------------------------------------------------------
-    def reap_lost(self, record: JobRecord) -> JobRecord:
-        """Mark the job LOST if its supervising process died before recording an end.
+    def mark_lost(self, job_id: str, message: str) -> list[tuple[int, int | None]] | None:
+        """Record a job LOST (its supervisor died first), with its tasks still marked live.
 
         Returns:
-            The record as it is now (unchanged when the job ended, has no supervisor,
-            or its supervisor still runs).
+            The pid and start time of each task that was still marked live (what may be
+            left of them to stop), or None when the job had ended after all.
         """
-        if record.state.is_terminal or not record.supervisor_pid:
-            return record
-        if process_alive(record.supervisor_pid, record.supervisor_start):
-            return record
-        message = (
-            f"the process that supervised the job (pid {record.supervisor_pid}) ended without "
-            "recording how the job ended; its tasks were stopped with it"
-        )
-        try:
-            ended = self.set_state(record.id, JobState.LOST, message)
-        except StoreError:
-            return record  # a read-only or full store: show the job as recorded
-        if not ended:
-            return self.get(record.id) or record  # it ended just now, after all
+        if not self.set_state(job_id, JobState.LOST, message):
+            return None
         live = (JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value)
         orphans = self._read(
             "SELECT pid, proc_start FROM tasks WHERE job_id = ? AND state IN (?, ?, ?) AND pid IS NOT NULL",
-            (record.id, *live),
+            (job_id, *live),
         )
         with self._write() as c:
             # Tasks still marked as running went down with their supervisor.
             c.execute(
                 "UPDATE tasks SET state = ?, ended = COALESCE(ended, ?) WHERE job_id = ? AND state IN (?, ?, ?)",
-                (JobState.LOST.value, time.time(), record.id, *live),
+                (JobState.LOST.value, time.time(), job_id, *live),
             )
-        for row in orphans:
-            stop_orphan_group(row["pid"], row["proc_start"])
-        _remove_containers(record)
-        return self.get(record.id) or record
-
-
-def _remove_containers(record: JobRecord) -> None:
-    """A lost local job's containers (``--image`` tasks, labelled with its id) go with it:
-    the supervisor that would have removed them is gone (SIGKILLed, the machine rebooted)."""
-    spec = record.spec or {}
-    uses_images = bool(spec.get("image")) or any(p.get("image") for p in spec.get("pools") or [])
-    if record.backend != "local" or not uses_images:
-        return
-    from .engine import find_engine
-    from .errors import TfjobError
-
-    try:
-        find_engine((record.options or {}).get("container_engine")).remove_job(record.id)
-    except TfjobError:
-        pass  # no engine any more: nothing of it can be running
+        return [(row["pid"], row["proc_start"]) for row in orphans]

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Iterator
 import pytest
 from conftest import BIN, ROOT
 
+from tfjob.backends.local.reap import reap_lost
 from tfjob.store import JobStore, process_alive
 
 #: The probe trainer (tests/data/trainers/probe): reports its task, then does as told.
@@ -131,7 +132,7 @@ def no_leftover_jobs() -> Iterator[None]:
     from tfjob.job import JobHandle
 
     with JobStore() as store:
-        live = [r.id for r in store.list(backend="local") if not store.reap_lost(r).state.is_terminal]
+        live = [r.id for r in store.list(backend="local") if not reap_lost(store, r).state.is_terminal]
     for job_id in live:
         BACKEND.cancel(job_id)
     for job_id in live:

@@ -21,8 +21,8 @@ from tfjob.store import (
     make_job_id,
     process_alive,
     process_start_time,
-    stop_orphan_group,
 )
+from tfjob.backends.local.reap import reap_lost, stop_orphan_group
 
 
 def _record(job_id: str = "", name: str = "trainer-20261122-153000", **kw: object) -> JobRecord:
@@ -155,7 +155,11 @@ def test_a_job_whose_supervisor_died_is_lost(store: JobStore) -> None:
     store.add(_record("j-lost", supervisor_pid=pid, supervisor_start=start))
     store.set_state("j-lost", JobState.RUNNING)
     store.put_tasks("j-lost", [TaskRecord("chief-0", "chief", 0, JobState.RUNNING)])
-    record = store.reap_lost(store.get("j-lost"))  # type: ignore[arg-type]
+    # Reading the store changes nothing: the job is as recorded until the local backend reaps it.
+    before = store.events("j-lost")
+    assert store.status("j-lost").state is JobState.RUNNING and [r.state for r in store.list()] == [JobState.RUNNING]
+    assert store.events("j-lost") == before and store.tasks("j-lost")[0].state is JobState.RUNNING
+    record = reap_lost(store, store.get("j-lost"))  # type: ignore[arg-type]
     assert record.state is JobState.LOST
     assert f"pid {pid}" in record.message
     assert store.tasks("j-lost")[0].state is JobState.LOST
@@ -164,14 +168,14 @@ def test_a_job_whose_supervisor_died_is_lost(store: JobStore) -> None:
 
 def test_a_live_supervisor_keeps_its_job_and_an_ended_job_stays_ended(store: JobStore) -> None:
     store.add(_record("j-live", supervisor_pid=os.getpid(), supervisor_start=process_start_time(os.getpid())))
-    assert store.reap_lost(store.get("j-live")).state is JobState.PENDING  # type: ignore[arg-type]
+    assert reap_lost(store, store.get("j-live")).state is JobState.PENDING  # type: ignore[arg-type]
     pid, start = _dead_pid()
     store.add(_record("j-done", supervisor_pid=pid, supervisor_start=start))
     store.set_state("j-done", JobState.SUCCEEDED)
-    assert store.reap_lost(store.get("j-done")).state is JobState.SUCCEEDED  # type: ignore[arg-type]
+    assert reap_lost(store, store.get("j-done")).state is JobState.SUCCEEDED  # type: ignore[arg-type]
     # A live process with another start time is not the supervisor (its pid was reused).
     store.add(_record("j-reused", supervisor_pid=os.getpid(), supervisor_start=1))
-    assert store.reap_lost(store.get("j-reused")).state is JobState.LOST  # type: ignore[arg-type]
+    assert reap_lost(store, store.get("j-reused")).state is JobState.LOST  # type: ignore[arg-type]
 
 
 _LEADER = textwrap.dedent(
@@ -195,7 +199,7 @@ def test_reaping_a_lost_job_kills_what_is_left_of_its_task_groups(store: JobStor
     pid, start = _dead_pid()
     store.add(_record("j-orphans", supervisor_pid=pid, supervisor_start=start))
     store.put_tasks("j-orphans", [TaskRecord("chief-0", "chief", 0, JobState.RUNNING, pid=leader.pid, proc_start=leader_start)])
-    store.reap_lost(store.get("j-orphans"))  # type: ignore[arg-type]
+    reap_lost(store, store.get("j-orphans"))  # type: ignore[arg-type]
     deadline = time.monotonic() + 5
     while process_alive(child, child_start) and time.monotonic() < deadline:
         time.sleep(0.01)  # SIGKILL is delivered asynchronously; init reaps the orphan

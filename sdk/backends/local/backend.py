@@ -178,7 +178,10 @@ class LocalBackend(Lifecycle):
 
     def status(self, job_id: str) -> JobStatus:
         """The job and its tasks; a job whose supervisor died unrecorded is LOST."""
+        from .reap import reap_lost
+
         with JobStore() as store:
+            reap_lost(store, store.resolve(job_id))
             return store.status(job_id)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
@@ -198,17 +201,21 @@ class LocalBackend(Lifecycle):
         path = log_dir / (task_log_name(task) if task else JOB_LOG)
         prefix = f"[{task}] " if task else ""
 
+        from .reap import reap_lost
+
         def is_done() -> bool:
             with JobStore() as s:
                 current = s.get(record.id)
-                return current is None or s.reap_lost(current).state.is_terminal
+                return current is None or reap_lost(s, current).state.is_terminal
 
         return read_lines(path, prefix=prefix, tail=tail, follow=follow, is_done=is_done)
 
     def cancel(self, job_id: str) -> None:
         """Ask the job's supervisor to cancel it (it stops every task within a moment)."""
+        from .reap import reap_lost
+
         with JobStore() as store:
-            record = store.reap_lost(store.resolve(job_id))
+            record = reap_lost(store, store.resolve(job_id))
             if record.state.is_terminal:
                 return
             store.set_state(
@@ -220,8 +227,10 @@ class LocalBackend(Lifecycle):
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Local jobs, newest first."""
+        from .reap import reap_lost
+
         with JobStore() as store:
-            return [store.reap_lost(r).to_status() for r in store.list(limit=limit, backend=self.name)]
+            return [reap_lost(store, r).to_status() for r in store.list(limit=limit, backend=self.name)]
 
 
 BACKEND = LocalBackend()

@@ -1,0 +1,82 @@
+"""Jobs whose supervisor died: recorded LOST, and what is left of them stopped.
+
+A local job runs under a supervising process (the launcher, or the detached
+supervisor). If that process is killed (SIGKILL, a reboot) before it records how the
+job ended, the job would read "running" forever. The local backend's ``status``,
+``list`` and ``wait`` — and ``tfjob list`` — pass each record they show through
+:func:`reap_lost`: such a job becomes LOST, its tasks' leftover process groups are
+killed and its containers removed. The job store itself only reads and writes.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from ...store import JobRecord, JobStore, process_alive, process_start_time
+
+
+def reap_lost(store: JobStore, record: JobRecord) -> JobRecord:
+    """Record the job LOST if its supervising process died before recording an end, and
+    stop what is left of it.
+
+    Returns:
+        The record as it is now (unchanged when the job ended, has no supervisor, or its
+        supervisor still runs).
+    """
+    from ...errors import StoreError
+
+    if record.state.is_terminal or not record.supervisor_pid:
+        return record
+    if process_alive(record.supervisor_pid, record.supervisor_start):
+        return record
+    message = (
+        f"the process that supervised the job (pid {record.supervisor_pid}) ended without "
+        "recording how the job ended; its tasks were stopped with it"
+    )
+    try:
+        orphans = store.mark_lost(record.id, message)
+    except StoreError:
+        return record  # a read-only or full store: show the job as recorded
+    if orphans is None:
+        return store.get(record.id) or record  # it ended just now, after all
+    for pid, start in orphans:
+        stop_orphan_group(pid, start)
+    remove_containers(record)
+    return store.get(record.id) or record
+
+
+def stop_orphan_group(pid: int, start: int | None) -> None:
+    """SIGKILL what is left of a lost task's process group (pgid = the task's pid).
+
+    A task dies with its supervisor (``PR_SET_PDEATHSIG``), but processes it started
+    stay in its group. The group is killed only if it is provably the task's: the
+    task itself still runs (same start time), or no process has its pid any more —
+    the kernel never hands out a pid still in use as a group id, so a group without
+    its leader can only be what is left of the task.
+    """
+    if not pid or pid <= 1 or pid == os.getpid():
+        return
+    now = process_start_time(pid)
+    if now is not None and (start is None or now == 0 or now != start):
+        return  # a live process we cannot prove is the task: not ours to touch
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def remove_containers(record: JobRecord) -> None:
+    """A lost local job's containers (``--image`` tasks, labelled with its id) go with it:
+    the supervisor that would have removed them is gone (SIGKILLed, the machine rebooted)."""
+    spec = record.spec or {}
+    uses_images = bool(spec.get("image")) or any(p.get("image") for p in spec.get("pools") or [])
+    if record.backend != "local" or not uses_images:
+        return
+    from ...engine import find_engine
+    from ...errors import TfjobError
+
+    try:
+        find_engine((record.options or {}).get("container_engine")).remove_job(record.id)
+    except TfjobError:
+        pass  # no engine any more: nothing of it can be running
