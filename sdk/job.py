@@ -61,8 +61,9 @@ def check_backend_keywords(backend: str, given: Any) -> None:
         if allowed is None or backend in allowed:
             continue
         flag = "--" + key.replace("_", "-")
+        names = " and ".join([", ".join(allowed[:-1]), allowed[-1]] if len(allowed) > 1 else allowed)
         raise SpecError(
-            f"{flag} is for the {' and '.join(allowed)} backend{'s' if len(allowed) > 1 else ''}, "
+            f"{flag} is for the {names} backend{'s' if len(allowed) > 1 else ''}, "
             f"not {backend}; leave it out, or choose --backend {allowed[0]}"
         )
 
@@ -77,7 +78,7 @@ def in_api_words(error: SpecError, given: dict[str, Any]) -> SpecError:
         if value is not None and not isinstance(value, bool):
             for shown in dict.fromkeys((repr(value), str(value))):
                 text = text.replace(f"{flag} {shown}", f"{key}={value!r}")
-    keywords = sorted(job_keywords(), key=len, reverse=True)
+    keywords = set(job_keywords())
     text = re.sub(r"--backend ([a-z-]+)\b", lambda m: f"backend={m.group(1)!r}", text)
     text = re.sub(
         r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w-])",
