@@ -90,7 +90,7 @@ def test_list_status_and_logs_of_finished_jobs() -> None:
 
     lines = _cli("logs", ok).stdout.splitlines()
     assert lines[:4] == ["[chief-0] chief-0 ready", "[chief-0] chief-0 line 0", "[chief-0] chief-0 line 1", "[chief-0] chief-0 line 2"]
-    assert "[tfjob]   job SUCCEEDED: chief-0 exited with code 0" in lines
+    assert "[tfjob] job SUCCEEDED: chief-0 exited with code 0" in lines
     assert _cli("logs", ok, "--task", "chief-0", "--tail", "1").stdout == "[chief-0] chief-0 line 2\n"
     wrong = _cli("logs", ok, "--task", "worker-9")
     assert wrong.exit_code == 2 and "--task 'worker-9' is not a task of job" in wrong.stderr and "chief-0" in wrong.stderr

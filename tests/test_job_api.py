@@ -66,7 +66,7 @@ def test_submit_returns_at_once_and_the_handle_follows_the_job(tmp_path: Path) -
     final = handle.wait(timeout=120)
     assert final.state is JobState.SUCCEEDED and final.message == "chief-0 exited with code 0"
     assert [t.name for t in final.tasks] == ["chief-0", "worker-0"]
-    assert "[chief-0]  chief-0 ready" in list(handle.logs())
+    assert "[chief-0] chief-0 ready" in list(handle.logs())
 
 
 _ELSEWHERE = textwrap.dedent(

@@ -106,7 +106,7 @@ def test_a_cluster_through_the_real_command_streams_prefixed_lines(tmp_path: Pat
     lines = done.stderr.splitlines()
     assert lines[0].startswith("tfjob: no cloud project configured, so the cluster runs on this machine")
     for name in ("chief-0", "worker-0", "ps-0"):
-        prefix = f"[{name}]".ljust(len("[worker-0]") + 1)
+        prefix = f"[{name}] "  # as Vertex AI's and Kubernetes' logs read
         assert f"{prefix}{name} ready" in lines
         assert f"{prefix}{name} line 1" in lines
     assert "\033[" not in done.stderr  # not a terminal: no colours
@@ -116,7 +116,7 @@ def test_a_cluster_through_the_real_command_streams_prefixed_lines(tmp_path: Pat
     with JobStore() as store:
         log_dir = Path(store.get(job_id).log_dir)  # type: ignore[union-attr, arg-type]
     assert (log_dir / "worker-0.log").read_text().splitlines()[:2] == ["worker-0 ready", "worker-0 line 0"]
-    assert "[ps-0]     ps-0 line 1" in (log_dir / "job.log").read_text()
+    assert "[ps-0] ps-0 line 1" in (log_dir / "job.log").read_text()
     assert_no_survivors(job_processes(job_id, job_dir))
 
 

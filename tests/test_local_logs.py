@@ -19,9 +19,9 @@ from tfjob.backends.local.logs import (
 )
 
 
-def test_lines_are_prefixed_aligned_and_kept_per_task(tmp_path: Path) -> None:
+def test_lines_are_prefixed_as_on_every_backend_and_kept_per_task(tmp_path: Path) -> None:
     console = io.StringIO()
-    router = LogRouter(tmp_path, console, colour=False, names=["chief-0", "worker-10"])
+    router = LogRouter(tmp_path, console, colour=False)
     chief = router.open_task("chief-0", "chief")
     worker = router.open_task("worker-10", "worker")
     assert router.feed(chief, b"step 1\nstep") == ["step 1"]
@@ -34,18 +34,18 @@ def test_lines_are_prefixed_aligned_and_kept_per_task(tmp_path: Path) -> None:
     worker.close()
     router.close()
     assert console.getvalue().splitlines() == [
-        "[chief-0]   step 1",
+        "[chief-0] step 1",
         "[worker-10] w",
-        "[chief-0]   step 2",
-        "[chief-0]   no newline at exit",
-        "[tfjob]     restarting",
+        "[chief-0] step 2",
+        "[chief-0] no newline at exit",
+        "[tfjob] restarting",
     ]
     assert (tmp_path / "chief-0.log").read_bytes() == b"step 1\nstep 2\nno newline at exit"
-    assert (tmp_path / JOB_LOG).read_text().splitlines()[-1] == "[tfjob]     only in the file"
+    assert (tmp_path / JOB_LOG).read_text().splitlines()[-1] == "[tfjob] only in the file"
 
 
 def test_a_line_without_end_is_cut_rather_than_held_forever(tmp_path: Path) -> None:
-    router = LogRouter(tmp_path, None, colour=False, names=["chief-0"])
+    router = LogRouter(tmp_path, None, colour=False)
     task = router.open_task("chief-0", "chief")
     lines = router.feed(task, b"x" * (MAX_LINE + 10))
     assert len(lines) == 1 and len(lines[0]) == MAX_LINE + 10
@@ -64,7 +64,7 @@ def test_colours_only_on_a_terminal(tmp_path: Path) -> None:
         assert not use_colour(tty, {"TERM": "dumb"})
     os.close(master)
     console = io.StringIO()
-    router = LogRouter(tmp_path, console, colour=True, names=["ps-0"])
+    router = LogRouter(tmp_path, console, colour=True)
     task = router.open_task("ps-0", "ps")
     router.feed(task, b"serving\n")
     task.close()

@@ -80,15 +80,13 @@ class LogRouter:
         log_dir: the job's log directory (created).
         console: where live lines go (None: nowhere, as with ``--quiet``).
         colour: colour the prefixes (only on a TTY; see :func:`use_colour`).
-        names: every task's name, to align the prefixes.
     """
 
-    def __init__(self, log_dir: Path, console: TextIO | None, colour: bool, names: list[str]) -> None:
+    def __init__(self, log_dir: Path, console: TextIO | None, colour: bool) -> None:
         self.log_dir = log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         self.console = console
         self.colour = colour
-        self.width = max((len(n) for n in names), default=0) + 2
         self._job_log: BinaryIO = open(log_dir / JOB_LOG, "ab", buffering=0)
         #: Why log files are no longer written (a full disk), or None.
         self.write_error: str | None = None
@@ -117,7 +115,7 @@ class LogRouter:
 
     def open_task(self, name: str, role: str) -> TaskOutput:
         """The output of task ``name`` (its file is appended to across restarts)."""
-        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}]".ljust(self.width) + " ", self._write_file)
+        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}] ", self._write_file)
 
     def feed(self, task: TaskOutput, data: bytes, final: bool = False) -> list[str]:
         """Take a chunk of a task's output (``final`` at end of file); return its complete lines."""
@@ -130,7 +128,7 @@ class LogRouter:
     def note(self, text: str, console: bool = True) -> None:
         """Lines of the launcher's own (``[tfjob] restarting…``), in the job log and on the console."""
         lines = [line.encode() for line in text.splitlines()]
-        self._emit("[tfjob]".ljust(self.width) + " ", None, lines, console)
+        self._emit("[tfjob] ", None, lines, console)
 
     def _emit(self, prefix: str, role: str | None, lines: list[bytes], console: bool = True) -> None:
         raw = prefix.encode()

@@ -273,8 +273,7 @@ def run_job(
     """
     options = LocalOptions(**record.options)
     log_dir = Path(record.log_dir or jobs_dir() / record.id)
-    names = [f"{role}-{index}" for role, index in prepared.spec.tasks()]
-    router = LogRouter(log_dir, console, use_colour(console), names)
+    router = LogRouter(log_dir, console, use_colour(console))
     cwd = None
     if options.install:
         from .install import install_trainer
