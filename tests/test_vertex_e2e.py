@@ -256,10 +256,10 @@ def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVerte
     handle.cancel()  # ended: no call
     sent = {auth for (_, path, _), auth in zip(fake.requests, fake.authorizations) if path.startswith("/v1/")}
     assert sent == {"Bearer ya29.given-by-the-pipeline"}
-    # The registry's backend (no credentials given) looks up application-default ones: none here.
+    # The registry's backend (no credentials given) looks up application-default ones: the file named is missing.
     from tfjob.errors import AuthError
 
-    with pytest.raises(AuthError, match="no Google Cloud credentials found"):
+    with pytest.raises(AuthError, match=r"^GOOGLE_APPLICATION_CREDENTIALS names .*no-such-adc\.json, which cannot be used \(File .* was not found\.\); point it at"):
         Job(image="gcr.io/p/t:1", module="trainer.task", backend="vertex", project="p", region="us-central1", api_endpoint=fake.endpoint).submit()
 
 

@@ -109,6 +109,16 @@ def translate(
 
     where = f"project {project!r}" + (f", region {region!r}" if region else "")
     if isinstance(exc, auth.DefaultCredentialsError):
+        import os
+
+        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+        if named:
+            # The file the user pointed at is the problem: say which, and google-auth's reason.
+            reason = (str(exc).strip().splitlines() or ["it cannot be used"])[0][:300]
+            return AuthError(
+                f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which cannot be used ({reason}); "
+                "point it at a valid key file, or unset it and run `gcloud auth application-default login`"
+            )
         return AuthError(f"no Google Cloud credentials found: {REFRESH_HINT}")
     if isinstance(exc, auth.RefreshError) or isinstance(exc, core.Unauthorized):
         return AuthError(f"the Google Cloud credentials were refused (expired or revoked): {REFRESH_HINT}")
