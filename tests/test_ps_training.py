@@ -30,6 +30,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+tf.keras.utils.set_random_seed(0)  # the same start on every run: "the loss fell" is then not luck
 resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
 strategy = tf.distribute.ParameterServerStrategy(resolver)
 with strategy.scope():
@@ -45,7 +46,7 @@ def dataset_fn(input_context):
     return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8)
 
 
-history = model.fit(tf.keras.utils.experimental.DatasetCreator(dataset_fn), epochs=3, steps_per_epoch=4, verbose=0)
+history = model.fit(tf.keras.utils.experimental.DatasetCreator(dataset_fn), epochs=3, steps_per_epoch=16, verbose=0)
 print(json.dumps({
     "task": resolver.task_type,
     "loss": [float(v) for v in history.history["loss"]],
