@@ -20,6 +20,12 @@ from .errors import BackendError, UsageError
 #: The label every container of a job carries: ``tfjob.job=<job id>``.
 JOB_LABEL = "tfjob.job"
 ENGINES = ("podman", "docker")
+#: What ``podman run --sig-proxy`` prints on its own stderr — into a task's output — when
+#: teardown's SIGTERM reaches it after its container has already ended: not the task's.
+ENGINE_NOISE = re.compile(
+    rb'^time="[^"]*" level=error msg="forwarding signal \d+ to container [0-9a-f]{12,64}: '
+    rb'container [0-9a-f]{12,64} does not exist in database: no such container"\s*$'
+)
 
 
 @dataclass(frozen=True)

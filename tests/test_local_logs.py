@@ -125,3 +125,29 @@ def test_reading_without_follow_and_a_missing_file(tmp_path: Path) -> None:
     path.write_text("one\ntwo")
     assert list(read_lines(path)) == ["one", "two"]
     assert list(read_lines(tmp_path / "none.log")) == []
+
+
+def test_the_container_engines_own_noise_is_not_the_tasks(tmp_path: Path) -> None:
+    """podman prints "forwarding signal 15 … no such container" into a task's output when
+    teardown's SIGTERM arrives after the container ended: kept out of every log; a line of
+    the task's that merely mentions it stays, and a partial line waits for its end."""
+    from tfjob.engine import ENGINE_NOISE
+
+    cid = "f8fe64b82db7acf60c760d7ca2111ddda63c4bc1c2dc383011eabec4240668ed"
+    noise = (
+        f'time="2026-11-25T09:41:16Z" level=error msg="forwarding signal 15 to container {cid}: '
+        f'container {cid} does not exist in database: no such container"'
+    ).encode()
+    console = io.StringIO()
+    router = LogRouter(tmp_path, console, colour=False)
+    task = router.open_task("worker-0", "worker", ENGINE_NOISE)
+    assert router.feed(task, b"step 1\nforwarding signal 15 is what podman says\npart") == ["step 1", "forwarding signal 15 is what podman says"]
+    assert router.feed(task, b"ial\n" + noise + b"\n") == ["partial"]
+    assert router.feed(task, b"last words", final=True) == ["last words"]
+    task.close()
+    router.close()
+    assert (tmp_path / "worker-0.log").read_bytes() == b"step 1\nforwarding signal 15 is what podman says\npartial\nlast words"
+    assert "no such container" not in console.getvalue() and "no such container" not in (tmp_path / JOB_LOG).read_text()
+    plain = LogRouter(tmp_path / "p", None, colour=False).open_task("chief-0", "chief")  # processes: nothing is dropped
+    assert plain.split(noise + b"\n") == [noise]
+    plain.close()

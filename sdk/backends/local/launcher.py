@@ -296,6 +296,14 @@ class Launcher:
                 self._drain(0.2)
 
     # -- start ------------------------------------------------------------------------------
+    def _noise(self) -> Any:
+        """Lines of a task's output that are the container engine's, not the task's (or None)."""
+        if self.engine is None:
+            return None
+        from ...engine import ENGINE_NOISE
+
+        return ENGINE_NOISE
+
     def _start(self) -> None:
         if self._network is not None:
             cluster = build_host_cluster(self.spec, self.options.dialect)  # the platform's host names, port 2222
@@ -321,7 +329,7 @@ class Launcher:
         self._attempt_started = self.clock()
         setup = _child_setup(os.getpid())
         for plan in plans:
-            output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role)
+            output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role, self._noise())
             self._outputs[plan.name] = output
             try:
                 proc = subprocess.Popen(

@@ -9,6 +9,7 @@ console (prefixed, coloured on a TTY only). ``tfjob logs`` reads the files back.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from dataclasses import dataclass
@@ -48,26 +49,43 @@ RESERVE_BYTES = 512 * 1024
 class TaskOutput:
     """The output of one task: split into lines, written to its file."""
 
-    def __init__(self, name: str, role: str, path: Path, prefix: str, write: Callable[[BinaryIO, bytes], None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        role: str,
+        path: Path,
+        prefix: str,
+        write: Callable[[BinaryIO, bytes], None] | None = None,
+        drop: re.Pattern[bytes] | None = None,
+    ) -> None:
         self.name = name
         self.role = role
         self.path = path
         self.prefix = prefix
+        #: Lines that are not the task's (a container engine's own noise), kept out of every log.
+        self.drop = drop
         self._pending = b""
         self._file: BinaryIO = open(path, "ab", buffering=0)
         self._write = write or (lambda f, data: f.write(data) and None)
 
     def split(self, data: bytes, final: bool = False) -> list[bytes]:
         """Complete lines in ``data`` (and, when ``final``, whatever is left), written to the file."""
-        if data:
+        if data and self.drop is None:
             self._write(self._file, data)
         buf = self._pending + data
         lines = buf.split(b"\n")
         self._pending = lines.pop()
+        tail = b""
         if len(self._pending) > MAX_LINE or (final and self._pending):
-            lines.append(self._pending)
-            self._pending = b""
-        return lines
+            tail, self._pending = self._pending, b""
+        if self.drop is not None:
+            # Filtered output is written a line at a time (a partial line waits for its end).
+            lines = [line for line in lines if not self.drop.search(line)]
+            tail = b"" if tail and self.drop.search(tail) else tail
+            out = b"".join(line + b"\n" for line in lines) + tail
+            if out:
+                self._write(self._file, out)
+        return lines + [tail] if tail else lines
 
     def close(self) -> None:
         self._file.close()
@@ -113,9 +131,10 @@ class LogRouter:
                 "and its output still shows here, but the log files stop at this point: free some space"
             )
 
-    def open_task(self, name: str, role: str) -> TaskOutput:
-        """The output of task ``name`` (its file is appended to across restarts)."""
-        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}] ", self._write_file)
+    def open_task(self, name: str, role: str, drop: re.Pattern[bytes] | None = None) -> TaskOutput:
+        """The output of task ``name`` (its file is appended to across restarts); lines
+        matching ``drop`` are not the task's and go nowhere."""
+        return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}] ", self._write_file, drop)
 
     def feed(self, task: TaskOutput, data: bytes, final: bool = False) -> list[str]:
         """Take a chunk of a task's output (``final`` at end of file); return its complete lines."""
