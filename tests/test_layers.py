@@ -75,3 +75,20 @@ def test_the_check_sees_an_import_of_another_backend_or_of_the_api(tmp_path: Pat
     assert wrong_imports("local", fake, ["tfjob", "backends", "local"]) == [
         "x.py:3 imports tfjob.backends.vertex.render", "x.py:4 imports tfjob.job",
     ]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_a_backend_folder_exports_its_backends_and_options_without_loading_them(folder: str) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        f"import sys, tfjob.backends.{folder} as f\n"
+        "assert not [m for m in sys.modules if m.startswith(('google.cloud.', 'google.auth', 'kubernetes'))], 'a client library was imported'\n"
+        "for name in f.__all__:\n"
+        "    cls = getattr(f, name)\n"
+        f"    assert cls.__name__ == name and cls.__module__.startswith('tfjob.backends.{folder}.'), name\n"
+        "print(len(f.__all__))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and int(done.stdout) >= 1, done.stderr

@@ -12,3 +12,22 @@
 - :mod:`.supervisor`: ``python -m tfjob.backends.local.supervisor JOB_ID``, the detached runner.
 - :mod:`.tuning`: ``tfjob tune --backend local``: a study of local trials, each a full local job.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: What ``from tfjob.backends.local import …`` gives, imported on first use (the modules
+#: behind them import their client libraries only when a call needs them).
+_EXPORTS = {
+    "LocalBackend": ".backend",
+    "LocalOptions": ".options",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)

@@ -18,3 +18,23 @@ builds the request without credentials, network or Google imports.
 - :mod:`.render_tuning` — the ``HyperparameterTuningJob`` body (pure);
 - :mod:`.tuning` — ``--backend vertex-tuning``: submitting and following a study.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: What ``from tfjob.backends.vertex import …`` gives, imported on first use (the modules
+#: behind them import their client libraries only when a call needs them).
+_EXPORTS = {
+    "VertexBackend": ".backend",
+    "VertexOptions": ".options",
+    "VertexTuningBackend": ".tuning",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
