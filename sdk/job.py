@@ -368,14 +368,16 @@ class JobHandle:
         self._backend.cancel(self.id)
 
 
-def get_job(job_id: str, backend: str | None = None) -> JobHandle:
+def get_job(job_id: str, backend: Any = None) -> JobHandle:
     """The handle of a job submitted earlier, from any process.
 
-    The backend is looked up in the job store unless given; an id may be a unique
-    prefix of a stored id.
+    The backend is looked up in the job store unless given — by name, or as a backend
+    object with its clients (``get_job(ID, backend=VertexBackend(credentials=creds))``);
+    an id may be a unique prefix of a stored id.
     """
     from .store import JobStore
 
+    name = backend if backend is None or isinstance(backend, str) else backend.name
     store = JobStore()
     try:
         record = store.resolve(job_id)
@@ -385,7 +387,6 @@ def get_job(job_id: str, backend: str | None = None) -> JobHandle:
         return JobHandle(backend, job_id)
     finally:
         store.close()
-    if backend is not None and backend != record.backend:
-        raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {backend}")
-    return JobHandle(record.backend, record.id)
-
+    if name is not None and name != record.backend:
+        raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {name}")
+    return JobHandle(backend if backend is not None else record.backend, record.id)

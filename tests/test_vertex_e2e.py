@@ -254,6 +254,10 @@ def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVerte
     handle = job.run()
     assert handle.status().state.value == "SUCCEEDED" and handle.backend_name == "vertex"
     handle.cancel()  # ended: no call
+    from tfjob import get_job
+
+    again = get_job(handle.id[:6], backend=VertexBackend(credentials=given))  # another process would do this
+    assert again == handle and again.status().state.value == "SUCCEEDED"
     sent = {auth for (_, path, _), auth in zip(fake.requests, fake.authorizations) if path.startswith("/v1/")}
     assert sent == {"Bearer ya29.given-by-the-pipeline"}
     # The registry's backend (no credentials given) looks up application-default ones: the file named is missing.
