@@ -10,6 +10,7 @@
 - :mod:`.install`: ``--install``: the trainer's sdist in a throw-away venv.
 - :mod:`.runner`: checks, the job's record, and one run from start to end.
 - :mod:`.supervisor`: ``python -m tfjob.backends.local.supervisor JOB_ID``, the detached runner.
+- :mod:`.reap`: a job whose supervisor died is recorded LOST and what is left of it stopped.
 - :mod:`.tuning`: ``tfjob tune --backend local``: a study of local trials, each a full local job.
 """
 
