@@ -38,6 +38,7 @@ FILES: tuple[str, ...] = (
     "__init__.py",
     "errors.py",
     "hypertune.py",
+    "lazy.py",
     "cluster/__init__.py",
     "cluster/dispatch.py",
     "cluster/jobset.py",

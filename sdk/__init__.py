@@ -7,10 +7,7 @@ bootstrap does) costs nothing beyond the standard library.
 
 from __future__ import annotations
 
-# The bootstrap imports this package first: keep `typing` (≈3 ms) out of start-up.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from .lazy import lazy_names
 
 __version__ = "0.1.0"
 
@@ -27,18 +24,8 @@ _LAZY = {
     "StudySpec": "tfjob.study",
 }
 
-__all__ = sorted([*_LAZY, "__version__"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tfjob' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, _NAMES = lazy_names(__name__, _LAZY)
+__all__ = sorted([*_NAMES, "__version__"])
 
 
 def __dir__() -> list[str]:

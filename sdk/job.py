@@ -100,6 +100,11 @@ def _api_words(given: dict[str, Any]) -> Iterator[None]:
         raise in_api_words(e, given) from None
 
 
+def _chosen_backend(settings: Settings) -> str:
+    """``--backend``, else ``vertex`` once a cloud project is configured, else ``local``."""
+    return settings.backend or ("vertex" if settings.project else "local")
+
+
 def default_job_name(module: str | None, image: str | None, now: float | None = None) -> str:
     """``trainer-20261122-153000``: valid on Vertex AI and as a Kubernetes name."""
     stem = (module or "").split(".")[0] or (image or "job").rsplit("/", 1)[-1].split(":")[0].split("@")[0]
@@ -142,8 +147,7 @@ class Job:
         unknown = sorted(set(kwargs) - set(job_keywords()))
         if unknown:
             key = unknown[0]
-            chosen = load_settings(**{k: kwargs[k] for k in _SETTING_FIELDS if kwargs.get(k) is not None})
-            backend = chosen.backend or ("vertex" if chosen.project else "local")
+            backend = _chosen_backend(load_settings(**{k: kwargs[k] for k in _SETTING_FIELDS if kwargs.get(k) is not None}))
             valid = job_keywords(backend) if backend in BACKENDS else job_keywords()
             raise SpecError(
                 f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; "
@@ -170,7 +174,7 @@ class Job:
 
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)
-        self.backend_name = self.settings.backend or ("vertex" if self.settings.project else "local")
+        self.backend_name = _chosen_backend(self.settings)
         options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
         option_fields = [f.name for f in dataclasses.fields(options_cls)]

@@ -12,10 +12,7 @@ Kubeflow Trainer v2) and ``trainjob`` (a Trainer v2 ``TrainJob``, render only).
 - :mod:`.logs` — pod logs with ``[worker-1]`` prefixes, read once or followed.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from ...lazy import lazy_names
 
 #: What ``from tfjob.backends.kubeflow import …`` gives, imported on first use (the modules
 #: behind them import their client libraries only when a call needs them).
@@ -26,10 +23,4 @@ _EXPORTS = {
     "KubernetesOptions": ".options",
     "TFJobOptions": ".options",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+__getattr__, __all__ = lazy_names(__name__, _EXPORTS)

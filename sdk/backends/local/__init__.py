@@ -14,10 +14,7 @@
 - :mod:`.tuning`: ``tfjob tune --backend local``: a study of local trials, each a full local job.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from ...lazy import lazy_names
 
 #: What ``from tfjob.backends.local import …`` gives, imported on first use (the modules
 #: behind them import their client libraries only when a call needs them).
@@ -25,10 +22,4 @@ _EXPORTS = {
     "LocalBackend": ".backend",
     "LocalOptions": ".options",
 }
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+__getattr__, __all__ = lazy_names(__name__, _EXPORTS)

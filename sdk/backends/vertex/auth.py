@@ -94,6 +94,14 @@ def ensure_token(credentials: Any, env: Mapping[str, str] | None = None, *, give
         ) from e
 
 
+def ready_credentials(credentials: Any = None) -> Any:
+    """:func:`resolve_credentials`, with a token already in hand (:func:`ensure_token`)."""
+    given = credentials is not None
+    credentials = resolve_credentials(credentials)
+    ensure_token(credentials, given=given)
+    return credentials
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     line = text[0] if text else type(error).__name__

@@ -50,15 +50,15 @@ def poll_interval(options: SubmitOptions | None = None) -> float:
     return seconds
 
 
-def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None) -> Any:
-    """A :class:`~.client.VertexClient` with ``credentials`` (default: application-default ones),
-    a token already in hand."""
-    from .auth import ensure_token, resolve_credentials
+def make_client(
+    project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None, client_class: Any = None
+) -> Any:
+    """A :class:`~.client.VertexClient` (or ``client_class``, a subclass) with ``credentials``
+    (default: application-default ones), a token already in hand; retries are said on ``echo``."""
+    from .auth import ready_credentials
     from .client import VertexClient
 
-    given = credentials is not None
-    credentials = resolve_credentials(credentials)
-    ensure_token(credentials, given=given)
+    credentials = ready_credentials(credentials)
 
     def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
         from .errors import server_message
@@ -67,7 +67,7 @@ def make_client(project: str, region: str, api_endpoint: str | None, echo: Echo 
         what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
         echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
 
-    return VertexClient(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
+    return (client_class or VertexClient)(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
 
 
 # -- submit -----------------------------------------------------------------------------
@@ -372,7 +372,7 @@ def fetch_logs(
 ) -> Iterator[str]:
     """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends
     (reading again every ``interval`` seconds, default :func:`poll_interval`)."""
-    from .auth import ensure_token, resolve_credentials
+    from .auth import ready_credentials
     from .client import is_translatable
     from .errors import translate
     from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
@@ -380,9 +380,7 @@ def fetch_logs(
     record, project, region, endpoint = locate(job_id)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     log_endpoint = logging_endpoint(endpoint)
-    given = credentials is not None
-    credentials = resolve_credentials(credentials)
-    ensure_token(credentials, given=given)
+    credentials = ready_credentials(credentials)
     client = logging_client(project, credentials, log_endpoint)
     # A job writes nothing before it was created; a minute of slack for clock skew.
     start = format_time(record.created - 60) if record is not None and record.created else None

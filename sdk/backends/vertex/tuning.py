@@ -109,20 +109,10 @@ class TuningClient(VertexClient):
 
 
 def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None) -> TuningClient:
-    """A :class:`TuningClient` with ``credentials`` (default: application-default ones), as the Vertex backend's."""
-    from .auth import ensure_token, resolve_credentials
+    """A :class:`TuningClient` made as the Vertex backend makes its client (:func:`~.service.make_client`)."""
+    from .service import make_client
 
-    def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
-        from .errors import server_message
-
-        code = getattr(exc, "code", None)
-        what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
-        echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
-
-    given = credentials is not None
-    credentials = resolve_credentials(credentials)
-    ensure_token(credentials, given=given)
-    return TuningClient(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
+    return make_client(project, region, api_endpoint, echo, credentials, client_class=TuningClient)
 
 
 # -- pure: a tuning job as tfjob sees it ------------------------------------------------------

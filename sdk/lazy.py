@@ -1,0 +1,31 @@
+"""Names of a package loaded on first use (PEP 562), so importing the package stays cheap.
+
+``tfjob`` itself (which the in-container bootstrap imports) and each backend folder
+(``from tfjob.backends.vertex import VertexBackend``) name what they offer this way.
+Stdlib only, and nothing imported until a name is asked for.
+"""
+
+from __future__ import annotations
+
+# Not `from typing import …`: importing typing costs the bootstrap ~3 ms.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+
+def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any], list[str]]:
+    """The ``__getattr__`` and ``__all__`` of ``package``, whose name N is ``N`` of the module
+    ``where[N]`` (absolute, or relative to ``package``), imported when N is first asked for."""
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+        import sys
+
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(sys.modules[package], name, value)  # asked once
+        return value
+
+    return __getattr__, sorted(where)
