@@ -133,13 +133,7 @@ def jobset_pod_task_name(pod: Mapping[str, Any]) -> str:
 
 def build_jobset_selector(name: str, task: str | None = None) -> str:
     """The label selector of a JobSet's pods, or of one task's (``worker-1``) or role's (``ps``)."""
-    selector = [f"{JOBSET_NAME_LABEL}={name}"]
-    if task is not None:
-        role, index = parse_task(task)
-        selector.append(f"{JOBSET_ROLE_LABEL}={role}")
-        if index is not None:
-            selector.append(f"{COMPLETION_INDEX_LABEL}={index}")
-    return ",".join(selector)
+    return _selector((JOBSET_NAME_LABEL, JOBSET_ROLE_LABEL, COMPLETION_INDEX_LABEL), name, task)
 
 
 def pod_task_name(pod: Mapping[str, Any]) -> str:
@@ -296,12 +290,18 @@ def build_pod_selector(job_name: str, task: str | None = None) -> str:
     Raises:
         UsageError: ``task`` is not ROLE or ROLE-INDEX.
     """
-    selector = [f"{JOB_NAME_LABEL}={job_name}"]
+    return _selector((JOB_NAME_LABEL, REPLICA_TYPE_LABEL, REPLICA_INDEX_LABEL), job_name, task)
+
+
+def _selector(labels: tuple[str, str, str], name: str, task: str | None) -> str:
+    """``name_label=name[,role_label=ROLE[,index_label=INDEX]]`` for a job, a role or a task."""
+    name_label, role_label, index_label = labels
+    selector = [f"{name_label}={name}"]
     if task is not None:
         role, index = parse_task(task)
-        selector.append(f"{REPLICA_TYPE_LABEL}={role}")
+        selector.append(f"{role_label}={role}")
         if index is not None:
-            selector.append(f"{REPLICA_INDEX_LABEL}={index}")
+            selector.append(f"{index_label}={index}")
     return ",".join(selector)
 
 
