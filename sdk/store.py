@@ -415,8 +415,10 @@ class JobStore:
 
         Raises:
             JobNotFoundError: no job matches.
-            UsageError: the prefix matches several jobs.
+            UsageError: the prefix is empty or matches several jobs.
         """
+        if not id_or_prefix.strip():
+            raise UsageError("a job id cannot be empty; `tfjob list` shows the known jobs")
         exact = self.get(id_or_prefix)
         if exact is not None:
             return exact

@@ -74,6 +74,10 @@ def test_resolve_takes_a_unique_prefix(store: JobStore) -> None:
     # LIKE wildcards in a prefix are literal characters.
     with pytest.raises(JobNotFoundError, match="no job"):
         store.resolve("c_nsus")
+    # An empty id is a mistake, not a prefix of every job.
+    for empty in ("", "  "):
+        with pytest.raises(UsageError, match="job id cannot be empty"):
+            store.resolve(empty)
 
 
 # -- states --------------------------------------------------------------------------------
