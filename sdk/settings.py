@@ -70,16 +70,15 @@ def load_settings(env: Mapping[str, str] | None = None, **flags: str | None) -> 
 
 
 def _read_config(path: Path) -> dict[str, str]:
-    import yaml  # only when the file exists
+    # Bounded like every document from outside: a regular file of at most 1 MiB, shallow;
+    # a YAML mistake is one line with its line number.
+    from .documents import read_config_file
 
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigFileError(f"{path}: cannot read it as YAML: {e}") from e
+    data = read_config_file(path, "the settings file") or {}
     if not isinstance(data, dict):
         raise ConfigFileError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
     known = {f.name for f in fields(Settings)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(str(key) for key in set(data) - known)
     if unknown:
         raise ConfigFileError(f"{path}: unknown key {unknown[0]!r}; known keys are {', '.join(sorted(known))}")
     return {k: str(v) for k, v in data.items() if v is not None}
