@@ -118,6 +118,32 @@ def parse_metric_lines(text: str, tag: str | None = None) -> list[dict[str, Any]
     return reports
 
 
+#: The most of a metrics file read back: its end (a trainer may write its own, unbounded).
+MAX_METRIC_FILE_BYTES = 1024 * 1024
+
+
+def read_metric_text(path: Path) -> str:
+    """The last :data:`MAX_METRIC_FILE_BYTES` of a metrics file, whole lines only; never
+    blocks on a FIFO or reads a device (either reads as empty).
+
+    Raises:
+        FileNotFoundError: there is no file.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        start = max(0, info.st_size - MAX_METRIC_FILE_BYTES)
+        f.seek(start)
+        data = f.read(MAX_METRIC_FILE_BYTES)
+    if start:
+        data = data[data.find(b"\n") + 1 :] if b"\n" in data else b""
+    return data.decode("utf-8", "replace")
+
+
 def report_metric(tag: str, value: float, step: int | None = None) -> Path:
     """Append one metric report to the metrics file; return the file's path.
 
@@ -137,7 +163,7 @@ def report_metric(tag: str, value: float, step: int | None = None) -> Path:
     line = render_metric_line(tag, value, step, trial_id(), time.time())
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        previous = path.read_text(encoding="utf-8").splitlines()
+        previous = read_metric_text(path).splitlines()
     except FileNotFoundError:
         previous = []
     kept = [ln for ln in previous if ln.strip()][-(MAX_LINES - 1) :] + [line]

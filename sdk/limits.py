@@ -41,9 +41,18 @@ def check_local_tasks(tasks: int, what: str = "this job") -> None:
         )
 
 
-def read_bounded_text(path: "str | os.PathLike[str]", flag: str, max_bytes: int, what: str, *, follow_links: bool = True) -> str:
+def read_bounded_text(
+    path: "str | os.PathLike[str]",
+    flag: str,
+    max_bytes: int,
+    what: str,
+    *,
+    follow_links: bool = True,
+    errors: str = "strict",
+) -> str:
     """The UTF-8 text of a regular file of at most ``max_bytes``: never blocking on a FIFO,
     never reading a device, and (``follow_links=False``) never through a symbolic link.
+    ``errors="replace"`` reads bytes that are not UTF-8 as U+FFFD instead of refusing them.
 
     Raises:
         ConfigFileError: missing, unreadable, not a regular file, too large, or not UTF-8
@@ -68,6 +77,6 @@ def read_bounded_text(path: "str | os.PathLike[str]", flag: str, max_bytes: int,
     if len(data) > max_bytes:
         raise ConfigFileError(f"{flag} {str(path)!r} is larger than {max_bytes // 1024} KiB; {what} is smaller")
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-8-sig", errors)
     except UnicodeDecodeError as e:
         raise ConfigFileError(f"{flag} {str(path)!r}: not UTF-8 text: {e.reason} at byte {e.start}") from None

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .errors import PackagingError
+from .limits import read_bounded_text
 from .spec import module_exists
 from .ignorefile import IgnoreRule, is_excluded, is_ignored, parse_ignore
 
@@ -198,14 +199,24 @@ def read_ignore_rules(source: Path) -> list[IgnoreRule]:
         target = (source / name).resolve()
         if source.resolve() not in target.parents or not target.is_file():
             return None
-        return target.read_text(errors="replace")
+        return _read_ignore_file(target)
 
     rules: list[IgnoreRule] = []
     for name in IGNORE_FILES:
         path = source / name
         if path.is_file():
-            rules.extend(parse_ignore(path.read_text(errors="replace"), include))
+            rules.extend(parse_ignore(_read_ignore_file(path), include))
     return rules
+
+
+#: The largest ignore file read (``.gcloudignore``, ``.tfjobignore``, an included ``.gitignore``).
+MAX_IGNORE_FILE_BYTES = 1024 * 1024
+
+
+def _read_ignore_file(path: Path) -> str:
+    return read_bounded_text(
+        path, "the ignore file", MAX_IGNORE_FILE_BYTES, "an ignore file (one pattern per line)", errors="replace"
+    )
 
 
 @dataclass(frozen=True)

@@ -127,6 +127,24 @@ def test_ignore_files_are_honoured(tmp_path: Path) -> None:
     assert names == {"__init__.py", "model.py", "task.py", "data/small.csv", ".gitignore"}
 
 
+def test_ignore_files_are_read_within_bounds(tmp_path: Path) -> None:
+    from tfjob.errors import ConfigFileError
+    from tfjob.packaging import MAX_IGNORE_FILE_BYTES
+
+    pkg = make_trainer(tmp_path / "src")
+    (pkg / "notes.md").write_text("notes\n")
+    # Bytes that are not UTF-8 (a Latin-1 comment) do not stop the rules around them.
+    (pkg / ".tfjobignore").write_bytes(b"# caf\xe9\n*.md\n")
+    built = build_sdist(pkg, tmp_path / "out", module="trainer.task")
+    assert not any(m.endswith("notes.md") for m in members(built))
+    # An included file beyond the bound is one line naming it, whatever includes it.
+    (pkg / ".gitignore").write_text("*.log\n" * (MAX_IGNORE_FILE_BYTES // 6 + 1))
+    (pkg / ".gcloudignore").write_text("#!include:.gitignore\n")
+    with pytest.raises(ConfigFileError, match=r"^the ignore file '.*\.gitignore' is larger than 1024 KiB") as caught:
+        build_sdist(pkg, tmp_path / "out2", module="trainer.task")
+    assert "\n" not in str(caught.value)
+
+
 def test_package_data_is_installed_by_generated_setup(tmp_path: Path) -> None:
     pkg = make_trainer(tmp_path / "src")
     (pkg / "assets").mkdir()

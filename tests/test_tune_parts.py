@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 from pathlib import Path
 
@@ -60,6 +61,24 @@ def test_a_missing_metric_says_which_tags_were_seen(tmp_path: Path) -> None:
     reading = parse_trial_metric(text, "loss", maximize=False)
     assert reading.value is None and reading.tags == ("acc", "loss")
     assert fetch_trial_metric(tmp_path / "none.metrics", "loss", False).value is None
+
+
+def test_a_metrics_file_is_read_from_its_end_within_bounds(tmp_path: Path) -> None:
+    from tfjob.hypertune import MAX_METRIC_FILE_BYTES
+
+    # A trainer that wrote its own file, far larger than the bound: the last reports count.
+    path = tmp_path / "big.metrics"
+    filler = render_metric_line("loss", 9.0, 1, "1", 1.0) + "\n"
+    with path.open("w") as f:
+        f.write(filler * (3 * MAX_METRIC_FILE_BYTES // len(filler)))
+        f.write(render_metric_line("loss", 0.25, 99, "1", 2.0) + "\n")
+    reading = fetch_trial_metric(path, "loss", maximize=False)
+    assert (reading.value, reading.step) == (0.25, 99)
+    assert reading.reports < 2 * MAX_METRIC_FILE_BYTES // len(filler)
+    # A FIFO is never waited on: nothing reported.
+    fifo = tmp_path / "fifo.metrics"
+    os.mkfifo(fifo)
+    assert fetch_trial_metric(fifo, "loss", False).value is None
 
 
 # -- the search ---------------------------------------------------------------------------------

@@ -371,3 +371,14 @@ def test_the_poll_interval_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         monkeypatch.setenv("TFJOB_POLL_INTERVAL", bad)
         with pytest.raises(UsageError, match=r"^the poll_interval setting .* must be seconds in \(0, 3600\]$"):
             poll_interval()
+
+
+def test_the_trainers_tensorflow_pin_is_read_within_bounds(tmp_path: Path) -> None:
+    from tfjob.backends.vertex.submission import MAX_PROJECT_FILE_BYTES, declared_tf_version
+    from tfjob.errors import ConfigFileError
+
+    (tmp_path / "requirements.txt").write_bytes(b"# \xe9\ntensorflow==2.15.1\n")
+    assert declared_tf_version(tmp_path) == (2, 15)
+    (tmp_path / "setup.py").write_text("#\n" * (MAX_PROJECT_FILE_BYTES // 2 + 1))
+    with pytest.raises(ConfigFileError, match=r"^the trainer's '.*setup\.py' is larger than 1024 KiB; a project file is smaller$"):
+        declared_tf_version(tmp_path)

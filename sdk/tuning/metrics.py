@@ -57,8 +57,10 @@ def parse_trial_metric(text: str, tag: str, maximize: bool, best: bool = False) 
 
 def fetch_trial_metric(path: Path, tag: str, maximize: bool, best: bool = False) -> MetricReading:
     """:func:`parse_trial_metric` of the file at ``path`` (no file: nothing reported)."""
+    from ..hypertune import read_metric_text
+
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_metric_text(path)
     except FileNotFoundError:
         return MetricReading(None)
     return parse_trial_metric(text, tag, maximize, best)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...limits import read_bounded_text
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
 from ...errors import PackagingError, SpecError, UsageError
@@ -120,12 +121,17 @@ def check_region(region: str) -> str:
     return region
 
 
+#: The largest project file (pyproject.toml, setup.py, setup.cfg, requirements.txt) read for its TensorFlow pin.
+MAX_PROJECT_FILE_BYTES = 1024 * 1024
+
+
 def declared_tf_version(source: Path) -> tuple[int, int] | None:
     """The TensorFlow version a trainer project pins or requires at least, if it says."""
     for name in ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"):
         path = source / name
         if path.is_file():
-            m = _TF_REQ_RE.search(path.read_text(errors="replace"))
+            text = read_bounded_text(path, "the trainer's", MAX_PROJECT_FILE_BYTES, "a project file", errors="replace")
+            m = _TF_REQ_RE.search(text)
             if m:
                 return parse_tf_version(m.group(1))
     return None
