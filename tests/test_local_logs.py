@@ -98,6 +98,21 @@ def test_tail_reads_only_the_end(tmp_path: Path) -> None:
     assert read_tail(tmp_path / "missing.log", 5) == []
 
 
+def test_reading_back_a_log_is_bounded_whatever_its_lines(tmp_path: Path) -> None:
+    from tfjob.backends.local.logs import MAX_LINE, MAX_TAIL_BYTES
+
+    # A task that printed 20 MiB without a newline, then one line.
+    path = tmp_path / "worker-0.log"
+    path.write_bytes(b"x" * (20 * 1024 * 1024) + b"\ndone\n")
+    tail = read_tail(path, 2)
+    assert tail[-1] == "done" and tail[0].startswith("\u2026x")
+    assert sum(len(line) for line in tail) <= MAX_TAIL_BYTES + 8
+    # Reading it whole hands the long line over in bounded pieces, then the last line.
+    pieces = list(read_lines(path))
+    assert pieces[-1] == "done" and "".join(pieces[:-1]) == "x" * (20 * 1024 * 1024)
+    assert max(len(piece) for piece in pieces) <= 1024 * 1024 + MAX_LINE
+
+
 def test_following_reads_what_is_appended_until_the_writer_is_done(tmp_path: Path) -> None:
     path = tmp_path / "job.log"
     path.write_text("a\nb\n")

@@ -20,6 +20,9 @@ from typing import BinaryIO, Callable, Iterator, TextIO
 JOB_LOG = "job.log"
 #: A line longer than this is cut (a progress bar without newlines must still show).
 MAX_LINE = 64 * 1024
+#: The most of a log file read back for ``--tail`` (its last lines), and at once while following.
+MAX_TAIL_BYTES = 8 * 1024 * 1024
+READ_CHUNK = 1024 * 1024
 _COLOURS = {"chief": "\033[1;32m", "worker": "\033[36m", "ps": "\033[35m", "evaluator": "\033[33m"}
 _NOTE_COLOUR = "\033[1m"
 _RESET = "\033[0m"
@@ -229,11 +232,14 @@ def read_tail(path: Path, n: int, end: int | None = None, block: int = 8192) -> 
         size = f.seek(0, os.SEEK_END)
         end = size if end is None else min(end, size)
         pos, data = end, b""
-        while pos > 0 and data.count(b"\n") <= n:
-            step = min(block, pos)
+        while pos > 0 and data.count(b"\n") <= n and end - pos < MAX_TAIL_BYTES:
+            step = min(block, pos, MAX_TAIL_BYTES - (end - pos))
             pos -= step
             f.seek(pos)
             data = f.read(step) + data
+    if pos > 0 and data.count(b"\n") <= n:
+        # The window ends inside a line: it is shown from where the window starts.
+        data = b"\xe2\x80\xa6" + data
     lines = data.decode("utf-8", "replace").splitlines()
     return lines[-n:]
 
@@ -276,15 +282,21 @@ def read_lines(
         try:
             with open(path, "rb") as f:
                 f.seek(offset)
-                chunk = f.read()
+                chunk = f.read(READ_CHUNK)
         except FileNotFoundError:
             pass
         offset += len(chunk)
         buf = pending + chunk
         lines = buf.split(b"\n")
         pending = lines.pop()
+        if len(pending) > MAX_LINE:
+            # A line without an end (a progress bar, a binary dump) is shown in pieces.
+            lines.append(pending)
+            pending = b""
         for line in lines:
             yield prefix + line.decode("utf-8", "replace")
+        if len(chunk) == READ_CHUNK:
+            continue  # more is there now: read on before deciding anything
         if not follow:
             break
         if not chunk:
