@@ -144,3 +144,19 @@ def test_the_kubeconfig_is_the_flag_then_kubeconfig_then_home(tmp_path: Path) ->
     assert find_kubeconfig(None, {"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "missing")}) is None
     with pytest.raises(UsageError, match=r"^--kubeconfig '.*/missing' does not exist; give the path of a kubeconfig file$"):
         find_kubeconfig(str(tmp_path / "missing"), env)
+
+
+def test_a_streamed_log_line_without_end_comes_in_bounded_pieces() -> None:
+    from tfjob.backends.kubeflow.client import MAX_LOG_LINE, iter_stream_lines
+
+    class Response:
+        def stream(self, size: int, decode_content: bool = True):  # type: ignore[no-untyped-def]
+            yield b"first\r\n"
+            for _ in range(1024):  # 4 MiB of a progress bar, no newline
+                yield b"=" * 4096
+            yield b"\nlast"
+
+    lines = list(iter_stream_lines(Response()))
+    assert lines[0] == "first" and lines[-1] == "last"
+    assert "".join(lines[1:-1]) == "=" * (4 * 1024 * 1024)
+    assert max(len(line) for line in lines) <= MAX_LOG_LINE + 4096

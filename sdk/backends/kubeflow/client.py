@@ -432,12 +432,20 @@ class KubeClient:
             raise self._translate(e, f"follow the log of pod {pod}", namespace) from e
 
 
+#: A streamed log line longer than this is handed over in pieces (as local logs cut theirs).
+MAX_LOG_LINE = 64 * 1024
+
+
 def iter_stream_lines(response: Any) -> Iterator[str]:
     """The lines of a streamed HTTP response, decoded, without their line ends."""
     pending = b""
     for chunk in response.stream(4096, decode_content=True):
         pending += chunk
         *lines, pending = pending.split(b"\n")
+        if len(pending) > MAX_LOG_LINE:
+            # A line without an end (a progress bar) is shown in pieces, never held whole.
+            lines.append(pending)
+            pending = b""
         for line in lines:
             yield line.decode("utf-8", errors="replace").rstrip("\r")
     if pending:
