@@ -148,3 +148,53 @@ def test_multi_worker_with_worker_0_as_chief_runs_without_a_chief(tmp_path: Path
     assert (out / "model").is_dir()
     refused = _submit(str(src), "-m", "mw.task", "--no-chief", "--workers", "2")
     assert refused.returncode == 2 and "--dialect kubeflow" in refused.stderr
+
+
+PS_TUTORIAL = """\
+# The layout of TensorFlow's parameter-server tutorial run as separate processes: workers
+# and parameter servers start a server and join it; the chief coordinates model.fit with
+# the callbacks the tutorial uses (TensorBoard, ModelCheckpoint, BackupAndRestore).
+import os
+import tensorflow as tf
+
+resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+if resolver.task_type in ("worker", "ps"):
+    os.environ["GRPC_FAIL_FAST"] = "use_caller"
+    server = tf.distribute.Server(
+        resolver.cluster_spec(), job_name=resolver.task_type, task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc", start=True)
+    server.join()
+else:
+    partitioner = tf.distribute.experimental.partitioners.MinSizePartitioner(min_shard_bytes=256 << 10, max_shards=2)
+    strategy = tf.distribute.ParameterServerStrategy(resolver, variable_partitioner=partitioner)
+    features = tf.random.stateless_uniform((16, 10), seed=(3, 4))
+    labels = tf.random.stateless_uniform((16,), seed=(5, 6))
+    data = tf.data.Dataset.from_tensor_slices((features, labels)).repeat().batch(4).prefetch(2)
+    with strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(10)])
+        model.compile(tf.keras.optimizers.legacy.SGD(), loss="mse", steps_per_execution=5)
+    out = os.environ["OUT"]
+    model.fit(data, epochs=2, steps_per_epoch=10, callbacks=[
+        tf.keras.callbacks.TensorBoard(log_dir=os.path.join(out, "log")),
+        tf.keras.callbacks.ModelCheckpoint(filepath=os.path.join(out, "ckpt")),
+        tf.keras.callbacks.BackupAndRestore(backup_dir=os.path.join(out, "backup")),
+    ])
+    print("coordinated by", resolver.task_type, "over", len(resolver.cluster_spec().as_dict()["ps"]), "ps", flush=True)
+"""
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_the_parameter_server_tutorials_program_trains_with_its_callbacks(tmp_path: Path) -> None:
+    # A program that starts its own servers, as the tutorial does, and writes TensorBoard
+    # summaries: TensorFlow 2.21 no longer brings TensorBoard, the tf extra does (as the
+    # platforms' TensorFlow images have it).
+    pytest.importorskip("tensorflow")
+    src = _tree(tmp_path / "src", {"ps_tutorial.py": PS_TUTORIAL})
+    out = tmp_path / "out"
+    done = _submit(str(src), "--script", "ps_tutorial.py", "--workers", "2", "--ps", "2", env={"OUT": str(out)}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "coordinated by chief over 2 ps" in done.stderr
+    assert "SUCCEEDED: chief-0 exited with code 0" in done.stderr
+    assert list((out / "log").rglob("events.out.tfevents.*")), "no TensorBoard summaries written"
+    assert (out / "ckpt").is_dir()
