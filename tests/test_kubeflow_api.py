@@ -359,3 +359,49 @@ def test_an_injected_api_client_is_used_instead_of_any_kubeconfig(fake: FakeKube
 
     with pytest.raises(UsageError, match="no kubeconfig for --backend kubeflow"):
         Job(module="trainer.task", image="img:1", workers=2, backend="kubeflow").submit()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("apiVersion: v1\nclusters: [\n", r"cannot be read: not valid YAML \(line 3\): expected the node content"),
+        ("a: *b\n", r"cannot be read: not valid YAML \(line 1\): found undefined alias 'b'"),
+        ("foo\n", r"is not a kubeconfig: a YAML mapping of clusters, contexts and users, not a str"),
+        ("contexts: 5\n", r"is not a kubeconfig: contexts must be a list, not 5"),
+        ("contexts: [{name: a, context: 5}]\ncurrent-context: a\n", r"each of its contexts is a mapping with a name and a context mapping"),
+        ("users: [{name: u, user: 5}]\n", r"each of its users is a mapping with a name and a user mapping"),
+        ("current-context: [1]\n", r"current-context must be a name"),
+        (
+            "clusters: [{name: c, cluster: {server: 5}}]\nusers: [{name: u, user: {}}]\n"
+            "contexts: [{name: a, context: {cluster: c, user: u}}]\ncurrent-context: a\n",
+            r"kubeconfig .* cannot be used: ",
+        ),
+        (
+            "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:1'}}]\nusers: [{name: u, user: {}}]\n"
+            "contexts: [{name: a, context: {cluster: c, user: u, namespace: [1]}}]\ncurrent-context: a\n",
+            r"the context's namespace must be a name",
+        ),
+        ("", r"cannot be read: Invalid kube-config.*empty"),
+    ],
+)
+def test_a_kubeconfig_of_the_wrong_shape_is_one_line(tmp_path: Path, text: str, message: str) -> None:
+    # The kubernetes client answers these with tracebacks of its own (TypeError, YAMLError…).
+    path = tmp_path / "kubeconfig"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=message) as caught:
+        KubeClient(str(path))
+    assert "\n" not in str(caught.value)
+
+
+def test_a_kubeconfig_that_is_no_file_or_too_large_is_one_line(tmp_path: Path) -> None:
+    from tfjob.backends.kubeflow.client import MAX_KUBECONFIG_BYTES
+    from tfjob.errors import ConfigFileError
+
+    with pytest.raises(UsageError, match=r"^--kubeconfig '/dev/null' is not a regular file"):
+        KubeClient("/dev/null")
+    with pytest.raises(UsageError, match=r"does not exist"):
+        KubeClient(str(tmp_path / "none"))
+    big = tmp_path / "big"
+    big.write_text("# padding\n" * (MAX_KUBECONFIG_BYTES // 10 + 1))
+    with pytest.raises(ConfigFileError, match=r"^kubeconfig '.*big' is larger than 16384 KiB"):
+        KubeClient(str(big))

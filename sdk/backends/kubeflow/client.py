@@ -26,10 +26,13 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
+from ...limits import read_bounded_text
 from .render import GROUP, PLURAL, VERSION, validate_tfjob
 
 #: Seconds to wait for an answer to an ordinary request.
 REQUEST_TIMEOUT = 30.0
+#: The largest kubeconfig read (one with many clusters is a few hundred KiB).
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
 #: Seconds a followed log may stay silent (the client takes no "forever").
 FOLLOW_READ_TIMEOUT = 7 * 24 * 3600.0
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -78,7 +81,8 @@ def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None
     if kubeconfig:
         path = Path(kubeconfig).expanduser()
         if not path.is_file():
-            raise UsageError(f"--kubeconfig {kubeconfig!r} does not exist; give the path of a kubeconfig file")
+            missing = "is not a regular file" if path.exists() else "does not exist"
+            raise UsageError(f"--kubeconfig {kubeconfig!r} {missing}; give the path of a kubeconfig file")
         return str(path.resolve())
     listed = env.get("KUBECONFIG")
     if listed:
@@ -157,12 +161,26 @@ class KubeClient:
         )
 
     def _load(self, config: Any, configuration: Any) -> str:
+        import yaml
         from kubernetes.config.config_exception import ConfigException
 
+        assert self.kubeconfig is not None
+        # The client's own answer to a kubeconfig of the wrong shape is a TypeError or an
+        # AttributeError from inside it; the shape is checked first, these are the fallback.
+        unreadable = (ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, AttributeError, KeyError)
+        for path in self.kubeconfig.split(os.pathsep):
+            # Read within bounds before the client reads it: a regular UTF-8 file of at most
+            # 16 MiB holding a YAML mapping (the client's own errors on anything else are tracebacks).
+            text = read_bounded_text(path, "kubeconfig", MAX_KUBECONFIG_BYTES, "a kubeconfig (a few KiB)")
+            try:
+                document = yaml.safe_load(text)
+            except unreadable as e:
+                raise UsageError(f"kubeconfig {path} cannot be read: {_one_line(e)}") from None
+            _check_kubeconfig_shape(path, document)
         try:
             contexts, current = config.list_kube_config_contexts(config_file=self.kubeconfig)
-        except (ConfigException, OSError, ValueError) as e:
-            raise UsageError(f"kubeconfig {self.kubeconfig} cannot be read: {e}") from None
+        except unreadable as e:
+            raise UsageError(f"kubeconfig {self.kubeconfig} cannot be read: {_one_line(e)}") from None
         names = [c.get("name") for c in contexts or []]
         chosen = current
         if self.context:
@@ -175,9 +193,12 @@ class KubeClient:
             config.load_kube_config(
                 config_file=self.kubeconfig, context=self.context, client_configuration=configuration, persist_config=False
             )
-        except (ConfigException, OSError, ValueError) as e:
-            raise UsageError(f"kubeconfig {self.kubeconfig} cannot be used: {e}") from None
-        return ((chosen or {}).get("context") or {}).get("namespace") or "default"
+        except unreadable as e:
+            raise UsageError(f"kubeconfig {self.kubeconfig} cannot be used: {_one_line(e)}") from None
+        namespace = ((chosen or {}).get("context") or {}).get("namespace") or "default"
+        if not isinstance(namespace, str):
+            raise UsageError(f"kubeconfig {self.kubeconfig}: the context's namespace must be a name, not {namespace!r:.60}")
+        return namespace
 
     def close(self) -> None:
         self._api.close()
@@ -450,6 +471,39 @@ def iter_stream_lines(response: Any) -> Iterator[str]:
             yield line.decode("utf-8", errors="replace").rstrip("\r")
     if pending:
         yield pending.decode("utf-8", errors="replace").rstrip("\r")
+
+
+#: A kubeconfig's lists and the key of the mapping each entry carries beside its name.
+_KUBECONFIG_LISTS = {"clusters": "cluster", "contexts": "context", "users": "user"}
+
+
+def _check_kubeconfig_shape(path: str, document: Any) -> None:
+    """Refuse, in one line, a kubeconfig whose lists or entries are not what kubectl writes."""
+    where = f"kubeconfig {path} is not a kubeconfig"
+    if document is None:
+        return  # empty: the client says so
+    if not isinstance(document, dict):
+        raise UsageError(f"{where}: a YAML mapping of clusters, contexts and users, not a {type(document).__name__}")
+    current = document.get("current-context")
+    if current is not None and not isinstance(current, str):
+        raise UsageError(f"{where}: current-context must be a name, not {current!r:.60}")
+    for key, payload in _KUBECONFIG_LISTS.items():
+        entries = document.get(key)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            raise UsageError(f"{where}: {key} must be a list, not {entries!r:.60}")
+        for entry in entries:
+            if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get(payload) or {}, dict)):
+                raise UsageError(f"{where}: each of its {key} is a mapping with a name and a {payload} mapping, not {entry!r:.60}")
+
+
+def _one_line(error: BaseException) -> str:
+    """A kubeconfig error in one line: a YAML mistake as its line and problem."""
+    mark, problem = getattr(error, "problem_mark", None), getattr(error, "problem", None)
+    if mark is not None and problem:
+        return f"not valid YAML (line {mark.line + 1}): {problem}"
+    return " ".join(str(error).split())
 
 
 def _status_message(error: Any) -> str:
