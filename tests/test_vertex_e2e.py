@@ -263,7 +263,7 @@ def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVerte
     # The registry's backend (no credentials given) looks up application-default ones: the file named is missing.
     from tfjob.errors import AuthError
 
-    with pytest.raises(AuthError, match=r"^GOOGLE_APPLICATION_CREDENTIALS names .*no-such-adc\.json, which cannot be used \(File .* was not found\.\); point it at"):
+    with pytest.raises(AuthError, match=r"^GOOGLE_APPLICATION_CREDENTIALS names .*no-such-adc\.json, which cannot be used \(File .* was not found\); point it at"):
         Job(image="gcr.io/p/t:1", module="trainer.task", backend="vertex", project="p", region="us-central1", api_endpoint=fake.endpoint).submit()
 
 

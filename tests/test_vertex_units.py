@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -189,6 +191,41 @@ def test_no_credentials_says_how_to_get_them(monkeypatch: pytest.MonkeyPatch, tm
     monkeypatch.setenv("NO_GCE_CHECK", "true")
     with pytest.raises(AuthError, match=r"no Google Cloud credentials found: run `gcloud auth application-default login`"):
         resolve_credentials(None)
+
+
+def _bad_key(tmp_path: Path, kind: str) -> str:
+    path = tmp_path / f"key-{kind}"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        return "/dev/zero"
+    elif kind == "large":
+        path.write_bytes(b" " * (1024 * 1024))
+    else:
+        path.write_text({"list": "[1]", "not-json": "foo", "half-a-key": '{"type": "service_account"}'}[kind])
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("fifo", r"which is not a regular file"),  # google-auth alone would wait on it forever
+        ("device", r"which is not a regular file"),  # … or read /dev/zero until memory ran out
+        ("large", r"which is 1048576 bytes: no key file is larger than 64 KiB"),
+        ("list", r"which is JSON but no key file \(a key is an object with a \"type\"\)"),  # google-auth: AttributeError
+        ("not-json", r"which cannot be used \(File .* is not a valid json file: Expecting value: line 1 column 1"),
+        ("half-a-key", r"which cannot be used \(Failed to load service account credentials from .*: .*missing fields"),
+    ],
+)
+def test_a_credentials_file_that_is_no_key_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str, reason: str) -> None:
+    from tfjob.errors import AuthError
+
+    named = _bad_key(tmp_path, kind)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", named)
+    with pytest.raises(AuthError, match=rf"^GOOGLE_APPLICATION_CREDENTIALS names {re.escape(named)}, {reason}") as caught:
+        resolve_credentials(None)
+    message = str(caught.value)
+    assert "\n" not in message and message.endswith("or unset it and run `gcloud auth application-default login`")
 
 
 # -- following, in-process against the local stand-in ------------------------------------

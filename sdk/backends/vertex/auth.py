@@ -35,6 +35,7 @@ def resolve_credentials(credentials: Any = None) -> Any:
     """
     if credentials is not None:
         return credentials
+    _check_key_files()
     import google.auth
     from google.auth import exceptions as auth_exceptions
 
@@ -44,7 +45,58 @@ def resolve_credentials(credentials: Any = None) -> Any:
         found, _ = google.auth.default(scopes=list(SCOPES))
     except auth_exceptions.DefaultCredentialsError as e:
         raise translate(e, action="auth") from e
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        # A key file of the right type with fields missing or wrong (google-auth's own
+        # errors for it are not DefaultCredentialsError): the same answer.
+        raise translate(auth_exceptions.DefaultCredentialsError(f"not a usable key file: {e}"), action="auth") from e
     return found
+
+
+#: The largest credentials file handed to google-auth (a key file is about 2 KiB).
+MAX_KEY_FILE_BYTES = 64 * 1024
+
+
+def _check_key_files(env: Mapping[str, str] | None = None) -> None:
+    """Refuse, before google-auth reads it whole, a credentials file that is no key file:
+    a FIFO or device (a read that never ends) or a file far larger than any key.
+
+    Raises:
+        AuthError: naming the file and the fix.
+    """
+    import stat
+
+    from ...errors import AuthError
+
+    env = os.environ if env is None else env
+    named = env.get("GOOGLE_APPLICATION_CREDENTIALS")
+    well_known = os.path.join(
+        env.get("CLOUDSDK_CONFIG") or os.path.expanduser("~/.config/gcloud"), "application_default_credentials.json"
+    )
+    path, where = (named, f"GOOGLE_APPLICATION_CREDENTIALS names {named}") if named else (well_known, f"{well_known}")
+    try:
+        info = os.stat(path)
+    except OSError:
+        return  # missing: google-auth names it (or looks elsewhere)
+    fix = (
+        "point it at a valid key file, or unset it and run `gcloud auth application-default login`"
+        if named
+        else "run `gcloud auth application-default login` again"
+    )
+    if not stat.S_ISREG(info.st_mode):
+        if not named:
+            return  # google-auth passes over a well-known path that is not a file
+        raise AuthError(f"{where}, which is not a regular file; {fix}")
+    if info.st_size > MAX_KEY_FILE_BYTES:
+        raise AuthError(f"{where}, which is {info.st_size} bytes: no key file is larger than {MAX_KEY_FILE_BYTES // 1024} KiB; {fix}")
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            document = json.loads(f.read(MAX_KEY_FILE_BYTES + 1))
+    except (OSError, ValueError):
+        return  # unreadable or not JSON: google-auth's own message names the file
+    if not isinstance(document, dict):
+        raise AuthError(f"{where}, which is JSON but no key file (a key is an object with a \"type\"); {fix}")
 
 
 def credentials_source(credentials: Any, env: Mapping[str, str] | None = None) -> str:

@@ -114,7 +114,12 @@ def translate(
         named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
         if named:
             # The file the user pointed at is the problem: say which, and google-auth's reason.
-            reason = (str(exc).strip().splitlines() or ["it cannot be used"])[0][:300]
+            # google-auth's args are (message, the error it caught): the message reads alone.
+            first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+            reason = (first.strip().splitlines() or ["it cannot be used"])[0].rstrip(".")
+            if len(exc.args) > 1 and str(exc.args[1]).strip():
+                reason += ": " + str(exc.args[1]).strip().splitlines()[0]
+            reason = reason[:300]
             return AuthError(
                 f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which cannot be used ({reason}); "
                 "point it at a valid key file, or unset it and run `gcloud auth application-default login`"
