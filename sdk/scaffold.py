@@ -169,6 +169,8 @@ def init_template(
         UsageError: an unknown template, an invalid name, ``dest`` is a file, or
             ``dest`` is not empty and ``force`` is false.
     """
+    if not str(dest).strip():
+        raise UsageError("the directory to create cannot be empty: tfjob init DIR [--template NAME]")
     path = Path(dest).expanduser()
     name = package_name if package_name is not None else build_package_name(path.resolve().name)
     if not _VALID_NAME.match(name):
@@ -184,8 +186,21 @@ def init_template(
             f"{str(path)!r} is not empty: give a new or empty directory, or pass --force to write "
             f"the template into it (its files of the same names are overwritten)"
         )
+    for rel in files:
+        # --force writes into an existing tree: never through a link in it, to somewhere else.
+        parts = Path(rel).parts
+        for depth in range(1, len(parts) + 1):
+            inside = path.joinpath(*parts[:depth])
+            if inside.is_symlink():
+                raise UsageError(
+                    f"{str(inside)!r} is a symbolic link: tfjob init writes only inside {str(path)!r}; "
+                    "remove the link or choose another directory"
+                )
     for rel, content in files.items():
         target = path / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        except OSError as e:
+            raise UsageError(f"cannot write {str(target)!r}: {e.strerror or e}; give a directory you can write") from None
     return path.resolve()

@@ -130,6 +130,22 @@ def test_a_file_as_destination_is_refused(tmp_path: Path) -> None:
         init_template(tmp_path / "f", force=True)
 
 
+def test_an_empty_name_a_link_inside_or_an_unwritable_place_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"^the directory to create cannot be empty"):
+        init_template("", "census-ps")
+    # --force never writes through a link in the tree to a place outside it.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "trainer").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UsageError, match=r"'.*dest/trainer' is a symbolic link: tfjob init writes only inside"):
+        init_template(dest, "census-ps", force=True)
+    assert list(outside.iterdir()) == []
+    with pytest.raises(UsageError, match=r"^cannot write '/proc/self/.*': .*; give a directory you can write$"):
+        init_template("/proc/self", "census-ps", force=True)
+
+
 def test_unknown_template_lists_the_choices(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"'census-pss' is not a template \(did you mean 'census-ps'\?\); choose one of: census-multiworker, census-ps, custom-container"):
         init_template(tmp_path / "x", "census-pss")
