@@ -52,7 +52,7 @@ from typing import Iterator
 
 from .errors import PackagingError
 from .limits import read_bounded_text
-from .spec import module_exists
+from .spec import BUILT_PACKAGE_SUFFIXES, module_exists
 from .ignorefile import IgnoreRule, is_excluded, is_ignored, parse_ignore
 
 #: Every member of the archive gets this mtime (1980-01-01, the earliest a zip takes).
@@ -67,6 +67,21 @@ _SKIP_DIRS = {
     ".tox", ".nox", ".ipynb_checkpoints", ".idea", ".vscode", ".eggs", "node_modules",
 }  # fmt: skip
 _SKIP_FILES = ("*.pyc", "*.pyo", "*.pyd.tmp", ".DS_Store", "*.swp", *IGNORE_FILES)
+
+
+def check_built_package(given: str) -> Path:
+    """The path of one ``--packages`` entry, checked: an existing regular file pip installs.
+
+    Raises:
+        PackagingError: missing, not a regular file, or not a built package's name.
+    """
+    path = Path(given).expanduser()
+    if not path.is_file():
+        problem = "is not a regular file" if path.exists() else "does not exist"
+        raise PackagingError(f"--packages {given!r} {problem}; give built .tar.gz or .whl files")
+    if not path.name.endswith(BUILT_PACKAGE_SUFFIXES):
+        raise PackagingError(f"--packages {given!r} is not a .tar.gz, .tgz, .zip or .whl package")
+    return path
 
 
 @dataclass(frozen=True)

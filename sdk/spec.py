@@ -64,6 +64,10 @@ _LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}\Z")
 _ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME_LENGTH = 128
 
+#: Built distributions pip installs as they are: what ``--packages`` takes, and a package
+#: path that is an archive rather than a trainer directory.
+BUILT_PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".whl")
+
 
 class ScaleTier(str, Enum):
     """Legacy AI Platform scale tiers; each expands to pools (see :func:`tier_pools`)."""

@@ -263,3 +263,18 @@ def test_default_out_dir_is_under_tfjob_home(tmp_path: Path, isolated_env: Path)
 )
 def test_gitignore_syntax(rules: str, path: str, excluded: bool) -> None:
     assert is_excluded(path, parse_ignore(rules)) is excluded
+
+
+def test_a_packages_entry_is_one_built_file_on_every_backend(tmp_path: Path) -> None:
+    from tfjob.packaging import check_built_package
+
+    tgz = tmp_path / "extra-1.0.tgz"
+    tgz.write_bytes(b"")
+    assert check_built_package(str(tgz)) == tgz  # pip installs .tgz sdists: local and Vertex AI take it alike
+    for given, problem in (("/dev/null", "is not a regular file"), (str(tmp_path / "none.whl"), "does not exist"),
+                           (str(tmp_path), "is not a regular file")):  # fmt: skip
+        with pytest.raises(PackagingError, match=rf"^--packages '{given}' {problem}; give built"):
+            check_built_package(given)
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(PackagingError, match=r"is not a \.tar\.gz, \.tgz, \.zip or \.whl package"):
+        check_built_package(str(tmp_path / "notes.txt"))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import SpecError
 from ...model import options_as
 from ..base import GoogleCloudOptions
-from ...spec import ROLES, JobSpec, ScaleTier, check_cloud_labels
+from ...spec import BUILT_PACKAGE_SUFFIXES, ROLES, JobSpec, ScaleTier, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP  # a container given a module starts it through the bootstrap
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _staged_uri(path: str, root: str | None, job_id: str) -> str:
     if path.startswith("gs://") or root is None:
         return path
     name = PurePath(path.rstrip("/\\")).name or "trainer"
-    if not name.endswith((".tar.gz", ".whl", ".zip")):
+    if not name.endswith(BUILT_PACKAGE_SUFFIXES):
         name += ".tar.gz"  # a source directory is uploaded as the sdist built from it
     return f"{root.rstrip('/')}/{job_id}/packages/{name}"
 

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import BackendError, PackagingError
-from ...spec import JobSpec
+from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec
 
-_ARCHIVES = (".tar.gz", ".zip", ".whl")
 # Prints the site directories of an interpreter (a venv's own, or the system's).
 _SITE_DIRS = (
     "import json, site\n"
@@ -68,7 +67,7 @@ def install_trainer(
     work_dir.mkdir(parents=True, exist_ok=True)
     log = work_dir / "install.log"
     package = spec.package or "."
-    if package.endswith(_ARCHIVES):
+    if package.endswith(BUILT_PACKAGE_SUFFIXES):
         archive = Path(package).expanduser().resolve()
         if not archive.is_file():
             raise PackagingError(f"package {package!r} does not exist")

@@ -21,10 +21,10 @@ from typing import Any, Callable, Iterator, TextIO
 
 from ...model import JobState, SubmitOptions
 from .options import LocalOptions
-from ...errors import PackagingError, SpecError, TfjobError, UsageError
+from ...errors import SpecError, TfjobError, UsageError
 from ...limits import check_local_tasks
 from ...settings import tfjob_home
-from ...spec import JobSpec
+from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec
 from ...store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
 from .logs import LogRouter, render_summary, use_colour
@@ -131,21 +131,19 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
                 f"--python {options.python!r} cannot import tfjob (needed for the bootstrap in every task); "
                 f"install it there: {python} -m pip install --no-deps tfjob"
             )
+    from ...packaging import check_built_package
+
     for extra in spec.packages:
         if "://" in extra:
             raise UsageError(f"--packages {extra!r}: the local backend installs local files only; download it first")
-        path = Path(extra).expanduser()
-        if not path.is_file():
-            raise PackagingError(f"--packages {extra!r} does not exist; give built .tar.gz or .whl files")
-        if not path.name.endswith((".tar.gz", ".zip", ".whl")):
-            raise PackagingError(f"--packages {extra!r} is not a .tar.gz, .zip or .whl package")
+        check_built_package(extra)
     if spec.packages and not options.install:
         raise UsageError(
             "--packages are installed next to the trainer, as the cloud does: add --install to run the job "
             "from a throw-away venv that has them"
         )
     package = spec.package
-    if package and package.endswith((".tar.gz", ".zip", ".whl")) and not options.install:
+    if package and package.endswith(BUILT_PACKAGE_SUFFIXES) and not options.install:
         raise UsageError(f"package {package!r} is a built archive; add --install to run it from a throw-away venv")
     changes: dict[str, Any] = {}
     if spec.job_dir and "://" not in spec.job_dir:
@@ -166,7 +164,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
                 f"--module-name {spec.module}: no {spec.module.replace('.', '/')}.py in {source_root}; "
                 "check the module name or add the file"
             )
-    elif package and not package.endswith((".tar.gz", ".zip", ".whl")):
+    elif package and not package.endswith(BUILT_PACKAGE_SUFFIXES):
         changes["package"] = str(Path(package).expanduser().resolve())
         if not Path(changes["package"]).is_dir():
             raise UsageError(f"trainer directory {package!r} does not exist")
@@ -185,7 +183,7 @@ def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None
     from ...requirements import REQUIREMENTS_FILE, check_requirements_met, trainer_requirements
 
     directory = package or "."
-    if directory.endswith((".tar.gz", ".zip", ".whl")) or not Path(directory).expanduser().is_dir():
+    if directory.endswith(BUILT_PACKAGE_SUFFIXES) or not Path(directory).expanduser().is_dir():
         if spec.requirements is not None:
             raise UsageError("--requirements needs a trainer directory to package (PACKAGE_PATH)")
         return

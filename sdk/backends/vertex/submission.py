@@ -32,7 +32,6 @@ PLACEHOLDER_BUCKET = "YOUR_STAGING_BUCKET"
 
 _REGION_RE = re.compile(r"^[a-z]+(-[a-z]+)+\d+$")
 _BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,221}$")
-_PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".whl")
 _TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
 _TF_REQ_RE = re.compile(r"""["'\s,\[]?(?:tensorflow|tensorflow-cpu|tensorflow-gpu)\s*(?:==|~=|>=|===)\s*(\d+\.\d+)""")
 
@@ -161,10 +160,9 @@ def detect_tf_version(source: Path | None) -> tuple[tuple[int, int] | None, str]
 
 def file_package(path: Path, base_uri: str) -> LocalPackage:
     """A built tarball or wheel to stage as it is."""
-    if not path.is_file():
-        raise PackagingError(f"--packages {str(path)!r} does not exist; give built .tar.gz or .whl files")
-    if not path.name.endswith(_PACKAGE_SUFFIXES):
-        raise PackagingError(f"--packages {str(path)!r} is not a .tar.gz, .zip or .whl package")
+    from ...packaging import check_built_package
+
+    path = check_built_package(str(path))
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
     return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
