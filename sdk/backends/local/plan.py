@@ -303,7 +303,8 @@ def find_source_root(package: str | None, module: str) -> str:
     if package and package.startswith("gs://"):
         raise UsageError(f"package {package!r} is in Cloud Storage; the local backend runs a local trainer directory")
     if not root.is_dir():
-        raise UsageError(f"trainer directory {package!r} does not exist; give the directory that holds {top}/")
+        problem = "is not a directory" if root.exists() else "does not exist"
+        raise UsageError(f"trainer directory {package!r} {problem}; give the directory that holds {top}/")
     for candidate in (root, root / "src", root.parent):
         if (candidate / top).is_dir() or (candidate / f"{top}.py").is_file():
             if candidate == root.parent and root.name != top:

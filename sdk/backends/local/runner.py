@@ -167,7 +167,8 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     elif package and not package.endswith(BUILT_PACKAGE_SUFFIXES):
         changes["package"] = str(Path(package).expanduser().resolve())
         if not Path(changes["package"]).is_dir():
-            raise UsageError(f"trainer directory {package!r} does not exist")
+            problem = "is not a directory" if Path(changes["package"]).exists() else "does not exist"
+            raise UsageError(f"trainer directory {package!r} {problem}")
     _check_requirements(spec, package, python)
     if spec.requirements is not None:
         changes["requirements"] = os.path.abspath(os.path.expanduser(spec.requirements))
