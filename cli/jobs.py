@@ -7,9 +7,11 @@ the job. Results go to stdout (``--json`` for machines); progress to stderr.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
@@ -19,6 +21,16 @@ from .app import CONTEXT_SETTINGS, app
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
     from tfjob.model import JobState, JobStatus
+
+
+@contextlib.contextmanager
+def _keeps_running(job_id: str, again: str) -> Iterator[None]:
+    """Ctrl-C while reading a job stops the reading, not the job: say so, and how to go on."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo(f"error: interrupted; job {job_id} keeps running ({again} goes on, tfjob cancel {job_id} stops it)", err=True)
+        sys.exit(130)
 
 
 def _when(ts: float | None) -> str:
@@ -174,8 +186,10 @@ def logs(job_id: str, task: str | None, follow: bool, tail: int | None) -> None:
     """Print a job's log lines, prefixed [chief-0], [worker-1]…"""
     from tfjob.job import get_job
 
-    for line in get_job(job_id).logs(task=task, follow=follow, tail=tail):
-        click.echo(line)
+    handle = get_job(job_id)
+    with _keeps_running(handle.id, again=f"tfjob logs {handle.id} --follow"):
+        for line in handle.logs(task=task, follow=follow, tail=tail):
+            click.echo(line)
 
 
 @app.command("cancel", context_settings=CONTEXT_SETTINGS)
@@ -203,7 +217,8 @@ def wait(job_id: str, timeout: str | None) -> None:
 
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)
-    final = handle.wait(seconds)
+    with _keeps_running(handle.id, again=f"tfjob wait {handle.id}"):
+        final = handle.wait(seconds)
     click.echo(f"job {handle.id} {final.state.value}" + (f": {final.message}" if final.message else ""), err=True)
     try:
         handle.result()

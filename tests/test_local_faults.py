@@ -254,3 +254,45 @@ def test_mistakes_are_one_line_and_start_nothing(argv: list[str], message: str) 
     assert result.stderr.splitlines()[-1].startswith("error: ") and message in result.stderr
     with JobStore() as store:
         assert store.list() == []
+
+
+@pytest.mark.parametrize("command", [["wait"], ["logs", "--follow"]])
+def test_ctrl_c_while_reading_a_job_leaves_it_running_and_says_how_to_go_on(tmp_path: Path, command: list[str]) -> None:
+    import subprocess
+
+    from local_helpers import TFJOB
+
+    job_dir = tmp_path / "out"
+    submitted = subprocess.run([TFJOB, *probe_args("--detach", "--grace", "5", "--", "--hang", "all", workers=1, job_dir=job_dir)],
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.split()[-1]
+    try:
+        _until_ready(job_dir, ["chief-0", "worker-0"])
+        # As from a terminal: SIGINT at its default (a background shell would have it ignored).
+        reader = subprocess.Popen([TFJOB, command[0], job_id, *command[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+        time.sleep(1.5)
+        reader.send_signal(signal.SIGINT)
+        _, err = reader.communicate(timeout=30)
+        assert reader.returncode == 130, err
+        again = f"tfjob {command[0]} {job_id}" + (" --follow" if len(command) > 1 else "")
+        assert err.splitlines()[-1] == f"error: interrupted; job {job_id} keeps running ({again} goes on, tfjob cancel {job_id} stops it)"
+        assert "Traceback" not in err
+        status = subprocess.run([TFJOB, "status", job_id], capture_output=True, text=True, timeout=60)
+        assert "RUNNING" in status.stdout, status.stdout
+    finally:
+        subprocess.run([TFJOB, "cancel", job_id], capture_output=True, timeout=60)
+        subprocess.run([TFJOB, "wait", job_id, "--timeout", "60"], capture_output=True, timeout=90)
+
+
+def _until_ready(job_dir: Path, tasks: list[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if set(tasks) <= set(reports(job_dir)):
+                return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"tasks {tasks} never reported ready in {job_dir}")
