@@ -60,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _columns() -> int:
     text = os.environ.get("COLUMNS", "")
-    return max(40, min(int(text), 200)) - 2 if text.isdigit() else 78
+    return max(40, min(int(text), 200)) - 2 if text.isascii() and text.isdigit() else 78
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -148,7 +148,7 @@ def port_in_use(address: str) -> bool:
     Addresses on other hosts are not this machine's to check and count as free.
     """
     host, _, port = address.rpartition(":")
-    if host.strip("[]") not in _LOCAL_HOSTS or not port.isdigit():
+    if host.strip("[]") not in _LOCAL_HOSTS or not (port.isascii() and port.isdigit()):
         return False
     import socket  # only with --check-port: it costs start-up time
 

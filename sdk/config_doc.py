@@ -114,7 +114,7 @@ class ConfigDoc:
     def count(self, value: Any, path: str) -> int:
         """A whole number ≥ 0, written as a number or as the API's int64 string."""
         # int64 fields are strings in the JSON the API writes ("9"), numbers in hand-written YAML.
-        if isinstance(value, str) and value.strip().isdigit():
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
             return int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(path, f"{value!r} must be a whole number ≥ 0")

@@ -236,7 +236,7 @@ def tpu_chips(machine_type: str) -> int | None:
     if family_of(machine_type) not in TPU_VM_FAMILIES:
         return None
     last = machine_type.rsplit("-", 1)[-1]
-    return int(last[:-1]) if last.endswith("t") and last[:-1].isdigit() else None
+    return int(last[:-1]) if last.endswith("t") and last[:-1].isascii() and last[:-1].isdigit() else None
 
 
 def closest(name: str, choices: object, n: int = 1) -> list[str]:

@@ -130,7 +130,7 @@ def parse_time(text: str | None) -> float | None:
     # Python's parser takes at most 6 fractional digits; Vertex AI sends up to 9.
     head, dot, rest = text.partition(".")
     if dot:
-        digits = "".join(c for c in rest if c.isdigit())
+        digits = "".join(c for c in rest if c in "0123456789")
         text = f"{head}.{digits[:6]}{rest[len(digits):]}"
     try:
         return datetime.fromisoformat(text).timestamp()

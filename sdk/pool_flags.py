@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .errors import UsageError
+from .limits import check_platform_count
 from .machines import did_you_mean
 from .spec import ROLES, Accelerator
 
@@ -71,9 +72,12 @@ def _pairs(text: str, position: int) -> dict[str, str]:
 
 
 def _whole(value: str, where: str) -> int:
-    if not value.isdigit() or len(value) > 10:
-        raise UsageError(f"{where} {value!r} must be a whole number")
-    return int(value)
+    # ASCII digits only: str.isdigit() also takes '²', which int() refuses.
+    if not (value.isascii() and value.isdigit()) or len(value) > 30:
+        raise UsageError(f"{where} {value!r} must be a whole number, 0 or more")
+    number = int(value)
+    check_platform_count(where, number)
+    return number
 
 
 def pool_spec_keywords(specs: Sequence[str], given: dict[str, Any]) -> dict[str, Any]:

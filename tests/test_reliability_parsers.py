@@ -142,6 +142,7 @@ _DOC_VALUES = [
     "gs://b/t-0.0.0.tar.gz", "gcr.io/p/t:1", "7200s", "2h", "-5s", "us-central1", "2.11", "3.7", "MAXIMIZE", "DOUBLE",
     "INTEGER", "CATEGORICAL", "DISCRETE", "UNIT_LOG_SCALE", "accuracy", "lr", "1", "-1", "0", 0, 1, 3, -2, 0.5, 1e300,
     10**30, True, None, "", float("nan"), float("inf"), "é", "a\nb",
+    "²", "٣", "--5", "-²", " 7 ",  # digits str.isdigit() takes and int() does not, or not as written
 ]  # fmt: skip
 _leaf = st.sampled_from(_DOC_VALUES) | st.integers(-3, 2**70) | st.text(max_size=4)
 _any = st.recursive(
@@ -240,3 +241,28 @@ def test_config_and_study_files(content: tuple[str, bytes], doc_dir: Path, relia
     study = one_line_error(lambda: load_hparams(path))
     if study is not None:
         assert study.study.parameters
+
+
+# -- digits that are not ASCII --------------------------------------------------------------------
+@pytest.mark.parametrize("number", ["²", "٣", "--5", "-²", "１"])
+def test_numbers_in_other_scripts_are_refused_in_one_line(number: str, tmp_path: Path) -> None:
+    """str.isdigit() takes '²' (and int() then raises ValueError); every count parser refuses it in one line."""
+    from tfjob.backends.kubeflow.pod import role_resources
+    from tfjob.machines import tpu_chips
+    from tfjob.pool_flags import pool_spec_keywords
+    from tfjob.tuning.hparams import load_hparams
+
+    one_line_error(lambda: pool_spec_keywords([f"machine-type=n1-standard-4,replica-count=1,accelerator-type=NVIDIA_TESLA_T4,accelerator-count={number}"], {}))
+    one_line_error(lambda: pool_spec_keywords(["machine-type=n1-standard-4", f"machine-type=n1-standard-4,replica-count={number}"], {}))
+    one_line_error(lambda: role_resources("worker", {}, {}, {"default": number}))
+    assert tpu_chips(f"ct5lp-hightpu-{number}t") in (None, 5)  # "--5" ends in "-5t"
+    config = tmp_path / "job.yaml"
+    config.write_text(f"trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-4\n  workerType: n1-standard-4\n  workerCount: '{number}'\n")
+    one_line_error(lambda: Job(config=str(config), module="trainer.task"))
+    study = tmp_path / "study.yaml"
+    study.write_text(
+        "studySpec:\n  metrics: [{metricId: a, goal: MAXIMIZE}]\n"
+        f"  parameters: [{{parameterId: x, integerValueSpec: {{minValue: '{number}', maxValue: 3}}}}]\nmaxTrialCount: '{number}'\n"
+    )
+    one_line_error(lambda: load_hparams(study))
+

@@ -68,7 +68,7 @@ def parse_roles(text: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for part in text.split(","):
         role, sep, count = part.strip().partition("=")
-        if not sep or role not in ROLES or role in counts or not count.isdigit() or not 1 <= int(count) <= MAX_TASKS_PER_ROLE:
+        if not sep or role not in ROLES or role in counts or not (count.isascii() and count.isdigit()) or not 1 <= int(count) <= MAX_TASKS_PER_ROLE:
             raise ClusterConfigError(f"{ROLES_VAR}={text!r} is not role=count pairs (e.g. chief=1,worker=2,ps=1)")
         counts[role] = int(count)
     return counts
@@ -121,10 +121,10 @@ def jobset_task_env(env: Mapping[str, str]) -> dict[str, str]:
         raise ClusterConfigError(f"{REPLICATED_JOB_VAR}={role!r} is not one of this job's roles ({', '.join(counts)})")
     if env.get(JOB_INDEX_VAR, "0") != "0":
         raise ClusterConfigError(f"{JOB_INDEX_VAR}={env.get(JOB_INDEX_VAR)!r}: tfjob runs one Job per role (index 0)")
-    if not index_text.isdigit() or int(index_text) >= counts[role]:
+    if not (index_text.isascii() and index_text.isdigit()) or int(index_text) >= counts[role]:
         raise ClusterConfigError(f"{COMPLETION_INDEX_VAR}={index_text!r} is not an index of the {counts[role]} {role} tasks")
     port_text = env.get(PORT_VAR, "2222")
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
         raise ClusterConfigError(f"{PORT_VAR}={port_text!r} is not a port")
     subdomain = env.get(SUBDOMAIN_VAR) or None
     if subdomain is not None and (not _NAME_RE.match(subdomain) or len(subdomain) > 63):

@@ -380,7 +380,7 @@ def _parse_tony(data: dict[str, Any], env: Mapping[str, str]) -> TaskInfo:
     if not job_name or task_index is None:
         return local_task("tony", source="CLUSTER_SPEC")
     task: dict[str, Any] = {"type": job_name, "index": task_index}
-    if not task_index.isdigit():
+    if not (task_index.isascii() and task_index.isdigit()):
         raise ClusterConfigError(f"TASK_INDEX must be a whole number ≥ 0, not {task_index!r}")
     return _task_info("CLUSTER_SPEC", {}, jobs, _ROLE_OF, task, "tony")
 

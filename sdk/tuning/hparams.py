@@ -83,7 +83,7 @@ class _Doc(ConfigDoc):
         # int32/int64 fields: numbers in hand-written YAML, strings in the API's JSON ("8").
         if value is None:
             return None
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and _integer_text(value):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.error(path, f"{value!r} must be a whole number")
@@ -94,7 +94,7 @@ class _Doc(ConfigDoc):
             return None
         if isinstance(value, str):
             try:
-                value = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+                value = int(value) if _integer_text(value) else float(value)
             except ValueError:
                 raise self.error(path, f"{value!r} must be a number") from None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -284,3 +284,9 @@ def load_hparams(path: str | Path) -> HparamsConfig:
 
 #: Parse an ``--hparams`` document already read from YAML/JSON (the name the API uses).
 parse_hparams_config = parse_document
+
+
+def _integer_text(value: str) -> bool:
+    """``-12`` or ``12`` in ASCII digits (str.isdigit() also takes '²', which int() refuses)."""
+    digits = value.strip().removeprefix("-")
+    return digits.isascii() and digits.isdigit()

@@ -82,7 +82,7 @@ def role_resources(role: str, cpu: Mapping[str, str], memory: Mapping[str, str],
             out[key] = check_quantity(value, flag)
     count = gpu.get(role, gpu.get("default"))
     if count is not None:
-        if not str(count).isdigit() or len(str(count)) > 4:
+        if not (str(count).isascii() and str(count).isdigit()) or len(str(count)) > 4:
             raise UsageError(f"--gpu {count!r} must be a whole number of GPUs")
         out["nvidia.com/gpu"] = int(count)
     return out

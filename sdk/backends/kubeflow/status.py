@@ -149,7 +149,7 @@ def pod_task_name(pod: Mapping[str, Any]) -> str:
 def _task_sort_key(name: str) -> tuple[int, int, str]:
     role, _, index = name.rpartition("-")
     order = _ROLE_ORDER.index(role) if role in _ROLE_ORDER else len(_ROLE_ORDER)
-    return order, int(index) if index.isdigit() else 0, name
+    return order, int(index) if index.isascii() and index.isdigit() else 0, name
 
 
 def sort_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
