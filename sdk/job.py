@@ -114,6 +114,23 @@ def default_job_name(module: str | None, image: str | None, now: float | None = 
     return f"{stem[:40]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
 
 
+def _refuse_nul(values: dict[str, Any]) -> None:
+    """A NUL character fits no path, argument, environment value or label: refuse it by keyword
+    (the OS would raise ValueError deep inside packaging or a task's start)."""
+    for key, value in values.items():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                if "\0" in item:
+                    raise SpecError(f"{key} holds a NUL character (\\x00), which no path, argument, environment value or label can carry")
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, (list, tuple, set, frozenset)):
+                stack.extend(item)
+
+
 class Job:
     """A training job to render, submit or run.
 
@@ -171,6 +188,7 @@ class Job:
             values["package"] = str(package)
         if module is not None:
             values["module"] = module
+        _refuse_nul(values)
 
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)

@@ -68,6 +68,8 @@ def read_bounded_text(
         fd = os.open(path, flags)
     except FileNotFoundError:
         raise ConfigFileError(f"{flag} {str(path)!r}: no such file") from None
+    except ValueError:  # "embedded null byte"
+        raise ConfigFileError(f"{flag} {str(path)!r}: a path cannot hold a NUL character") from None
     except OSError as e:
         raise ConfigFileError(f"{flag} {str(path)!r}: cannot read it: {e.strerror or e}") from None
     with os.fdopen(fd, "rb") as f:

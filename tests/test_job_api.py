@@ -149,3 +149,32 @@ def test_install_runs_the_trainer_from_its_sdist_in_a_throwaway_venv(tmp_path: P
         assert "site-packages" in report["module_file"] and report["cwd"] == str(install_dir)
     assert not (install_dir / "venv").exists()  # thrown away after the job
     assert list((install_dir / "dist").rglob("probe-0.0.0.tar.gz"))
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [
+        {"env": {"A": "x\0y"}},
+        {"env": {"A\0": "y"}},
+        {"args": ["--lr", "0.1\0"]},
+        {"job_dir": "/tmp/out\0put"},
+        {"requirements": "requirements\0.txt"},
+        {"package": "train\0er"},
+    ],
+)
+def test_a_nul_character_is_refused_by_keyword_before_anything_starts(tmp_path: Path, keywords: dict[str, object]) -> None:
+    # The OS takes no NUL in a path, an argument or an environment value: without this check
+    # the launcher died on ValueError('embedded null byte') after the job was recorded.
+    from tfjob.errors import SpecError
+
+    kw: dict[str, object] = {"package": str(PROBE), "module": "probe.task", **keywords}
+    with pytest.raises(SpecError, match=rf"^{next(iter(keywords))} holds a NUL character"):
+        Job(**kw).run(timeout=60)  # type: ignore[arg-type]
+    assert JobStore().list() == []
+
+
+def test_a_config_path_with_a_nul_character_is_one_line(tmp_path: Path) -> None:
+    from tfjob.errors import ConfigFileError
+
+    with pytest.raises(ConfigFileError, match=r"^(--)?config '.*': a path cannot hold a NUL character$"):
+        Job(config=str(tmp_path / "job\0.yaml"), module="trainer.task")
