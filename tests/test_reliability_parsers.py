@@ -266,3 +266,38 @@ def test_numbers_in_other_scripts_are_refused_in_one_line(number: str, tmp_path:
     )
     one_line_error(lambda: load_hparams(study))
 
+
+
+# -- objects from a Kubernetes API server ---------------------------------------------------------
+_K8S_KEYS = [
+    "status", "conditions", "type", "reason", "message", "metadata", "labels", "name", "phase", "containerStatuses",
+    "state", "terminated", "waiting", "exitCode", "restartCount", "replicaStatuses", "lastTransitionTime", "startTime",
+    "completionTime", "training.kubeflow.org/replica-type", "training.kubeflow.org/replica-index",
+    "jobset.sigs.k8s.io/replicatedjob-name", "batch.kubernetes.io/job-completion-index", "containers", "spec",
+    "terminalState", "jobsStatus", "active", "succeeded", "failed", "ready",
+]  # fmt: skip
+_K8S_VALUES = ["Succeeded", "Failed", "Running", "True", "False", "Created", "Restarting", "Completed", "Error", "chief",
+               "worker", "0", "1", "2026-11-22T16:48:41Z", "2026-13-99", "²"]  # fmt: skip
+_k8s_leaf = st.none() | st.booleans() | st.integers(-3, 10**12) | st.text(max_size=4) | st.sampled_from(_K8S_VALUES)
+_k8s_any = st.recursive(_k8s_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_K8S_KEYS), inner, max_size=4), max_leaves=12)
+_k8s_object = st.dictionaries(st.sampled_from(_K8S_KEYS), _k8s_any, max_size=4)
+
+
+@pytest.mark.reliability
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@given(job=_k8s_object, pods=st.lists(_k8s_object, max_size=3))
+def test_job_and_pod_objects_of_any_shape(job: dict[str, Any], pods: list[dict[str, Any]], reliability: Reliability) -> None:
+    """A TFJob, JobSet, TrainJob or pod whose fields have the wrong shape (a proxy's answer, another
+    controller's version) is read, or is a one-line BackendError: never a TypeError from inside."""
+    from tfjob.backends.kubeflow import status
+
+    reliability.tried()
+    for read in (
+        lambda: status.parse_tfjob_state(job),
+        lambda: status.parse_jobset_state(job, pods),
+        lambda: status.parse_trainjob_state(job, pods),
+        lambda: status.build_job_status("default/job", job, pods),
+        lambda: status.build_job_status("default/job", job, pods, backend="jobset"),
+        lambda: [(status.pod_reason(p), status.pod_restarts(p), status.pod_has_logs(p), status.pod_task_name(p)) for p in status.sort_pods(pods)],
+    ):
+        one_line_error(read)

@@ -6,18 +6,47 @@ The training operator reports a TFJob's progress as conditions (``Created``,
 :class:`~tfjob.backends.base.JobState` in one place. Pods carry the labels
 ``training.kubeflow.org/replica-type`` and ``replica-index``, from which a task is
 named ``worker-1`` as everywhere else in tfjob.
+
+Objects come from outside (an API server, a proxy, a controller of another version): a
+reader that meets a field of the wrong shape raises :class:`~tfjob.errors.BackendError`
+naming what it read, never a ``TypeError`` (:func:`_from_the_api`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from ...model import JobState, JobStatus, TaskStatus, parse_time
-from ...errors import ClusterConfigError, UsageError
+from ...errors import BackendError, ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
 from ...cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
 from .render import CONTAINER_NAME, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _from_the_api(what: str) -> Callable[[_F], _F]:
+    """A reader of API objects: a field of the wrong shape is a BackendError naming ``what``."""
+
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def read(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (ClusterConfigError, UsageError):
+                raise  # said on purpose (ClusterConfigError is a ValueError too)
+            except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+                raise BackendError(
+                    f"the Kubernetes API answered with {what} tfjob cannot read ({type(e).__name__}: {' '.join(str(e).split())[:200]}); "
+                    "is the controller one tfjob supports (training operator v1, JobSet v1alpha2, Trainer v2)?"
+                ) from e
+
+        return read  # type: ignore[return-value]
+
+    return wrap
+
 
 #: Our roles in the order tasks are shown; ``master`` is the operator's legacy chief.
 _ROLE_ORDER = ("chief", "worker", "ps", "evaluator")
@@ -48,6 +77,7 @@ def parse_job_id(job_id: str) -> tuple[str | None, str]:
     return (namespace or None), name
 
 
+@_from_the_api("a TFJob")
 def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
     """The job state and its message, from a TFJob's conditions.
 
@@ -76,6 +106,7 @@ def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
     return JobState.PENDING, "waiting for the training operator to pick the TFJob up"
 
 
+@_from_the_api("a JobSet or its pods")
 def parse_jobset_state(jobset: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> tuple[JobState, str]:
     """The job state and its message, from a JobSet's conditions (and its pods).
 
@@ -98,6 +129,7 @@ def parse_jobset_state(jobset: Mapping[str, Any], pods: Iterable[Mapping[str, An
     return JobState.PENDING, "waiting for the JobSet's pods to be made and scheduled"
 
 
+@_from_the_api("a TrainJob or its pods")
 def parse_trainjob_state(trainjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> tuple[JobState, str]:
     """The job state of a Kubeflow Trainer v2 TrainJob: its Complete/Failed/Suspended
     conditions, else its JobSet's pods (RUNNING once one runs)."""
@@ -113,6 +145,7 @@ def parse_trainjob_state(trainjob: Mapping[str, Any], pods: Iterable[Mapping[str
     return state, message.replace("JobSet", "TrainJob")
 
 
+@_from_the_api("a pod")
 def jobset_pod_task_name(pod: Mapping[str, Any]) -> str:
     """``worker-1`` for the pod of index 1 of a JobSet's ``worker`` replicated job (a
     Trainer v2 ``node`` job is named back by the role tfjob rendered it for)."""
@@ -136,6 +169,7 @@ def build_jobset_selector(name: str, task: str | None = None) -> str:
     return _selector((JOBSET_NAME_LABEL, JOBSET_ROLE_LABEL, COMPLETION_INDEX_LABEL), name, task)
 
 
+@_from_the_api("a pod")
 def pod_task_name(pod: Mapping[str, Any]) -> str:
     """``worker-1`` for the pod of Worker replica 1 (``chief-0`` for a Master); a JobSet
     pod's from its replicated job and completion index."""
@@ -152,6 +186,7 @@ def _task_sort_key(name: str) -> tuple[int, int, str]:
     return order, int(index) if index.isascii() and index.isdigit() else 0, name
 
 
+@_from_the_api("pods")
 def sort_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Pods chief first, then workers, ps and evaluators, each by index."""
     return sorted(pods, key=lambda p: _task_sort_key(pod_task_name(p)))
@@ -164,11 +199,13 @@ def _container_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     return {}
 
 
+@_from_the_api("a pod")
 def pod_restarts(pod: Mapping[str, Any]) -> int:
     """How many times the ``tensorflow`` container of the pod has restarted."""
     return int(_container_status(pod).get("restartCount") or 0)
 
 
+@_from_the_api("a pod")
 def pod_has_logs(pod: Mapping[str, Any]) -> bool:
     """True once the ``tensorflow`` container has started (before that, logs are refused)."""
     state = _container_status(pod).get("state") or {}
@@ -184,6 +221,7 @@ STUCK_REASONS = (
 MAX_REASON_CHARS = 300
 
 
+@_from_the_api("a pod")
 def pod_reason(pod: Mapping[str, Any]) -> str | None:
     """Why a pod is not running, from the scheduler, the kubelet or an eviction; None if
     nothing is wrong (or it is running or done)."""
@@ -208,6 +246,7 @@ def pod_reason(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
+@_from_the_api("a pod")
 def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
     """A pod as a :class:`TaskStatus` (state from its phase, exit code of ``tensorflow``)."""
     status = pod.get("status") or {}
@@ -228,6 +267,7 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
     )
 
 
+@_from_the_api("a job or its pods")
 def build_job_status(
     job_id: str, tfjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = (), *, backend: str = "kubeflow"
 ) -> JobStatus:
