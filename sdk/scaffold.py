@@ -33,7 +33,7 @@ MANIFEST = "template.json"
 #: What a template directory may hold that is never copied.
 _SKIPPED = re.compile(r"(^|/)(__pycache__|\.pytest_cache)(/|$)|\.py[co]$|(^|/)\.DS_Store$")
 #: PEP 508 distribution names.
-_VALID_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_VALID_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 
 
 @dataclass(frozen=True)

@@ -624,6 +624,9 @@ class JobSpec:
         object.__setattr__(self, "labels", dict(self.labels))
         if self.scale_tier is not None:
             object.__setattr__(self, "scale_tier", ScaleTier.parse(self.scale_tier))
+        check_image(self.image, "--image")
+        for pool in pools:
+            check_image(pool.image, f"--{pool.role}-image")
         has_image = bool(self.image) or all(p.image for p in pools)
         if self.module is not None and self.script is not None:
             raise SpecError("give the trainer once: --module-name (run as python -m) or --script (run as python PATH), not both")
@@ -762,6 +765,38 @@ def parse_key_values(items: Iterable[str] | str | None, flag: str) -> dict[str, 
 
 def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None), None)
+
+
+# A container image reference as registries, podman, docker and Kubernetes read it:
+# [host[:port]/]path[:tag][@digest], path components in lower case.
+_IMAGE_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
+_IMAGE_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_RE = re.compile(
+    rf"^(?:{_IMAGE_HOST}/)?{_IMAGE_PATH}(?:/{_IMAGE_PATH})*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z"
+)
+#: The longest image reference taken (a registry's name limit is 255; a tag and digest follow).
+MAX_IMAGE_LENGTH = 512
+
+
+def check_image(image: str | None, flag: str = "--image") -> None:
+    """Refuse what no registry or container engine takes as an image reference: an empty
+    name, spaces or control characters, upper case in the path, or a leading ``-`` (which
+    a container engine would read as an option of its own).
+
+    Raises:
+        SpecError: naming the flag and the form expected.
+    """
+    if image is None:
+        return
+    if not isinstance(image, str) or not image.strip():
+        raise SpecError(f"{flag} is empty; give an image such as us-docker.pkg.dev/my-project/trainers/census:1")
+    if len(image) > MAX_IMAGE_LENGTH or not _IMAGE_RE.fullmatch(image):
+        raise SpecError(
+            f"{flag} {image[:100]!r} is not an image reference: write [REGISTRY/]NAME[:TAG][@sha256:DIGEST], "
+            "the name in lower case (e.g. us-docker.pkg.dev/my-project/trainers/census:1)"
+        )
 
 
 def build_spec(

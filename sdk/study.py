@@ -52,7 +52,7 @@ DEFAULT_METRIC_TAG = "training/hptuning/metric"
 #: Grid search enumerates every point; a bigger grid is a mistake, not a study.
 MAX_GRID_POINTS = 100_000
 
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _UNSET = ("", "NONE", "SCALE_TYPE_UNSPECIFIED")
 
 

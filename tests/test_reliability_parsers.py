@@ -301,3 +301,21 @@ def test_job_and_pod_objects_of_any_shape(job: dict[str, Any], pods: list[dict[s
         lambda: [(status.pod_reason(p), status.pod_restarts(p), status.pod_has_logs(p), status.pod_task_name(p)) for p in status.sort_pods(pods)],
     ):
         one_line_error(read)
+
+
+def test_a_trailing_newline_does_not_pass_for_a_name() -> None:
+    """``$`` in a Python pattern also matches before a final newline: every name check ends at ``\\Z``."""
+    from tfjob.backends.kubeflow.render import check_k8s_name
+    from tfjob.backends.vertex.submission import check_region
+    from tfjob.scaffold import init_template
+    from tfjob.study import ParameterSpec
+
+    for check in (
+        lambda: check_region("us-central1\n"),
+        lambda: check_k8s_name("census\n", "--name"),
+        lambda: ParameterSpec("lr\n", "DOUBLE", 0.1, 1.0),
+        lambda: init_template("/nonexistent-dir", "census-ps", package_name="census\n"),
+        lambda: build_spec(name="j", image="python:3\n"),
+    ):
+        with pytest.raises(TfjobError):
+            check()

@@ -354,3 +354,26 @@ def specs(draw: st.DrawFn) -> JobSpec:
 @given(specs())
 def test_any_valid_spec_survives_json(spec: JobSpec) -> None:
     assert JobSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["python:3", "localhost/tfjob:0.1.0", "us-docker.pkg.dev/my-project/trainers/census:1", "127.0.0.1:5000/x",
+     "[::1]:5000/a/b_c.d:v1.2-rc", "REGISTRY.example/x", "gcr.io/p/t@sha256:" + "a" * 64, "gcr.io/p/t:1@sha256:" + "0" * 64],
+)  # fmt: skip
+def test_image_references_registries_take(image: str) -> None:
+    assert build_spec(name="j", image=image).image == image
+
+
+@pytest.mark.parametrize(
+    ("image", "problem"),
+    [("", "is empty"), ("  ", "is empty"), ("-v", "is not an image reference"), ("--privileged", "is not an image reference"),
+     ("a b", "is not an image reference"), ("Trainer:1", "is not an image reference"), ("x:latest@sha256:zz", "is not an image reference"),
+     ("x\n", "is not an image reference"), ("x:" + "t" * 200, "is not an image reference"), ("x" * 600, "is not an image reference")],
+)  # fmt: skip
+def test_what_no_engine_takes_as_an_image_is_refused(image: str, problem: str) -> None:
+    # A leading '-' would reach podman or docker as an option of its own.
+    with pytest.raises(SpecError, match=rf"^--image .*{problem}"):
+        build_spec(name="j", image=image)
+    with pytest.raises(SpecError, match=rf"^--worker-image .*{problem}"):
+        build_spec(name="j", module="trainer.task", workers=1, worker_image=image)

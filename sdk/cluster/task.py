@@ -41,7 +41,7 @@ PARSED_DIALECTS: tuple[str, ...] = (
 
 #: A platform's task type → the canonical role.
 _ROLE_OF = {"chief": "chief", "master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
-_POOL_RE = re.compile(r"^workerpool([0-3])$")
+_POOL_RE = re.compile(r"^workerpool([0-3])\Z")
 _QUOTE_LIMIT = 120
 
 

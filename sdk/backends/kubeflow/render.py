@@ -73,9 +73,9 @@ REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
 MAX_NAME_LENGTH = 63
-_DNS1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE_RE = re.compile(r"^([a-z0-9]([-a-z0-9_.]*[a-z0-9])?)?$")
+_DNS1035_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
+_DNS1123_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_LABEL_VALUE_RE = re.compile(r"^([a-z0-9]([-a-z0-9_.]*[a-z0-9])?)?\Z")
 
 
 def suggest_k8s_name(name: str, max_length: int = MAX_NAME_LENGTH) -> str:

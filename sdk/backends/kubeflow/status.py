@@ -51,8 +51,8 @@ def _from_the_api(what: str) -> Callable[[_F], _F]:
 #: Our roles in the order tasks are shown; ``master`` is the operator's legacy chief.
 _ROLE_ORDER = ("chief", "worker", "ps", "evaluator")
 _ROLE_ALIASES = {"chief": "chief", "master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_TASK_RE = re.compile(r"^(?P<role>[a-z]+)(?:-(?P<index>\d+))?$")
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_TASK_RE = re.compile(r"^(?P<role>[a-z]+)(?:-(?P<index>\d+))?\Z")
 _FAILED_REPLICA_RE = re.compile(r"\b\d+\s+(?P<type>Chief|Master|Worker|PS|Evaluator)\s+replica\(s\) failed", re.I)
 _POD_STATES = {
     "Pending": JobState.PENDING,

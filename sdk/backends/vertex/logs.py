@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterator
 from ...errors import UsageError
 from ...spec import ROLES
 
-_POOL_TASK = re.compile(r"^workerpool(\d)-(\d+)$")
-_LEGACY_TASK = re.compile(r"^(master|chief|worker|ps|evaluator)-replica-(\d+)$")
-_OUR_TASK = re.compile(r"^(chief|worker|ps|evaluator)-(\d+)$")
+_POOL_TASK = re.compile(r"^workerpool(\d)-(\d+)\Z")
+_LEGACY_TASK = re.compile(r"^(master|chief|worker|ps|evaluator)-replica-(\d+)\Z")
+_OUR_TASK = re.compile(r"^(chief|worker|ps|evaluator)-(\d+)\Z")
 
 
 def task_label(task_name: str) -> str:

@@ -44,8 +44,8 @@ _REGISTRY = "{area}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{major}-{minor}.
 #: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
 PACKAGE_PREFIX = "tfjob/packages"
 
-_GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?$")
-_TENSORBOARD_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+$")
+_GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?\Z")
+_TENSORBOARD_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+\Z")
 
 
 def registry_area(region: str | None) -> str:

@@ -23,15 +23,15 @@ from ...model import SubmitOptions, options_as
 from .options import VertexOptions
 from ...errors import PackagingError, SpecError, UsageError
 from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
-from ...spec import JobSpec
+from ...spec import JobSpec, check_image
 
 #: The region used when none is given (as the Vertex AI SDK does).
 DEFAULT_REGION = "us-central1"
 #: Shown instead of a staging bucket in a dry run that has none (never sent).
 PLACEHOLDER_BUCKET = "YOUR_STAGING_BUCKET"
 
-_REGION_RE = re.compile(r"^[a-z]+(-[a-z]+)+\d+$")
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,221}$")
+_REGION_RE = re.compile(r"^[a-z]+(-[a-z]+)+\d+\Z")
+_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,221}\Z")
 _TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
 _TF_REQ_RE = re.compile(r"""["'\s,\[]?(?:tensorflow|tensorflow-cpu|tensorflow-gpu)\s*(?:==|~=|>=|===)\s*(\d+\.\d+)""")
 
@@ -238,6 +238,7 @@ def plan_submission(
         SpecError, PackagingError: the job or the trainer cannot be sent.
     """
     options = options_as(VertexOptions, options)
+    check_image(options.executor_image, "--executor-image")
     notes: list[str] = []
     spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
