@@ -202,9 +202,12 @@ def install_packages(packages: Sequence[str]) -> None:
 
     with tempfile.TemporaryDirectory(prefix="tfjob-packages-") as tmp:
         paths = []
-        for package in packages:
+        for number, package in enumerate(packages):
             if package.startswith("gs://"):
-                paths.append(_download_gcs(package, tmp))
+                # A directory each: two objects of the same name (v1/, v2/) must not overwrite each other.
+                into = os.path.join(tmp, str(number))
+                os.mkdir(into)
+                paths.append(_download_gcs(package, into))
             elif os.path.exists(package):
                 paths.append(os.path.abspath(package))
             else:
@@ -301,7 +304,7 @@ def _download_gcs_stdlib(uri: str, bucket: str, blob: str, directory: str) -> st
 
 def _download_gcs(uri: str, directory: str) -> str:
     bucket_name, _, blob_name = uri[len("gs://") :].partition("/")
-    if not bucket_name or not blob_name or blob_name.endswith("/"):
+    if not bucket_name or not blob_name or blob_name.endswith("/") or os.path.basename(blob_name) in (".", ".."):
         raise UsageError(f"--package {uri}: name one object, e.g. gs://BUCKET/path/trainer-0.1.tar.gz")
     try:
         from google.cloud import storage  # used when installed; the base image has no Google libraries

@@ -374,6 +374,9 @@ def test_package_from_gcs_is_downloaded_and_installed(
     missing = _bootstrap(tmp_path, "--package", "gs://staging/packages/nope.whl", "--module", "x", env=env)
     assert missing.returncode == 2
     assert missing.stderr == "error: --package gs://staging/packages/nope.whl: no such object in Cloud Storage\n"
+    for no_object in ("gs://staging/packages/..", "gs://staging/packages/", "gs://staging"):
+        refused = _bootstrap(tmp_path, "--package", no_object, "--module", "x", env=env)
+        assert refused.returncode == 2 and refused.stderr == f"error: --package {no_object}: name one object, e.g. gs://BUCKET/path/trainer-0.1.tar.gz\n"
 
 
 # --- start-up imports nothing outside the standard library ----------------------------------

@@ -134,7 +134,7 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
         [],
     ),
     "container_entrypoint": lambda: (
-        build_spec(name="entry-job", image="gcr.io/p/trainer@sha256:abc", workers=1),
+        build_spec(name="entry-job", image="gcr.io/p/trainer@sha256:abababababababababababababababababababababababababababababababab", workers=1),
         VertexOptions(),
         [],
     ),
