@@ -24,13 +24,13 @@ from .model import JobState, JobStatus, SubmitOptions
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from .lifecycle import poll
 from .machines import did_you_mean
-from .settings import Settings, load_settings
+from .settings import SETTING_NAMES, Settings, load_settings
 from .spec import JobSpec, build_spec
 
 _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
 _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
-_SETTING_FIELDS = [f.name for f in dataclasses.fields(Settings)]
+_SETTING_FIELDS = list(SETTING_NAMES)
 
 
 @functools.lru_cache(maxsize=1)
@@ -193,6 +193,11 @@ class Job:
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)
         self.backend_name = _chosen_backend(self.settings)
+        if self.backend_name not in BACKENDS:
+            raise SpecError(
+                f"{self.settings.source('backend')} {self.backend_name!r} is not a backend"
+                f"{did_you_mean(self.backend_name, BACKENDS)}; choose one of {', '.join(BACKENDS)}"
+            )
         options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
         option_fields = [f.name for f in dataclasses.fields(options_cls)]

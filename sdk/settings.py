@@ -9,7 +9,7 @@ variables, then ``$TFJOB_HOME/config.yaml`` (``project``, ``region``,
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Mapping
 
@@ -40,6 +40,17 @@ class Settings:
     #: First pause, in seconds, between two status reads while following a cloud job
     #: (it grows to the backend's longest); ``--poll-interval`` overrides it for one job.
     poll_interval: str | None = None
+    #: Where each setting that is set came from (``--backend``, ``TFJOB_BACKEND``, the
+    #: config file's path), for messages about its value.
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def source(self, name: str) -> str:
+        """Where setting ``name`` came from, as a message names it (default: its flag)."""
+        return self.sources.get(name, "--" + name.replace("_", "-"))
+
+
+#: The settings a flag, a variable or the config file sets.
+SETTING_NAMES = tuple(f.name for f in fields(Settings) if f.name != "sources")
 
 
 def tfjob_home(env: Mapping[str, str] | None = None) -> Path:
@@ -52,21 +63,26 @@ def tfjob_home(env: Mapping[str, str] | None = None) -> Path:
 def load_settings(env: Mapping[str, str] | None = None, **flags: str | None) -> Settings:
     """Resolve the settings from flags, then the environment, then the config file."""
     env = os.environ if env is None else env
-    values: dict[str, str | None] = {f.name: None for f in fields(Settings)}
+    values: dict[str, str | None] = {name: None for name in SETTING_NAMES}
+    sources: dict[str, str] = {}
     path = tfjob_home(env) / "config.yaml"
     if path.is_file():
-        values.update(_read_config(path))
+        from_file = _read_config(path)
+        values.update(from_file)
+        sources.update({name: f"{name} in {path}" for name in from_file})
     for name, variables in ENV_VARS.items():
         for var in variables:
             if env.get(var):
                 values[name] = env[var]
+                sources[name] = var
                 break
     for name, value in flags.items():
         if name not in values:
             raise TypeError(f"unknown setting {name!r}")
         if value is not None:
             values[name] = value
-    return Settings(**values)
+            sources.pop(name, None)  # a flag or keyword: named as such
+    return Settings(**values, sources=sources)
 
 
 def _read_config(path: Path) -> dict[str, str]:
@@ -77,7 +93,7 @@ def _read_config(path: Path) -> dict[str, str]:
     data = read_config_file(path, "the settings file") or {}
     if not isinstance(data, dict):
         raise ConfigFileError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
-    known = {f.name for f in fields(Settings)}
+    known = set(SETTING_NAMES)
     unknown = sorted(str(key) for key in set(data) - known)
     if unknown:
         raise ConfigFileError(f"{path}: unknown key {unknown[0]!r}; known keys are {', '.join(sorted(known))}")

@@ -64,3 +64,19 @@ def test_the_cli_says_a_bad_file_in_one_line_and_exits_2(tmp_path: Path) -> None
     assert got.returncode == 2, got.stderr
     assert got.stderr.count("\n") == 1 and got.stderr.startswith("error: ") and "not valid YAML (line 2)" in got.stderr
     assert "Traceback" not in got.stderr
+
+
+def test_a_bad_backend_setting_is_named_where_it_was_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfjob import Job
+    from tfjob.errors import SpecError
+
+    env = _home(tmp_path, "backend: kubeflo\n")
+    assert load_settings(env).source("backend") == f"backend in {tmp_path / 'config.yaml'}"
+    monkeypatch.setenv("TFJOB_HOME", env["TFJOB_HOME"])
+    with pytest.raises(SpecError, match=r"^backend in .*config\.yaml 'kubeflo' is not a backend \(did you mean 'kubeflow'\?\)"):
+        Job(image="python:3")
+    monkeypatch.setenv("TFJOB_BACKEND", "vertx")
+    with pytest.raises(SpecError, match=r"^TFJOB_BACKEND 'vertx' is not a backend \(did you mean 'vertex'\?\)"):
+        Job(image="python:3")
+    with pytest.raises(SpecError, match=r"^backend='locl' is not a backend \(did you mean 'local'\?\)"):
+        Job(image="python:3", backend="locl")
