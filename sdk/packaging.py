@@ -807,7 +807,8 @@ def gather_packages(
                     print(f"tfjob: {warning}", file=sys.stderr, flush=True)
             path = built.path
         elif not path.is_file():
-            raise UsageError(f"{flag} {item}: no such file or directory; give a trainer directory, a built package or a gs:// URI")
+            problem = "is neither a directory nor a regular file" if path.exists() else "no such file or directory"
+            raise UsageError(f"{flag} {item}: {problem}; give a trainer directory, a built package or a gs:// URI")
         if any(f.name == path.name for f in files):
             raise SpecError(f"{flag} {item}: two packages are named {path.name}; rename one")
         files.append(path.resolve())
