@@ -301,6 +301,28 @@ def _link_target(full: Path, root: Path) -> tuple[Path | None, str]:
     return target, shown
 
 
+#: The most a trainer package holds: it is code (and small assets), not data.
+MAX_PACKAGE_FILES = 50_000
+MAX_PACKAGE_BYTES = 512 * 1024 * 1024
+
+
+def _human(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _too_big(source: Path, files: int, size: int, by_top: dict[str, int]) -> PackagingError:
+    largest = sorted(by_top.items(), key=lambda kv: -kv[1])[:3]
+    shown = ", ".join(f"{name} {_human(n)}" for name, n in largest)
+    what = f"more than {MAX_PACKAGE_FILES:,} files" if files > MAX_PACKAGE_FILES else f"more than {_human(MAX_PACKAGE_BYTES)}"
+    return PackagingError(
+        f"trainer directory {str(source)!r} has {what} to package (largest: {shown}); a trainer package is code: "
+        "leave data out with a .tfjobignore line (e.g. data/) and read it from Cloud Storage or the job dir"
+    )
+
+
 def collect_files(source: Path, rules: list[IgnoreRule] | None = None, *, include_secrets: bool = False) -> Collected:
     """Walk ``source`` and decide, file by file, what is packaged.
 
@@ -321,6 +343,8 @@ def collect_files(source: Path, rules: list[IgnoreRule] | None = None, *, includ
     links: list[str] = []
     special: list[str] = []
     kept_secrets: list[str] = []
+    total = 0
+    by_top: dict[str, int] = {}
     for dirpath, dirnames, filenames in os.walk(source):  # os.walk never descends into links
         here = Path(dirpath)
         rel_dir = here.relative_to(source).as_posix()
@@ -346,9 +370,10 @@ def collect_files(source: Path, rules: list[IgnoreRule] | None = None, *, includ
             if any(fnmatch.fnmatchcase(f, p) for p in _SKIP_FILES) or is_ignored(rel, False, rules):
                 continue
             try:
-                mode = full.lstat().st_mode
+                info = full.lstat()
             except OSError:
                 continue
+            mode = info.st_mode
             real = full
             if stat.S_ISLNK(mode):
                 target, why = _link_target(full, root)
@@ -368,6 +393,12 @@ def collect_files(source: Path, rules: list[IgnoreRule] | None = None, *, includ
                 kept_secrets.append(rel)
             files.append(rel)
             sources[rel] = real
+            size = info.st_size if real is full else real.stat().st_size
+            total += size
+            top = rel.split("/", 1)[0] + ("/" if "/" in rel else "")
+            by_top[top] = by_top.get(top, 0) + size
+            if total > MAX_PACKAGE_BYTES or len(files) > MAX_PACKAGE_FILES:
+                raise _too_big(source, len(files), total, by_top)
     return Collected(sorted(files), sources, sorted(secrets), sorted(links), sorted(special), sorted(kept_secrets))
 
 
@@ -400,21 +431,25 @@ def _member(name: str, size: int, executable: bool) -> tarfile.TarInfo:
 
 
 def write_canonical_tar(entries: list[tuple[str, bytes, bool]], out: Path) -> str:
-    """Write ``(name, data, executable)`` entries as a canonical ``.tar.gz``; return its sha256."""
-    raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, data, executable in sorted(entries, key=lambda e: e[0]):
-            tar.addfile(_member(name, len(data), executable), io.BytesIO(data))
-    buf = io.BytesIO()
-    # mtime=0 and no file name in the gzip header: the bytes depend on the content only.
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
-        gz.write(raw.getvalue())
-    data = buf.getvalue()
+    """Write ``(name, data, executable)`` entries as a canonical ``.tar.gz``; return its sha256.
+
+    The archive streams through gzip to disk (no second copy of the files in memory);
+    the bytes depend on the content only, however they are written.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
-    tmp.write_bytes(data)
+    with open(tmp, "wb") as f:
+        # mtime=0 and no file name in the gzip header: the bytes depend on the content only.
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, compresslevel=9, mtime=0) as gz:
+            with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for name, data, executable in sorted(entries, key=lambda e: e[0]):
+                    tar.addfile(_member(name, len(data), executable), io.BytesIO(data))
+    digest = hashlib.sha256()
+    with open(tmp, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
     os.replace(tmp, out)
-    return hashlib.sha256(data).hexdigest()
+    return digest.hexdigest()
 
 
 def _read_tar(path: Path) -> Iterator[tuple[str, bytes, bool]]:

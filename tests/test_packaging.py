@@ -278,3 +278,22 @@ def test_a_packages_entry_is_one_built_file_on_every_backend(tmp_path: Path) -> 
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(PackagingError, match=r"is not a \.tar\.gz, \.tgz, \.zip or \.whl package"):
         check_built_package(str(tmp_path / "notes.txt"))
+
+
+def test_a_trainer_with_data_beyond_the_bound_is_refused_naming_the_largest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tfjob.packaging as packaging
+
+    pkg = make_trainer(tmp_path / "src")
+    (pkg / "data").mkdir()
+    with open(pkg / "data" / "train.bin", "wb") as f:  # sparse: no disk used
+        f.truncate(packaging.MAX_PACKAGE_BYTES + 1)
+    with pytest.raises(PackagingError, match=r"has more than 512\.0 MiB to package \(largest: data/ 512\.0 MiB.*\.tfjobignore line \(e\.g\. data/\)") as caught:
+        build_sdist(pkg, tmp_path / "out", module="trainer.task")
+    assert "\n" not in str(caught.value)
+    (pkg / ".tfjobignore").write_text("data/\n")
+    assert build_sdist(pkg, tmp_path / "out", module="trainer.task").path.is_file()  # the fix it names works
+    monkeypatch.setattr(packaging, "MAX_PACKAGE_FILES", 5)
+    for i in range(6):
+        (pkg / f"m{i}.py").write_text("")
+    with pytest.raises(PackagingError, match=r"has more than 5 files to package"):
+        build_sdist(pkg, tmp_path / "out2", module="trainer.task")
