@@ -212,6 +212,19 @@ def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
         ]  # fmt: skip
 
 
+def test_a_path_with_a_colon_is_not_mounted_into_containers() -> None:
+    # '-v /out:/etc:/out:/etc:U' would not be the job dir podman mounts: refused in one line.
+    from tfjob.engine import Engine
+
+    engine = Engine("podman", "podman")
+    with pytest.raises(SpecError, match=r"^--job-dir '/tmp/out:/etc' holds ':'.*choose a path without ':'$"):
+        _plans(_spec(image="localhost/tfjob:1", workers=1, ps=1, job_dir="/tmp/out:/etc"), "vertex", engine=engine)
+    with pytest.raises(SpecError, match=r"^a package '/b:/x/t-0.tar.gz' holds ':'"):
+        _plans(_spec(image="localhost/tfjob:1", workers=1, ps=1), "vertex", engine=engine, shipped=["/b:/x/t-0.tar.gz"])
+    # Processes mount nothing: the same job dir is fine without --image.
+    assert _plans(_spec(workers=1, ps=1, job_dir="/tmp/out:/etc"), "vertex")
+
+
 def test_render_shows_the_package_a_container_run_mounts(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
     spec = build_spec(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1)

@@ -179,6 +179,15 @@ def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
     }
 
 
+
+def _check_mountable(path: str, what: str) -> None:
+    """A path a container engine's ``-v SRC:DST[:OPTIONS]`` can carry: no ':' (its separator)."""
+    if ":" in path:
+        raise SpecError(
+            f"{what} {path!r} holds ':', which a container engine's -v takes for its separator, so it cannot be "
+            "mounted into the containers; choose a path without ':'"
+        )
+
 def build_task_plans(
     spec: JobSpec,
     cluster: Mapping[str, list[str]],
@@ -264,11 +273,13 @@ def build_task_plans(
                             *(["CLOUD_ML_TRIAL_ID"] if trial is not None else [])})  # fmt: skip
             volumes = []
             if spec.job_dir and "://" not in spec.job_dir:
+                _check_mountable(spec.job_dir, "--job-dir")
                 volumes.append(engine.writable_volume(spec.job_dir, spec.job_dir))
             runs_bootstrap = spec.module is not None or spec.script is not None
             # Shipped packages: read-only at the path Kubernetes pods have them, installed first.
             install: list[str] = []
             for path in shipped if runs_bootstrap else ():
+                _check_mountable(str(path), "a package")
                 inside = f"{SHIPPED_MOUNT}/{Path(path).name}"
                 volumes.append(f"{path}:{inside}:ro")
                 install += ["--package", inside]
