@@ -127,6 +127,7 @@ def test_extra_packages_ship_beside_the_trainer_in_order(trainer: Path, tmp_path
     ("no-module", "trainer.nothing"),
     ("no-image", "pass --image"),
     ("missing", "no such file or directory"),
+    ("bad-key", "a ConfigMap key is letters, digits, '-', '_' and '.' (at most 253), so 'my lib-1.0.tar.gz' cannot be shipped"),
 ])  # fmt: skip
 def test_what_cannot_ship_is_one_line_and_exit_2(setup: str, message: str, trainer: Path, tmp_path: Path) -> None:
     argv = [str(trainer), "-m", "trainer.task", "--image", BASE, "--backend", "kubeflow", "--display-name", "x"]
@@ -137,6 +138,9 @@ def test_what_cannot_ship_is_one_line_and_exit_2(setup: str, message: str, train
     elif setup == "no-image":
         argv.remove("--image")
         argv.remove(BASE)
+    elif setup == "bad-key":
+        (tmp_path / "my lib-1.0.tar.gz").write_bytes(b"")
+        argv += ["--packages", str(tmp_path / "my lib-1.0.tar.gz")]
     else:
         argv += ["--packages", str(tmp_path / "absent.whl")]
     result = CliRunner().invoke(app, ["render", *argv])

@@ -12,10 +12,11 @@ namespace.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Callable, Iterator
 
-from ...errors import BackendError, JobNotFoundError, UsageError
+from ...errors import BackendError, JobNotFoundError, SpecError, UsageError
 from ...model import parse_time
 from .status import build_job_status, build_pod_selector, parse_job_id, parse_tfjob_state, pod_task_name
 from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
@@ -25,6 +26,9 @@ from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ..base import JobState, JobStatus, SubmitOptions
 from ...lifecycle import Lifecycle, say
+
+#: What a ConfigMap key may be (the packages are its keys).
+_CONFIGMAP_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
 
 #: Lines of the failed task's log kept in a FAILED status (``JobFailedError.log_tail``).
 LOG_TAIL_LINES = 20
@@ -56,6 +60,11 @@ def build_shipment(spec: JobSpec, options: Any) -> tuple[JobSpec, Shipment | Non
     )  # fmt: skip
     files: list[tuple[str, bytes]] = []
     for path in paths:
+        if not _CONFIGMAP_KEY_RE.fullmatch(path.name) or len(path.name) > 253:
+            raise SpecError(
+                f"--packages {str(path)!r}: a ConfigMap key is letters, digits, '-', '_' and '.' (at most 253), "
+                f"so {path.name!r} cannot be shipped to the pods; rename the file"
+            )
         if path.stat().st_size > MAX_SHIPPED_BYTES:  # refused without reading it
             raise_too_big([*files, (path.name, b"")], path.stat().st_size)
         files.append((path.name, path.read_bytes()))
