@@ -299,6 +299,7 @@ def test_job_and_pod_objects_of_any_shape(job: dict[str, Any], pods: list[dict[s
         lambda: status.build_job_status("default/job", job, pods),
         lambda: status.build_job_status("default/job", job, pods, backend="jobset"),
         lambda: [(status.pod_reason(p), status.pod_restarts(p), status.pod_has_logs(p), status.pod_task_name(p)) for p in status.sort_pods(pods)],
+        lambda: [status.object_name(p) for p in [job, *pods]],
     ):
         one_line_error(read)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 from ...errors import BackendError, JobNotFoundError, SpecError, UsageError
 from ...model import parse_time
-from .status import build_job_status, build_pod_selector, parse_job_id, parse_tfjob_state, pod_task_name
+from .status import build_job_status, build_pod_selector, object_name, parse_job_id, parse_tfjob_state, pod_task_name
 from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
 from .shipment import MAX_BYTES as MAX_SHIPPED_BYTES
 from .shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
@@ -272,7 +272,7 @@ class KubeflowBackend(Lifecycle):
                 client.create_configmap(namespace, configmap)
             except UsageError:  # 409: the name is taken
                 existing = client.get_configmap(namespace, cm_name)
-                if (existing.get("metadata") or {}).get("labels", {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+                if ((existing.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
                     raise UsageError(
                         f"ConfigMap {namespace}/{cm_name} exists and is not tfjob's; the job's packages need that name: "
                         f"pick another --display-name, or delete it (kubectl delete configmap {cm_name} -n {namespace})"
@@ -321,7 +321,7 @@ class KubeflowBackend(Lifecycle):
         for pod in pods:
             if pod_task_name(pod) == task:
                 try:
-                    return client.read_log(namespace, pod["metadata"]["name"], CONTAINER_NAME, tail=LOG_TAIL_LINES)
+                    return client.read_log(namespace, object_name(pod), CONTAINER_NAME, tail=LOG_TAIL_LINES)
                 except (BackendError, UsageError):
                     return ""  # the tail is a courtesy; the failure itself is already known
         return ""
@@ -420,7 +420,7 @@ class KubeflowBackend(Lifecycle):
             tfjobs = self._list_objects(client, namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
         finally:
             client.close()
-        statuses = [self._status(f"{namespace}/{j['metadata']['name']}", j, []) for j in tfjobs]
+        statuses = [self._status(f"{namespace}/{object_name(j)}", j, []) for j in tfjobs]
         statuses.sort(key=lambda s: (s.created or 0.0, s.id), reverse=True)
         return statuses[:limit] if limit is not None else statuses
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 
 from .render import CONTAINER_NAME
 from .client import KubeClient, iter_stream_lines
-from .status import pod_has_logs, pod_restarts, pod_task_name, sort_pods
+from .status import object_name, pod_has_logs, pod_restarts, pod_task_name, sort_pods
 
 #: Seconds to let open streams finish after the job has ended (ps pods may linger).
 DRAIN_SECONDS = 10.0
@@ -27,7 +27,7 @@ def read_logs(client: KubeClient, namespace: str, selector: str, tail: int | Non
         if not pod_has_logs(pod):
             continue
         prefix = f"[{pod_task_name(pod)}] "
-        text = client.read_log(namespace, pod["metadata"]["name"], CONTAINER_NAME, tail=tail)
+        text = client.read_log(namespace, object_name(pod), CONTAINER_NAME, tail=tail)
         for line in text.splitlines():
             yield prefix + line
 
@@ -103,7 +103,7 @@ def follow_logs(
                 # Read the state first: a pod listed after the job ended has nothing new to say.
                 ended = job_ended()
                 for pod in sort_pods(client.list_pods(namespace, selector)):
-                    key = (pod["metadata"]["name"], pod_restarts(pod))
+                    key = (object_name(pod), pod_restarts(pod))
                     if key in readers or not pod_has_logs(pod):
                         continue
                     # A restarted container starts a fresh log: read it whole.

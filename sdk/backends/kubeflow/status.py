@@ -77,6 +77,15 @@ def parse_job_id(job_id: str) -> tuple[str | None, str]:
     return (namespace or None), name
 
 
+@_from_the_api("an object without a name")
+def object_name(obj: Mapping[str, Any]) -> str:
+    """``metadata.name`` of an object the API returned."""
+    name = obj["metadata"]["name"]
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"metadata.name is {name!r}")
+    return name
+
+
 @_from_the_api("a TFJob")
 def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
     """The job state and its message, from a TFJob's conditions.
