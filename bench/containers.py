@@ -127,7 +127,7 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
                     for key, value in results.items():
                         values[key].append(value)
         finally:
-            subprocess.run(["podman", "rmi", "-f", IMAGE, "localhost/tfjob-bench-one-step:1"], env=env, capture_output=True, timeout=300)
+            podman_ci.remove_images(env, IMAGE, "localhost/tfjob-bench-one-step:1")
 
     def sample(key: str, name: str) -> Sample:
         return Sample(name, values[key])

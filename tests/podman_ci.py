@@ -89,6 +89,15 @@ def ensure_standin(env: dict[str, str]) -> str:
     return STANDIN
 
 
+def remove_images(env: dict[str, str], *images: str) -> None:
+    """Remove ``images``, then the dangling ones builds left in the cache's store (a
+    multi-stage build's first stage, a tag's previous image): the store keeps only the
+    stand-ins between runs."""
+    if images:
+        subprocess.run(["podman", "rmi", "-f", *images], capture_output=True, env=env, timeout=300)
+    subprocess.run(["podman", "image", "prune", "-f"], capture_output=True, env=env, timeout=300)
+
+
 def build_base(env: dict[str, str]) -> str:
     """tfjob's base image, built from the repository root as container/README.md says.
 

@@ -38,7 +38,7 @@ def podman_env() -> Iterator[dict[str, str]]:
     _need(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
     env = podman_ci.configure()
     yield env
-    subprocess.run(["podman", "rmi", "-f", podman_ci.BASE, "localhost/census:ci"], capture_output=True, env=env, timeout=300)
+    podman_ci.remove_images(env, podman_ci.BASE, "localhost/census:ci", "localhost/peers:ci")
 
 
 @pytest.fixture(scope="session")
