@@ -87,6 +87,9 @@ def test_the_census_template_runs_as_four_containers(base_image: str, podman_env
     assert done.returncode == 0, done.stderr[-5000:]
     assert "[chief-0]" in done.stderr and "SUCCEEDED: chief-0 exited with code 0" in done.stderr
     assert "evaluation at step" in done.stderr
+    # The summary reads as a process job's: the stopped tasks ended by SIGTERM, not 'exit 143'.
+    stopped = [line.split() for line in done.stderr.splitlines() if line.startswith(("worker-", "ps-"))]
+    assert stopped and all(row[1:3] == ["STOPPED", "SIGTERM"] for row in stopped), stopped
     assert (job_dir / "model" / "saved_model.pb").exists() or any(job_dir.rglob("saved_model.pb"))
     left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
     assert left.stdout.split() == []

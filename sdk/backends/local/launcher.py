@@ -65,6 +65,10 @@ def _child_setup(parent: int) -> Callable[[], None]:
     return setup
 
 
+#: Signal numbers, to read a container's exit status 128 + N as signal N.
+_SIGNALS = frozenset(int(sig) for sig in signal.Signals)
+
+
 @dataclass
 class _Task:
     plan: TaskPlan
@@ -295,6 +299,9 @@ class Launcher:
                 self._wait_all(None)
                 self._drain(0.2)
 
+    def _in_container(self, task: _Task) -> bool:
+        return self.engine is not None and task.plan.argv[:1] == [self.engine.exe]
+
     # -- start ------------------------------------------------------------------------------
     def _noise(self) -> Any:
         """Lines of a task's output that are the container engine's, not the task's (or None)."""
@@ -435,6 +442,10 @@ class Launcher:
         task.ended = time.time()
         if rc < 0:
             task.signal = -rc
+        elif rc > 128 and self._in_container(task) and rc - 128 in _SIGNALS:
+            # A container's PID 1 cannot die of a signal: the engine reports 128 + N. Said as
+            # the signal, so a task reads the same whether it ran as a process or a container.
+            task.signal = rc - 128
         else:
             task.exit_code = rc
         if task.pidfd is not None:
