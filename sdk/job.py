@@ -118,9 +118,12 @@ def _refuse_nul(values: dict[str, Any]) -> None:
     """A NUL character fits no path, argument, environment value or label: refuse it by keyword
     (the OS would raise ValueError deep inside packaging or a task's start)."""
     for key, value in values.items():
-        stack = [value]
+        stack, seen = [value], set()
         while stack:
             item = stack.pop()
+            if id(item) in seen:
+                continue  # a structure that holds itself (a YAML alias can make one) is walked once
+            seen.add(id(item))
             if isinstance(item, str):
                 if "\0" in item:
                     raise SpecError(f"{key} holds a NUL character (\\x00), which no path, argument, environment value or label can carry")

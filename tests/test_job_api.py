@@ -178,3 +178,19 @@ def test_a_config_path_with_a_nul_character_is_one_line(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigFileError, match=r"^(--)?config '.*': a path cannot hold a NUL character$"):
         Job(config=str(tmp_path / "job\0.yaml"), module="trainer.task")
+
+
+def test_a_keyword_value_that_holds_itself_is_checked_once(tmp_path: Path) -> None:
+    # A list that contains itself (as a YAML alias can build) must not send the NUL check round
+    # forever: the Job is refused or built, at once.
+    from tfjob.errors import TfjobError
+
+    looped: list[object] = ["--lr"]
+    looped.append(looped)
+    env: dict[str, object] = {"A": "1"}
+    env["B"] = env
+    for keywords in ({"args": looped}, {"env": env}):
+        try:
+            Job(package=str(PROBE), module="probe.task", **keywords)  # type: ignore[arg-type]
+        except TfjobError as e:
+            assert "\n" not in str(e)
