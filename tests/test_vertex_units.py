@@ -419,3 +419,13 @@ def test_the_trainers_tensorflow_pin_is_read_within_bounds(tmp_path: Path) -> No
     (tmp_path / "setup.py").write_text("#\n" * (MAX_PROJECT_FILE_BYTES // 2 + 1))
     with pytest.raises(ConfigFileError, match=r"^the trainer's '.*setup\.py' is larger than 1024 KiB; a project file is smaller$"):
         declared_tf_version(tmp_path)
+
+
+def test_a_well_known_credentials_file_that_is_no_key_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tfjob.errors import AuthError
+
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    (tmp_path / "application_default_credentials.json").write_text("[1, 2]")
+    with pytest.raises(AuthError, match=r"^the application-default credentials file .*application_default_credentials\.json, which is JSON but no key file.*run `gcloud auth application-default login` again$"):
+        resolve_credentials(None)

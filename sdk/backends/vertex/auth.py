@@ -72,7 +72,10 @@ def _check_key_files(env: Mapping[str, str] | None = None) -> None:
     well_known = os.path.join(
         env.get("CLOUDSDK_CONFIG") or os.path.expanduser("~/.config/gcloud"), "application_default_credentials.json"
     )
-    path, where = (named, f"GOOGLE_APPLICATION_CREDENTIALS names {named}") if named else (well_known, f"{well_known}")
+    if named:
+        path, where = named, f"GOOGLE_APPLICATION_CREDENTIALS names {named}"
+    else:
+        path, where = well_known, f"the application-default credentials file {well_known}"
     try:
         info = os.stat(path)
     except OSError:
