@@ -72,9 +72,12 @@ def read_bounded_text(
         raise ConfigFileError(f"{flag} {str(path)!r}: a path cannot hold a NUL character") from None
     except OSError as e:
         raise ConfigFileError(f"{flag} {str(path)!r}: cannot read it: {e.strerror or e}") from None
+    # Checked on the descriptor, before a file object: fdopen itself refuses a directory
+    # with IsADirectoryError, and a directory ('', '.') is no file either.
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigFileError(f"{flag} {str(path)!r} is not a regular file; give {what}")
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ConfigFileError(f"{flag} {str(path)!r} is not a regular file; give {what}")
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ConfigFileError(f"{flag} {str(path)!r} is larger than {max_bytes // 1024} KiB; {what} is smaller")

@@ -337,3 +337,11 @@ def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[s
     assert again.pools == spec.pools
     assert (again.module, again.args, again.env, again.job_dir, again.timeout) == (spec.module, spec.args, spec.env, spec.job_dir, spec.timeout)
     assert [again.image_for(r) for r in ("chief", "worker", "evaluator")] == [spec.image_for(r) for r in ("chief", "worker", "evaluator")]
+
+
+@pytest.mark.parametrize("given", ["", ".", "DIR"])
+def test_a_directory_as_config_is_one_line(given: str, tmp_path: Path) -> None:
+    # os.fdopen refuses a directory with IsADirectoryError: the check comes first, on the descriptor.
+    path = str(tmp_path) if given == "DIR" else given
+    with pytest.raises(ConfigFileError, match=r"is not a regular file; give a YAML or JSON file"):
+        Job(config=path, module="trainer.task")
