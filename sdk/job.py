@@ -114,6 +114,40 @@ def default_job_name(module: str | None, image: str | None, now: float | None = 
     return f"{stem[:40]}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now))}"
 
 
+#: Keywords that name a file or directory: a path object is as good as its text.
+_PATH_KEYWORDS = frozenset({"package", "job_dir", "requirements", "script", "config", "kubeconfig", "pod_template", "python"})
+
+
+@functools.lru_cache(maxsize=1)
+def _kinds() -> tuple[frozenset[str], frozenset[str]]:
+    """(keywords whose value is text, keywords whose value is an accelerator), from the
+    annotations of build_spec, JobSpec and every backend's options."""
+    annotations: dict[str, str] = {n: str(p.annotation) for n, p in inspect.signature(build_spec).parameters.items()}
+    for f in dataclasses.fields(JobSpec):
+        annotations.setdefault(f.name, str(f.type))
+    for name in BACKENDS:
+        for f in dataclasses.fields(options_type(name)):
+            annotations.setdefault(f.name, str(f.type))
+    text = {k for k, a in annotations.items() if a.replace(" ", "") in ("str", "str|None")} | {"config"}
+    accelerators = {k for k, a in annotations.items() if "Accelerator" in a}
+    return frozenset(text), frozenset(accelerators)
+
+
+def _check_kinds(values: dict[str, Any]) -> None:
+    """A keyword of the wrong kind (``strategy=-1``, ``module=b"x"``) is one SpecError naming it,
+    not a TypeError from deep inside."""
+    from .spec import Accelerator
+
+    text, accelerators = _kinds()
+    for key, value in values.items():
+        if value is None:
+            continue
+        if key in text and not (isinstance(value, str) or (key in _PATH_KEYWORDS and isinstance(value, Path))):
+            raise SpecError(f"{key}={value!r:.60} must be text")
+        if key in accelerators and not isinstance(value, (str, Accelerator)):
+            raise SpecError(f"{key}={value!r:.60} must be an accelerator, such as 'type=NVIDIA_TESLA_T4,count=1'")
+
+
 def _refuse_nul(values: dict[str, Any]) -> None:
     """A NUL character fits no path, argument, environment value or label: refuse it by keyword
     (the OS would raise ValueError deep inside packaging or a task's start)."""
@@ -173,6 +207,7 @@ class Job:
                 f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; "
                 f"the {backend} backend takes: {', '.join(valid)}"
             )
+        _check_kinds({"package": package, "module": module, **kwargs})
         self._given = {k: v for k, v in kwargs.items() if k != "config"}
         with _api_words(self._given):
             self._build(package, module, kwargs)

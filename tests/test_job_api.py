@@ -194,3 +194,24 @@ def test_a_keyword_value_that_holds_itself_is_checked_once(tmp_path: Path) -> No
             Job(package=str(PROBE), module="probe.task", **keywords)  # type: ignore[arg-type]
         except TfjobError as e:
             assert "\n" not in str(e)
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"strategy": -1}, r"^strategy=-1 must be text$"),
+        ({"module": b"probe.task"}, r"^module=b'probe\.task' must be text$"),
+        ({"chief_machine_type": 4}, r"^chief_machine_type=4 must be text$"),
+        ({"tf_config": b"tf2"}, r"^tf_config=b'tf2' must be text$"),
+        ({"config": 0}, r"^config=0 must be text$"),
+        ({"accelerator": 0}, r"^accelerator=0 must be an accelerator, such as 'type=NVIDIA_TESLA_T4,count=1'$"),
+    ],
+)
+def test_a_keyword_of_the_wrong_kind_is_one_line_naming_it(keywords: dict[str, object], message: str) -> None:
+    # These were AttributeError/TypeError from deep inside (the CLI always passes text).
+    from tfjob.errors import SpecError
+
+    kw: dict[str, object] = {"package": str(PROBE), "module": "probe.task", **keywords}
+    with pytest.raises(SpecError, match=message):
+        Job(**kw)  # type: ignore[arg-type]
+    assert Job(package=PROBE, module="probe.task").spec.package == str(PROBE)  # a path object names a directory as well
