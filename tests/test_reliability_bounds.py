@@ -131,7 +131,7 @@ def test_categorical_values_are_checked_in_linear_time() -> None:
     "keywords, message",
     [
         ({"args": "--x 1"}, "args='--x 1' must be a list of strings"),
-        ({"job_dir": 123}, "job_dir=123 must be str"),
+        ({"job_dir": 123}, "job_dir=123 must be text"),
         ({"labels": "a=b"}, "labels='a=b' must be a mapping"),
         ({"env": ["A=1"]}, "env=['A=1'] must be a mapping"),
         ({"packages": "x.whl"}, "packages='x.whl' must be a list of strings"),
