@@ -121,3 +121,15 @@ def test_a_rejected_local_job_prints_only_its_error_not_the_local_notice(tmp_pat
     assert result.stderr.splitlines() == [
         f"error: trainer directory {str(tmp_path / 'missing')!r} does not exist; give the directory that holds trainer/"
     ]
+    (tmp_path / "a-file").write_text("")
+    result = CliRunner().invoke(app, ["submit", str(tmp_path / "a-file"), "-m", "trainer.task"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: trainer directory {str(tmp_path / 'a-file')!r} is not a directory; give the directory that holds trainer/"
+    ]
+    # The same for a package path the cloud backends gather: it exists, so it is not 'no such file'.
+    from tfjob.errors import UsageError
+    from tfjob.packaging import gather_packages
+
+    with pytest.raises(UsageError, match=r"^--packages /dev/null: is neither a directory nor a regular file"):
+        gather_packages(None, ("/dev/null",), module=None)
