@@ -121,6 +121,15 @@ def options_as(cls: type[Options], options: SubmitOptions | None) -> Options:
     return cls(**{k: v for k, v in vars(options).items() if k in names})
 
 
+def normalize_task(task: str) -> str:
+    """A ``--task`` as every backend reads it: spaces and case ignored, ``master`` (AI Platform's
+    and the Kubeflow operator's name) read as ``chief`` — ``Master-0`` → ``chief-0``."""
+    name = task.strip().lower()
+    if name == "master" or name.startswith("master-"):
+        name = "chief" + name[len("master"):]
+    return name
+
+
 def parse_time(text: str | None) -> float | None:
     """An RFC 3339 time as the platforms write it (``2026-11-22T15:30:00.123456789Z``) as
     seconds since the epoch; None when there is none or it cannot be read."""

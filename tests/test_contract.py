@@ -216,6 +216,9 @@ def test_logs_are_lines_prefixed_with_their_task(platform: Driver) -> None:
     lines = list(handle.logs())  # `[task] text`, exactly, on every backend
     assert "[chief-0] hello from the trainer" in lines, lines
     assert list(handle.logs(task="chief-0")) and all("hello" in line or line for line in handle.logs(task="chief-0"))
+    # A task is read the same way everywhere: case and spaces ignored, AI Platform's `master` is the chief.
+    assert "[chief-0] hello from the trainer" in list(handle.logs(task=" Master-0"))
+    assert "[chief-0] hello from the trainer" in list(handle.logs(task="CHIEF-0"))
 
 
 def test_a_failing_task_fails_the_job_and_is_named(platform: Driver) -> None:

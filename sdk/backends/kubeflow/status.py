@@ -18,7 +18,7 @@ import functools
 import re
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from ...model import JobState, JobStatus, TaskStatus, parse_time
+from ...model import JobState, JobStatus, TaskStatus, normalize_task, parse_time
 from ...errors import BackendError, ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
 from ...cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
@@ -360,7 +360,7 @@ def parse_task(task: str) -> tuple[str, int | None]:
     Raises:
         UsageError: ``task`` is not ROLE or ROLE-INDEX.
     """
-    match = _TASK_RE.match(task.strip().lower())
+    match = _TASK_RE.match(normalize_task(task))
     role = _ROLE_ALIASES.get(match.group("role")) if match else None
     if role is None or match is None:
         raise UsageError(

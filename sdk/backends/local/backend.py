@@ -19,7 +19,7 @@ from ...errors import UsageError
 from ...spec import JobSpec
 from ...store import JobStore, process_start_time
 from ...lifecycle import Lifecycle
-from ...model import options_as
+from ...model import normalize_task, options_as
 from ..base import JobState, JobStatus, SubmitOptions
 from .options import LocalOptions
 
@@ -196,6 +196,8 @@ class LocalBackend(Lifecycle):
         if not record.log_dir:
             raise UsageError(f"job {record.id} has no log directory")
         log_dir = Path(record.log_dir)
+        if task is not None:
+            task = normalize_task(task)  # as every backend reads it: Worker-0, master-0
         if task is not None and task not in names:
             raise UsageError(f"--task {task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
         path = log_dir / (task_log_name(task) if task else JOB_LOG)

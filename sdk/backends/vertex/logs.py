@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Iterator
 
 from ...errors import UsageError
+from ...model import normalize_task
 from ...spec import ROLES
 
 _POOL_TASK = re.compile(r"^workerpool(\d)-(\d+)\Z")
@@ -37,7 +38,7 @@ def task_label(task_name: str) -> str:
 
 def vertex_task_name(task: str) -> str:
     """``worker-2`` → ``workerpool1-2`` (what the log entries carry)."""
-    m = _OUR_TASK.match(task)
+    m = _OUR_TASK.match(normalize_task(task))
     if not m:
         raise UsageError(f"--task {task!r} is not a task name; write it like chief-0, worker-1, ps-0 or evaluator-0")
     return f"workerpool{ROLES.index(m.group(1))}-{m.group(2)}"
