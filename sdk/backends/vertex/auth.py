@@ -69,9 +69,7 @@ def _check_key_files(env: Mapping[str, str] | None = None) -> None:
 
     env = os.environ if env is None else env
     named = env.get("GOOGLE_APPLICATION_CREDENTIALS")
-    well_known = os.path.join(
-        env.get("CLOUDSDK_CONFIG") or os.path.expanduser("~/.config/gcloud"), "application_default_credentials.json"
-    )
+    well_known = _well_known_file(env)
     if named:
         path, where = named, f"GOOGLE_APPLICATION_CREDENTIALS names {named}"
     else:
@@ -108,10 +106,13 @@ def credentials_source(credentials: Any, env: Mapping[str, str] | None = None) -
     kind = type(credentials).__module__.rsplit(".", 1)[-1]
     if kind == "compute_engine" or "compute_engine" in type(credentials).__module__:
         return "the metadata server's (this VM's service account)"
-    path = env.get("GOOGLE_APPLICATION_CREDENTIALS") or os.path.join(
-        env.get("CLOUDSDK_CONFIG") or os.path.expanduser("~/.config/gcloud"), "application_default_credentials.json"
-    )
+    path = env.get("GOOGLE_APPLICATION_CREDENTIALS") or _well_known_file(env)
     return f"the application-default credentials in {path}"
+
+
+def _well_known_file(env: Mapping[str, str]) -> str:
+    """Where ``gcloud auth application-default login`` writes its credentials."""
+    return os.path.join(env.get("CLOUDSDK_CONFIG") or os.path.expanduser("~/.config/gcloud"), "application_default_credentials.json")
 
 
 def ensure_token(credentials: Any, env: Mapping[str, str] | None = None, *, given: bool = False) -> None:
