@@ -17,7 +17,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 pytest_plugins = ["reliability"]
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+#: The CustomResourceDefinitions the Kubernetes manifests are validated against (vendored; see its README.md).
+CRDS = ROOT / "tests" / "data" / "crds"
 #: The console scripts of the interpreter running the tests.
 BIN = Path(sys.executable).parent
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from conftest import SHARED
+from conftest import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
@@ -180,7 +180,7 @@ def platform(request: pytest.FixtureRequest, trainer: Path, tmp_path: Path, monk
                 monkeypatch.setenv(var, value)
             yield VertexDriver(server)
     else:
-        for kube in kube_fixture(SHARED / "data" / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch):
+        for kube in kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch):
             kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="default"))
             monkeypatch.setenv("KUBECONFIG", kubeconfig)  # `list` asks the current context, as `tfjob list` does
             yield KubeDriver(request.param, kube, kubeconfig)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import SHARED
+from conftest import CRDS
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
@@ -23,7 +23,7 @@ from tfjob.backends.kubeflow.render_jobset import render_jobset
 from tfjob.spec import build_spec
 from test_render_kubeflow import _strict
 
-CRD = SHARED / "data" / "jobset.x-k8s.io_jobsets.yaml"
+CRD = CRDS / "jobset.x-k8s.io_jobsets.yaml"
 IMAGE = "us-docker.pkg.dev/proj/trainers/census:1.0"
 SHAPES = {
     "chief-only": dict(),
@@ -37,10 +37,6 @@ SHAPES = {
 @pytest.fixture(scope="module")
 def validator() -> Any:
     jsonschema = pytest.importorskip("jsonschema")
-    if not CRD.is_file():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{CRD} is missing; CI must have the JobSet CRD (see ../shared/data/README.md)")
-        pytest.skip(f"{CRD} is not here")
     crd = yaml.safe_load(CRD.read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
     return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
@@ -169,7 +165,7 @@ from click.testing import CliRunner  # noqa: E402
 from fakes.kube_api import FakeKube, kube_fixture  # noqa: E402
 from tfjob.cli.main import app  # noqa: E402
 
-TFJOB_CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
+TFJOB_CRD = CRDS / "kubeflow.org_tfjobs.yaml"
 
 
 @pytest.fixture
@@ -244,8 +240,8 @@ def test_a_cluster_without_jobset_is_one_line_with_the_install_command(fake: Fak
 from tfjob.backends.kubeflow.render_trainjob import render_trainjob_list  # noqa: E402
 
 TRAINER_CRDS = {
-    "TrainJob": SHARED / "data" / "trainer.kubeflow.org_trainjobs.yaml",
-    "ClusterTrainingRuntime": SHARED / "data" / "trainer.kubeflow.org_clustertrainingruntimes.yaml",
+    "TrainJob": CRDS / "trainer.kubeflow.org_trainjobs.yaml",
+    "ClusterTrainingRuntime": CRDS / "trainer.kubeflow.org_clustertrainingruntimes.yaml",
 }
 
 

@@ -10,12 +10,12 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from conftest import SHARED
+from conftest import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.backends.kubeflow.status import MAX_REASON_CHARS, pod_reason
 
-CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
+CRD = CRDS / "kubeflow.org_tfjobs.yaml"
 UNSCHEDULABLE = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                  "message": "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available."}  # fmt: skip
 

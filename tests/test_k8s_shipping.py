@@ -22,14 +22,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from conftest import SHARED
+from conftest import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.packaging import build_sdist
 from tfjob.backends.kubeflow.shipment import pod_specs
 
 BASE = "registry.example/tfjob:0.1.0"
-CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
+CRD = CRDS / "kubeflow.org_tfjobs.yaml"
 
 
 @pytest.fixture

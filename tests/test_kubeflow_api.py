@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import SHARED
+from conftest import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.backends import JobState
 from tfjob.backends.kubeflow.options import TFJobOptions
@@ -28,7 +28,7 @@ from tfjob.spec import build_spec
 from tfjob.store import JobStore
 
 IMAGE = "registry.example/trainers/census:1"
-CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
+CRD = CRDS / "kubeflow.org_tfjobs.yaml"
 
 
 @pytest.fixture

@@ -15,12 +15,12 @@ from typing import Iterator
 import pytest
 from click.testing import CliRunner
 
-from conftest import SHARED
+from conftest import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 
 IMAGE = "registry.example/trainers/census:1"
-CRD = SHARED / "data" / "kubeflow.org_tfjobs.yaml"
+CRD = CRDS / "kubeflow.org_tfjobs.yaml"
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conftest import BIN, ROOT, SHARED, requires_tf
+from conftest import BIN, CRDS, ROOT, requires_tf
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex, write_service_account
 from test_vertex_e2e import free_port
@@ -84,7 +84,7 @@ def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 @pytest.fixture
 def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
-    yield from kube_fixture(SHARED / "data" / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
+    yield from kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
 
 
 def _run(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

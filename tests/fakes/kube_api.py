@@ -852,38 +852,27 @@ def _load_crd(crd_path: Path) -> dict[str, Any]:
     return yaml.load(crd_path.read_text(), Loader=loader)
 
 
-def load_tfjob_schema(crd_path: Path) -> dict[str, Any] | None:
-    """The openAPIV3Schema of the TFJob CRD file (read once), or None when the file is absent."""
-    if not crd_path.is_file():
-        return None
+def load_tfjob_schema(crd_path: Path) -> dict[str, Any]:
+    """The openAPIV3Schema of the TFJob CRD file (read once)."""
     return _load_crd(crd_path)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
 def kube_fixture(crd_path: Path, tmp_path: Path, monkeypatch: Any) -> Iterator[FakeKube]:
     """Body of a pytest fixture: a started fake with two namespaces (``default``, ``ml``).
 
-    Creates are validated against the CRD schema when the file is here; under CI
-    (``CI=true``) a missing CRD fails the test. ``HOME`` points at ``tmp_path`` so no
-    ``~/.kube/config`` of the machine is picked up, and in-cluster config is off.
+    Creates are validated against the CRD schemas: the TFJob CRD at ``crd_path`` and the
+    JobSet and Trainer CRDs beside it (vendored in tests/data/crds, see its README.md).
+    ``HOME`` points at ``tmp_path`` so no ``~/.kube/config`` of the machine is picked up,
+    and in-cluster config is off.
     """
-    import os
-
-    import pytest
-
     schema = load_tfjob_schema(crd_path)
-    if schema is None and os.environ.get("CI") == "true":
-        pytest.fail(f"{crd_path} is missing; CI must have the TFJob CRD (see ../shared/data/README.md)")
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    jobset_crd = crd_path.parent / "jobset.x-k8s.io_jobsets.yaml"
-    jobset_schema = None
-    if jobset_crd.is_file():
-        versions = _load_crd(jobset_crd)["spec"]["versions"]
-        jobset_schema = next(v for v in versions if v["name"] == "v1alpha2")["schema"]["openAPIV3Schema"]
+    versions = _load_crd(crd_path.parent / "jobset.x-k8s.io_jobsets.yaml")["spec"]["versions"]
+    jobset_schema = next(v for v in versions if v["name"] == "v1alpha2")["schema"]["openAPIV3Schema"]
     trainer_schemas = {}
     for kind, file in (("TrainJob", "trainer.kubeflow.org_trainjobs.yaml"), ("ClusterTrainingRuntime", "trainer.kubeflow.org_clustertrainingruntimes.yaml")):
-        if (crd_path.parent / file).is_file():
-            trainer_schemas[kind] = _load_crd(crd_path.parent / file)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        trainer_schemas[kind] = _load_crd(crd_path.parent / file)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     with FakeKube(namespaces={"default", "ml"}, schema=schema, jobset_schema=jobset_schema, trainer_schemas=trainer_schemas) as server:
         yield server
 
