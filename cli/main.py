@@ -23,6 +23,7 @@ def _register() -> None:
     from . import submit  # noqa: F401
     from . import jobs  # noqa: F401
     from . import init  # noqa: F401
+    from . import build  # noqa: F401
     from . import tune  # noqa: F401
     from . import catalog  # noqa: F401
 

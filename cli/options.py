@@ -72,7 +72,10 @@ JOB_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--python-version', 'python_version', help='Legacy AI Platform Python version.'),
     click.option('--use-chief/--use-master', '--use-chief-in-tf-config/--no-use-chief-in-tf-config', 'use_chief', default=None, help='Name the primary task chief or master in the legacy TF_CONFIG.'),
     click.option('--dialect', 'dialect', help='local: TF_CONFIG/CLUSTER_SPEC dialect, vertex (default), ai-platform or kubeflow.'),
-    click.option('--container-engine', 'container_engine', help='local: podman or docker (default: whichever is installed, podman first) for --image tasks.'),
+    click.option('--container-engine', 'container_engine', help='podman or docker (default: whichever is installed, podman first): builds --build images, runs --image tasks locally.'),
+    click.option('--build', 'build', is_flag=True, default=None, help="Build PACKAGE_PATH into an image (its sdist and requirements.txt on the base image, or its own Dockerfile), tagged by content, and run that image."),
+    click.option('--image-repo', 'image_repo', help='With --build: REGISTRY/PATH to push the image to; the job runs REPO@sha256:DIGEST (pushed only when the registry lacks it).'),
+    click.option('--base', 'base_image', help="With --build: the image to build on (default tfjob's base image, tfjob:VERSION)."),
     click.option('--python', 'python', help='local: the Python interpreter the tasks run (default: this one).'),
     click.option('--include-secrets', 'include_secrets', is_flag=True, default=None, help='Package files that look like credentials too (each is still named in a warning).'),
     click.option('--install/--no-install', 'install', default=None, help='local: pip-install the built sdist in a throw-away venv, as the cloud does.'),
@@ -114,7 +117,7 @@ SUBMIT_OPTIONS: list[Callable[[Any], Any]] = [
 NOT_FOR_TUNE = frozenset({
     "detach", "backend", "namespace", "kubeconfig", "context", "restart_policy", "cpu", "memory", "gpu", "pod_template",
     "clean_pod_policy", "backoff_limit", "ttl_seconds_after_finished", "suspend", "queue", "priority_class", "min_available",
-    "stream_logs", "command",
+    "stream_logs", "command", "build", "image_repo", "base_image",
 })  # fmt: skip
 
 

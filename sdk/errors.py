@@ -17,7 +17,10 @@ time (the job, the service or the machine).
     ├── BackendError                         a backend (service, cluster, launcher) failed
     │   ├── AuthError                        missing or expired credentials, no permission
     │   ├── SubmissionUncertainError         a create's answer was lost and could not be checked
-    │   └── BackendUnavailableError          the backend's client library is missing
+    │   ├── BackendUnavailableError          the backend's client library is missing
+    │   └── RegistryError                    an image registry refused the login or cannot be reached
+    │                                        (tfjob.images.registry)
+    ├── ImageBuildError                      the engine could not build or push an image (tfjob.images.build)
     ├── JobFailedError                       the job ran and failed (names the task)
     ├── JobCancelledError (exit 130)         the job was cancelled
     └── JobTimeoutError (+TimeoutError)      waiting ran out of time

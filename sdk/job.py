@@ -168,6 +168,33 @@ def _refuse_nul(values: dict[str, Any]) -> None:
                 stack.extend(item)
 
 
+def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
+    """``build=True`` needs a trainer directory and no image; a cloud backend needs a registry to pull from."""
+    if not getattr(options, "build", False):
+        for name in ("image_repo", "base_image"):
+            if getattr(options, name, None) is not None:
+                raise SpecError(f"--{name.replace('_', '-')} is for an image tfjob builds; add --build (or drop it)")
+        return
+    if spec.image or any(p.image for p in spec.pools):
+        raise SpecError("--build makes the job's image from the trainer directory; drop --image (or drop --build)")
+    package = spec.package
+    if not package or package.startswith("gs://") or not Path(package).expanduser().is_dir():
+        raise SpecError(f"--build needs the trainer directory as PACKAGE_PATH (got {package!r}); an image is built from a directory")
+    if options.image_repo is not None:
+        from .images.registry import parse_repository
+
+        parse_repository(options.image_repo)
+    if options.base_image is not None:
+        from .spec import check_image
+
+        check_image(options.base_image, "--base")
+    if backend not in ("local",) and not options.image_repo and not options.dry_run:
+        raise SpecError(
+            f"--build on the {backend} backend needs --image-repo REGISTRY/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer): "
+            "the platform pulls the image from a registry"
+        )
+
+
 class Job:
     """A training job to render, submit or run.
 
@@ -261,21 +288,50 @@ class Job:
                     raise SpecError(f"{name}={values[name]!r} must be a list of strings, e.g. {name}={example}")
                 values[name] = tuple(values[name])
         self.spec: JobSpec = build_spec(**values)
+        self.built_image: Any = None
+        _check_build(self.spec, self.options, self.backend_name)
 
     @property
     def backend(self) -> Any:
         """The backend object: the one given as ``backend=``, else the registry's."""
         return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
 
+    def build_image(self, push: bool = True) -> Any:
+        """With ``build=True``: build (or find) the trainer directory's image, push it to
+        ``image_repo``, and make the job run it (``REPO@sha256:…``); return the
+        :class:`tfjob.images.BuiltImage`. Done once: ``submit``, ``run`` and ``render`` call it."""
+        if not getattr(self.options, "build", False):
+            return None
+        if self.built_image is not None and (self.built_image.digest or not push or not self.options.image_repo):
+            return self.built_image
+        from .images import Progress, build_image
+
+        built = build_image(
+            str(self.spec.package), module=self.spec.module, base=self.options.base_image, image_repo=self.options.image_repo,
+            engine=self.options.container_engine, push=push, include_secrets=self.options.include_secrets,
+            requirements=self.spec.requirements, progress=Progress.auto(quiet=bool(self.options.quiet)),
+            credentials=getattr(self._backend_object, "credentials", None), pull=push and self.backend_name == "local",
+        )  # fmt: skip
+        if self.options.image_repo and not built.digest:
+            import sys
+
+            print(f"tfjob: {built.tag} is not on {self.options.image_repo.split('/')[0]} yet; submitting pushes it", file=sys.stderr, flush=True)
+        self.built_image = built
+        self.spec = dataclasses.replace(self.spec, image=built.reference, package=None, requirements=None)
+        return built
+
     def render(self) -> dict[str, Any]:
-        """The request the backend would send (no I/O, no credentials)."""
+        """The request the backend would send (no credentials; with ``build=True`` the image
+        is built, or found, first, and nothing is pushed)."""
         with _api_words(self._given):
+            self.build_image(push=False)
             return self.backend.render(self.spec, self.options)
 
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""
         options = dataclasses.replace(self.options, wait=False)
         with _api_words(self._given):
+            self.build_image()
             job_id = self.backend.submit(self.spec, options)
         return JobHandle(self.backend, job_id)
 
@@ -307,6 +363,7 @@ class Job:
             handle.result()
             return handle
         with _api_words(self._given):
+            self.build_image()
             job_id = self.backend.run(self.spec, self.options)
         handle = JobHandle(self.backend, job_id)
         handle.result()

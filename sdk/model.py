@@ -99,6 +99,14 @@ class SubmitOptions:
     #: A line for stderr once the backend has accepted the job (checked, not yet
     #: started), e.g. why this backend was chosen; a rejected job prints only its error.
     notice: str | None = None
+    #: Build the trainer directory into an image first (``tfjob.images``) and run that image.
+    build: bool = False
+    #: ``REGISTRY/PATH`` a built image is pushed to (the job runs ``REPO@sha256:…``).
+    image_repo: str | None = None
+    #: The image a built image starts from (default tfjob's base image, ``tfjob:VERSION``).
+    base_image: str | None = None
+    #: ``podman`` or ``docker`` (or a path): what builds images and runs ``--image`` tasks locally.
+    container_engine: str | None = None
 
     #: The job description's keywords (``tfjob.spec.build_spec``) that only some
     #: platforms have and this backend renders (Vertex AI's ``spot``, ``network``…).

@@ -17,8 +17,6 @@ class LocalOptions(SubmitOptions):
     dialect: str = "vertex"
     #: The interpreter the tasks run (default: this one).
     python: str | None = None
-    #: ``podman`` or ``docker`` (or a path): what runs ``--image`` tasks.
-    container_engine: str | None = None
     #: Install the trainer's sdist in a throw-away venv first, as the platforms do.
     install: bool = False
     #: Seconds between SIGTERM and SIGKILL when the cluster is torn down.
