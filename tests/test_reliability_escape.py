@@ -1,18 +1,26 @@
-"""Processes that leave the job's process groups (``setsid`` double fork, ``start_new_session``)
-still end with the job: checked by PID and by scanning every process for the job's id."""
+"""Processes that leave the job's process groups (``setsid`` double fork, ``start_new_session``,
+``os.setpgid``), close every fd and rewrite or clear ``TFJOB_JOB_ID`` still end with the job —
+at its end, on cancel, and when the launcher or the detached supervisor is SIGKILLed (then
+``status``/``wait`` record it LOST and end them): checked by PID and by scanning every
+process's command line for a marker only the job's processes carry."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import time
+import uuid
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 from reliability import Reliability
 from tfjob import Job
-from tfjob.backends.local.contain import job_processes
+from tfjob.backends.local.contain import JobCgroup, job_processes
+from tfjob.store import JobStore
 
 TRAINER = """\
 import os, subprocess, sys, time
@@ -95,3 +103,194 @@ def test_in_a_pipeline_process_the_callers_children_are_left_alone(trainer: Path
         if fields[0] == "Z" and int(fields[1]) == os.getpid():
             zombies.append(p)
     assert zombies == []
+
+
+# -- No survivor, whatever a task does to its session, group, environment or fds --------
+
+HIDER = """\
+import json, os, subprocess, sys, time
+marker, out, mode = sys.argv[1:4]
+task = json.loads(os.environ["TF_CONFIG"])["task"]
+name = f"{task['type']}-{task['index']}"
+# What each escapee runs: the marker in its argv is how the test finds it in /proc.
+ESCAPEE = "import os, sys, time\\nopen(sys.argv[2] + '.tmp', 'w').write(str(os.getpid()))\\nos.rename(sys.argv[2] + '.tmp', sys.argv[2])\\ntime.sleep(600)\\n"
+cleared = {k: v for k, v in os.environ.items() if k != "TFJOB_JOB_ID"}
+# 1. setsid double fork, a group of its own, every fd closed, TFJOB_JOB_ID rewritten.
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.setpgid(0, 0)
+        os.closerange(0, 4096)
+        os.execve(sys.executable, [sys.executable, "-c", ESCAPEE, marker, f"{out}/{name}-daemon"], dict(cleared, TFJOB_JOB_ID="someone-else"))
+    os._exit(0)
+# 2. a new session, with no TFJOB_JOB_ID at all.
+subprocess.Popen([sys.executable, "-c", ESCAPEE, marker, f"{out}/{name}-session"], env=cleared, start_new_session=True,
+                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+# 3. os.setpgid into a group of its own, with an empty environment.
+if os.fork() == 0:
+    os.setpgid(0, 0)
+    os.closerange(3, 4096)
+    os.execve(sys.executable, [sys.executable, "-c", ESCAPEE, marker, f"{out}/{name}-group"], {})
+# Each task waits for its own three; the chief of a job meant to end waits for everyone's.
+prefix, count = (name, 3) if mode == "hang" or name != "chief-0" else ("", 6)
+while len([p for p in os.listdir(out) if p.startswith(prefix) and not p.endswith(".tmp")]) < count:
+    time.sleep(0.01)
+print(f"{name} hid", flush=True)
+if mode == "hang":
+    time.sleep(600)
+"""
+
+#: Escapees per task (daemon, session, group), and tasks per job (chief, worker).
+HIDDEN_PER_TASK, TASKS = 3, 2
+
+
+@pytest.fixture
+def hider(tmp_path: Path) -> Path:
+    pkg = tmp_path / "hide" / "hider"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "task.py").write_text(HIDER)
+    return pkg.parent
+
+
+@pytest.fixture
+def marker() -> Iterator[str]:
+    """A word only this test's job processes carry in their argv; whatever a failed test left is killed."""
+    word = f"hide-{uuid.uuid4().hex}"
+    yield word
+    for pid in marked(word):
+        os.kill(pid, signal.SIGKILL)
+
+
+def marked(marker: str) -> list[int]:
+    """Live processes whose command line holds ``marker`` (found by scanning /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read()
+        except OSError:
+            continue
+        if marker.encode() in argv and alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def assert_none_marked(marker: str, within: float = 5.0) -> None:
+    deadline = time.monotonic() + within
+    while marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = marked(marker)
+    assert left == [], f"processes of the job outlived it: {left}"
+
+
+def cgroups_here() -> bool:
+    """True if tfjob can give a job a cgroup on this machine."""
+    probe = JobCgroup.create(f"probe-{uuid.uuid4().hex[:6]}")
+    if probe is None:
+        return False
+    probe.kill()
+    return True
+
+
+def hidden_all(out: Path, timeout: float = 90.0) -> list[int]:
+    """Wait until every task's escapees run; return their pids."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = [p for p in out.iterdir() if not p.name.endswith(".tmp")]
+        if len(done) == HIDDEN_PER_TASK * TASKS:
+            return [int(p.read_text()) for p in done]
+        time.sleep(0.05)
+    raise AssertionError(f"escapees did not all start: {sorted(p.name for p in out.iterdir())}")
+
+
+def _submit(tfjob_exe: str, hider: Path, marker: str, out: Path, mode: str, *extra: str) -> list[str]:
+    out.mkdir()
+    return [tfjob_exe, "submit", str(hider), "-m", "hider.task", "--workers", "1", "--grace", "2", *extra, "--", marker, str(out), mode]
+
+
+def _state(tfjob_exe: str, *args: str) -> dict:
+    shown = subprocess.run([tfjob_exe, *args, "--json"], capture_output=True, text=True, timeout=60)
+    assert "Traceback" not in shown.stderr, shown.stderr
+    return json.loads(shown.stdout)
+
+
+@pytest.mark.reliability
+def test_nothing_outlives_a_job_that_ends(hider: Path, marker: str, tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
+    reliability.fault("setsid, setpgid, closed fds and a rewritten TFJOB_JOB_ID; normal end")
+    done = subprocess.run(_submit(tfjob_exe, hider, marker, tmp_path / "hid", "done"), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert len(hidden_all(tmp_path / "hid", timeout=1)) == HIDDEN_PER_TASK * TASKS
+    assert_none_marked(marker, within=0)  # gone when the command returns, not some time later
+    assert "left their task's process group" in done.stderr
+
+
+@pytest.mark.reliability
+def test_nothing_outlives_a_cancelled_job(hider: Path, marker: str, tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
+    started = subprocess.run(_submit(tfjob_exe, hider, marker, tmp_path / "hid", "hang", "--detach"), capture_output=True, text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    job_id = started.stdout.strip().splitlines()[-1]
+    hidden_all(tmp_path / "hid")
+    reliability.fault("tfjob cancel of a job whose tasks hid")
+    subprocess.run([tfjob_exe, "cancel", job_id], check=True, capture_output=True, timeout=60)
+    ended = subprocess.run([tfjob_exe, "wait", job_id], capture_output=True, text=True, timeout=60)
+    assert ended.returncode == 130, ended.stderr
+    assert_none_marked(marker, within=0)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("who", ["launcher", "supervisor"])
+def test_nothing_outlives_a_sigkilled_launcher_or_supervisor(
+    hider: Path, marker: str, tmp_path: Path, tfjob_exe: str, reliability: Reliability, who: str
+) -> None:
+    if not cgroups_here():
+        pytest.skip("no writable cgroup v2 here: without one, a process that leaves its group and rewrites its environment is beyond reach once the launcher is SIGKILLed (README)")
+    argv = _submit(tfjob_exe, hider, marker, tmp_path / "hid", "hang", *(["--detach"] if who == "supervisor" else []))
+    if who == "launcher":
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        hidden_all(tmp_path / "hid")
+        with JobStore() as store:
+            [record] = store.list()
+        victim = proc.pid
+    else:
+        started = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert started.returncode == 0, started.stderr
+        hidden_all(tmp_path / "hid")
+        with JobStore() as store:
+            record = store.resolve(started.stdout.strip().splitlines()[-1])
+        victim = record.supervisor_pid
+    assert record.extra.get("cgroup"), "the job's cgroup is in its record"
+    os.kill(victim, signal.SIGKILL)
+    reliability.fault(f"SIGKILL to the {who} of a job whose tasks hid")
+    if who == "launcher":
+        proc.wait(timeout=30)
+    if who == "supervisor":
+        waited = subprocess.run([tfjob_exe, "wait", record.id], capture_output=True, text=True, timeout=60)
+        assert waited.returncode == 1 and f"job {record.id} LOST" in waited.stderr, waited.stderr
+    else:
+        assert _state(tfjob_exe, "status", record.id)["state"] == "LOST"
+    assert_none_marked(marker, within=0)  # status/wait ended them, not the passing of time
+    assert not Path(record.extra["cgroup"]).exists()
+    assert [entry["state"] for entry in _state(tfjob_exe, "list")] == ["LOST"]
+
+
+def test_without_a_cgroup_the_subreaper_still_ends_what_hid(
+    hider: Path, marker: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The fallback, where the machine gives no cgroup: the launcher (here a pipeline process
+    # running Job.run()) adopts what the tasks orphaned, whatever its environment says.
+    monkeypatch.setattr(JobCgroup, "create", classmethod(lambda cls, job_id: None))
+    own = subprocess.Popen(["sleep", "30"])  # the pipeline's own child, not the job's
+    try:
+        out = tmp_path / "hid"
+        out.mkdir()
+        handle = Job(str(hider), "hider.task", workers=1, args=[marker, str(out), "done"], quiet=True).run()
+        assert handle.state.value == "SUCCEEDED"
+        assert len(hidden_all(out, timeout=1)) == HIDDEN_PER_TASK * TASKS
+        assert_none_marked(marker, within=0)
+        assert own.poll() is None
+    finally:
+        own.kill()
+        own.wait(timeout=10)

@@ -5,7 +5,7 @@
 - :mod:`.plan`: what each task runs (command, environment, address) — pure.
 - :mod:`.ports`: free ports on 127.0.0.1.
 - :mod:`.launcher`: starts the tasks, follows them, tears the cluster down.
-- :mod:`.contain`: ``--image``: each task a container of the user's image on a network of the job.
+- :mod:`.contain`: everything a task starts stays in the job: a cgroup per job, else a subreaper and a scan.
 - :mod:`.logs`: prefixed live logs, per-task files, the summary table, reading logs back.
 - :mod:`.install`: ``--install``: the trainer's sdist in a throw-away venv.
 - :mod:`.runner`: checks, the job's record, and one run from start to end.

@@ -1,10 +1,11 @@
 """Start the tasks of a local cluster, follow them, and tear the cluster down.
 
-One process per task, each in its own process group and with ``PR_SET_PDEATHSIG``
-(Linux), so that no task outlives the launcher even when the launcher is killed
-with SIGKILL. One thread waits on everything at once — each task's output pipe and
-its pidfd (Linux ≥ 5.3), plus a wake-up pipe for cancels — so there is no polling
-loop with sleeps and the launcher reacts to an exit as it happens.
+One process per task, each in its own session and process group, in the job's cgroup
+where the machine allows one, and with ``PR_SET_PDEATHSIG`` (Linux), so that no task
+outlives the launcher even when the launcher is killed with SIGKILL, and nothing a task
+starts outlives the job (:mod:`.contain`). One thread waits on everything at once — each
+task's output pipe and its pidfd (Linux ≥ 5.3), plus a wake-up pipe for cancels — so
+there is no polling loop with sleeps and the launcher reacts to an exit as it happens.
 
 Semantics of a real cluster: the job SUCCEEDS when the chief exits 0; it FAILS as
 soon as a chief, worker or evaluator exits non-zero, or a ps dies; it FAILS when
@@ -20,7 +21,6 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,22 +41,25 @@ PORT_TAKEN_EXIT = 75
 TASKS_FILE = "tasks.json"
 #: How many lines of a failed task's log its message carries.
 TAIL_LINES = 20
+#: A task's exit code when it could not join the job's cgroup (EX_OSERR); it says why on its output.
+CGROUP_JOIN_EXIT = 71
 _PR_SET_PDEATHSIG = 1
 
 
 # libc's prctl, resolved once in the parent (the child must not load libraries between fork and exec).
 _PRCTL = contain.PRCTL
-# Python 3.11 puts the child in its own process group itself; 3.10 does it in setup().
-_POPEN_HAS_PROCESS_GROUP = sys.version_info >= (3, 11)
-_GROUP: dict[str, Any] = {"process_group": 0} if _POPEN_HAS_PROCESS_GROUP else {}
 
 
-def _child_setup(parent: int) -> Callable[[], None]:
-    """What runs in the child between fork and exec: die with the launcher."""
+def _child_setup(parent: int, cgroup: contain.JobCgroup | None = None) -> Callable[[], None]:
+    """What runs in the child between fork and exec: join the job's cgroup, die with the launcher."""
 
     def setup() -> None:
-        if not _POPEN_HAS_PROCESS_GROUP:
-            os.setpgid(0, 0)
+        if cgroup is not None:
+            try:
+                cgroup.join()  # before exec: everything the task starts is in the cgroup too
+            except OSError as e:
+                os.write(2, f"tfjob: could not put the task in the job's cgroup {cgroup.path}: {e.strerror}\n".encode())
+                os._exit(CGROUP_JOIN_EXIT)
         if _PRCTL is not None:
             _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the launcher died before the line above
@@ -235,7 +238,9 @@ class Launcher:
         # Descendants that leave their task's process group are re-parented here, not to PID 1.
         self._children_before = contain.children()
         self._subreaper = contain.become_subreaper()
+        self._cgroup: contain.JobCgroup | None = None
         try:
+            self._contain()
             if self.store.state(self.job_id) is JobState.CANCELLING:
                 self._outcome = Outcome(JobState.CANCELLED, "cancelled before it started")
             else:
@@ -263,7 +268,12 @@ class Launcher:
                         left = self.engine.remove_job(self.job_id)
                         if left:
                             self.router.note(f"removed {len(left)} container(s) of the job that were still there")
-                    escaped = contain.stop_escaped(self.job_id, self._children_before)
+                    escaped = self._cgroup.kill() if self._cgroup is not None else []
+                    escaped += [
+                        p
+                        for p in contain.stop_escaped(self.job_id, self._children_before, orphans=self._cgroup is None)
+                        if p not in escaped
+                    ]
                     if escaped:
                         self.router.note(
                             f"stopped {len(escaped)} process(es) that had left their task's process group "
@@ -275,6 +285,14 @@ class Launcher:
                 self._record(self._outcome or Outcome(JobState.FAILED, "the launcher stopped without an outcome"))
         assert self._outcome is not None
         return self._outcome
+
+    def _contain(self) -> None:
+        """Make the job's cgroup (where the machine allows) and keep its path in the job's
+        record, so that a job found LOST is ended through it too (:mod:`.reap`)."""
+        self._cgroup = contain.JobCgroup.create(self.job_id)
+        if self._cgroup is not None:
+            record = self.store.get(self.job_id)
+            self.store.update(self.job_id, extra={**(record.extra if record else {}), "cgroup": str(self._cgroup.path)})
 
     def _run_attempts(self) -> None:
         deadline = None if self.spec.timeout is None else self.clock() + self.spec.timeout
@@ -334,7 +352,7 @@ class Launcher:
         )
         self.tasks = []
         self._attempt_started = self.clock()
-        setup = _child_setup(os.getpid())
+        setup = _child_setup(os.getpid(), self._cgroup)
         for plan in plans:
             output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role, self._noise())
             self._outputs[plan.name] = output
@@ -348,7 +366,9 @@ class Launcher:
                     stderr=subprocess.STDOUT,
                     preexec_fn=setup,
                     close_fds=True,
-                    **_GROUP,
+                    # A session of its own (so its pgid is its pid): none of its descendants can
+                    # ever join the launcher's session, which tells them from the caller's children.
+                    start_new_session=True,
                 )
             except OSError as e:
                 raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e

@@ -4,14 +4,18 @@ A local job runs under a supervising process (the launcher, or the detached
 supervisor). If that process is killed (SIGKILL, a reboot) before it records how the
 job ended, the job would read "running" forever. The local backend's ``status``,
 ``list`` and ``wait`` — and ``tfjob list`` — pass each record they show through
-:func:`reap_lost`: such a job becomes LOST, its tasks' leftover process groups are
-killed and its containers removed. The job store itself only reads and writes.
+:func:`reap_lost`: such a job becomes LOST and everything left of it is stopped the way
+the supervisor would have stopped it: its containers removed, its cgroup killed and
+removed (its path is in the record, see :mod:`.contain`), its tasks' leftover process
+groups killed, and every process carrying its id. The job store itself only reads and
+writes.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 from ...store import JobRecord, JobStore, process_alive, process_start_time
 
@@ -40,9 +44,20 @@ def reap_lost(store: JobStore, record: JobRecord) -> JobRecord:
         return record  # a read-only or full store: show the job as recorded
     if orphans is None:
         return store.get(record.id) or record  # it ended just now, after all
+    from . import contain  # only for a job found lost: `tfjob list` stays light
+
+    record = store.get(record.id) or record  # as the supervisor last wrote it (its cgroup)
+    remove_containers(record)  # first: the engine's helper processes may be in the cgroup
+    cgroup = (record.extra or {}).get("cgroup")
+    if isinstance(cgroup, str) and contain.is_job_cgroup(cgroup, record.id):
+        contain.kill_cgroup(Path(cgroup))
     for pid, start in orphans:
         stop_orphan_group(pid, start)
-    remove_containers(record)
+    for pid in contain.job_processes(record.id):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     return store.get(record.id) or record
 
 
