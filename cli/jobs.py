@@ -21,6 +21,7 @@ from .app import CONTEXT_SETTINGS, app
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
     from tfjob.model import JobState, JobStatus
+    from tfjob.results import Diagnosis
 
 
 @contextlib.contextmanager
@@ -62,8 +63,13 @@ def render_job_list(statuses: list[JobStatus], now: float | None = None) -> str:
     return render_table(["ID", "NAME", "BACKEND", "STATE", "CREATED", "DURATION"], rows)
 
 
-def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], now: float | None = None) -> str:
-    """The ``tfjob status`` text: the job, its history and its tasks. Pure."""
+def render_status(
+    status: JobStatus,
+    events: list[tuple[float, JobState, str]],
+    now: float | None = None,
+    diagnoses: list[Diagnosis] | None = None,
+) -> str:
+    """The ``tfjob status`` text: the job, its history, its tasks and why it failed. Pure."""
     from tfjob.backends.local.logs import SummaryRow, render_summary
 
     lines = [
@@ -109,6 +115,10 @@ def render_status(status: JobStatus, events: list[tuple[float, JobState, str]], 
     if tail and status.failed_task:
         lines.append(f"last lines of {status.failed_task}")
         lines += ["  " + line for line in str(tail).splitlines()]
+    if diagnoses:
+        from tfjob.diagnosis import explain
+
+        lines += explain(diagnoses).splitlines()
     return "\n".join(lines)
 
 
@@ -169,12 +179,14 @@ def status(job_id: str, as_json: bool) -> None:
     handle = get_job(job_id)
     current = handle.status()
     events = _events(handle.id)
+    diagnoses = handle.diagnose(current)
     if as_json:
         data: dict[str, Any] = current.to_dict()
         data["events"] = [{"time": ts, "state": state.value, "message": message} for ts, state, message in events]
+        data["diagnoses"] = [d.to_dict() for d in diagnoses]
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(render_status(current, events))
+        click.echo(render_status(current, events, diagnoses=diagnoses))
 
 
 @app.command("logs", context_settings=CONTEXT_SETTINGS)

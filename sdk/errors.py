@@ -32,6 +32,8 @@ flag wording in ``cli_message``, which the CLI prints.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class TfjobError(Exception):
     """Base of every error tfjob raises on purpose."""
@@ -110,6 +112,8 @@ class JobFailedError(TfjobError):
         task: the task that failed first (``worker-1``), when known.
         exit_code_of_task: the failing task's exit code, when known.
         log_tail: the last lines of the failing task's log.
+        diagnoses: why it failed and the fix, when tfjob recognised it
+            (:class:`tfjob.results.Diagnosis`; also said in the message).
     """
 
     def __init__(
@@ -120,12 +124,14 @@ class JobFailedError(TfjobError):
         task: str | None = None,
         exit_code_of_task: int | None = None,
         log_tail: str = "",
+        diagnoses: "list[Any] | None" = None,
     ) -> None:
         super().__init__(message)
         self.job_id = job_id
         self.task = task
         self.exit_code_of_task = exit_code_of_task
         self.log_tail = log_tail
+        self.diagnoses = list(diagnoses or [])
 
 
 class JobCancelledError(TfjobError):

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 from .backends import BACKENDS, backend_keywords, get_backend, options_type
 from .model import JobState, JobStatus, SubmitOptions
+from .results import Diagnosis
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from .lifecycle import poll
 from .machines import did_you_mean
@@ -469,13 +470,42 @@ class JobHandle:
             # Which task failed, and how, when the platform's message does not say.
             code = status.extra.get("task_exit_code")
             message += f" (task {status.failed_task}" + (f" exited with code {code})" if code is not None else " failed)")
+        from .diagnosis import explain
+
+        diagnoses = self.diagnose(status)
+        if diagnoses:
+            message += "\n" + explain(diagnoses)
         raise JobFailedError(
             f"job {self.id} {status.state.value}: {message}",
             job_id=self.id,
             task=status.failed_task,
             exit_code_of_task=status.extra.get("task_exit_code"),
             log_tail=tail,
+            diagnoses=diagnoses,
         )
+
+    def diagnose(self, status: JobStatus | None = None) -> list[Diagnosis]:
+        """Why the job failed (or hangs) and the fix, as far as tfjob recognises it in the
+        failing task's last lines, the platform's message and the tasks' ends; [] when nothing.
+
+        The same on every backend (:func:`tfjob.diagnosis.diagnose`); where the status carries
+        no log tail (Vertex AI), the failing task's last lines are read through :meth:`logs`.
+        """
+        from .diagnosis import diagnose
+
+        status = status if status is not None else self.status()
+        record = _stored(self.id)
+        options = record.options if record is not None else {}
+
+        def log_of(task: str) -> str:
+            lines: list[str] = []
+            for line in self.logs(task=task, tail=_DIAGNOSIS_LINES):
+                lines.append(line)
+                if len(lines) >= _DIAGNOSIS_LINES:
+                    break
+            return "\n".join(lines)
+
+        return diagnose(status, dialect=options.get("dialect"), strategy=options.get("strategy"), log_of=log_of)
 
     def logs(self, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines (``[worker-1] …``), optionally of one task, following until it ends."""
@@ -488,6 +518,22 @@ class JobHandle:
         has already ended is left as it ended.
         """
         self._backend.cancel(self.id)
+
+
+#: Lines of a failing task read for a diagnosis where its status carries none.
+_DIAGNOSIS_LINES = 80
+
+
+def _stored(job_id: str) -> Any:
+    """The job store's record of ``job_id`` (its spec and options), or None."""
+    from .errors import StoreError
+    from .store import JobStore
+
+    try:
+        with JobStore() as store:
+            return store.get(job_id)
+    except StoreError:
+        return None
 
 
 def get_job(job_id: str, backend: Any = None) -> JobHandle:

@@ -18,6 +18,7 @@ import functools
 import re
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
+from ...diagnosis import evaluator_hang
 from ...model import JobState, JobStatus, TaskStatus, normalize_task, parse_time
 from ...errors import BackendError, ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
@@ -318,7 +319,7 @@ def build_job_status(
     failed_exit = next((t.exit_code for t in tasks if t.name == failed_task), None)
     if failed_exit is not None:
         extra["task_exit_code"] = failed_exit
-    return JobStatus(
+    job = JobStatus(
         id=job_id,
         backend=backend,
         name=metadata.get("name", job_id.rpartition("/")[2]),
@@ -331,6 +332,13 @@ def build_job_status(
         tasks=tasks,
         extra=extra,
     )
+    if "waiting" not in extra:
+        # Kubeflow's TF_CONFIG puts evaluators in the cluster: a parameter-server chief can wait
+        # for one that has ended. Said as why the job waits, so the follow loop says it once.
+        hang = evaluator_hang(job)
+        if hang is not None:
+            extra["waiting"] = f"{hang.task} {hang.cause}; fix: {hang.fix}"
+    return job
 
 
 def build_pod_selector(job_name: str, task: str | None = None) -> str:

@@ -117,6 +117,8 @@ class Outcome:
         task_exit_code: that task's exit code (None when a signal ended it).
         log_tail: the last lines of that task's log.
         rows: the summary table.
+        oom_evidence: for a task killed by SIGKILL, what tells it ran out of memory: the
+            kernel's record of it when readable, else the cgroup's ``oom_kill`` count.
     """
 
     state: JobState
@@ -125,6 +127,7 @@ class Outcome:
     task_exit_code: int | None = None
     log_tail: str = ""
     rows: list[SummaryRow] = field(default_factory=list)
+    oom_evidence: str = ""
 
 
 def write_task_manifest(path: Path, tasks: list[_Task]) -> None:
@@ -219,6 +222,9 @@ class Launcher:
         self._cancel_reason: str | None = None
         self._outcome: Outcome | None = None
         self._attempt_started = 0.0
+        from tfjob.diagnosis import cgroup_oom_kills
+
+        self._oom_kills = cgroup_oom_kills()
         #: The job's private container network (None: processes, or the host's network).
         self._network: str | None = None
 
@@ -495,7 +501,21 @@ class Launcher:
             failed_task=task.plan.name,
             task_exit_code=task.exit_code,
             log_tail="\n".join(task.tail),
+            oom_evidence=self._oom_evidence(task) if task.signal == signal.SIGKILL and not task.stopped else "",
         )
+
+    def _oom_evidence(self, task: _Task) -> str:
+        """The kernel's out-of-memory record of a task it killed, when this machine shows it;
+        else the growth of the cgroup's oom_kill count (said as such: an inference)."""
+        from tfjob.diagnosis import cgroup_oom_kills, kernel_oom_record
+
+        record = kernel_oom_record(task.proc.pid)
+        if record:
+            return record
+        kills = cgroup_oom_kills()
+        if kills is not None and self._oom_kills is not None and kills > self._oom_kills:
+            return f"the cgroup's memory.events oom_kill count rose from {self._oom_kills} to {kills} while the job ran"
+        return ""
 
     def _timed_out(self) -> Outcome:
         running = [t for t in self.tasks if not t.done]
@@ -588,6 +608,8 @@ class Launcher:
         if outcome.failed_task:
             extra["log_tail"] = outcome.log_tail
             extra["task_exit_code"] = outcome.task_exit_code
+        if outcome.oom_evidence:
+            extra["oom_evidence"] = outcome.oom_evidence
         record = self.store.get(self.job_id)
         merged = {**(record.extra if record else {}), **extra}
         self.store.set_state(
