@@ -512,6 +512,11 @@ class Launcher:
         record = kernel_oom_record(task.proc.pid)
         if record:
             return record
+        if self._cgroup is not None:
+            # The job's own cgroup (v2) was made for it: any oom_kill there is one of its tasks'.
+            kills = cgroup_oom_kills(str(self._cgroup.path / "memory.events"))
+            if kills:
+                return f"the job's cgroup {self._cgroup.path} counts {kills} oom_kill (memory.events)"
         kills = cgroup_oom_kills()
         if kills is not None and self._oom_kills is not None and kills > self._oom_kills:
             return f"the cgroup's memory.events oom_kill count rose from {self._oom_kills} to {kills} while the job ran"
