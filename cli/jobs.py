@@ -105,7 +105,7 @@ def render_status(
         rows = [
             SummaryRow(
                 t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None,
-                t.reason,
+                t.reason, t.restarts,
             )
             for t in status.tasks
         ]

@@ -33,6 +33,23 @@ class JobState(str, Enum):
 
 
 @dataclass
+class TaskRestart:
+    """One restart of a task: when its previous run ended, how, and why it was started again."""
+
+    #: When the ended run was seen to end (seconds since the epoch).
+    time: float
+    exit_code: int | None = None
+    signal: int | None = None
+    #: ``preempted`` (``tfjob preempt``, ``--preempt``, a Spot VM reclaimed), ``exited``
+    #: (the task's own failure, restarted by its restart policy), ``job restart`` (the whole
+    #: job was started again, ``--max-restarts``), or the platform's word (``Evicted``…).
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
 class TaskStatus:
     """One task of a job (``worker-1``) as last seen."""
 
@@ -46,6 +63,18 @@ class TaskStatus:
     #: Why the task is not running, as its platform says (``Unschedulable: 0/3 nodes are
     #: available: 3 Insufficient cpu``, ``ImagePullBackOff: …``, ``CrashLoopBackOff``).
     reason: str | None = None
+    #: How many times the task was started again (by its restart policy, a preemption, or a
+    #: restart of the whole job); the platforms' ``restartCount``.
+    restarts: int = 0
+    #: Those restarts, oldest first (as many as the backend saw; a platform may give only the count).
+    restart_history: list[TaskRestart] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        out = dict(self.__dict__)
+        out["state"] = self.state.value
+        out["restart_history"] = [r.to_dict() for r in self.restart_history]
+        return out
 
 
 @dataclass
@@ -68,7 +97,7 @@ class JobStatus:
         """A JSON-able dict (for ``--json``)."""
         out = {k: v for k, v in self.__dict__.items() if k != "tasks"}
         out["state"] = self.state.value
-        out["tasks"] = [{**t.__dict__, "state": t.state.value} for t in self.tasks]
+        out["tasks"] = [t.to_dict() for t in self.tasks]
         return out
 
 

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
-from .model import JobState, JobStatus, TaskStatus
+from .model import JobState, JobStatus, TaskRestart, TaskStatus
 from .errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
 
@@ -73,6 +73,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     ended REAL,
     log_path TEXT,
     proc_start INTEGER,
+    restarts INTEGER NOT NULL DEFAULT 0,
+    restart_history TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (job_id, name)
 );
 """
@@ -135,14 +137,25 @@ class TaskRecord:
     log_path: str | None = None
     #: The process' start time (see :func:`process_start_time`): tells it from a later pid.
     proc_start: int | None = None
+    #: How many times the task was started again, and each time (see :class:`TaskRestart`).
+    restarts: int = 0
+    restart_history: list[TaskRestart] = field(default_factory=list)
 
     def to_status(self) -> TaskStatus:
-        return TaskStatus(self.name, self.state, self.exit_code, self.signal, self.started, self.ended, self.log_path)
+        return TaskStatus(
+            self.name, self.state, self.exit_code, self.signal, self.started, self.ended, self.log_path,
+            restarts=self.restarts, restart_history=list(self.restart_history),
+        )
 
 
 _JSON_COLUMNS = ("spec", "options", "extra")
 # Columns added after the first release: added to an older database on open.
-_ADDED_COLUMNS = {"jobs": {"supervisor_start": "INTEGER"}, "tasks": {"proc_start": "INTEGER"}}
+_ADDED_COLUMNS = {
+    "jobs": {"supervisor_start": "INTEGER"},
+    "tasks": {"proc_start": "INTEGER", "restarts": "INTEGER NOT NULL DEFAULT 0", "restart_history": "TEXT NOT NULL DEFAULT '[]'"},
+}
+#: At most this many restarts of a task are kept in its history (the count goes on).
+MAX_RESTART_HISTORY = 100
 _DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
 
 
@@ -212,7 +225,26 @@ def _row_to_task(row: sqlite3.Row) -> TaskRecord:
     data.pop("job_id")
     data["index"] = data.pop("idx")
     data["state"] = JobState(data["state"])
+    data["restarts"] = int(data.get("restarts") or 0)
+    data["restart_history"] = _restart_history(data.get("restart_history"))
     return TaskRecord(**data)
+
+
+def _restart_history(text: str | None) -> list[TaskRestart]:
+    """A task's restart history as stored (an entry that cannot be read is left out)."""
+    try:
+        entries = json.loads(text or "[]")
+    except ValueError:
+        return []
+    names = set(TaskRestart.__dataclass_fields__)
+    out = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("time"), (int, float)):
+            try:
+                out.append(TaskRestart(**{k: v for k, v in entry.items() if k in names}))
+            except TypeError:
+                continue
+    return out
 
 
 def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
@@ -521,6 +553,18 @@ class JobStore:
             raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
         return JobState(rows[0]["state"])
 
+    def note(self, job_id: str, message: str) -> None:
+        """Add a line to the job's history without changing its state (a preemption, a
+        restart of a task or of the whole job)."""
+        with self._write() as c:
+            row = c.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
+            c.execute(
+                "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
+                (job_id, time.time(), row["state"], message[:1000]),
+            )
+
     def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""
         rows = self._read("SELECT ts, state, message FROM events WHERE job_id = ? ORDER BY ts, rowid", (job_id,))
@@ -534,14 +578,19 @@ class JobStore:
     def put_tasks(self, job_id: str, tasks: list[TaskRecord]) -> None:
         """Insert or replace several tasks of a job in one transaction."""
         rows = [
-            (job_id, t.name, t.role, t.index, t.state.value, t.pid, t.exit_code, t.signal, t.started, t.ended, t.log_path, t.proc_start)
+            (
+                job_id, t.name, t.role, t.index, t.state.value, t.pid, t.exit_code, t.signal, t.started, t.ended,
+                t.log_path, t.proc_start, t.restarts,
+                json.dumps([r.to_dict() for r in t.restart_history[-MAX_RESTART_HISTORY:]]),
+            )
             for t in tasks
         ]
         with self._write() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO tasks"
-                " (job_id, name, role, idx, state, pid, exit_code, signal, started, ended, log_path, proc_start)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " (job_id, name, role, idx, state, pid, exit_code, signal, started, ended, log_path, proc_start,"
+                " restarts, restart_history)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
 

@@ -19,7 +19,7 @@ import re
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from ...diagnosis import evaluator_hang
-from ...model import JobState, JobStatus, TaskStatus, normalize_task, parse_time
+from ...model import JobState, JobStatus, TaskRestart, TaskStatus, normalize_task, parse_time
 from ...errors import BackendError, ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
 from ...cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
@@ -263,8 +263,21 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
     state = _POD_STATES.get(status.get("phase", ""), JobState.PENDING)
     if (pod.get("metadata") or {}).get("deletionTimestamp") and not state.is_terminal:
         state = JobState.CANCELLING
-    terminated = (_container_status(pod).get("state") or {}).get("terminated") or {}
+    container = _container_status(pod)
+    terminated = (container.get("state") or {}).get("terminated") or {}
     exit_code = terminated.get("exitCode")
+    restarts = pod_restarts(pod)
+    last = (container.get("lastState") or {}).get("terminated") or {}
+    history = []
+    if restarts and last:
+        # The kubelet keeps only the last ended run of a restarted container.
+        code = last.get("exitCode") if isinstance(last.get("exitCode"), int) else None
+        history.append(TaskRestart(
+            time=parse_time(last.get("finishedAt")) or 0.0,
+            exit_code=code,
+            signal=code - 128 if code is not None and code > 128 else None,
+            reason=str(last.get("reason") or "")[:MAX_REASON_CHARS],
+        ))
     return TaskStatus(
         name=pod_task_name(pod),
         state=state,
@@ -274,6 +287,8 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
         started=parse_time(status.get("startTime")),
         ended=parse_time(terminated.get("finishedAt")),
         reason=pod_reason(pod),
+        restarts=restarts,
+        restart_history=history,
     )
 
 

@@ -184,6 +184,8 @@ class SummaryRow:
     duration: float | None
     #: Why the task is not running (Unschedulable, ImagePullBackOff…); a WHY column when any has one.
     reason: str | None = None
+    #: How many times the task was started again; a RESTARTS column when any was.
+    restarts: int = 0
 
 
 def describe_exit(exit_code: int | None, sig: int | None) -> str:
@@ -213,6 +215,8 @@ def render_summary(rows: list[SummaryRow]) -> str:
     """The summary table (task, state, exit code, duration), one line per task."""
     table = [("TASK", "STATE", "EXIT", "DURATION")]
     table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
+    if any(r.restarts for r in rows):
+        table = [(*table[0], "RESTARTS")] + [(*row, str(r.restarts)) for row, r in zip(table[1:], rows)]
     if any(r.reason for r in rows):
         table = [(*table[0], "WHY")] + [(*row, r.reason or "") for row, r in zip(table[1:], rows)]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
