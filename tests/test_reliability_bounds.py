@@ -188,3 +188,93 @@ def test_local_render_grows_linearly_with_the_task_count(trainer: Path) -> None:
     rendered = LocalBackend().render(build_spec(name="j", module="trainer.task", package=str(trainer), workers=30), SubmitOptions())
     assert json.loads(rendered["cluster_variables"]["TF_CONFIG"])["cluster"]["worker"][29].startswith("127.0.0.1:")
     assert rendered["tasks"][5]["task"] == {"type": "worker", "index": 4} and "TF_CONFIG" not in rendered["tasks"][5]["env"]
+
+
+# -- documents bounded by their expanded size (issue 24) ---------------------------------------
+#: Nine levels of nine aliases: 366 bytes that expand to 9**9 strings (gigabytes once rendered).
+ALIAS_BOMB = "spec:\n  a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"  a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)
+)
+
+
+def _hostile_documents(tmp: Path) -> dict[str, tuple[Path, str]]:
+    """name → (file, what the one error line says)."""
+    docs = {
+        "bomb.yaml": (ALIAS_BOMB, "expand it to more than"),
+        "cycle.yaml": ("spec: &a\n  containers: [*a]\n", "contain itself"),
+        "self.yaml": ("spec: &a [*a]\n", "contain itself"),
+        "digits.yaml": ("spec:\n  x: " + "9" * 5000 + "\n", "more than 4300 digits"),
+        "hex.yaml": ("spec:\n  x: 0x" + "f" * 4000 + "\n", "more than 4300 digits"),
+        # YAML 1.1's base-60 integers: 320 KB took 52 s to compute (quadratic) before this bound.
+        "base60.yaml": ("spec:\n  x: 1" + ":1" * 160_000 + "\n", "more than 4300 digits"),
+        "digits.json": ('{"spec": {"x": ' + "9" * 5000 + "}}", "more than 4300 digits"),
+        # An alias placed deeper than its anchor nests the expanded document deeper than 64.
+        "deep-alias.yaml": (
+            "a: &a " + "[" * 40 + "1" + "]" * 40 + "\nb: " + "[" * 40 + "*a" + "]" * 40 + "\n",
+            "nested more than 64 levels",
+        ),
+    }
+    out = {}
+    for name, (text, needle) in docs.items():
+        (tmp / name).write_text(text)
+        out[name] = (tmp / name, needle)
+    return out
+
+
+READERS = {
+    "--config": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "vertex", "--dry-run", "--config", "FILE"],
+    "--hparams": ["tune", "TRAINER", "-m", "trainer.task", "--backend", "vertex", "--dry-run", "--hparams", "FILE"],
+    "--pod-template": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "kubeflow", "--image", "img", "--dry-run", "-o", "json", "--pod-template", "FILE"],
+    "--pod-template jobset": ["render", "TRAINER", "-m", "trainer.task", "--backend", "jobset", "--image", "img", "--pod-template", "FILE"],
+    "kubeconfig": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "kubeflow", "--image", "img", "--kubeconfig", "FILE"],
+    "config.yaml": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "vertex", "--dry-run"],
+}
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("reader", sorted(READERS))
+@pytest.mark.parametrize("name", ["bomb.yaml", "cycle.yaml", "self.yaml", "digits.yaml", "hex.yaml", "base60.yaml", "digits.json", "deep-alias.yaml"])
+def test_every_document_is_bounded_by_its_expanded_size(
+    trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, reader: str, name: str
+) -> None:
+    path, needle = _hostile_documents(tmp_path)[name]
+    args = [str(trainer) if a == "TRAINER" else str(path) if a == "FILE" else a for a in READERS[reader]]
+    if reader == "config.yaml":
+        home = Path(os.environ["TFJOB_HOME"])
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.yaml").write_bytes(path.read_bytes())
+        path = home / "config.yaml"
+        if name.endswith(".json"):
+            pytest.skip("config.yaml is YAML (JSON is YAML: digits.yaml covers it)")
+    started = time.monotonic()
+    out = run_cli(tfjob_exe, *args, reliability=reliability, timeout=60)
+    assert_one_error(out, str(path), needle)
+    assert len(out.stdout) < 10_000  # nothing was rendered
+    assert time.monotonic() - started < 30
+
+
+def test_merge_keys_are_counted(tmp_path: Path) -> None:
+    from tfjob.documents import MAX_MERGED_KEYS, read_config_file
+    from tfjob.errors import ConfigFileError
+
+    keys = "".join(f"  k{i}: 1\n" for i in range(MAX_MERGED_KEYS // 2 + 1))
+    path = tmp_path / "merge.yaml"
+    path.write_text(f"base: &base\n{keys}one:\n  <<: *base\ntwo:\n  <<: *base\n")
+    with pytest.raises(ConfigFileError, match=rf"merge.yaml: its YAML merge keys \(<<\) copy more than {MAX_MERGED_KEYS} keys"):
+        read_config_file(path)
+    path.write_text(f"base: &base\n{keys}one:\n  <<: *base\n")
+    assert len(read_config_file(path)["one"]) == MAX_MERGED_KEYS // 2 + 1
+
+
+def test_aliases_within_bounds_are_read(tmp_path: Path) -> None:
+    from tfjob.documents import EXPANSION, MAX_DOCUMENT_BYTES, check_expanded, read_config_file
+
+    path = tmp_path / "ok.yaml"
+    path.write_text("defaults: &d {cpu: '1', memory: 2Gi}\nchief: {resources: *d}\nworker: {resources: *d}\n")
+    assert read_config_file(path)["worker"] == {"resources": {"cpu": "1", "memory": "2Gi"}}
+    # A document without aliases measures about its JSON text, far below the bound.
+    import json
+
+    document = {"a": [{"b": "x" * 100, "c": None, "d": 12345}] * 3}
+    measured = check_expanded(json.loads(json.dumps(document)), "doc", EXPANSION * MAX_DOCUMENT_BYTES)
+    assert len(json.dumps(document)) * 0.7 < measured < len(json.dumps(document)) * 1.5

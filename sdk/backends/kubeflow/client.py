@@ -25,8 +25,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from ...documents import read_config_file
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
-from ...limits import read_bounded_text
 from .render import GROUP, PLURAL, VERSION, validate_tfjob
 
 #: Seconds to wait for an answer to an ordinary request.
@@ -169,13 +169,14 @@ class KubeClient:
         # AttributeError from inside it; the shape is checked first, these are the fallback.
         unreadable = (ConfigException, OSError, ValueError, yaml.YAMLError, TypeError, AttributeError, KeyError)
         for path in self.kubeconfig.split(os.pathsep):
-            # Read within bounds before the client reads it: a regular UTF-8 file of at most
-            # 16 MiB holding a YAML mapping (the client's own errors on anything else are tracebacks).
-            text = read_bounded_text(path, "kubeconfig", MAX_KUBECONFIG_BYTES, "a kubeconfig (a few KiB)")
-            try:
-                document = yaml.safe_load(text)
-            except unreadable as e:
-                raise UsageError(f"kubeconfig {path} cannot be read: {_one_line(e)}") from None
+            # Read within bounds before the client reads it, as every document is: a regular
+            # UTF-8 file of at most 16 MiB holding a YAML mapping, shallow, its aliases not
+            # expanding it beyond bounds and never containing itself (the client's own errors
+            # on anything else are tracebacks, and it would walk an alias bomb).
+            document = read_config_file(
+                path, "kubeconfig", max_bytes=MAX_KUBECONFIG_BYTES, what="a kubeconfig (a few KiB)",
+                where=f"kubeconfig {path} cannot be read", as_json=False,
+            )
             _check_kubeconfig_shape(path, document)
         try:
             contexts, current = config.list_kube_config_contexts(config_file=self.kubeconfig)
