@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from .backends import BACKENDS, backend_keywords, get_backend, options_type
 from .model import JobState, JobStatus, SubmitOptions
-from .results import Diagnosis
+from .results import Diagnosis, JobMetrics, JobOutputs
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from .lifecycle import poll
 from .machines import did_you_mean
@@ -483,6 +483,54 @@ class JobHandle:
             log_tail=tail,
             diagnoses=diagnoses,
         )
+
+    def job_dir(self) -> str | None:
+        """Where the job writes its outputs: its ``--job-dir`` (Vertex AI's
+        ``baseOutputDirectory``), as recorded when it was submitted; None if it has none."""
+        record = _stored(self.id)
+        if record is None:
+            return None
+        job_dir = record.spec.get("job_dir")
+        return str(job_dir) if job_dir else None
+
+    def _storage(self) -> Any:
+        """A Cloud Storage client with this backend's credentials (application default without)."""
+        from .outputs import storage_client
+
+        record = _stored(self.id)
+        project = record.options.get("project") if record is not None else None
+        return storage_client(project, getattr(self._backend_object, "credentials", None))
+
+    def outputs(self) -> JobOutputs:
+        """What the job wrote under its job dir: every file with its size and time and kind,
+        and where the SavedModel (``model_uri``), the newest checkpoint and the TensorBoard
+        logs are — a pipeline needs no knowledge of the layout.
+
+        Local paths are walked; ``gs://`` is listed through google-cloud-storage. A path job
+        dir of a Kubernetes job is inside the cluster: ``reachable`` is False and ``note``
+        says how to reach it.
+        """
+        from .outputs import job_outputs
+
+        job_dir = self.job_dir()
+        client = self._storage() if job_dir and job_dir.startswith("gs://") else None
+        return job_outputs(self.id, self.backend_name, job_dir, client=client)
+
+    def metrics(self) -> JobMetrics:
+        """The scalars the job logged for TensorBoard, per run (``train``, ``validation``…),
+        read with TensorBoard's own reader (no TensorFlow import); ``.final`` holds the last
+        value of each. Needs the ``tensorboard`` package (``pip install 'tfjob[tf]'``).
+        """
+        from .metrics import read_metrics
+
+        outputs = self.outputs()
+        log_dir = outputs.tensorboard_uri or (outputs.root if outputs.reachable else None)
+        if not outputs.reachable:
+            result = JobMetrics(self.id, None)
+            result.note = outputs.note
+            return result
+        client = self._storage() if log_dir and log_dir.startswith("gs://") else None
+        return read_metrics(self.id, log_dir, client=client)
 
     def diagnose(self, status: JobStatus | None = None) -> list[Diagnosis]:
         """Why the job failed (or hangs) and the fix, as far as tfjob recognises it in the

@@ -1,0 +1,85 @@
+"""``tfjob outputs / metrics / report / tensorboard``: what a job left behind, on any backend.
+
+Each command works from a job id (or a unique prefix) through :func:`tfjob.job.get_job` and
+calls one SDK method; results go to stdout (``--json`` for machines), notes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from .app import CONTEXT_SETTINGS, app
+
+JOB_ID = click.argument("job_id", metavar="JOB_ID")
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+@app.command("outputs", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("--download", "download_dir", metavar="DIR", help="Copy the outputs into DIR (their layout kept).")
+@click.option("--json", "as_json", is_flag=True, help="Print the outputs as JSON (model_uri, files…).")
+def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
+    """List what a job wrote under its job dir: the SavedModel, checkpoints, metrics files and
+    TensorBoard logs, with sizes and times (a local path or gs://)."""
+    from tfjob.errors import UsageError
+    from tfjob.job import get_job
+    from tfjob.outputs import download, human_size
+
+    handle = get_job(job_id)
+    found = handle.outputs()
+    if as_json:
+        click.echo(json.dumps(found.to_dict(), indent=2))
+    else:
+        if found.root:
+            click.echo(f"job dir     {found.root}")
+        for label, value in (("model", found.model_uri), ("checkpoint", found.checkpoint_uri), ("tensorboard", found.tensorboard_uri)):
+            if value:
+                click.echo(f"{label:<11} {value}")
+        if found.files:
+            rows = [("SIZE", "MODIFIED", "KIND", "PATH")] + [(human_size(f.size), _when(f.modified), f.kind, f.path) for f in found.files]
+            widths = [max(len(r[i]) for r in rows) for i in range(3)]
+            for r in rows:
+                click.echo("  ".join([r[0].rjust(widths[0]), r[1].ljust(widths[1]), r[2].ljust(widths[2]), r[3]]))
+            click.echo(f"{len(found.files)} files, {human_size(found.total_size)}" + (" (more not listed)" if found.truncated else ""))
+    if found.note:
+        click.echo(found.note, err=True)
+    if download_dir is not None:
+        if not found.reachable:
+            raise UsageError(found.note)
+        written = download(found, download_dir, client=handle._storage() if (found.root or "").startswith("gs://") else None)
+        click.echo(f"downloaded {len(written)} files to {download_dir}", err=True)
+
+
+@app.command("metrics", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("--plot", "plot", metavar="FILE.png", help="Draw the curves (one panel per scalar, one line per run) into FILE (.png or .svg).")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON (final values and every point).")
+def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
+    """Print the last value of each scalar a job logged for TensorBoard, per run (train,
+    validation…), read from its event files (local or gs://)."""
+    from tfjob.errors import UsageError
+    from tfjob.job import get_job
+    from tfjob.metrics import metrics_figure, render_final, save_figure
+
+    if plot is not None and not plot.lower().endswith((".png", ".svg")):
+        raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
+    handle = get_job(job_id)
+    found = handle.metrics()
+    if as_json:
+        click.echo(json.dumps(found.to_dict(), indent=2))
+    else:
+        table = render_final(found)
+        if table:
+            click.echo(f"log dir  {found.log_dir}")
+            click.echo(table)
+    if found.note:
+        click.echo(found.note, err=True)
+    if plot is not None:
+        save_figure(metrics_figure(found, title=f"job {handle.id}"), plot)
+        click.echo(f"wrote {plot}", err=True)

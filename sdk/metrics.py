@@ -1,0 +1,201 @@
+"""The scalars a job logged for TensorBoard, read with TensorBoard's own record reader and
+protos (no TensorFlow import), and drawn as curves with matplotlib.
+
+Event files are found under the job's log dir (a local path, or ``gs://``, whose event files
+are fetched through google-cloud-storage, bounded); each directory holding one is a run
+(``train``, ``validation``), as TensorBoard names them.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+from typing import Any
+
+from .errors import BackendUnavailableError, UsageError
+from .results import JobMetrics, ScalarPoint
+
+#: At most this many event files are read, each at most MAX_EVENT_FILE bytes.
+MAX_EVENT_FILES = 200
+MAX_EVENT_FILE = 256 * 1024**2
+#: At most this many points are kept per scalar (the last ones).
+MAX_POINTS = 100_000
+
+
+def _tensorboard() -> tuple[Any, Any, Any, Any]:
+    try:
+        from tensorboard.compat.proto import event_pb2
+        from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
+        from tensorboard.util import tensor_util
+    except ImportError as e:
+        raise BackendUnavailableError("reading metrics needs TensorBoard: pip install 'tfjob[tf]' (or pip install tensorboard)") from e
+    return event_pb2, errors, pywrap_tensorflow, tensor_util
+
+
+def read_event_file(path: str) -> dict[str, list[ScalarPoint]]:
+    """tag → points of one event file (a truncated last record is where it ends)."""
+    event_pb2, errors, pywrap, tensor_util = _tensorboard()
+    out: dict[str, list[ScalarPoint]] = {}
+    reader = pywrap.PyRecordReader_New(path)
+    while True:
+        try:
+            reader.GetNext()
+        except (errors.OutOfRangeError, errors.DataLossError):
+            break
+        event = event_pb2.Event.FromString(reader.record())
+        if not event.HasField("summary"):
+            continue
+        for value in event.summary.value:
+            number = None
+            if value.HasField("simple_value"):
+                number = float(value.simple_value)
+            elif value.HasField("tensor") and value.metadata.plugin_data.plugin_name in ("scalars", ""):
+                try:
+                    array = tensor_util.make_ndarray(value.tensor)
+                except Exception:
+                    continue
+                if array.size == 1 and array.dtype.kind in "fiu":
+                    number = float(array.reshape(()))
+            if number is not None:
+                out.setdefault(value.tag, []).append(ScalarPoint(int(event.step), float(event.wall_time), number))
+    return out
+
+
+def _merge(series: dict[str, list[ScalarPoint]], more: dict[str, list[ScalarPoint]]) -> None:
+    for tag, points in more.items():
+        series.setdefault(tag, []).extend(points)
+
+
+def _settle(series: dict[str, dict[str, list[ScalarPoint]]]) -> None:
+    """Points in step order; a step logged twice (a restart) keeps its latest value."""
+    for tags in series.values():
+        for tag, points in tags.items():
+            by_step: dict[int, ScalarPoint] = {}
+            for p in sorted(points, key=lambda p: (p.step, p.wall_time)):
+                by_step[p.step] = p
+            tags[tag] = list(by_step.values())[-MAX_POINTS:]
+
+
+def _run_name(rel_dir: str) -> str:
+    return rel_dir if rel_dir not in ("", ".") else "."
+
+
+def read_metrics(job_id: str, log_dir: str | None, *, client: Any = None) -> JobMetrics:
+    """Every scalar under ``log_dir`` (local or ``gs://``), per run."""
+    metrics = JobMetrics(job_id, log_dir)
+    if not log_dir:
+        metrics.note = f"job {job_id} has no job dir or log dir, so tfjob does not know where its TensorBoard logs are"
+        return metrics
+    found: list[tuple[str, str]] = []  # (run, local path)
+    with tempfile.TemporaryDirectory(prefix="tfjob-metrics-") as tmp:
+        if log_dir.startswith("gs://"):
+            from .outputs import list_gs, split_gs, storage_client
+
+            client = client if client is not None else storage_client()
+            listed, _ = list_gs(log_dir, client)
+            events = [(p, size) for p, size, _ in listed if "tfevents" in posixpath.basename(p)][:MAX_EVENT_FILES]
+            bucket_name, prefix = split_gs(log_dir)
+            bucket = client.bucket(bucket_name)
+            for i, (rel, size) in enumerate(events):
+                if size > MAX_EVENT_FILE:
+                    metrics.note = f"{rel} is larger than {MAX_EVENT_FILE} bytes and was left out"
+                    continue
+                local = os.path.join(tmp, f"{i}.tfevents")
+                bucket.blob(f"{prefix}/{rel}" if prefix else rel).download_to_filename(local)
+                found.append((_run_name(posixpath.dirname(rel)), local))
+        elif os.path.isdir(log_dir):
+            for dirpath, dirnames, filenames in os.walk(log_dir, followlinks=False):
+                dirnames.sort()
+                for name in sorted(filenames):
+                    path = os.path.join(dirpath, name)
+                    if "tfevents" in name and os.path.isfile(path) and not os.path.islink(path) and len(found) < MAX_EVENT_FILES:
+                        if os.path.getsize(path) > MAX_EVENT_FILE:
+                            metrics.note = f"{path} is larger than {MAX_EVENT_FILE} bytes and was left out"
+                            continue
+                        found.append((_run_name(os.path.relpath(dirpath, log_dir).replace(os.sep, "/")), path))
+        elif "://" not in log_dir:
+            metrics.note = f"{log_dir} does not exist: the job wrote no TensorBoard logs there"
+            return metrics
+        else:
+            raise UsageError(f"{log_dir}: tfjob reads TensorBoard logs from local paths and gs:// only")
+        for run, path in found:
+            _merge(metrics.series.setdefault(run, {}), read_event_file(path))
+    metrics.series = {run: tags for run, tags in metrics.series.items() if tags}
+    _settle(metrics.series)
+    if not metrics.series and not metrics.note:
+        metrics.note = f"no TensorBoard scalars under {log_dir} (a tf.keras.callbacks.TensorBoard(log_dir=...) callback writes them)"
+    return metrics
+
+
+def render_final(metrics: JobMetrics) -> str:
+    """The last value of each scalar, per run, as a table for a terminal. Pure."""
+    rows = [(run, tag, points[-1]) for run, tags in sorted(metrics.series.items()) for tag, points in sorted(tags.items()) if points]
+    if not rows:
+        return ""
+    header = ("RUN", "TAG", "STEP", "VALUE")
+    table = [header] + [(run, tag, str(p.step), f"{p.value:.6g}") for run, tag, p in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise BackendUnavailableError("drawing curves needs matplotlib: pip install 'tfjob[plots]'") from e
+    return plt
+
+
+def metrics_figure(metrics: JobMetrics, title: str | None = None) -> Any:
+    """A matplotlib figure: one panel per tag, one curve per run."""
+    plt = _pyplot()
+    tags = sorted({tag for tags in metrics.series.values() for tag in tags})
+    if not tags:
+        raise UsageError(metrics.note or f"job {metrics.job_id} logged no scalars to draw")
+    cols = min(3, len(tags))
+    rows = (len(tags) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    for ax, tag in zip(axes.flat, tags):
+        for run, series in sorted(metrics.series.items()):
+            points = series.get(tag)
+            if not points:
+                continue
+            style = "o-" if len(points) < 30 else "-"
+            ax.plot([p.step for p in points], [p.value for p in points], style, label=run, markersize=3)
+        ax.set_title(tag, fontsize=10)
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(tags) :]:
+        ax.set_visible(False)
+    fig.suptitle(title or f"job {metrics.job_id}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Any, path: str) -> None:
+    """Write ``fig`` as PNG (or SVG by the file's suffix) and close it."""
+    plt = _pyplot()
+    try:
+        fig.savefig(path, dpi=110, metadata={"Software": None} if path.endswith(".png") else {"Date": None})
+    finally:
+        plt.close(fig)
+
+
+def figure_svg(fig: Any) -> str:
+    """``fig`` as an inline ``<svg>`` element (no XML header) and close it."""
+    import io
+
+    plt = _pyplot()
+    buf = io.StringIO()
+    try:
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    finally:
+        plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]

@@ -1,0 +1,166 @@
+"""After the job (issue 27.1, 27.2): what it wrote and the scalars it logged, from one real
+TensorFlow job (one process: a SavedModel, a checkpoint, a metrics file and TensorBoard
+events for a train and an eval run), read locally and from gs:// (gcp-storage-emulator),
+through JobHandle, the CLI and a pipeline's view (model URI and final metrics)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import requires_tf
+from test_vertex_e2e import free_port
+from tfjob.cli.main import app
+from tfjob.job import Job, get_job
+from tfjob.metrics import read_metrics
+from tfjob.outputs import download, job_outputs, list_local
+
+TRAINER = '''
+import argparse, json, os
+import tensorflow as tf
+
+p = argparse.ArgumentParser()
+p.add_argument("--job-dir", required=True)
+args = p.parse_args()
+logs = os.path.join(args.job_dir, "logs")
+for run, scale in (("train", 1.0), ("eval", 1.5)):
+    with tf.summary.create_file_writer(os.path.join(logs, run)).as_default():
+        for step in range(1, 6):
+            tf.summary.scalar("loss", scale / step, step=step)
+            tf.summary.scalar("accuracy", 1 - 0.1 / step, step=step)
+class M(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(2.0)
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def __call__(self, x):
+        return x * self.w
+m = M()
+tf.train.Checkpoint(m=m).save(os.path.join(args.job_dir, "checkpoints", "ckpt"))
+tf.saved_model.save(m, os.path.join(args.job_dir, "model"))
+os.makedirs(os.path.join(args.job_dir, "eval"), exist_ok=True)
+with open(os.path.join(args.job_dir, "eval", "metrics.json"), "w") as f:
+    json.dump({"loss": 0.3}, f)
+'''
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, Path]]:
+    """(TFJOB_HOME, job id, job dir) of one real job that wrote every kind of output."""
+    root = tmp_path_factory.mktemp("after")
+    trainer = root / "t" / "trainer"
+    trainer.mkdir(parents=True)
+    (trainer / "__init__.py").write_text("")
+    (trainer / "task.py").write_text(textwrap.dedent(TRAINER))
+    home, job_dir = root / "home", root / "out"
+    saved = {k: os.environ.get(k) for k in ("TFJOB_HOME", "TF_CPP_MIN_LOG_LEVEL")}
+    os.environ.update(TFJOB_HOME=str(home), TF_CPP_MIN_LOG_LEVEL="2")
+    try:
+        handle = Job(str(root / "t"), "trainer.task", job_dir=str(job_dir), args=["--job-dir", str(job_dir)], python=sys.executable, quiet=True).run()
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    yield home, handle.id, job_dir
+
+
+@pytest.fixture
+def home(finished: tuple[Path, str, Path], monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    monkeypatch.setenv("TFJOB_HOME", str(finished[0]))
+    return finished[1], finished[2]
+
+
+@requires_tf
+def test_outputs_name_the_model_the_checkpoint_and_the_logs(home: tuple[str, Path]) -> None:
+    job_id, job_dir = home
+    found = get_job(job_id).outputs()
+    assert found.reachable and found.root == str(job_dir)
+    assert found.model_uri == str(job_dir / "model")
+    assert found.checkpoint_uri == str(job_dir / "checkpoints" / "ckpt-1")
+    assert found.tensorboard_uri == str(job_dir / "logs")
+    kinds = {f.path: f.kind for f in found.files}
+    assert kinds["model/saved_model.pb"] == "saved_model" and kinds["model/variables/variables.index"] == "saved_model"
+    assert kinds["checkpoints/checkpoint"] == "checkpoint" and kinds["eval/metrics.json"] == "metrics"
+    assert sum(1 for k in kinds.values() if k == "tensorboard") == 2
+    assert all(f.size == (job_dir / f.path).stat().st_size and f.modified for f in found.files)
+
+
+@requires_tf
+def test_metrics_are_the_last_values_per_run_read_without_tensorflow(home: tuple[str, Path]) -> None:
+    job_id, _ = home
+    metrics = get_job(job_id).metrics()
+    assert metrics.final == {"eval": {"accuracy": pytest.approx(0.98), "loss": pytest.approx(0.3)},
+                             "train": {"accuracy": pytest.approx(0.98), "loss": pytest.approx(0.2)}}  # fmt: skip
+    assert [p.step for p in metrics.series["train"]["loss"]] == [1, 2, 3, 4, 5]
+    assert metrics.flat()["eval/loss"] == pytest.approx(0.3)
+    # TensorBoard's reader, not TensorFlow's: a fresh interpreter reads them without importing it.
+    code = "import sys; from tfjob.metrics import read_metrics; m = read_metrics('x', sys.argv[1]); print(sorted(m.final)); print('tensorflow' in sys.modules)"
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code, metrics.log_dir], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["['eval', 'train']", "False"]
+
+
+@requires_tf
+def test_the_cli_lists_plots_and_downloads(home: tuple[str, Path], tmp_path: Path) -> None:
+    job_id, job_dir = home
+    runner = CliRunner()
+    listed = runner.invoke(app, ["outputs", job_id])
+    assert listed.exit_code == 0, listed.output
+    assert f"model       {job_dir / 'model'}" in listed.output and "saved_model  model/saved_model.pb" in listed.output
+    data = json.loads(runner.invoke(app, ["outputs", job_id, "--json"]).output)
+    assert data["model_uri"] == str(job_dir / "model") and data["total_size"] > 0
+    got = runner.invoke(app, ["outputs", job_id, "--download", str(tmp_path / "copy")])
+    assert got.exit_code == 0 and (tmp_path / "copy" / "model" / "saved_model.pb").read_bytes() == (job_dir / "model" / "saved_model.pb").read_bytes()
+    shown = runner.invoke(app, ["metrics", job_id, "--plot", str(tmp_path / "curves.png")])
+    assert shown.exit_code == 0, shown.output
+    assert any(line.split() == ["eval", "loss", "5", "0.3"] for line in shown.output.splitlines()), shown.output
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = runner.invoke(app, ["metrics", job_id, "--plot", str(tmp_path / "curves.gif")])
+    assert bad.exit_code == 2 and bad.output.strip().splitlines() == [f"error: --plot {str(tmp_path / 'curves.gif')!r} must name a .png or .svg file"]
+
+
+@pytest.fixture
+def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from gcp_storage_emulator.server import create_server
+    from google.cloud import storage
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    thread = threading.Thread(target=server.start, daemon=True)
+    thread.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    client = storage.Client(project="p")
+    try:
+        yield client.create_bucket("outs")
+    finally:
+        server.stop()
+
+
+@requires_tf
+def test_a_gs_job_dir_reads_the_same(home: tuple[str, Path], bucket: Any, tmp_path: Path) -> None:
+    _, job_dir = home
+    for rel, _, _ in list_local(str(job_dir))[0]:
+        bucket.blob(f"runs/j1/{rel}").upload_from_filename(str(job_dir / rel))
+    found = job_outputs("j1", "vertex", "gs://outs/runs/j1", client=bucket.client)
+    local = job_outputs("j0", "local", str(job_dir))
+    assert [(f.path, f.size, f.kind) for f in found.files] == [(f.path, f.size, f.kind) for f in local.files]
+    assert found.model_uri == "gs://outs/runs/j1/model" and found.tensorboard_uri == "gs://outs/runs/j1/logs"
+    assert read_metrics("j1", found.tensorboard_uri, client=bucket.client).final == read_metrics("j0", local.tensorboard_uri).final
+    written = download(found, tmp_path / "d", client=bucket.client)
+    assert (tmp_path / "d" / "eval" / "metrics.json").read_text() == (job_dir / "eval" / "metrics.json").read_text()
+    assert len(written) == len(found.files)
+
+
+def test_a_kubernetes_path_job_dir_is_said_unreachable() -> None:
+    found = job_outputs("ml/j", "kubeflow", "/mnt/out")
+    assert not found.reachable and "inside the Kubernetes cluster" in found.note and "gs:// --job-dir" in found.note
+    with pytest.raises(Exception, match="inside the Kubernetes cluster"):
+        download(found, "/tmp/never")
+    assert "no job dir" in job_outputs("j", "local", None).note
