@@ -219,6 +219,19 @@ def cancel(job_id: str) -> None:
     click.echo(f"cancelling job {handle.id}", err=True)
 
 
+@app.command("preempt", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.argument("task", metavar="TASK")
+@click.option("--grace", help="Seconds between SIGTERM and SIGKILL (30s, 500ms; default: the job's --preempt-grace, else 30s).")
+def preempt(job_id: str, task: str, grace: str | None) -> None:
+    """Preempt TASK of a running local job as a Spot VM is reclaimed: SIGTERM, the grace period, then SIGKILL; its restart policy acts."""
+    from tfjob.job import get_job
+
+    handle = get_job(job_id)
+    name = handle.preempt(task, grace)
+    click.echo(f"preempting {name} of job {handle.id}", err=True)
+
+
 @app.command("wait", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
 @click.option("--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running.")

@@ -87,13 +87,18 @@ JOB_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--namespace', 'namespace', help='kubeflow: the Kubernetes namespace.'),
     click.option('--kubeconfig', 'kubeconfig', help='kubeflow: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config).'),
     click.option('--context', 'context', help='kubeflow: the kubeconfig context.'),
-    click.option('--restart-policy', 'restart_policy', multiple=True, help='kubeflow: Never, OnFailure, ExitCode (default) or Always; ROLE=POLICY for one role (repeat).'),
+    click.option('--restart-policy', 'restart_policy', multiple=True, help="local, kubeflow, vertex: Never, OnFailure, ExitCode or Always (default: the platform's, see README Preemption); ROLE=POLICY for one role (repeat)."),
+    click.option('--max-restarts', 'max_restarts', type=int, help='local: start the whole job again, up to N times, when it failed from a lost task (a preemption, a signal).'),
+    click.option('--restart-delay', 'restart_delay', help="local: the pause before a task's first restart (1s), doubled for each further one."),
+    click.option('--preempt', 'preempt', multiple=True, help='local: rehearse a preemption: TASK@TIME (worker-1@30s) or random@MEAN (random:worker@2m) (repeat).'),
+    click.option('--preempt-grace', 'preempt_grace', help="local: seconds between a preemption's SIGTERM and SIGKILL (default 30s, as Spot VMs and Kubernetes)."),
+    click.option('--preempt-seed', 'preempt_seed', type=int, help='local: seed of --preempt random@… (the same seed, the same preemptions).'),
     click.option('--cpu', 'cpu', multiple=True, help="kubeflow: CPUs of every pod (2, 500m), or ROLE=CPUS (repeat); replaces the machine type's."),
     click.option('--memory', 'memory', multiple=True, help='kubeflow: memory of every pod (8Gi), or ROLE=MEMORY (repeat).'),
     click.option('--gpu', 'gpu', multiple=True, help='kubeflow: nvidia.com/gpu of every pod, or ROLE=COUNT (repeat).'),
     click.option('--pod-template', 'pod_template', help='kubeflow: YAML pod template (or role: template) merged into every replica: nodeSelector, tolerations, volumes, sidecars, labels…'),
     click.option('--clean-pod-policy', 'clean_pod_policy', help='kubeflow: Running (default), All or None.'),
-    click.option('--backoff-limit', 'backoff_limit', type=int, help='kubeflow: pod restarts before the job fails (default 3).'),
+    click.option('--backoff-limit', 'backoff_limit', type=int, help='local, kubeflow: task restarts before the job fails (default 3).'),
     click.option('--ttl', 'ttl_seconds_after_finished', type=int, help='kubeflow: seconds a finished TFJob is kept (default a week).'),
     click.option('--suspend', 'suspend', is_flag=True, default=None, help='kubeflow: create the job suspended (a queue admits it later).'),
     click.option('--queue', 'queue', help='kubeflow: Kueue LocalQueue / scheduler queue (label and schedulingPolicy.queue).'),
@@ -117,7 +122,8 @@ SUBMIT_OPTIONS: list[Callable[[Any], Any]] = [
 NOT_FOR_TUNE = frozenset({
     "detach", "backend", "namespace", "kubeconfig", "context", "restart_policy", "cpu", "memory", "gpu", "pod_template",
     "clean_pod_policy", "backoff_limit", "ttl_seconds_after_finished", "suspend", "queue", "priority_class", "min_available",
-    "stream_logs", "command", "build", "image_repo", "base_image",
+    "stream_logs", "command", "build", "image_repo", "base_image", "max_restarts", "restart_delay", "preempt", "preempt_grace",
+    "preempt_seed",
 })  # fmt: skip
 
 

@@ -63,6 +63,13 @@ class Engine:
             self._run("network", "rm", *(["-f"] if self.name == "podman" else []), *networks, timeout=120)
         return ids
 
+    def kill(self, name: str, remove: bool = False) -> None:
+        """SIGKILL one container (a preemption's end), or remove it whatever its state."""
+        if remove:
+            self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), name)
+        else:
+            self._run("kill", "--signal", "KILL", name)
+
     def create_network(self, job_id: str) -> str | None:
         """A private network for the job's containers, in which each reaches the others by
         the host names the platform gives them (the engine's DNS answers a container's

@@ -559,6 +559,25 @@ class JobHandle:
         """The job's log lines (``[worker-1] …``), optionally of one task, following until it ends."""
         return self._backend.logs(self.id, task=task, follow=follow, tail=tail)
 
+    def preempt(self, task: str, grace: float | str | None = None) -> str:
+        """Preempt one task of a running local job as a Spot VM is reclaimed: SIGTERM, the
+        grace period (``grace`` seconds, else the job's ``preempt_grace``, 30 by default),
+        then SIGKILL; its restart policy then acts. Returns the task's name.
+
+        Raises:
+            UsageError: the job is not a local one (the platforms preempt by themselves), has
+                ended, or has no such task.
+        """
+        from .errors import UsageError
+
+        preempt = getattr(self._backend, "preempt", None)
+        if preempt is None:
+            raise UsageError(
+                f"tfjob preempt rehearses a preemption on a local job; job {self.id} runs on {self._backend.name}, "
+                "whose platform preempts its Spot VMs or pods by itself"
+            )
+        return preempt(self.id, task, grace)
+
     def cancel(self) -> None:
         """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED).
 

@@ -60,6 +60,13 @@ CREATE TABLE IF NOT EXISTS events (
     message TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS events_job ON events (job_id, ts);
+CREATE TABLE IF NOT EXISTS requests (
+    job_id TEXT NOT NULL,
+    ts REAL NOT NULL,
+    kind TEXT NOT NULL,
+    task TEXT NOT NULL,
+    value REAL
+);
 CREATE TABLE IF NOT EXISTS tasks (
     job_id TEXT NOT NULL,
     name TEXT NOT NULL,
@@ -154,6 +161,8 @@ _ADDED_COLUMNS = {
     "jobs": {"supervisor_start": "INTEGER"},
     "tasks": {"proc_start": "INTEGER", "restarts": "INTEGER NOT NULL DEFAULT 0", "restart_history": "TEXT NOT NULL DEFAULT '[]'"},
 }
+#: Requests (``tfjob preempt``) a job may have waiting for its launcher.
+MAX_PENDING_REQUESTS = 100
 #: At most this many restarts of a task are kept in its history (the count goes on).
 MAX_RESTART_HISTORY = 100
 _DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
@@ -543,7 +552,7 @@ class JobStore:
     def remove(self, job_id: str) -> None:
         """Forget a job, its history and its tasks (a cluster reused its name for a new job)."""
         with self._write() as c:
-            for table, column in (("events", "job_id"), ("tasks", "job_id"), ("jobs", "id")):
+            for table, column in (("events", "job_id"), ("tasks", "job_id"), ("requests", "job_id"), ("jobs", "id")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", (job_id,))
 
     def state(self, job_id: str) -> JobState:
@@ -564,6 +573,28 @@ class JobStore:
                 "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
                 (job_id, time.time(), row["state"], message[:1000]),
             )
+
+    def request(self, job_id: str, kind: str, task: str, value: float | None = None) -> None:
+        """Ask the process that runs a local job to do something to one of its tasks
+        (``preempt``: ``value`` is the grace period); it takes the request at its next look."""
+        with self._write() as c:
+            pending = c.execute("SELECT count(*) FROM requests WHERE job_id = ?", (job_id,)).fetchone()[0]
+            if pending >= MAX_PENDING_REQUESTS:
+                raise UsageError(f"job {job_id} has {pending} requests its launcher has not taken yet; is it still running?")
+            c.execute("INSERT INTO requests (job_id, ts, kind, task, value) VALUES (?, ?, ?, ?, ?)", (job_id, time.time(), kind, task, value))
+
+    def pending_requests(self, job_id: str) -> int:
+        """How many requests of the job are not taken yet."""
+        return int(self._read("SELECT count(*) AS n FROM requests WHERE job_id = ?", (job_id,))[0]["n"])
+
+    def take_requests(self, job_id: str) -> list[tuple[str, str, float | None]]:
+        """The job's requests, oldest first, removed as they are taken: (kind, task, value)."""
+        if not self._read("SELECT 1 FROM requests WHERE job_id = ? LIMIT 1", (job_id,)):
+            return []  # the usual case: one read, no write
+        with self._write() as c:
+            rows = c.execute("SELECT rowid, kind, task, value FROM requests WHERE job_id = ? ORDER BY ts, rowid", (job_id,)).fetchall()
+            c.execute("DELETE FROM requests WHERE job_id = ?", (job_id,))
+        return [(r["kind"], r["task"], r["value"]) for r in rows]
 
     def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""

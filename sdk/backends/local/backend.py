@@ -56,6 +56,9 @@ class LocalBackend(Lifecycle):
         check_local_tasks(len(spec.tasks()))
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
+        from ...restarts import build_rules
+
+        build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
         strategy = job_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
         engine = None
@@ -226,6 +229,39 @@ class LocalBackend(Lifecycle):
                 "cancel requested",
                 only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
             )
+
+    def preempt(self, job_id: str, task: str, grace: float | None = None, wait: float = 10.0) -> str:
+        """Preempt one task of a running job as a Spot VM is reclaimed — SIGTERM, ``grace``
+        seconds (the job's ``--preempt-grace``, 30 by default), then SIGKILL — and let its
+        restart policy act. Returns the task's name once the job's launcher has taken the request.
+
+        Raises:
+            UsageError: no such task, or the job has ended.
+            BackendError: the launcher did not take the request within ``wait`` seconds.
+        """
+        import time
+
+        from ...errors import BackendError
+        from ...restarts import parse_seconds
+        from .reap import reap_lost
+
+        name = normalize_task(task)
+        if grace is not None:
+            grace = parse_seconds(grace, "--grace")
+        with JobStore() as store:
+            record = reap_lost(store, store.resolve(job_id))
+            if record.state.is_terminal:
+                raise UsageError(f"job {record.id} has ended ({record.state.value}); there is nothing to preempt")
+            names = [t.name for t in store.tasks(record.id)] or [f"{r}-{i}" for r, i in JobSpec.from_dict(record.spec).tasks()]
+            if name not in names:
+                raise UsageError(f"{task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
+            store.request(record.id, "preempt", name, grace)
+            until = time.monotonic() + wait
+            while store.pending_requests(record.id) and time.monotonic() < until:
+                time.sleep(0.05)
+            if store.pending_requests(record.id):
+                raise BackendError(f"the launcher of job {record.id} did not take the preemption of {name} within {wait:g}s")
+        return name
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Local jobs, newest first."""

@@ -11,6 +11,13 @@ Semantics of a real cluster: the job SUCCEEDS when the chief exits 0; it FAILS a
 soon as a chief, worker or evaluator exits non-zero, or a ps dies; it FAILS when
 ``spec.timeout`` runs out; it is CANCELLED on request. Then every remaining task
 gets SIGTERM and, after the grace period, SIGKILL.
+
+Restarts, as the platforms do them (:mod:`tfjob.restarts`): a task that ends is started
+again in place — the same plan: role, index, ``TF_CONFIG``, address, cgroup — when its
+restart policy says so, after an exponential delay, until the job's tasks have been
+restarted ``backoff_limit`` times; a job that failed from a lost task is started again
+whole up to ``max_restarts`` times. A preemption (``tfjob preempt``, ``--preempt``) is
+SIGTERM, the grace period, then SIGKILL, to one task.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import random
 import selectors
 import signal
 import subprocess
@@ -26,7 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ...model import JobState, SubmitOptions
+from ...model import JobState, SubmitOptions, TaskRestart
+from ...restarts import Rules, build_rules, retryable, restart_delay
 from ...errors import BackendError
 from ...spec import JobSpec
 from ...store import JobStore, TaskRecord, process_start_time
@@ -85,6 +94,13 @@ class _Task:
     exit_code: int | None = None
     signal: int | None = None
     stopped: bool = False  # ended by the launcher's SIGTERM/SIGKILL
+    restarts: int = 0
+    history: list[TaskRestart] = field(default_factory=list)
+    #: Preempted: when its SIGKILL is due (None once it ended, or if not preempted).
+    preempted: bool = False
+    kill_at: float | None = None
+    #: Ended and to be started again then (on the launcher's clock).
+    restart_at: float | None = None
     tail: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=TAIL_LINES))
 
     @property
@@ -103,6 +119,7 @@ class _Task:
         return TaskRecord(
             self.plan.name, self.plan.role, self.plan.index, self.state, self.proc.pid,
             self.exit_code, self.signal, self.started, self.ended, str(self.output.path), self.proc_start,
+            restarts=self.restarts, restart_history=list(self.history),
         )
 
 
@@ -128,6 +145,9 @@ class Outcome:
     log_tail: str = ""
     rows: list[SummaryRow] = field(default_factory=list)
     oom_evidence: str = ""
+    #: A task was lost to something from outside (a preemption, a signal, exit 128–255):
+    #: ``max_restarts`` may start the job again.
+    retryable: bool = False
 
 
 def write_task_manifest(path: Path, tasks: list[_Task]) -> None:
@@ -221,6 +241,15 @@ class Launcher:
         self._sel.register(self._wake_r, selectors.EVENT_READ, ("wake", None))
         self._cancel_reason: str | None = None
         self._outcome: Outcome | None = None
+        self.rules: Rules = build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
+        self._restarts_used = 0  # restarts of tasks in this attempt, against the backoff limit
+        self._job_restarts = 0
+        self._preempted_this_attempt = False
+        self._scheduled: list[tuple[float, str, bool, float]] = []  # (when, task or role, random?, mean)
+        self._rng = random.Random(self.rules.seed)
+        #: Restart counts and histories carried over a restart of the whole job.
+        self._carried: dict[str, tuple[int, list[TaskRestart]]] = {}
+        self._scheduled_once = False
         self._attempt_started = 0.0
         from tfjob.diagnosis import cgroup_oom_kills
 
@@ -302,13 +331,47 @@ class Launcher:
 
     def _run_attempts(self) -> None:
         deadline = None if self.spec.timeout is None else self.clock() + self.spec.timeout
+        while True:
+            self._run_ports(deadline)
+            if not self._restart_job():
+                return
+
+    def _restart_job(self) -> bool:
+        """Start the whole job again (``max_restarts``) when it failed from a lost task: stop
+        what is left, keep each task's history, and go again; True if it does."""
+        outcome = self._outcome
+        if outcome is None or outcome.state is not JobState.FAILED or self._cancel_reason is not None:
+            return False
+        if not (outcome.retryable or self._preempted_this_attempt) or self._job_restarts >= self.rules.max_restarts:
+            return False
+        if self.store.state(self.job_id) is JobState.CANCELLING:
+            return False
+        self._job_restarts += 1
+        line = (
+            f"restarting the whole job ({self._job_restarts}/{self.rules.max_restarts} of --max-restarts) "
+            f"after: {outcome.message.split('; its log:')[0]}"
+        )
+        self.router.note(line)
+        self.store.note(self.job_id, line)
+        self._teardown()
+        now = time.time()
+        self._carried = {
+            t.plan.name: (t.restarts + 1, [*t.history, TaskRestart(t.ended or now, t.exit_code, t.signal, "job restart")])
+            for t in self.tasks
+        }
+        record = self.store.get(self.job_id)
+        attempts = [*((record.extra if record else {}).get("attempts") or []), {"ended": now, "message": outcome.message}]
+        self.store.update(self.job_id, extra={**(record.extra if record else {}), "attempts": attempts[-100:]})
+        self._outcome = None
+        self._preempted_this_attempt = False
+        self._restarts_used = 0
+        return True
+
+    def _run_ports(self, deadline: float | None) -> None:
         for attempt in range(1, self.max_attempts + 1):
             try:
                 self._start()
-                if attempt == 1:
-                    self.store.set_state(
-                        self.job_id, JobState.RUNNING, "", only_from=(JobState.QUEUED, JobState.PENDING)
-                    )
+                self.store.set_state(self.job_id, JobState.RUNNING, "", only_from=(JobState.QUEUED, JobState.PENDING))
                 self._watch(deadline)
                 return
             except _Restart as e:
@@ -358,40 +421,48 @@ class Launcher:
         )
         self.tasks = []
         self._attempt_started = self.clock()
-        setup = _child_setup(os.getpid(), self._cgroup)
         for plan in plans:
             output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role, self._noise())
             self._outputs[plan.name] = output
-            try:
-                proc = subprocess.Popen(
-                    plan.argv,
-                    env=plan.env,
-                    cwd=plan.cwd,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=setup,
-                    close_fds=True,
-                    # A session of its own (so its pgid is its pid): none of its descendants can
-                    # ever join the launcher's session, which tells them from the caller's children.
-                    start_new_session=True,
-                )
-            except OSError as e:
-                raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e
-            task = _Task(plan, output, proc, time.time(), process_start_time(proc.pid))
+            task = self._spawn(plan, output)
+            task.restarts, task.history = self._carried.get(plan.name, (0, []))
             self.tasks.append(task)
-            assert proc.stdout is not None
-            task.pipe = proc.stdout.fileno()
-            os.set_blocking(task.pipe, False)
-            self._sel.register(task.pipe, selectors.EVENT_READ, ("out", task))
-            try:
-                task.pidfd = os.pidfd_open(proc.pid)
-            except (AttributeError, OSError):
-                task.pidfd = None  # no pidfd: exits are found by the short poll in _watch
-            else:
-                self._sel.register(task.pidfd, selectors.EVENT_READ, ("exit", task))
         self.store.put_tasks(self.job_id, [t.record() for t in self.tasks])
         write_task_manifest(self.router.log_dir / TASKS_FILE, self.tasks)
+        self._schedule_preemptions()
+
+    def _spawn(self, plan: TaskPlan, output: TaskOutput) -> _Task:
+        """Start one task of ``plan`` (again, for a restart: the same command, variables and
+        address), in the job's cgroup, its output to ``output``."""
+        setup = _child_setup(os.getpid(), self._cgroup)
+        try:
+            proc = subprocess.Popen(
+                plan.argv,
+                env=plan.env,
+                cwd=plan.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                preexec_fn=setup,
+                close_fds=True,
+                # A session of its own (so its pgid is its pid): none of its descendants can
+                # ever join the launcher's session, which tells them from the caller's children.
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e
+        task = _Task(plan, output, proc, time.time(), process_start_time(proc.pid))
+        assert proc.stdout is not None
+        task.pipe = proc.stdout.fileno()
+        os.set_blocking(task.pipe, False)
+        self._sel.register(task.pipe, selectors.EVENT_READ, ("out", task))
+        try:
+            task.pidfd = os.pidfd_open(proc.pid)
+        except (AttributeError, OSError):
+            task.pidfd = None  # no pidfd: exits are found by the short poll in _watch
+        else:
+            self._sel.register(task.pidfd, selectors.EVENT_READ, ("exit", task))
+        return task
 
     # -- watch ------------------------------------------------------------------------------
     def _watch(self, deadline: float | None) -> None:
@@ -403,13 +474,19 @@ class Launcher:
             timeout = next_poll - now
             if deadline is not None:
                 timeout = min(timeout, deadline - now)
+            due = self._next_timer()
+            if due is not None:
+                timeout = min(timeout, due - now)
             if fallback:
                 timeout = min(timeout, 0.02)
             self._dispatch(self._sel.select(max(0.0, timeout)), watching=True)
-            if fallback:
-                for task in self.tasks:
+            if fallback or any(t.pidfd is None and not t.done for t in self.tasks):
+                fallback = True
+                for task in list(self.tasks):
                     if not task.done and task.proc.poll() is not None:
                         self._on_exit(task, watching=True)
+            if self._outcome is None:
+                self._run_timers()
             if self._outcome is not None:
                 return
             now = self.clock()
@@ -421,6 +498,127 @@ class Launcher:
                 next_poll = now + self.cancel_poll
                 if self.store.state(self.job_id) is JobState.CANCELLING:
                     self._outcome = Outcome(JobState.CANCELLED, "cancel requested with `tfjob cancel`")
+                else:
+                    for kind, name, value in self.store.take_requests(self.job_id):
+                        if kind == "preempt":
+                            self.preempt(name, value, "tfjob preempt")
+
+    # -- restarts and preemptions ---------------------------------------------------------------
+    def _note(self, line: str) -> None:
+        """A line in the follow output and the job log, and in the job's history."""
+        self.router.note(line)
+        self.store.note(self.job_id, line)
+
+    def _signal(self, task: _Task, sig: int) -> None:
+        try:
+            os.killpg(task.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if sig == signal.SIGKILL and self._in_container(task):
+            # SIGKILL cannot be passed on by the engine's client: the container itself is killed.
+            argv = task.plan.argv
+            if "--name" in argv[:-1]:
+                self.engine.kill(argv[argv.index("--name") + 1])
+
+    def preempt(self, name: str, grace: float | None = None, why: str = "") -> bool:
+        """Preempt task ``name`` as a Spot VM is reclaimed: SIGTERM now, SIGKILL after
+        ``grace`` seconds (the rules' by default) if it has not ended; True if it was running."""
+        task = next((t for t in self.tasks if t.plan.name == name), None)
+        if task is None or task.done or task.preempted:
+            state = "no such task" if task is None else "it is not running" if task.done else "it is being preempted already"
+            self.router.note(f"not preempting {name}{f' ({why})' if why else ''}: {state}")
+            return False
+        grace = self.rules.grace if grace is None else float(grace)
+        task.preempted = True
+        self._preempted_this_attempt = True
+        self._note(f"preempting {name}{f' ({why})' if why else ''}: SIGTERM now, SIGKILL after {grace:g}s")
+        self._signal(task, signal.SIGTERM)
+        task.kill_at = self.clock() + grace
+        return True
+
+    def _schedule_preemptions(self) -> None:
+        now = self.clock()
+        if not self._scheduled_once:
+            self._scheduled_once = True
+            for p in self.rules.preemptions:
+                when = now + (self._rng.expovariate(1.0 / p.at) if p.every else p.at)
+                self._scheduled.append((when, p.task, p.every, p.at))
+        else:  # a new attempt of the whole job: random preemptions go on from its start
+            self._scheduled = [(now + self._rng.expovariate(1.0 / mean), task, True, mean) for _, task, every, mean in self._scheduled if every]
+
+    def _next_timer(self) -> float | None:
+        times = [t.kill_at for t in self.tasks if t.kill_at is not None]
+        times += [t.restart_at for t in self.tasks if t.restart_at is not None]
+        times += [when for when, *_ in self._scheduled]
+        return min(times) if times else None
+
+    def _run_timers(self) -> None:
+        now = self.clock()
+        for task in list(self.tasks):
+            if task.kill_at is not None and now >= task.kill_at:
+                task.kill_at = None
+                if not task.done:
+                    self._note(f"{task.plan.name} did not end within the grace period: SIGKILL")
+                    self._signal(task, signal.SIGKILL)
+            if task.restart_at is not None and now >= task.restart_at and self._outcome is None:
+                self._restart_task(task)
+        due = [item for item in self._scheduled if item[0] <= now]
+        if not due:
+            return
+        self._scheduled = [item for item in self._scheduled if item[0] > now]
+        for _, who, every, mean in due:
+            if every:
+                live = [t.plan.name for t in self.tasks if not t.done and not t.preempted and (who == "*" or t.plan.role == who)]
+                if live:
+                    self.preempt(self._rng.choice(live), why="--preempt random")
+                self._scheduled.append((now + self._rng.expovariate(1.0 / mean), who, True, mean))
+            else:
+                self.preempt(who, why="--preempt")
+
+    def _restart_task(self, old: _Task) -> None:
+        """Start an ended task again in place: the same plan (role, index, TF_CONFIG, address)."""
+        old.restart_at = None
+        if old.pipe is not None:
+            self._read(old, final=True)  # what is left of the ended run's output
+            if old.pipe is not None:
+                self._sel.unregister(old.pipe)
+                assert old.proc.stdout is not None
+                old.proc.stdout.close()
+                old.pipe = None
+        if self._in_container(old):
+            argv = old.plan.argv
+            if "--name" in argv[:-1]:
+                self.engine.kill(argv[argv.index("--name") + 1], remove=True)  # its name is taken until it is gone
+        task = self._spawn(old.plan, old.output)
+        task.restarts = old.restarts + 1
+        task.history = [
+            *old.history,
+            TaskRestart(old.ended or time.time(), old.exit_code, old.signal, "preempted" if old.preempted else "exited"),
+        ]
+        self.tasks[self.tasks.index(old)] = task
+        self.store.put_task(self.job_id, task.record())
+        write_task_manifest(self.router.log_dir / TASKS_FILE, self.tasks)
+        self._note(f"{task.plan.name} restarted at {task.plan.address} (restart {task.restarts})")
+
+    def _restart_or_fail(self, task: _Task, how: str) -> bool:
+        """Schedule a restart of an ended task when its policy says so; False if it is not restarted."""
+        if task.stopped or self._cancel_reason is not None:
+            return False
+        again, why = self.rules.restarts(task.plan.role, task.exit_code, task.signal, task.preempted)
+        if not again:
+            return False
+        name = task.plan.name
+        if self._restarts_used >= self.rules.backoff_limit:
+            self._outcome = self._failure(
+                task, f"task {name} {how}; {why} would restart it, but the job's tasks were "
+                f"restarted {self._restarts_used} times already (--backoff-limit {self.rules.backoff_limit})",
+            )
+            return True
+        self._restarts_used += 1
+        delay = restart_delay(self.rules.delay, task.restarts + 1)
+        task.restart_at = self.clock() + delay
+        self._note(f"{name} {how}; {why}: restarting it in {delay:g}s ({self._restarts_used}/{self.rules.backoff_limit} of --backoff-limit)")
+        return True
 
     def _dispatch(self, events: list[tuple[selectors.SelectorKey, int]], watching: bool) -> None:
         for key, _ in events:
@@ -485,11 +683,16 @@ class Launcher:
         name = task.plan.name
         if rc == PORT_TAKEN_EXIT and self.clock() - self._attempt_started < self.startup_window:
             raise _Restart(f"{name}'s port {task.plan.port} was taken before it could listen")
+        task.kill_at = None
         self.store.put_task(self.job_id, task.record())
+        how = f"was killed by {describe_exit(None, task.signal)}" if task.signal else f"exited with code {rc}"
+        if task.preempted:
+            how += " after its preemption"
         if rc == 0 and (task.plan.role == "chief" or (not self.spec.has_chief and task.plan.name == "worker-0")):
             self._outcome = Outcome(JobState.SUCCEEDED, f"{name} exited with code 0")
+        elif self._restart_or_fail(task, how):
+            return
         elif rc != 0:
-            how = f"was killed by {describe_exit(None, task.signal)}" if task.signal else f"exited with code {rc}"
             self._outcome = self._failure(task, f"task {name} {how}")
         elif task.plan.role == "ps" and self.strategy == "parameter-server":
             self._outcome = self._failure(task, f"parameter server {name} ended (code 0) while the job ran")
@@ -501,6 +704,7 @@ class Launcher:
             failed_task=task.plan.name,
             task_exit_code=task.exit_code,
             log_tail="\n".join(task.tail),
+            retryable=task.preempted or retryable(task.exit_code, task.signal),
             oom_evidence=self._oom_evidence(task) if task.signal == signal.SIGKILL and not task.stopped else "",
         )
 
@@ -603,7 +807,7 @@ class Launcher:
     # -- record -----------------------------------------------------------------------------
     def _record(self, outcome: Outcome) -> None:
         outcome.rows = [
-            SummaryRow(t.plan.name, t.state.value, t.exit_code, t.signal, (t.ended or time.time()) - t.started)
+            SummaryRow(t.plan.name, t.state.value, t.exit_code, t.signal, (t.ended or time.time()) - t.started, restarts=t.restarts)
             for t in self.tasks
         ]
         # The job log ends with the outcome, before the state says so: `tfjob logs --follow` shows it.

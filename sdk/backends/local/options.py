@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ...model import SubmitOptions
 
@@ -25,6 +25,21 @@ class LocalOptions(SubmitOptions):
     detach: bool = False
     #: Local tasks always stream their logs; accepted for the same command line as Vertex AI.
     stream_logs: bool = False
+    #: ``Never``/``OnFailure``/``ExitCode``/``Always`` (:mod:`tfjob.restarts`), or ``ROLE=POLICY``
+    #: entries; default: what the ``dialect``'s platform does.
+    restart_policy: Any = None
+    #: Restarts of tasks (all together) before the job fails (default 3, as Kubeflow's).
+    backoff_limit: int | None = None
+    #: Seconds before a task's first restart, doubled for each further one (default 1).
+    restart_delay: float | None = None
+    #: Restarts of the whole job after it failed from a lost task (a preemption, a signal).
+    max_restarts: int = 0
+    #: Preemptions to rehearse: ``TASK@TIME`` (``worker-1@30s``) or ``random@MEAN``.
+    preempt: Any = None
+    #: Seconds between a preemption's SIGTERM and its SIGKILL (default 30, as Spot VMs).
+    preempt_grace: float | None = None
+    #: Seed of ``--preempt random@…`` (the same seed, the same tasks at the same times).
+    preempt_seed: int = 0
 
     #: The platform versions a local run imitates (checked against the trainer's needs).
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset({"runtime_version", "python_version"})

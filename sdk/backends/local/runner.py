@@ -29,6 +29,7 @@ from ...store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
 from .logs import LogRouter, render_summary, use_colour
 from ...cluster.dispatch import job_strategy
+from ...restarts import build_rules
 from .plan import check_chief, check_dialect, find_source_root
 from .ports import PortPicker, pick_ports
 
@@ -81,6 +82,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
+    build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:
         raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
@@ -116,6 +118,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
+    build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
         raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
