@@ -83,3 +83,53 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     if plot is not None:
         save_figure(metrics_figure(found, title=f"job {handle.id}"), plot)
         click.echo(f"wrote {plot}", err=True)
+
+
+@app.command("report", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("-o", "--output", "output", metavar="FILE.html", help="Where to write the page (default: report-<job>.html).")
+def report(job_id: str, output: str | None) -> None:
+    """Write one self-contained HTML page about a job: its spec, a timeline of its tasks,
+    its diagnosis, its metric curves (or its study's plots), its outputs and the last lines
+    of a failing task. Nothing in it is fetched from the network."""
+    from tfjob.job import get_job
+    from tfjob.report import gather, render_report
+
+    handle = get_job(job_id)
+    page = render_report(gather(handle))
+    path = output or f"report-{handle.id.replace('/', '-')}.html"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page)
+    click.echo(path)
+
+
+@app.command("tensorboard", context_settings=CONTEXT_SETTINGS)
+@JOB_ID
+@click.option("--port", type=click.IntRange(0, 65535), default=6006, show_default=True, help="Port to serve on (0: any free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to serve on.")
+def tensorboard(job_id: str, port: int, host: str) -> None:
+    """Serve TensorBoard on a job's log dir (local or gs://) and print its URL; it runs in
+    this command's process, so it ends with it (Ctrl-C)."""
+    import threading
+
+    from tfjob.errors import BackendUnavailableError, UsageError
+    from tfjob.job import get_job
+
+    handle = get_job(job_id)
+    found = handle.outputs()
+    log_dir = found.tensorboard_uri or (found.root if found.reachable else None)
+    if not log_dir:
+        raise UsageError(found.note or f"job {handle.id} has no log dir to serve")
+    try:
+        from tensorboard import program
+    except ImportError as e:
+        raise BackendUnavailableError("tfjob tensorboard needs TensorBoard: pip install 'tfjob[tf]' (or pip install tensorboard)") from e
+    board = program.TensorBoard()
+    board.configure(argv=[None, "--logdir", log_dir, "--port", str(port), "--host", host, "--reload_interval", "15"])
+    url = board.launch()  # serves from a thread of this process: nothing outlives the command
+    click.echo(url)
+    click.echo(f"TensorBoard on {log_dir}; Ctrl-C stops it", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        click.echo("TensorBoard stopped", err=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import tempfile
 from typing import Any
 
@@ -198,4 +199,66 @@ def figure_svg(fig: Any) -> str:
     finally:
         plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg") :]
+    text = text[text.index("<svg") :]
+    # The RDF block names vocabularies by URL (nothing is fetched, but a page without any URL is plainer).
+    return re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
+
+
+def study_figure(extra: dict[str, Any], title: str | None = None) -> Any:
+    """A tuning study's plots (from its status ``extra``: ``study`` and ``trials``): the
+    optimisation history (each trial's objective and the best so far) and one panel per
+    parameter, its value against the objective."""
+    plt = _pyplot()
+    study = extra.get("study") or {}
+    metric = study.get("metric") or {}
+    tag, maximize = str(metric.get("tag", "objective")), str(metric.get("goal", "")).upper() == "MAXIMIZE"
+    trials = [t for t in extra.get("trials") or [] if t.get("metric") is not None]
+    if not trials:
+        raise UsageError("no trial of the study has reported its metric yet: nothing to draw")
+
+    def number(t: dict[str, Any]) -> float:
+        try:
+            return float(t["id"])
+        except (TypeError, ValueError):
+            return 0.0
+
+    trials.sort(key=number)
+    params = sorted({p for t in trials for p in (t.get("params") or {})})
+    panels = 1 + len(params)
+    cols = min(3, panels)
+    rows = (panels + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
+    flat = list(axes.flat)
+    xs = [number(t) for t in trials]
+    ys = [float(t["metric"]) for t in trials]
+    best, running = [], None
+    for y in ys:
+        running = y if running is None else (max(running, y) if maximize else min(running, y))
+        best.append(running)
+    ax = flat[0]
+    ax.plot(xs, ys, "o", label=tag, markersize=4)
+    ax.step(xs, best, where="post", label="best so far")
+    ax.set_title("optimisation history", fontsize=10)
+    ax.set_xlabel("trial", fontsize=8)
+    ax.set_ylabel(tag, fontsize=8)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    for ax, name in zip(flat[1:], params):
+        values = [(t.get("params") or {}).get(name) for t in trials]
+        pairs = [(v, y) for v, y in zip(values, ys) if v is not None]
+        if all(isinstance(v, (int, float)) for v, _ in pairs):
+            ax.plot([float(v) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)
+        else:  # a categorical parameter: one column per value
+            cats = sorted({str(v) for v, _ in pairs})
+            ax.plot([cats.index(str(v)) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)
+            ax.set_xticks(range(len(cats)), cats)
+        ax.set_title(f"{name} vs {tag}", fontsize=10)
+        ax.set_xlabel(name, fontsize=8)
+        ax.grid(alpha=0.3)
+    for ax in flat[panels:]:
+        ax.set_visible(False)
+    for ax in flat[:panels]:
+        ax.tick_params(labelsize=8)
+    fig.suptitle(title or "study", fontsize=11)
+    fig.tight_layout()
+    return fig

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from conftest import requires_tf
 from test_vertex_e2e import free_port
 from tfjob.cli.main import app
+from tfjob.errors import JobFailedError
 from tfjob.job import Job, get_job
 from tfjob.metrics import read_metrics
 from tfjob.outputs import download, job_outputs, list_local
@@ -164,3 +165,84 @@ def test_a_kubernetes_path_job_dir_is_said_unreachable() -> None:
     with pytest.raises(Exception, match="inside the Kubernetes cluster"):
         download(found, "/tmp/never")
     assert "no job dir" in job_outputs("j", "local", None).note
+
+
+def _browser() -> str:
+    from cdp import chromium
+
+    found = chromium()
+    if found is None:
+        pytest.skip("needs Debian's chromium (apt-get install chromium; installed by this test under CI=true as root)")
+    return found
+
+
+def _check_page(path: Path, shot: Path) -> Any:
+    from cdp import load
+
+    loaded = load(_browser(), path)
+    shot.write_bytes(loaded.screenshot)
+    print(f"report screenshot: {shot}")
+    assert loaded.errors == []
+    # Self-contained: the page itself is the only request (figures are inline SVG).
+    assert [u for u in loaded.requests if not u.startswith("data:")] == [path.resolve().as_uri()]
+    assert loaded.screenshot[:8] == b"\x89PNG\r\n\x1a\n"
+    return loaded
+
+
+@requires_tf
+def test_the_report_of_a_job_renders_in_chromium(home: tuple[str, Path], tmp_path: Path) -> None:
+    job_id, job_dir = home
+    page = tmp_path / "report.html"
+    made = CliRunner().invoke(app, ["report", job_id, "-o", str(page)])
+    assert made.exit_code == 0, made.output
+    text = page.read_text()
+    assert "<script" not in text and "http://" not in text.replace('xmlns="http://www.w3.org/', "").replace("http://www.w3.org/1999/xlink", "")
+    loaded = _check_page(page, tmp_path / "report.png")
+    assert loaded.title == f"tfjob report: {job_id}"
+    for said in (f"Job {job_id} SUCCEEDED", "chief-0", "exit 0", "Metrics", "eval\tloss\t5\t0.3", str(job_dir / "model"), "Spec"):
+        assert said in loaded.text, said
+
+
+def test_the_report_of_a_failed_job_shows_the_diagnosis_and_last_lines(tmp_path: Path) -> None:
+    trainer = tmp_path / "t" / "trainer"
+    trainer.mkdir(parents=True)
+    (trainer / "__init__.py").write_text("")
+    (trainer / "task.py").write_text(
+        "import json, os, time\n"
+        "if json.loads(os.environ['TF_CONFIG'])['task']['type'] in ('chief', 'master'):\n"
+        "    time.sleep(1)\n"
+        "    import census_feature_utils\n"
+        "time.sleep(60)\n"
+    )
+    with pytest.raises(JobFailedError) as failed:
+        Job(str(tmp_path / "t"), "trainer.task", workers=2, python=sys.executable, quiet=True, grace=1).run()
+    page = tmp_path / "failed.html"
+    assert CliRunner().invoke(app, ["report", failed.value.job_id, "-o", str(page)]).exit_code == 0
+    loaded = _check_page(page, tmp_path / "failed.png")
+    for said in ("FAILED", "Diagnosis", "module 'census_feature_utils' is not installed", "Last lines of chief-0",
+                 "ModuleNotFoundError: No module named 'census_feature_utils'", "worker-1", "STOPPED", "signal SIGTERM"):  # fmt: skip
+        assert said in loaded.text, (said, loaded.text[:3000])
+
+
+@requires_tf
+def test_tensorboard_serves_the_job_logs_and_ends_with_its_command(home: tuple[str, Path], tfjob_exe: str) -> None:
+    import signal
+    import subprocess
+    import urllib.request
+
+    job_id, _ = home
+    proc = subprocess.Popen([tfjob_exe, "tensorboard", job_id, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert url.startswith("http://127.0.0.1:"), (url, proc.stderr.read() if proc.poll() is not None else "")  # type: ignore[union-attr]
+        runs = json.loads(urllib.request.urlopen(url.rstrip("/") + "/data/runs", timeout=30).read())
+        assert sorted(runs) == ["eval", "train"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("tfjob tensorboard outlived Ctrl-C")
+    assert proc.returncode == 0 and "TensorBoard stopped" in proc.stderr.read()  # type: ignore[union-attr]
