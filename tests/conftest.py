@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -71,3 +72,49 @@ def tfjob_exe() -> str:
     """Path of the installed ``tfjob`` console script."""
     exe = BIN / "tfjob"
     return str(exe) if exe.exists() else shutil.which("tfjob") or "tfjob"
+
+
+# -- containers (podman) -----------------------------------------------------------------
+# Session-wide, for every container test module (test_images, test_image_build): the engine
+# configured once, the TensorFlow stand-in and tfjob's base image built once per run.
+
+
+def need_in_ci(condition: bool, reason: str) -> None:
+    """Skip when ``condition`` fails, except under CI=true, where it is a failure."""
+    if condition:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI must run the container tests: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def podman_env() -> Iterator[dict[str, str]]:
+    """podman configured for this machine (runc, cgroupfs, 1024 ulimits), storage in the cache."""
+    import podman_ci
+
+    missing = podman_ci.missing_tools()
+    if missing and os.environ.get("CI") == "true" and os.geteuid() == 0:
+        podman_ci.install_tools()
+        missing = podman_ci.missing_tools()
+    need_in_ci(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)})")
+    need_in_ci(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
+    env = podman_ci.configure()
+    yield env
+    podman_ci.remove_images(env, podman_ci.BASE, "localhost/census:ci", "localhost/peers:ci")
+
+
+@pytest.fixture(scope="session")
+def standin(podman_env: dict[str, str]) -> str:
+    """The TensorFlow base stand-in, built once per cache (about 3 minutes the first time)."""
+    import podman_ci
+
+    return podman_ci.ensure_standin(podman_env)
+
+
+@pytest.fixture(scope="session")
+def base_image(standin: str, podman_env: dict[str, str]) -> str:
+    """tfjob's base image, built from the repository root as container/README.md says."""
+    import podman_ci
+
+    return podman_ci.build_base(podman_env)

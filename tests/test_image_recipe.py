@@ -274,3 +274,28 @@ def test_no_credential_helper_value_leaks_into_argv_or_env(tmp_path: Path, monke
     with _auth_file(Engine("podman", "/usr/bin/podman"), local, ("u", "p")) as (flags, env):
         assert flags == [] and env is None  # the engine's own store serves
     assert os.environ.get("DOCKER_CONFIG") is None or "tfjob-auth" not in os.environ["DOCKER_CONFIG"]
+
+
+def test_the_golden_renders_of_a_built_job_pass_the_platforms_schemas() -> None:
+    """The goldens test_image_build.py compares a built job's renders with (a pushed digest in
+    every pool and pod) are what Vertex AI's CustomJob type and the TFJob CRD take."""
+    import yaml
+    from test_render_kubeflow import _schema_errors, _strict
+    from test_render_kubeflow import CRD as TFJOB_CRD
+    from test_render_vertex import strict_roundtrip
+
+    jsonschema = pytest.importorskip("jsonschema")
+    golden = Path(__file__).parent / "golden" / "build"
+    reference = "127.0.0.1:5000/tfjob-ci/census@sha256:" + "d" * 64
+    body = json.loads((golden / "vertex.json").read_text())
+    assert strict_roundtrip(body) == body
+    assert [p["containerSpec"]["imageUri"] for p in body["jobSpec"]["workerPoolSpecs"]] == [reference] * 3
+    manifest = yaml.safe_load((golden / "kubeflow.yaml").read_text())
+    crd = yaml.safe_load(TFJOB_CRD.read_text())
+    validator = jsonschema.Draft7Validator(_strict(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]))
+    assert _schema_errors(validator, manifest) == []
+    from tfjob.backends.kubeflow.render import find_tfjob_problems
+
+    assert find_tfjob_problems(manifest) == []
+    pods = [c["image"] for r in manifest["spec"]["tfReplicaSpecs"].values() for c in r["template"]["spec"]["containers"]]
+    assert pods == [reference] * 3

@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import Iterator
 
 import podman_ci
 import pytest
@@ -25,40 +24,6 @@ from podman_ci import BUILD_FLAGS
 from podman_ci import run as _sh
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
-
-
-@pytest.fixture(scope="session")
-def podman_env() -> Iterator[dict[str, str]]:
-    """podman configured for this machine (runc, cgroupfs, 1024 ulimits), storage in the cache."""
-    missing = podman_ci.missing_tools()
-    if missing and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        podman_ci.install_tools()
-        missing = podman_ci.missing_tools()
-    _need(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)})")
-    _need(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
-    env = podman_ci.configure()
-    yield env
-    podman_ci.remove_images(env, podman_ci.BASE, "localhost/census:ci", "localhost/peers:ci")
-
-
-@pytest.fixture(scope="session")
-def standin(podman_env: dict[str, str]) -> str:
-    """The TensorFlow base stand-in, built once per cache (about 3 minutes the first time)."""
-    return podman_ci.ensure_standin(podman_env)
-
-
-@pytest.fixture(scope="session")
-def base_image(standin: str, podman_env: dict[str, str]) -> str:
-    """tfjob's base image, built from the repository root as container/README.md says."""
-    return podman_ci.build_base(podman_env)
-
-
-def _need(condition: bool, reason: str) -> None:
-    if condition:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the container tests: {reason}")
-    pytest.skip(reason)
 
 
 def test_the_base_image_has_the_bootstrap_alone_and_passes_pip_check(base_image: str, podman_env: dict[str, str]) -> None:
