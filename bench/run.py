@@ -37,6 +37,7 @@ def sections() -> dict[str, Measure]:
     import cli_start
     import containers
     import growth
+    import image_build
     import local_cluster
     import ps_training
     import resubmit
@@ -55,11 +56,12 @@ def sections() -> dict[str, Measure]:
         ps_training.SECTION: ps_training.measure,
         scale.SECTION: scale.measure,
         containers.SECTION: containers.measure,
+        image_build.SECTION: image_build.measure,
     }
 
 
 #: Sections run only when named with --only (they need what not every machine has).
-OPT_IN = ("containers",)
+OPT_IN = ("containers", "images")
 
 
 def parse_only(values: list[str] | None, known: list[str]) -> list[str]:

@@ -126,7 +126,7 @@ def test_only_runs_the_sections_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, growth, ps_training, scale, containers"),
+        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, growth, ps_training, scale, containers, images"),
         (["--runs", "0"], "error: --runs 0: give at least 1 run"),
     ],
 )

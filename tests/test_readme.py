@@ -26,7 +26,7 @@ from fakes.vertex_api import FakeVertex, write_service_account
 from test_vertex_e2e import free_port
 
 README = ROOT / "README.md"
-_FENCE = re.compile(r"(?P<skip><!-- not run: [^>]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
+_FENCE = re.compile(r"(?P<skip><!-- not run: [^>]*-->\n)?(?P<containers><!-- containers: [^>]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
 _INSTALL = re.compile(r"^(python3 -m venv|\.venv/bin/pip install)")  # the steps this suite was installed with
 
 
@@ -35,11 +35,13 @@ class Block:
     lang: str
     code: str
     run: bool
+    #: Preceded by ``<!-- containers: … -->``: run by the container test, with podman and a registry.
+    containers: bool = False
 
 
 def readme_blocks() -> list[Block]:
     """The README's fenced blocks, in order."""
-    return [Block(m["lang"], m["code"], m["skip"] is None) for m in _FENCE.finditer(README.read_text())]
+    return [Block(m["lang"], m["code"], m["skip"] is None, m["containers"] is not None) for m in _FENCE.finditer(README.read_text())]
 
 
 def command_line(block: Block) -> str:
@@ -119,7 +121,7 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         main = Block("sh", " && ".join(s.replace(".venv/bin/", "") for s in steps), True)
         outputs = []
         for block in [main, *blocks[2:]]:
-            if not block.run or block.lang not in ("sh", "python"):
+            if not block.run or block.containers or block.lang not in ("sh", "python"):
                 continue
             done = _run(block, work, env)
             assert done.returncode == 0, f"README example failed:\n{block.code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
@@ -138,3 +140,49 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         assert any(o.stdout.strip() == "SUCCEEDED" for o in outputs)
         assert [key[0] for key in kube.tfjobs] == ["default"]
         assert sorted(p.name for p in (work / "runs" / "tune").iterdir()) == ["1", "2"]
+
+
+@requires_tf
+@pytest.mark.slow
+@pytest.mark.containers
+def test_the_readme_container_section_runs(tmp_path: Path, base_image: str, podman_env: dict[str, str], kube: FakeKube) -> None:
+    """The README's container block, as written: from `tfjob init --template custom-container` to a
+    local 1+2+1 container cluster, then the pushed digest on Vertex AI (the stand-in) and on
+    Kubernetes (the fake API server) — with real podman and a real registry as $REPO."""
+    import shlex
+
+    import podman_ci
+    import registry_ci
+    from conftest import need_in_ci
+
+    if registry_ci.missing() and os.environ.get("CI") == "true" and os.geteuid() == 0:
+        registry_ci.install()
+    need_in_ci(not registry_ci.missing(), f"needs {registry_ci.EXE} (apt-get install {registry_ci.PACKAGE})")
+    (block,) = [b for b in readme_blocks() if b.containers]
+    work = tmp_path / "work"
+    work.mkdir()
+    registry = registry_ci.start(tmp_path / "registry")
+    repo = f"{registry.host}/readme/census"
+    try:
+        with FakeVertex(projects=("my-project",)) as vertex:
+            env = {**podman_env, "TFJOB_HOME": os.environ["TFJOB_HOME"], "PATH": f"{BIN}{os.pathsep}{podman_env.get('PATH', '')}",
+                   "REPO": repo, "TFJOB_API_ENDPOINT": vertex.endpoint, "TFJOB_POLL_INTERVAL": "0.02",
+                   "GOOGLE_APPLICATION_CREDENTIALS": str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
+                   "KUBECONFIG": str(kube.write_kubeconfig(tmp_path / "kubeconfig")),
+                   "TFJOB_BUILD_FLAGS": shlex.join(podman_ci.BUILD_FLAGS)}  # fmt: skip
+            done = _run(block, work, env)
+            assert done.returncode == 0, f"README example failed:\n{block.code}\n--- stderr\n{done.stderr[-4000:]}"
+            created = vertex.created_bodies()
+        refs = set(re.findall(rf"{re.escape(repo)}@sha256:[0-9a-f]{{64}}", done.stderr))
+        assert len(refs) == 1, done.stderr[-3000:]
+        (reference,) = refs
+        assert "SUCCEEDED: chief-0 exited with code 0" in done.stderr
+        assert list((work / "runs" / "census-image").rglob("saved_model.pb"))
+        assert len(created) == 1 and {p["containerSpec"]["imageUri"] for p in created[0]["jobSpec"]["workerPoolSpecs"]} == {reference}
+        ((_, job),) = kube.tfjobs.items()
+        assert {c["image"] for r in job["spec"]["tfReplicaSpecs"].values() for c in r["template"]["spec"]["containers"]} == {reference}
+        assert done.stderr.count("nothing to build or push") == 2  # the cloud submits pushed nothing
+    finally:
+        registry.stop()
+        listed = subprocess.run(["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=podman_env)
+        podman_ci.remove_images(podman_env, *sorted(set(listed.stdout.split())))
