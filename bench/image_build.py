@@ -8,7 +8,7 @@ it runs on 127.0.0.1 with its storage in a temporary directory. The trainer is t
 
 * ``build``: ``tfjob build DIR --image-repo REG/PATH`` with nothing of it anywhere (no image
   of its key in the engine's store, no layer of its own in the build cache, a repository the
-  registry has never seen): build, then push; against the same command once it is built and
+  fresh registry holds nothing of): build, then push; against the same command once it is built and
   pushed (unchanged inputs: one manifest ``HEAD`` and nothing else).
 * ``one-line change``: the bytes the registry received for the image after one line of
   ``trainer/task.py`` changed (the blobs whose upload completed, by the registry's access
@@ -73,12 +73,13 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     values: dict[str, list[float]] = {"cold": [], "warm": [], "change": [], "whole": []}
     with tempfile.TemporaryDirectory(prefix="tfjob-bench-images-") as tmp, private_home() as home:
         root = Path(tmp)
-        registry = registry_ci.start(root / "registry")
         job_env = clean_env(TFJOB_HOME=str(home), CONTAINERS_CONF=env["CONTAINERS_CONF"],
                             CONTAINERS_STORAGE_CONF=env["CONTAINERS_STORAGE_CONF"], TFJOB_BUILD_FLAGS=shlex.join(podman_ci.BUILD_FLAGS))  # fmt: skip
         trainer = root / "census"
         subprocess.run([str(BIN / "tfjob"), "init", str(trainer), "--template", "custom-container"], check=True, capture_output=True, env=job_env)
         task = trainer / "trainer" / "task.py"
+
+        registry = registry_ci.start(root / "registry-0")
 
         def build(path: str) -> tuple[float, dict]:  # type: ignore[type-arg]
             start = time.perf_counter()
@@ -91,7 +92,9 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
 
         try:
             for i in range(runs):
-                # Cold: a trainer never built (a line of its own), a repository never pushed to.
+                # Cold: a trainer never built (a line of its own), a registry that holds nothing.
+                registry.stop()
+                registry = registry_ci.start(root / f"registry-{i + 1}")
                 task.write_text(task.read_text() + f"# bench cold {time.time_ns()}\n")
                 path = f"bench/census-{i}"
                 cold, first = build(path)
