@@ -7,8 +7,8 @@ it runs on 127.0.0.1 with its storage in a temporary directory. The trainer is t
 ``custom-container`` template (the census trainer and its Dockerfile).
 
 * ``build``: ``tfjob build DIR --image-repo REG/PATH`` with nothing of it anywhere (no image
-  of its key in the engine's store, no layer of its own in the build cache, a repository the
-  fresh registry holds nothing of): build, then push; against the same command once it is built and
+  of its key in the engine's store, no layer of its own in the build cache, a registry that
+  holds nothing): build, then push; against the same command once it is built and
   pushed (unchanged inputs: one manifest ``HEAD`` and nothing else).
 * ``one-line change``: the bytes the registry received for the image after one line of
   ``trainer/task.py`` changed (the blobs whose upload completed, by the registry's access
