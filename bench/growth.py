@@ -6,6 +6,11 @@ process, ``--quiet``) of a trivial trainer whose every task exits at once
 once and waited for together — what the same number of Python processes costs anyway.
 The overhead per task shows whether tfjob's part grows linearly with the cluster.
 
+Target (issue 25): from the middle size to the largest, tfjob's overhead over the bare
+interpreters grows by at most 3 ms per added task (``growth.slope``: per round, the
+overhead at 161 tasks less the overhead at 41, over the 120 tasks between them; it was
++14.7 ms per task when each task's start ran Python code between fork and exec).
+
 Next to the JSON (or as ``bench/growth.png`` without ``--json``) a small plot: seconds
 against tasks for both, one point per size (median, with min–max bars).
 
@@ -17,13 +22,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from common import Figure, Sample, clean_env, private_home, rounds, section_main
+from common import Figure, Sample, Target, clean_env, private_home, rounds, section_main
 from local_cluster import bare, submit_argv, write_trainer
 
 SECTION = "growth"
 #: (workers, ps) of each size; the chief makes one more task.
 SIZES = ((4, 2), (32, 8), (128, 32))
 QUICK_SIZES = ((2, 1), (4, 2), (8, 2))
+#: Issue 25: at most this much more overhead per added task, middle size to largest.
+TARGET_SLOPE_S = 0.003
 #: Where the plot goes when no --json is given.
 DEFAULT_PLOT = Path(__file__).resolve().parent / "growth.png"
 
@@ -58,7 +65,30 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
             Figure(f"growth.{size}", SECTION, f"tfjob submit 1+{workers}+{ps} ({n} tasks)", samples[f"tfjob {n}"],
                    samples[f"bare {n}"])
         )  # fmt: skip
+    figures.append(slope(figures[-2], figures[-1]))
     return figures
+
+
+def _tasks(figure: Figure) -> int:
+    return int(figure.name.split("(")[1].split()[0])
+
+
+def slope(smaller: Figure, larger: Figure) -> Figure:
+    """How much tfjob's overhead over the bare interpreters grows per added task between two
+    sizes, once per round (both sizes ran in the same round, so a burst of load elsewhere
+    hits both)."""
+    added = _tasks(larger) - _tasks(smaller)
+    assert smaller.baseline is not None and larger.baseline is not None
+    per_round = [
+        ((big - big_bare) - (small - small_bare)) / added
+        for small, small_bare, big, big_bare in zip(
+            smaller.sample.values, smaller.baseline.values, larger.sample.values, larger.baseline.values
+        )
+    ]
+    return Figure(
+        "growth.slope", SECTION, f"tfjob's overhead per added task, {_tasks(smaller)} → {_tasks(larger)} tasks",
+        Sample("per added task", per_round), None, Target("max", TARGET_SLOPE_S),
+    )  # fmt: skip
 
 
 def per_task_overhead(figures: list[Figure]) -> list[tuple[int, float, float | None]]:
@@ -66,7 +96,9 @@ def per_task_overhead(figures: list[Figure]) -> list[tuple[int, float, float | N
     since the size before — None for the first). A flat last column is linear growth."""
     out: list[tuple[int, float, float | None]] = []
     for f in figures:
-        n = int(f.name.split("(")[1].split()[0])
+        if f.key == "growth.slope":
+            continue
+        n = _tasks(f)
         overhead = f.sample.median - (f.baseline.median if f.baseline else 0.0)
         slope = None if not out else (overhead - out[-1][1]) / (n - out[-1][0])
         out.append((n, overhead, slope))
@@ -80,7 +112,8 @@ def plot(figures: list[Figure], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tasks = [int(f.name.split("(")[1].split()[0]) for f in figures]
+    figures = [f for f in figures if f.key != "growth.slope"]
+    tasks = [_tasks(f) for f in figures]
     fig, ax = plt.subplots(figsize=(5.2, 3.4), dpi=100)
     for label, pick in (("tfjob submit", lambda f: f.sample), ("bare interpreters", lambda f: f.baseline)):
         samples: list[Sample] = [pick(f) for f in figures]

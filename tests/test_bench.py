@@ -29,7 +29,7 @@ FIGURES = {
         "local.submit_1_4_2", "local.api_1_4_2", "local.submit_big", "local.teardown",
         "local.launcher_rss_1_4_2", "local.tree_rss_1_4_2", "local.launcher_rss_big", "local.tree_rss_big",
     ],
-    "growth": ["growth.small", "growth.medium", "growth.large"],
+    "growth": ["growth.small", "growth.medium", "growth.large", "growth.slope"],
     "ps_training": ["ps_training.wall", "ps_training.rss"],
     "scale": ["scale.vertex_render", "scale.kubeflow_render", "scale.tf_config_parse", "scale.local_render"],
 }  # fmt: skip
@@ -46,6 +46,7 @@ TARGETS = {
     "resubmit.changed": ("overhead-max", None),  # 0.2 × the bare build + 8 × python -c pass, of the same run
     "local.submit_1_4_2": ("overhead-max", 0.15),
     "local.teardown": ("max", 0.5),
+    "growth.slope": ("max", 0.003),
     "scale.vertex_render": ("max", 0.050),
     "scale.kubeflow_render": ("max", 0.050),
     "scale.local_render": ("ratio-max", 1.1),

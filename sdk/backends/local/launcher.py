@@ -23,16 +23,19 @@ SIGTERM, the grace period, then SIGKILL, to one task.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import random
 import selectors
+import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ...model import JobState, SubmitOptions, TaskRestart
 from ...restarts import Rules, build_rules, retryable, restart_delay
@@ -164,7 +167,7 @@ def write_task_manifest(path: Path, tasks: list[_Task]) -> None:
         for t in tasks
     ]
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1))
+    tmp.write_text(json.dumps(manifest))  # no indent: the C encoder (every task's env holds the cluster)
     os.replace(tmp, path)
 
 
@@ -256,6 +259,9 @@ class Launcher:
         self._oom_kills = cgroup_oom_kills()
         #: The job's private container network (None: processes, or the host's network).
         self._network: str | None = None
+        #: In the job's cgroup while starting tasks; programs found for setpriv to run.
+        self._inside = False
+        self._programs: set[tuple[str, str | None]] = set()
 
     # -- control from outside (signal handlers, other threads) -----------------------------
     def request_cancel(self, reason: str) -> None:
@@ -421,34 +427,65 @@ class Launcher:
         )
         self.tasks = []
         self._attempt_started = self.clock()
-        for plan in plans:
-            output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role, self._noise())
-            self._outputs[plan.name] = output
-            task = self._spawn(plan, output)
-            task.restarts, task.history = self._carried.get(plan.name, (0, []))
-            self.tasks.append(task)
+        with self._inside_cgroup(self._fast_start() is not None):
+            for plan in plans:
+                output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role, self._noise())
+                self._outputs[plan.name] = output
+                task = self._spawn(plan, output)
+                task.restarts, task.history = self._carried.get(plan.name, (0, []))
+                self.tasks.append(task)
         self.store.put_tasks(self.job_id, [t.record() for t in self.tasks])
         write_task_manifest(self.router.log_dir / TASKS_FILE, self.tasks)
         self._schedule_preemptions()
 
+    def _fast_start(self) -> tuple[str, ...] | None:
+        """The command prefix that starts a task with no Python between fork and exec (so
+        Popen can vfork): setpriv sets the parent-death signal, and the task is born in the
+        job's cgroup because this process steps into it meanwhile — which needs no other
+        thread here that could start a process of its own meanwhile (a pipeline's, a parallel
+        trial's). None: each task runs :func:`_child_setup` between fork and exec instead."""
+        prefix = contain.pdeathsig_prefix()
+        if prefix is None or (self._cgroup is not None and threading.active_count() > 1):
+            return None
+        return prefix
+
+    @contextlib.contextmanager
+    def _inside_cgroup(self, fast: bool) -> Iterator[None]:
+        """This process in the job's cgroup while it starts tasks the fast way (once for many)."""
+        if not fast or self._cgroup is None or self._inside:
+            yield
+            return
+        with self._cgroup.entered():
+            self._inside = True
+            try:
+                yield
+            finally:
+                self._inside = False
+
     def _spawn(self, plan: TaskPlan, output: TaskOutput) -> _Task:
         """Start one task of ``plan`` (again, for a restart: the same command, variables and
         address), in the job's cgroup, its output to ``output``."""
-        setup = _child_setup(os.getpid(), self._cgroup)
+        prefix = self._fast_start()
+        if prefix is not None and (plan.argv[0], plan.env.get("PATH")) not in self._programs:
+            # setpriv would start, and then fail to run it: say so as Popen would have.
+            if shutil.which(plan.argv[0], path=plan.env.get("PATH") or os.defpath) is None:
+                raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): no such program, or not executable")
+            self._programs.add((plan.argv[0], plan.env.get("PATH")))
         try:
-            proc = subprocess.Popen(
-                plan.argv,
-                env=plan.env,
-                cwd=plan.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                preexec_fn=setup,
-                close_fds=True,
-                # A session of its own (so its pgid is its pid): none of its descendants can
-                # ever join the launcher's session, which tells them from the caller's children.
-                start_new_session=True,
-            )
+            with self._inside_cgroup(prefix is not None):
+                proc = subprocess.Popen(
+                    [*(prefix or ()), *plan.argv],
+                    env=plan.env,
+                    cwd=plan.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=None if prefix is not None else _child_setup(os.getpid(), self._cgroup),
+                    close_fds=True,
+                    # A session of its own (so its pgid is its pid): none of its descendants can
+                    # ever join the launcher's session, which tells them from the caller's children.
+                    start_new_session=True,
+                )
         except OSError as e:
             raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): {e}") from e
         task = _Task(plan, output, proc, time.time(), process_start_time(proc.pid))
