@@ -67,6 +67,16 @@ def parse_role_values(values: Any, flag: str) -> dict[str, str]:
     return out
 
 
+def kubelet_literal(arg: Any) -> str:
+    """``arg`` as a container's ``command``/``args`` entry that reaches the process as typed.
+
+    The kubelet expands ``$(VAR)`` in a container's command and args (and reads ``$$`` as
+    one ``$``); every ``$`` doubled, nothing is expanded and the trainer gets exactly what
+    it gets on every other backend (``--lr=$(LR)`` stays ``--lr=$(LR)``).
+    """
+    return str(arg).replace("$", "$$")
+
+
 def check_quantity(value: str, flag: str) -> str:
     if isinstance(value, bool) or not _QUANTITY_RE.match(str(value)) or len(str(value)) > 32:
         raise UsageError(f"{flag} {value!r} is not a Kubernetes quantity (e.g. 500m or 2 CPUs, 16Gi of memory)")
@@ -88,6 +98,12 @@ def role_resources(role: str, cpu: Mapping[str, str], memory: Mapping[str, str],
     return out
 
 
+class PodTemplates(dict):  # type: ignore[type-arg]
+    """``{role or "default": pod template}``, and the file they came from (``source``)."""
+
+    source: str = ""
+
+
 def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
     """The template file as ``{role or "default": pod template}``, checked.
 
@@ -105,6 +121,13 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
         templates = {str(k): v for k, v in data.items()}
     else:
         unknown = sorted(set(map(str, data)) - {*TEMPLATE_KEYS, *ROLES, "default"})
+        if not unknown:  # both kinds of key: `default:` beside `spec:`
+            template_keys = sorted(set(map(str, data)) & set(TEMPLATE_KEYS))
+            roles = sorted(set(map(str, data)) - set(TEMPLATE_KEYS))
+            raise UsageError(
+                f"--pod-template {path!r} mixes pod template keys ({', '.join(template_keys)}) with roles "
+                f"({', '.join(roles)}): give one pod template, or put it under a role (default: for every role)"
+            )
         raise UsageError(
             f"--pod-template {path!r}: {unknown[0]!r} is neither a pod template key (metadata, spec) nor a role "
             f"({', '.join(ROLES)}, default)"
@@ -114,7 +137,9 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
         if not isinstance(template, Mapping) or not set(template) <= set(TEMPLATE_KEYS):
             raise UsageError(f"{where} must be a pod template: metadata and/or spec")
         _check_template(template, where)
-    return templates
+    loaded = PodTemplates(templates)
+    loaded.source = str(path)
+    return loaded
 
 
 def _check_template(template: Mapping[str, Any], where: str) -> None:
@@ -128,7 +153,7 @@ def _check_template(template: Mapping[str, Any], where: str) -> None:
         for key, value in entries.items():
             if not isinstance(key, str) or len(key) > 316 or not _PREFIXED_KEY_RE.match(key):
                 raise UsageError(f"{where}: metadata.{kind} key {key!r} is not a Kubernetes key (prefix/name)")
-            if key.startswith("training.kubeflow.org/") or key.startswith("jobset.sigs.k8s.io/"):
+            if reserved_label(key):
                 raise UsageError(f"{where}: metadata.{kind} {key} is the operator's; leave it out")
             if kind == "labels" and (not isinstance(value, str) or not _LABEL_VALUE_RE.match(value)):
                 raise UsageError(f"{where}: metadata.labels {key}={value!r} is not a Kubernetes label value")
@@ -148,8 +173,69 @@ def _check_template(template: Mapping[str, Any], where: str) -> None:
                     f"{where}: spec.containers[tensorflow].{owned[0]} is tfjob's (the bootstrap, --image and the cluster port); "
                     "set it with tfjob's flags instead"
                 )
+            _check_own_env(container.get("env"), where)
         elif not container.get("name") or not container.get("image"):
             raise UsageError(f"{where}: a sidecar in spec.containers needs a name and an image")
+    _check_own_volumes(spec, where)
+    # The types of everything else: against the Kubernetes schema, once merged (render_pod_template).
+
+
+#: Label (and annotation) key prefixes the operators and the Job controller set on a job's
+#: objects and pods (a user's would be overwritten, or make them lose track of their pods).
+RESERVED_LABEL_PREFIXES = (
+    "training.kubeflow.org/", "kubeflow.org/", "jobset.sigs.k8s.io/", "trainer.kubeflow.org/", "batch.kubernetes.io/",
+)
+#: Single keys of the same kind: the Job controller's own (on a JobSet's pods).
+RESERVED_LABEL_KEYS = ("job-name", "controller-uid")
+
+
+def reserved_label(key: str) -> bool:
+    """A label key the operator or the Job controller sets."""
+    return key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIXES)
+
+
+def reserved_env(name: str) -> bool:
+    """A variable tfjob or the platform sets in the ``tensorflow`` container: what ``--env``
+    refuses, and the JobSet variables the bootstrap derives the cluster from."""
+    from ...cluster.jobset import COMPLETION_INDEX_VAR, JOB_INDEX_VAR, JOBSET_NAME_VAR, REPLICATED_JOB_VAR
+    from ...spec import RESERVED_ENV, RESERVED_ENV_PREFIXES
+
+    jobset = (JOBSET_NAME_VAR, REPLICATED_JOB_VAR, JOB_INDEX_VAR, COMPLETION_INDEX_VAR)
+    return name in RESERVED_ENV or name in jobset or name.startswith(RESERVED_ENV_PREFIXES)
+
+
+def _check_own_env(env: Any, where: str) -> None:
+    if not isinstance(env, list):
+        return  # a wrong type is said by the schema check
+    for item in env:
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if isinstance(name, str) and reserved_env(name):
+            raise UsageError(
+                f"{where}: spec.containers[tensorflow].env {name} is set by tfjob and the platform in every task "
+                "(--env refuses it too); choose another name"
+            )
+
+
+def _check_own_volumes(spec: Mapping[str, Any], where: str) -> None:
+    """The volume tfjob ships the trainer's packages in, and its mount, are not the template's."""
+    from ...cluster.dispatch import PACKAGES_MOUNT
+    from .shipment import VOLUME
+
+    for volume in spec.get("volumes") or [] if isinstance(spec.get("volumes"), list) else []:
+        if isinstance(volume, Mapping) and volume.get("name") == VOLUME:
+            raise UsageError(f"{where}: spec.volumes {VOLUME} is tfjob's (it ships the trainer's packages); name the volume otherwise")
+    for kind in ("containers", "initContainers"):
+        for container in spec.get(kind) or [] if isinstance(spec.get(kind), list) else []:
+            mounts = container.get("volumeMounts") if isinstance(container, Mapping) else None
+            for mount in mounts if isinstance(mounts, list) else []:
+                if not isinstance(mount, Mapping):
+                    continue
+                target = str(mount.get("mountPath") or "").rstrip("/")
+                if mount.get("name") == VOLUME or target == PACKAGES_MOUNT or target.startswith(PACKAGES_MOUNT + "/"):
+                    raise UsageError(
+                        f"{where}: spec.{kind}[{container.get('name')}].volumeMounts {mount.get('name')} at "
+                        f"{mount.get('mountPath')} is tfjob's ({VOLUME} at {PACKAGES_MOUNT}); mount elsewhere"
+                    )
 
 
 def _merge_named(ours: list[Any], theirs: list[Any]) -> list[Any]:

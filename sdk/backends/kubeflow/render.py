@@ -186,11 +186,15 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
             container["command"] = list(spec.command)
         if spec.args_for(pool.role):
             container["args"] = list(spec.args_for(pool.role))
+    from .pod import kubelet_literal, parse_role_values, role_resources
+
+    for key in ("command", "args"):
+        if key in container:
+            container[key] = [kubelet_literal(arg) for arg in container[key]]
     env = spec.env_for(pool.role)
     if env:
         container["env"] = [{"name": k, "value": str(v)} for k, v in sorted(env.items())]
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
-    from .pod import parse_role_values, role_resources
 
     explicit = role_resources(
         pool.role, *(parse_role_values(getattr(options, name, None), f"--{name}") for name in ("cpu", "memory", "gpu"))
@@ -235,8 +239,14 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
             "give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail"
         )
     from ...spec import is_kubernetes_label_key
+    from .pod import reserved_label
 
     for key, value in spec.labels.items():
+        if reserved_label(key):
+            raise SpecError(
+                f"label {key!r} is set by the operator or the Job controller on the job's objects and pods; "
+                "choose another key"
+            )
         if is_kubernetes_label_key(key):
             continue  # a prefixed Kubernetes key, checked with its value by the spec
         # Vertex takes a trailing '-' or '_'; Kubernetes wants both ends alphanumeric.
@@ -245,7 +255,19 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
                 f"label {key}={value!r} is not valid on Kubernetes: keys and values must start and end with a "
                 f"letter or digit; use {suggest_k8s_name(key)}={value.strip('-_')}"
             )
+    check_queue(getattr(options, "queue", None))
     job_strategy(spec, getattr(options, "strategy", None))
+
+
+def check_queue(queue: Any) -> None:
+    """``--queue``: a Kueue LocalQueue (or scheduler queue) name, the value of a label."""
+    if queue is None or queue == "":
+        return
+    if not isinstance(queue, str) or len(queue) > 63 or not _DNS1123_SUBDOMAIN_RE.match(queue):
+        raise UsageError(
+            f"--queue {queue!r:.80} is not a queue name: a LocalQueue's name, lower-case letters, digits, '-' and '.', "
+            "at most 63 characters"
+        )
 
 
 def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
@@ -327,6 +349,11 @@ def render_pod_template(
     if spec.labels:
         template = {"metadata": {"labels": dict(spec.labels)}, **template}
     template = apply_template(template, templates, pool.role)
+    if templates.get("default") or templates.get(pool.role):
+        from .podschema import check_pod_template
+
+        source = getattr(templates, "source", "")
+        check_pod_template(template, f"--pod-template {repr(source) + ' ' if source else ''}({pool.role} pods)")
     if spec.job_dir and "://" not in spec.job_dir:
         _job_dir_volume(spec.job_dir, template["spec"], pool.role)
     return template
@@ -389,8 +416,7 @@ def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
     scheduling: dict[str, Any] = {}
     queue = getattr(options, "queue", None)
     if queue:
-        if not _LABEL_VALUE_RE.match(queue) or len(queue) > 63:
-            raise UsageError(f"--queue {queue!r} is not a queue name (a Kubernetes label value)")
+        check_queue(queue)
         scheduling["queue"] = queue
     priority = getattr(options, "priority_class", None)
     if priority:

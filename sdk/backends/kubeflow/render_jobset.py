@@ -108,6 +108,12 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     ]
     replicated: list[dict[str, Any]] = []
     for pool in spec.pools:
+        clash = sorted(set(spec.env_for(pool.role)) & {str(e["name"]) for e in cluster_env})
+        if clash:
+            raise SpecError(
+                f"--env {clash[0]} is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it); "
+                "choose another name"
+            )
         container = render_container(spec, pool, options)
         container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
         template = render_pod_template(spec, pool, container, templates, restartPolicy="Never")

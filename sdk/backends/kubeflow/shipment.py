@@ -107,7 +107,9 @@ def ship_into(manifest: dict[str, Any], shipment: Shipment) -> int:
     Adds the ``--package`` arguments ahead of the bootstrap's own, and, when files are
     copied, the ConfigMap volume and its read-only mount. Returns the containers changed.
     """
-    args = shipment.package_args()
+    from .pod import kubelet_literal
+
+    args = [kubelet_literal(arg) for arg in shipment.package_args()]
     changed = 0
     for pod in pod_specs(manifest):
         starts = [c for c in pod["containers"] if c.get("command") == ["tfjob-bootstrap"]]
