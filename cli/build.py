@@ -32,9 +32,15 @@ Examples:
 @click.option("--requirements", "requirements", help="A bare trainer's dependencies (default: its requirements.txt).")
 @click.option("--include-secrets", "include_secrets", is_flag=True, default=False, help="Let files that look like credentials into the image too (each is still named).")
 @click.option("--no-push", "no_push", is_flag=True, default=False, help="Build and tag, push nothing.")
+@click.option("--cloud-build", "cloud_build", is_flag=True, default=False, help="Build with Cloud Build (no engine needed here): the context is staged to --staging-bucket.")
+@click.option("--project", "project", help="--cloud-build: the Google Cloud project (else GOOGLE_CLOUD_PROJECT / config).")
+@click.option("--staging-bucket", "staging_bucket", help="--cloud-build: gs://BUCKET for the build context.")
+@click.option("--api-endpoint", "api_endpoint", help="--cloud-build: a non-Google endpoint serving the Cloud Build API (a stand-in).")
+@click.option("--dry-run", "dry_run", is_flag=True, default=False, help="--cloud-build: print the build request (JSON) and send nothing.")
 @click.option("--output", "-o", "output", default="text", help="text (the image reference) or json (the whole result, no progress).")
 def build(directory: str, module: str | None, base_image: str | None, image_repo: str | None, container_engine: str | None,
-          requirements: str | None, include_secrets: bool, no_push: bool, output: str) -> None:  # fmt: skip
+          requirements: str | None, include_secrets: bool, no_push: bool, cloud_build: bool, project: str | None,
+          staging_bucket: str | None, api_endpoint: str | None, dry_run: bool, output: str) -> None:  # fmt: skip
     """Build the image of trainer DIR: its sdist and requirements.txt on the base image, or DIR's own Dockerfile."""
     from tfjob.images import Progress, build_image
 
@@ -44,8 +50,20 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
         from tfjob.spec import check_image
 
         check_image(base_image, "--base")
+    cloud = None
+    if dry_run and not cloud_build:
+        raise UsageError("--dry-run prints the Cloud Build request: add --cloud-build (a local build has no request to show; --no-push builds without pushing)")
+    if cloud_build:
+        from tfjob.images.cloudbuild import check_target
+        from tfjob.settings import load_settings
+
+        settings = load_settings(project=project, staging_bucket=staging_bucket, api_endpoint=api_endpoint)
+        cloud = check_target(settings.project, settings.staging_bucket, settings.api_endpoint)
     built = build_image(
-        directory, module=module, base=base_image, image_repo=image_repo, engine=container_engine, push=not no_push,
-        include_secrets=include_secrets, requirements=requirements, progress=Progress.auto(quiet=output == "json"),
+        directory, module=module, base=base_image, image_repo=image_repo, engine=container_engine, push=not (no_push or dry_run),
+        include_secrets=include_secrets, requirements=requirements, progress=Progress.auto(quiet=output == "json" or dry_run), cloud=cloud,
     )  # fmt: skip
+    if dry_run:
+        click.echo(json.dumps(built.build_request, indent=2))
+        return
     click.echo(json.dumps(built.to_dict(), indent=2) if output == "json" else built.reference)

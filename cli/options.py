@@ -76,6 +76,7 @@ JOB_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--build', 'build', is_flag=True, default=None, help="Build PACKAGE_PATH into an image (its sdist and requirements.txt on the base image, or its own Dockerfile), tagged by content, and run that image."),
     click.option('--image-repo', 'image_repo', help='With --build: REGISTRY/PATH to push the image to; the job runs REPO@sha256:DIGEST (pushed only when the registry lacks it).'),
     click.option('--base', 'base_image', help="With --build: the image to build on (default tfjob's base image, tfjob:VERSION)."),
+    click.option('--cloud-build', 'cloud_build', is_flag=True, default=None, help='With --build: build with Cloud Build in --project (the context staged to --staging-bucket), no engine needed here.'),
     click.option('--python', 'python', help='local: the Python interpreter the tasks run (default: this one).'),
     click.option('--include-secrets', 'include_secrets', is_flag=True, default=None, help='Package files that look like credentials too (each is still named in a warning).'),
     click.option('--install/--no-install', 'install', default=None, help='local: pip-install the built sdist in a throw-away venv, as the cloud does.'),

@@ -172,8 +172,8 @@ def _refuse_nul(values: dict[str, Any]) -> None:
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
     """``build=True`` needs a trainer directory and no image; a cloud backend needs a registry to pull from."""
     if not getattr(options, "build", False):
-        for name in ("image_repo", "base_image"):
-            if getattr(options, name, None) is not None:
+        for name in ("image_repo", "base_image", "cloud_build"):
+            if getattr(options, name, None) not in (None, False):
                 raise SpecError(f"--{name.replace('_', '-')} is for an image tfjob builds; add --build (or drop it)")
         return
     if spec.image or any(p.image for p in spec.pools):
@@ -189,6 +189,8 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         from .spec import check_image
 
         check_image(options.base_image, "--base")
+    if getattr(options, "cloud_build", False) and not options.image_repo:
+        raise SpecError("--cloud-build pushes the image from Cloud Build: give --image-repo REGISTRY/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer)")
     if backend not in ("local",) and not options.image_repo and not options.dry_run:
         raise SpecError(
             f"--build on the {backend} backend needs --image-repo REGISTRY/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer): "
@@ -305,18 +307,29 @@ class Job:
             return None
         if self.built_image is not None and (self.built_image.digest or not push or not self.options.image_repo):
             return self.built_image
+        import sys
+
         from .images import Progress, build_image
 
+        credentials = getattr(self._backend_object, "credentials", None)
+        cloud = None
+        if getattr(self.options, "cloud_build", False):
+            from .images.cloudbuild import check_target
+
+            bucket = getattr(self.options, "staging_bucket", None) or self.settings.staging_bucket
+            cloud = check_target(self.settings.project, bucket, self.settings.api_endpoint, credentials)
         built = build_image(
             str(self.spec.package), module=self.spec.module, base=self.options.base_image, image_repo=self.options.image_repo,
             engine=self.options.container_engine, push=push, include_secrets=self.options.include_secrets,
             requirements=self.spec.requirements, progress=Progress.auto(quiet=bool(self.options.quiet)),
-            credentials=getattr(self._backend_object, "credentials", None), pull=push and self.backend_name == "local",
+            credentials=credentials, pull=push and self.backend_name == "local" and cloud is None, cloud=cloud,
         )  # fmt: skip
         if self.options.image_repo and not built.digest:
-            import sys
-
             print(f"tfjob: {built.tag} is not on {self.options.image_repo.split('/')[0]} yet; submitting pushes it", file=sys.stderr, flush=True)
+        if built.build_request is not None and not push:
+            import json
+
+            print("tfjob: dry run: the Cloud Build request:\n" + json.dumps(built.build_request, indent=2), file=sys.stderr, flush=True)
         self.built_image = built
         self.spec = dataclasses.replace(self.spec, image=built.reference, package=None, requirements=None)
         return built

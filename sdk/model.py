@@ -136,6 +136,8 @@ class SubmitOptions:
     base_image: str | None = None
     #: ``podman`` or ``docker`` (or a path): what builds images and runs ``--image`` tasks locally.
     container_engine: str | None = None
+    #: Build with Cloud Build (in ``--project``, the context staged in ``--staging-bucket``) instead of an engine here.
+    cloud_build: bool = False
 
     #: The job description's keywords (``tfjob.spec.build_spec``) that only some
     #: platforms have and this backend renders (Vertex AI's ``spot``, ``network``…).

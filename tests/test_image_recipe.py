@@ -238,6 +238,10 @@ def test_build_keywords_are_checked_before_anything_runs(tmp_path: Path) -> None
         Job("gs://b/trainer-0.1.tar.gz", "trainer.task", build=True)
     with pytest.raises(SpecError, match="names no registry"):
         Job(str(source), "trainer.task", build=True, image_repo="census")
+    with pytest.raises(SpecError, match="Cloud Build: give --image-repo|Cloud Build: give image_repo"):
+        Job(str(source), "trainer.task", build=True, cloud_build=True)
+    with pytest.raises(SpecError, match="add --build|add build"):
+        Job(str(source), "trainer.task", cloud_build=True)
 
 
 @pytest.mark.parametrize(("argv", "message"), [

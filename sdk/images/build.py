@@ -32,12 +32,15 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..engine import Engine, find_engine
 from ..errors import TfjobError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
+
+if TYPE_CHECKING:
+    from .cloudbuild import CloudBuildTarget
 
 #: Extra flags for every ``build`` (shell words): e.g. ``--network host`` behind a proxy.
 BUILD_FLAGS_VARIABLE = "TFJOB_BUILD_FLAGS"
@@ -85,9 +88,11 @@ class BuiltImage:
     dockerfile: str
     package_sha256: str | None = None
     warnings: tuple[str, ...] = ()
+    #: The Cloud Build request (``--cloud-build``), as the REST API's JSON.
+    build_request: dict[str, object] | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items() if k != "build_request" or v is not None}
 
 
 @dataclass
@@ -354,6 +359,7 @@ def build_image(
     progress: Progress | None = None,
     credentials: object = None,
     pull: bool = False,
+    cloud: "CloudBuildTarget | None" = None,
 ) -> BuiltImage:
     """Build (or find) the image of a trainer directory, and push it to ``image_repo``.
 
@@ -369,6 +375,9 @@ def build_image(
         progress: where progress lines go (default: by terminal).
         credentials: Google credentials for ``*.pkg.dev`` / ``gcr.io`` (default application-default).
         pull: make sure the engine's store holds ``REPO@sha256:…`` (a local run of a pushed image).
+        cloud: build with Cloud Build there instead of an engine here (``--cloud-build``);
+            with ``push=False`` nothing is staged or created, and :attr:`BuiltImage.build_request`
+            holds the request.
 
     Raises:
         UsageError: no engine, a bad directory, a base that cannot be had.
@@ -380,11 +389,14 @@ def build_image(
     if not src.is_dir():
         raise UsageError(f"trainer directory {str(source)!r} is not a directory; pass the directory holding the trainer (and its Dockerfile, if any)")
     src = src.resolve()
-    eng = engine if isinstance(engine, Engine) else find_engine(engine)
     repo = parse_repository(image_repo) if image_repo else None
     base_ref = base or default_base()
     own = (src / "Dockerfile").is_file()
     needs_base = not own or uses_base_arg((src / "Dockerfile").read_text(errors="replace"))
+    if cloud is not None:
+        return _cloud_build(src, cloud, repo, base_ref, needs_base, module=module, push=push, include_secrets=include_secrets,
+                            requirements=requirements, progress=progress)  # fmt: skip
+    eng = engine if isinstance(engine, Engine) else find_engine(engine)
     resolved = resolve_base(eng, base_ref, progress) if needs_base else None
     plan = plan_build(src, module=module, base=resolved, base_ref=base_ref, include_secrets=include_secrets, requirements=requirements)
     for warning in plan.warnings:
@@ -413,6 +425,38 @@ def build_image(
     if pull:
         _pulled(eng, repo, f"{repo.name}@{digest}", progress)
     return BuiltImage(f"{repo.name}@{digest}", tag, plan.key, digest, image_id, built, True, plan.kind, plan.package_sha256, plan.warnings)
+
+
+def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, base_ref: str, needs_base: bool, *, module: str | None,
+                 push: bool, include_secrets: bool, requirements: str | None, progress: Progress) -> BuiltImage:  # fmt: skip
+    """:func:`build_image` through Cloud Build (no engine here)."""
+    from .cloudbuild import remote_base, render_build_request, run_build, stage_context
+
+    if repo is None:
+        raise UsageError("--cloud-build pushes the image from Cloud Build: give --image-repo REGISTRY/PATH (e.g. REGION-docker.pkg.dev/PROJECT/REPO/NAME)")
+    resolved = None
+    if needs_base:
+        ref, digest = remote_base(base_ref, cloud.credentials)
+        # A base seen only on its registry: the bootstrap wheel goes in (a no-op on tfjob's base), tasks run as its default user.
+        resolved = _Base(ref=ref, id=digest, user="", has_bootstrap=False)
+    plan = plan_build(src, module=module, base=resolved, base_ref=base_ref, include_secrets=include_secrets, requirements=requirements)
+    for warning in plan.warnings:
+        progress.say(warning)
+    tag = f"{repo.name}:{recipes.image_tag(plan.key)}"
+    pair = _registry_login(repo, None, cloud.credentials)
+    digest = manifest_digest(repo, recipes.image_tag(plan.key), credentials=pair)
+    dockerfile = plan.dockerfile if plan.kind == "generated" else None
+    sha, name = stage_context(plan.files, dockerfile, cloud, upload=push and not digest, say=progress.say)
+    request = render_build_request(bucket=cloud.staging_bucket, source_object=name, tag=tag, key=plan.key, build_args=plan.build_args)
+    if digest:
+        progress.say(f"image {tag} is on {repo.host} already: nothing to build or push")
+        return BuiltImage(f"{repo.name}@{digest}", tag, plan.key, digest, None, False, False, plan.kind, plan.package_sha256,
+                          plan.warnings, request)  # fmt: skip
+    if not push:
+        return BuiltImage(tag, tag, plan.key, None, None, False, False, plan.kind, plan.package_sha256, plan.warnings, request)
+    digest = run_build(request, cloud, repo, tag, progress.say)
+    progress.say(f"pushed {repo.name}@{digest} (Cloud Build)")
+    return BuiltImage(f"{repo.name}@{digest}", tag, plan.key, digest, None, True, True, plan.kind, plan.package_sha256, plan.warnings, request)
 
 
 def _find_built(engine: Engine, key: str, tag: str) -> str | None:
@@ -447,10 +491,10 @@ def _pulled(engine: Engine, repo: Repository, reference: str, progress: Progress
     return found
 
 
-def _registry_login(repo: Repository, engine: Engine, credentials: object) -> tuple[str, str] | None:
+def _registry_login(repo: Repository, engine: Engine | None, credentials: object) -> tuple[str, str] | None:
     if repo.google:
         return "oauth2accesstoken", google_access_token(credentials)
-    return stored_credentials(repo.host, engine.name)
+    return stored_credentials(repo.host, engine.name if engine is not None else "podman")
 
 
 def _build(engine: Engine, plan: _Plan, source: Path, tag: str, progress: Progress) -> str:
