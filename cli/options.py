@@ -54,6 +54,8 @@ JOB_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--restart-job-on-worker-restart/--no-restart-job-on-worker-restart', 'restart_job_on_worker_restart', default=None, help='Restart all tasks when a worker restarts.'),
     click.option('--enable-web-access/--no-enable-web-access', 'enable_web_access', default=None, help='Vertex interactive shell into the tasks.'),
     click.option('--tensorboard', 'tensorboard', help='Vertex TensorBoard resource to stream to.'),
+    click.option('--experiment', 'experiment', help='Vertex AI Experiment to log the job to (a name, or its context resource name).'),
+    click.option('--experiment-run', 'experiment_run', help='Run of --experiment the job is (a name, or its context resource name).'),
     click.option('--command', 'command', multiple=True, help="Replace an --image's entrypoint (gcloud spelling: comma-separated, or repeat); not with --module-name."),
     click.option('--requirements', 'requirements', help="A bare trainer's dependencies (default: its requirements.txt): declared in the package, checked locally."),
     click.option('--spot', 'spot', is_flag=True, default=None, help='vertex: run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted.'),

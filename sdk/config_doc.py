@@ -33,8 +33,6 @@ UNSUPPORTED: dict[str, str] = {
     "lustreMounts": "tfjob does not mount Lustre file systems; read the data from Cloud Storage instead",
     "gpuPartitionSize": "tfjob does not partition GPUs; remove it",
     "protectedArtifactLocationId": "tfjob does not set artifact locations; remove it",
-    "experiment": "tfjob does not log to Vertex AI Experiments; remove it",
-    "experimentRun": "tfjob does not log to Vertex AI Experiments; remove it",
     "models": "tfjob does not attach models to a job; remove it",
 }
 

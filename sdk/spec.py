@@ -387,6 +387,8 @@ _TYPES = {
     "network": (str, type(None)),
     "region": (str, type(None)),
     "tensorboard": (str, type(None)),
+    "experiment": (str, type(None)),
+    "experiment_run": (str, type(None)),
 }
 
 
@@ -563,6 +565,9 @@ class JobSpec:
             legacy AI Platform TF_CONFIG; None leaves it to the runtime version.
         enable_web_access: Vertex interactive shell access to the tasks.
         tensorboard: a Vertex TensorBoard resource name to stream to.
+        experiment: the Vertex AI Experiment the job is logged to (a name, or the context's
+            resource name ``projects/P/locations/R/metadataStores/default/contexts/NAME``).
+        experiment_run: the run of that experiment (a name, or the run context's resource name).
     """
 
     name: str
@@ -587,6 +592,8 @@ class JobSpec:
     use_chief: bool | None = None
     enable_web_access: bool = False
     tensorboard: str | None = None
+    experiment: str | None = None
+    experiment_run: str | None = None
     scheduling_strategy: str | None = None
     max_wait: float | None = None
     disable_retries: bool = False

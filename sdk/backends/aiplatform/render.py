@@ -89,6 +89,7 @@ def _check_expressible(spec: JobSpec) -> None:
         "--env": bool(spec.env),
         "--restart-job-on-worker-restart": spec.restart_job_on_worker_restart,
         "--tensorboard": bool(spec.tensorboard),
+        "--experiment": bool(spec.experiment or spec.experiment_run),
         "per-pool args or env (<role>_args, <role>_env)": spec.per_pool,
         "--command": bool(spec.command),
     }

@@ -23,7 +23,7 @@ class VertexOptions(GoogleCloudOptions):
 
     #: The Vertex AI knobs of ``CustomJobSpec``, ``Scheduling`` and ``DiskSpec``.
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = GoogleCloudOptions.SPEC_KEYWORDS | {
-        "tensorboard", "restart_job_on_worker_restart", "spot", "flex_start", "scheduling_strategy", "max_wait",
+        "tensorboard", "experiment", "experiment_run", "restart_job_on_worker_restart", "spot", "flex_start", "scheduling_strategy", "max_wait",
         "disable_retries", "reservation", "persistent_resource_id", "kms_key", "reserved_ip_ranges",
         "network_attachment", "enable_dashboard_access", "boot_disk_type", "boot_disk_size", *_BOOT_DISKS,
     }  # fmt: skip

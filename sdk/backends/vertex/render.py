@@ -46,6 +46,46 @@ PACKAGE_PREFIX = "tfjob/packages"
 
 _GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?\Z")
 _TENSORBOARD_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+\Z")
+#: An experiment's (or a run's) context, as CustomJobSpec.experiment / experiment_run name it.
+_CONTEXT_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/metadataStores/[^/]+/contexts/[a-z0-9][a-z0-9-]{0,127}\Z")
+#: What Vertex AI Experiments takes as an experiment or run name.
+_EXPERIMENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}\Z")
+
+
+def experiment_contexts(spec: JobSpec, project: str | None, region: str | None) -> tuple[str | None, str | None]:
+    """``(experiment, experiment_run)`` as the resource names CustomJobSpec takes: a bare name
+    is the context in the project's and region's default metadata store (a run's context is
+    named EXPERIMENT-RUN, as the Vertex AI SDK names it).
+
+    Raises:
+        SpecError: a name Vertex AI would refuse, a run without an experiment, or a bare
+            name without a project and region to place it in.
+    """
+    if spec.experiment_run and not spec.experiment:
+        raise SpecError("--experiment-run needs --experiment: a run belongs to an experiment")
+
+    def context(flag: str, value: str, name: str) -> str:
+        if "/" in value:
+            if not _CONTEXT_RE.match(value):
+                raise SpecError(
+                    f"{flag} {value!r} is not an experiment context; write a name (lower-case letters, digits, '-') "
+                    "or projects/PROJECT/locations/REGION/metadataStores/default/contexts/NAME"
+                )
+            return value
+        if not _EXPERIMENT_NAME_RE.match(value):
+            raise SpecError(f"{flag} {value!r}: Vertex AI Experiments take lower-case letters, digits and '-' (at most 128), starting with a letter or digit")
+        if not project or not region:
+            raise SpecError(f"{flag} {value!r} needs --project and --region to name its context (or give the full resource name)")
+        return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{name}"
+
+    experiment = context("--experiment", spec.experiment, spec.experiment) if spec.experiment else None
+    run = None
+    if spec.experiment_run:
+        base = experiment.rsplit("/", 1)[1] if experiment else ""
+        run = context("--experiment-run", spec.experiment_run, f"{base}-{spec.experiment_run}")
+        if "/" not in spec.experiment_run and len(run.rsplit("/", 1)[1]) > 128:
+            raise SpecError(f"--experiment {spec.experiment!r} with --experiment-run {spec.experiment_run!r} names a run context longer than 128 characters")
+    return experiment, run
 
 
 def registry_area(region: str | None) -> str:
@@ -337,6 +377,11 @@ def render_custom_job(
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.job_dir}
     if spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
+    experiment, experiment_run = experiment_contexts(spec, getattr(options, "project", None), options.region)
+    if experiment:
+        job_spec["experiment"] = experiment
+    if experiment_run:
+        job_spec["experimentRun"] = experiment_run
     if spec.enable_web_access:
         job_spec["enableWebAccess"] = True
     if spec.enable_dashboard_access:
