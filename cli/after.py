@@ -70,6 +70,19 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
     handle = get_job(job_id)
+    status = handle.status()
+    if status.extra.get("kind") == "study":  # a tuning study: its trials, and their plots
+        from tfjob.metrics import study_figure
+        from tfjob.tuning.trials import render_study_status
+
+        if as_json:
+            click.echo(json.dumps({**handle.metrics().to_dict(), "trials": status.extra.get("trials", [])}, indent=2))
+        else:
+            click.echo(render_study_status(status.extra))
+        if plot is not None:
+            save_figure(study_figure(status.extra, title=f"study {handle.id}"), plot)
+            click.echo(f"wrote {plot}", err=True)
+        return
     found = handle.metrics()
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2))

@@ -167,11 +167,33 @@ def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> N
         click.echo("no jobs yet; `tfjob submit TRAINER_DIR --module-name trainer.task` runs one", err=True)
 
 
+def _after(handle: Any, data: dict[str, Any]) -> None:
+    """What an ended job left, for ``status --json``: where its outputs are (not every file)
+    and the final value of each metric; what cannot be read is said in ``*_note``."""
+    from tfjob.errors import TfjobError
+
+    try:
+        outputs = handle.outputs()
+    except TfjobError as e:
+        data["outputs"], data["outputs_note"] = None, str(e)
+        return
+    data["outputs"] = {k: v for k, v in outputs.to_dict().items() if k != "files"}
+    try:
+        metrics = handle.metrics()
+        data["metrics"] = metrics.final
+        if metrics.note:
+            data["metrics_note"] = metrics.note
+    except TfjobError as e:
+        data["metrics"], data["metrics_note"] = None, str(e)
+
+
 @app.command("status", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
-def status(job_id: str, as_json: bool) -> None:
-    """Show a job's state, history, tasks and, if it failed, the failing task's last lines.
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (with diagnoses; once ended, outputs and final metrics).")
+@click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), help="text (default) or json (as --json).")
+def status(job_id: str, as_json: bool, output: str | None) -> None:
+    """Show a job's state, history, tasks and, if it failed, the failing task's last lines
+    and what tfjob recognises of why.
 
     JOB_ID is the job's id, or a unique prefix of it."""
     from tfjob.job import get_job
@@ -180,10 +202,12 @@ def status(job_id: str, as_json: bool) -> None:
     current = handle.status()
     events = _events(handle.id)
     diagnoses = handle.diagnose(current)
-    if as_json:
+    if as_json or output == "json":
         data: dict[str, Any] = current.to_dict()
         data["events"] = [{"time": ts, "state": state.value, "message": message} for ts, state, message in events]
         data["diagnoses"] = [d.to_dict() for d in diagnoses]
+        if current.state.is_terminal:
+            _after(handle, data)
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_status(current, events, diagnoses=diagnoses))

@@ -533,9 +533,15 @@ class JobHandle:
         """The scalars the job logged for TensorBoard, per run (``train``, ``validation``…),
         read with TensorBoard's own reader (no TensorFlow import); ``.final`` holds the last
         value of each. Needs the ``tensorboard`` package (``pip install 'tfjob[tf]'``).
-        """
-        from .metrics import read_metrics
 
+        For a tuning study: its objective per trial (run ``study``, tag the study's metric,
+        step the trial's number), from the trials the study recorded.
+        """
+        from .metrics import read_metrics, study_metrics
+
+        status = self.status()
+        if status.extra.get("kind") == "study":
+            return study_metrics(status.id, status.extra)
         outputs = self.outputs()
         log_dir = outputs.tensorboard_uri or (outputs.root if outputs.reachable else None)
         if not outputs.reachable:

@@ -166,7 +166,7 @@ def metrics_figure(metrics: JobMetrics, title: str | None = None) -> Any:
             if not points:
                 continue
             style = "o-" if len(points) < 30 else "-"
-            ax.plot([p.step for p in points], [p.value for p in points], style, label=run, markersize=3)
+            ax.plot([p.step for p in points], [p.value for p in points], style, label=run, markersize=3 if len(points) > 1 else 7)
         ax.set_title(tag, fontsize=10)
         ax.set_xlabel("step", fontsize=8)
         ax.tick_params(labelsize=8)
@@ -202,6 +202,25 @@ def figure_svg(fig: Any) -> str:
     text = text[text.index("<svg") :]
     # The RDF block names vocabularies by URL (nothing is fetched, but a page without any URL is plainer).
     return re.sub(r"\s*<metadata>.*?</metadata>", "", text, flags=re.S)
+
+
+def study_metrics(job_id: str, extra: dict[str, Any]) -> JobMetrics:
+    """A study's objective as metrics: run ``study``, tag its metric, one point per trial
+    that reported it (step = the trial's number, wall time = its end)."""
+    metric = str(((extra.get("study") or {}).get("metric") or {}).get("tag", "objective"))
+    points = []
+    for t in extra.get("trials") or []:
+        if t.get("metric") is None:
+            continue
+        try:
+            number = int(t["id"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        points.append(ScalarPoint(number, float(t.get("ended") or 0.0), float(t["metric"])))
+    out = JobMetrics(job_id, None, {"study": {metric: sorted(points, key=lambda p: p.step)}} if points else {})
+    if not points:
+        out.note = "no trial of the study has reported its metric yet"
+    return out
 
 
 def study_figure(extra: dict[str, Any], title: str | None = None) -> Any:
@@ -248,6 +267,9 @@ def study_figure(extra: dict[str, Any], title: str | None = None) -> Any:
         pairs = [(v, y) for v, y in zip(values, ys) if v is not None]
         if all(isinstance(v, (int, float)) for v, _ in pairs):
             ax.plot([float(v) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)
+            spec = next((p for p in study.get("parameters") or [] if p.get("name") == name), {})
+            if "LOG" in str(spec.get("scale", "")).upper() and all(float(v) > 0 for v, _ in pairs):
+                ax.set_xscale("log")
         else:  # a categorical parameter: one column per value
             cats = sorted({str(v) for v, _ in pairs})
             ax.plot([cats.index(str(v)) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)

@@ -123,6 +123,9 @@ def test_the_cli_lists_plots_and_downloads(home: tuple[str, Path], tmp_path: Pat
     assert shown.exit_code == 0, shown.output
     assert any(line.split() == ["eval", "loss", "5", "0.3"] for line in shown.output.splitlines()), shown.output
     assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    status = json.loads(runner.invoke(app, ["status", job_id, "--output", "json"]).stdout)
+    assert status["outputs"]["model_uri"] == str(job_dir / "model") and "files" not in status["outputs"]
+    assert status["metrics"]["eval"]["loss"] == pytest.approx(0.3) and status["diagnoses"] == []
     bad = runner.invoke(app, ["metrics", job_id, "--plot", str(tmp_path / "curves.gif")])
     assert bad.exit_code == 2 and bad.output.strip().splitlines() == [f"error: --plot {str(tmp_path / 'curves.gif')!r} must name a .png or .svg file"]
 
@@ -246,3 +249,31 @@ def test_tensorboard_serves_the_job_logs_and_ends_with_its_command(home: tuple[s
             proc.wait()
             raise AssertionError("tfjob tensorboard outlived Ctrl-C")
     assert proc.returncode == 0 and "TensorBoard stopped" in proc.stderr.read()  # type: ignore[union-attr]
+
+
+def test_a_study_gets_its_trials_table_history_and_parameter_plots(tmp_path: Path) -> None:
+    from conftest import ROOT
+    from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+    from tfjob.tune import Tuning, check_result
+    import io
+
+    study = StudySpec(
+        MetricSpec("loss", "MINIMIZE"),
+        (ParameterSpec("learning_rate", "DOUBLE", 1e-4, 1e-1, scale="UNIT_LOG_SCALE"), ParameterSpec("optimizer", "CATEGORICAL", values=("adam", "sgd"))),
+        max_trials=4, parallel_trials=2, max_failed_trials=1,
+    )  # fmt: skip
+    toy = ROOT / "tests" / "data" / "tune_trainers" / "toy"
+    result = check_result(Tuning(study, str(toy), "toy.task", seed=0, job_dir=str(tmp_path / "out"), name="toy-study").run(io.StringIO(), cores=2))
+    metrics = get_job(result.id).metrics()
+    assert sorted(p.step for p in metrics.series["study"]["loss"]) == [1, 2, 3, 4]
+    assert min(p.value for p in metrics.series["study"]["loss"]) == result.best.metric  # type: ignore[union-attr]
+    runner = CliRunner()
+    shown = runner.invoke(app, ["metrics", result.id, "--plot", str(tmp_path / "study.png")])
+    assert shown.exit_code == 0, shown.output
+    assert "4 of 4 trials" in shown.stdout and f"best trial {result.best.id}" in shown.stdout  # type: ignore[union-attr]
+    assert (tmp_path / "study.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = tmp_path / "study.html"
+    assert runner.invoke(app, ["report", result.id, "-o", str(page)]).exit_code == 0
+    loaded = _check_page(page, tmp_path / "study-report.png")
+    assert "Study" in loaded.text and "4 of 4 trials" in loaded.text
+    assert page.read_text().count("<svg") >= 1 and "optimisation history" in page.read_text()

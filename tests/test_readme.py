@@ -133,6 +133,12 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         metrics = json.loads((census / "eval" / "metrics.json").read_text())
         assert 0.0 <= metrics["accuracy"] <= 1.0 and metrics["loss"] == metrics["loss"]
         assert (census / "model" / "saved_model.pb").is_file()
+        # After the job: its outputs listed, its curves drawn, its report page written.
+        assert any(f"model       {census / 'model'}" in o.stdout and "saved_model  model/saved_model.pb" in o.stdout for o in outputs)
+        assert any("\nlog dir" in o.stdout and "eval   accuracy" in o.stdout for o in outputs)
+        assert (work / "census-metrics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        page = (work / "census-report.html").read_text()
+        assert "SUCCEEDED" in page and "ps-1" in page and "<svg" in page and "<script" not in page
         assert "SUCCEEDED" in outputs[0].stderr
         created = vertex.created_bodies()
         assert len(created) == 2  # the CLI's submit, and the Job given its own credentials

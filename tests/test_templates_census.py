@@ -234,7 +234,7 @@ def test_submit_census_multiworker_as_its_readme_says(tfjob_exe: str, tmp_path: 
     job_dir = tmp_path / "census-job"
     assert assert_trained(job_dir, int(command[command.index("--train-steps") + 1]))["resumed_from_step"] == 0
     # The non-chief worker saved too, into a scratch directory it then deleted.
-    assert sorted(p.name for p in job_dir.iterdir()) == ["checkpoints", "data", "eval", "model"]
+    assert sorted(p.name for p in job_dir.iterdir()) == ["checkpoints", "data", "eval", "logs", "model"]
 
 
 @pytest.mark.slow

@@ -115,6 +115,8 @@ class JobDir:
         self.metrics = os.path.join(root, "eval", "metrics.json")
         self.model = os.path.join(root, "model")
         self.data = os.path.join(root, "data")
+        # TensorBoard's logs: where Vertex AI asks for them (streamed to --tensorboard), else JOB_DIR/logs.
+        self.logs = os.environ.get("AIP_TENSORBOARD_LOG_DIR") or os.path.join(root, "logs")
 
 
 def input_files(args: argparse.Namespace, job_dir: JobDir) -> tuple[list[str], list[str]]:
@@ -180,6 +182,31 @@ def write_json(path: str, record: dict[str, Any]) -> None:
     tf.io.gfile.makedirs(os.path.dirname(path))
     with tf.io.gfile.GFile(path, "w") as f:
         f.write(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def tensorboard_callback(log_dir: str) -> Any:
+    """A Keras callback writing the training metrics as TensorBoard scalars under
+    ``log_dir/train`` at the global step, once per epoch (one checkpoint interval), so that
+    they share their axis with the evaluation's (``tfjob metrics`` and ``tfjob tensorboard``
+    read them; Vertex AI streams them to --tensorboard)."""
+    import tensorflow as tf
+
+    class _Scalars(tf.keras.callbacks.Callback):
+        def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+            write_scalars(os.path.join(log_dir, "train"), dict(logs or {}), int(self.model.optimizer.iterations.numpy()))
+
+    return _Scalars()
+
+
+def write_scalars(log_dir: str, results: dict[str, Any], step: int) -> None:
+    """Each of ``results`` as a TensorBoard scalar at ``step``, appended to ``log_dir``'s run."""
+    import tensorflow as tf
+
+    writer = tf.summary.create_file_writer(log_dir)
+    with writer.as_default():
+        for name, value in results.items():
+            tf.summary.scalar(name, float(value), step=step)
+    writer.close()
 
 
 def report_metrics(results: dict[str, Any], step: int) -> None:
@@ -274,10 +301,13 @@ def train_and_evaluate(args: argparse.Namespace, strategy: Any, scratch: str | N
         model = census_model.build_model(args.learning_rate, args.hidden_units)
         start_step = restore_latest(model, job_dir.checkpoints)
     callbacks = [checkpoint_callback(model, job_dir.checkpoints, scratch)]
+    if scratch is None:  # the chief logs the training curves (logs/train), one point per epoch
+        callbacks.append(tensorboard_callback(job_dir.logs))
     step = fit_steps(model, make_input(train_files, args.batch_size, training=True), start_step, args, callbacks)
     results = model.evaluate(make_input(eval_files, args.batch_size, training=False), steps=args.eval_steps, return_dict=True, verbose=2)
     record = render_metrics(results, global_step=step, resumed_from_step=start_step, args=args)
     if scratch is None:
+        write_scalars(os.path.join(job_dir.logs, "eval"), results, step)
         write_json(job_dir.metrics, record)
         report_metrics(results, step)
         log.info("evaluation at step %d: %s", step, {k: round(float(v), 4) for k, v in results.items()})
