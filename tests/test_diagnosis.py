@@ -174,3 +174,16 @@ def test_a_real_local_job_is_diagnosed_in_status_json_and_the_error(tmp_path: Pa
     data = json.loads(CliRunner().invoke(app, ["status", job_id, "--json"]).output)
     assert data["diagnoses"][0]["code"] == "job-dir-required"
     assert "the following arguments are required: --job-dir" in data["diagnoses"][0]["evidence"]
+
+
+def test_a_real_sigkill_without_a_kernel_record_is_said_as_an_inference(tmp_path: Path) -> None:
+    trainer = _trainer(tmp_path, """
+        import os, signal
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)  # fmt: skip
+    with pytest.raises(JobFailedError, match=r"killed by SIGKILL") as failed:
+        Job(str(trainer), "trainer.task", python=sys.executable, quiet=True, grace=1).run()
+    found = failed.value.diagnoses
+    # No kernel record of this pid exists (it was not the OOM killer), so it is not said as certain.
+    assert [(d.code, d.task, d.certain) for d in found] == [("out-of-memory", "chief-0", False)]
+    assert "(inferred)" in str(failed.value) and "dmesg" in found[0].fix
