@@ -174,6 +174,35 @@ def test_a_one_line_change_pushes_one_new_layer(census: Path, registry: registry
     assert sent < sum(l["size"] for l in new) / 10
 
 
+def test_the_generated_recipe_puts_the_requirements_below_the_trainer(build_env: dict[str, str], tmp_path: Path) -> None:
+    """A directory without a Dockerfile: its sdist and requirements.txt on the base image. The
+    image runs the trainer from the installed package with its requirement, and a one-line
+    change of the trainer makes one new filesystem layer on the same requirements layer."""
+    trainer = tmp_path / "bare"
+    (trainer / "trainer").mkdir(parents=True)
+    (trainer / "trainer" / "__init__.py").write_text("")
+    task = trainer / "trainer" / "task.py"
+    task.write_text("import six, trainer\nprint('bare', six.__version__, trainer.__file__, flush=True)\n")
+    (trainer / "requirements.txt").write_text("six==1.16.0\n")
+
+    def build() -> tuple[dict[str, Any], list[str]]:
+        done = _tfjob("build", str(trainer), "-m", "trainer.task", "-o", "json", env=build_env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        built = json.loads(done.stdout)
+        layers = subprocess.run(["podman", "image", "inspect", "--format", "{{json .RootFS.Layers}}", built["reference"]],
+                                capture_output=True, text=True, env=build_env, check=True)  # fmt: skip
+        return built, json.loads(layers.stdout)
+
+    first, before = build()
+    assert first["dockerfile"] == "generated" and first["reference"].startswith("localhost/tfjob/bare:") and first["digest"] is None
+    ran = podman_ci.run("podman", "run", "--rm", first["reference"], env=build_env, timeout=300)
+    assert "bare 1.16.0 /usr/local/lib/" in ran.stdout + ran.stderr  # the installed sdist, not a copy of the directory
+    task.write_text(task.read_text() + "# one line more\n")
+    second, after = build()
+    assert second["built"] is True and second["key"] != first["key"]
+    assert len(after) == len(before) and after[:-1] == before[:-1] and after[-1] != before[-1]
+
+
 def _one_error_line(done: subprocess.CompletedProcess[str], code: int) -> str:
     assert done.returncode == code, (done.returncode, done.stderr[-3000:])
     lines = done.stderr.splitlines()

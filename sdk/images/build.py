@@ -125,7 +125,7 @@ class Progress:
 _PODMAN_STEP = re.compile(r"^STEP (\d+/\d+): (.*)")
 _DOCKER_STEP = re.compile(r"^#\d+ \[(?:[\w-]+ )?(\d+/\d+)\] (.*)")
 _MOUNT_FLAG = re.compile(r"--mount=\S+\s*")
-_PUSH_BLOB = re.compile(r"^(Copying blob \S+|Copying config \S+|Writing manifest|[0-9a-f]{12}: (?:Pushed|Layer already exists|Mounted from \S+))")
+_PUSH_BLOB = re.compile(r"^(Copying blob \S+(?: skipped: already exists| done)?|Copying config \S+(?: done)?|Writing manifest.*|Storing signatures|[0-9a-f]{12}: (?:Pushed|Layer already exists|Mounted from \S+|Pull complete|Already exists))")
 
 
 def _step_line(line: str) -> str | None:
@@ -137,7 +137,7 @@ def _step_line(line: str) -> str | None:
             return f"build step {m.group(1)}: {_short(text)}"
     m = _PUSH_BLOB.match(line)
     if m:
-        return f"push: {m.group(1)}"
+        return f"layers: {m.group(1)}"
     return None
 
 
@@ -146,18 +146,23 @@ def _short(text: str, width: int = 140) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _run_streamed(argv: list[str], progress: Progress, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+def _run_streamed(argv: list[str], progress: Progress, env: dict[str, str] | None = None, *, terminal: bool = False) -> tuple[int, list[str]]:
     """Run the engine, its output (stdout and stderr) line by line to ``progress``; return
-    its exit status and the last :data:`TAIL_LINES` lines. Ctrl-C stops the engine first."""
+    its exit status and the last :data:`TAIL_LINES` lines. Ctrl-C stops the engine first.
+
+    ``terminal`` (a push or pull, with progress on a terminal): the engine writes to the
+    terminal itself, so its own progress bars (layers, bytes) show; no lines are kept."""
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-    assert proc.stdout is not None
+    if terminal and progress.mode == "tty":
+        proc = subprocess.Popen(argv, stdout=sys.stderr, stderr=sys.stderr, stdin=subprocess.DEVNULL, env=env)
+    else:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
     try:
-        for raw in proc.stdout:
+        for raw in proc.stdout or ():
             line = raw[:4096].decode("utf-8", "replace").rstrip("\r\n")
             tail.append(line)
             progress.engine_line(line)
-        return proc.wait(timeout=BUILD_TIMEOUT), list(tail)
+        return proc.wait(timeout=BUILD_TIMEOUT), list(tail) or ["(the engine's output is above)"]
     except BaseException:
         # Ctrl-C (the engine got its own SIGINT from the terminal), or a timeout: it ends with us.
         with contextlib.suppress(ProcessLookupError):
@@ -483,7 +488,7 @@ def _pulled(engine: Engine, repo: Repository, reference: str, progress: Progress
         return found
     progress.say(f"pulling {reference}")
     flags = ["--tls-verify=false"] if engine.name == "podman" and repo.loopback else []
-    code, tail = _run_streamed(engine.command("pull", *flags, reference), Progress("none") if progress.mode == "none" else progress)
+    code, tail = _run_streamed(engine.command("pull", *flags, reference), progress, terminal=True)
     found = _inspect(engine, reference) if code == 0 else None
     if found is None:
         said = next((line for line in reversed(tail) if line.strip()), "no output")
@@ -561,7 +566,7 @@ def _push(engine: Engine, repo: Repository, tag: str, pair: tuple[str, str] | No
                                   *(["--tls-verify=false"] if repo.loopback else []), tag)  # fmt: skip
         else:
             argv = engine.command("push", tag)
-        code, tail = _run_streamed(argv, progress, env)
+        code, tail = _run_streamed(argv, progress, env, terminal=engine.name == "podman")
         digest = digestfile.read_text().strip() if digestfile.is_file() else ""
     if code != 0:
         said = next((line for line in reversed(tail) if line.strip()), "no output")

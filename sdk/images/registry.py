@@ -96,6 +96,9 @@ def is_google_registry(host: str) -> bool:
 
 
 def base_url(host: str) -> str:
+    """Where the registry API of ``host`` answers (Docker Hub's is not at docker.io itself)."""
+    if host in ("docker.io", "index.docker.io"):
+        host = "registry-1.docker.io"
     return f"{'http' if is_loopback(host) else 'https'}://{host}"
 
 
