@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 #: Top-level packages the CLI must not import before a command needs them.
-HEAVY = ("tensorflow", "keras", "tf_keras", "kubernetes", "optuna", "google")
+HEAVY = ("tensorflow", "keras", "tf_keras", "kubernetes", "optuna", "google", "kfp")
 
 _REPORT = """
 import json, sys
@@ -68,7 +68,7 @@ def test_cli_commands_that_need_no_cloud_import_nothing_heavy(argv: list[str], t
 
 
 def test_importing_the_cli_and_the_sdk_imports_nothing_heavy(tmp_path: Path) -> None:
-    statement = "import tfjob.cli.main, tfjob.spec, tfjob.job, tfjob.config, tfjob.backends.aiplatform.render, tfjob.backends.aiplatform.backend"
+    statement = "import tfjob.cli.main, tfjob.spec, tfjob.job, tfjob.config, tfjob.backends.aiplatform.render, tfjob.backends.aiplatform.backend, tfjob.pipelines.step"
     code, heavy = heavy_modules(statement, tmp_path)
     assert (code, heavy) == (0, [])
 

@@ -1,0 +1,271 @@
+"""One tfjob job as one pipeline step, without KFP: what the KFP component and an Airflow
+task both call.
+
+:func:`run_step` submits the job, streams its ``[task]`` log lines to the step's log,
+waits for its end and returns a :class:`StepResult` — the job id and backend, the
+SavedModel's URI and the final metrics — so the next step needs no knowledge of the job
+dir's layout. The step's own end follows the job's:
+
+- the step process is terminated (SIGTERM: a pipeline run cancelled, a pod deleted, an
+  Airflow task killed) → the job is cancelled on its platform, and :class:`StepCancelled`;
+- the job fails → :class:`~tfjob.errors.JobFailedError` naming the failing task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import JobCancelledError, SpecError, TfjobError
+
+#: How long a terminated step waits for its job to reach CANCELLED before it ends anyway
+#: (KFP and Kubernetes give a terminated pod 30 s before SIGKILL).
+CANCEL_WAIT = 20.0
+#: The metrics file the templates write under the job dir (their ``eval/metrics.json``).
+METRICS_FILE = ("eval", "metrics.json")
+#: Bounds on what is read back from the job dir.
+_MAX_METRICS_BYTES = 256 * 1024
+_MAX_WALK = 20_000
+
+
+class StepCancelled(JobCancelledError):
+    """The step was terminated (SIGTERM) while its job ran; the job was cancelled."""
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread by the SIGTERM handler: not an Exception, so no ``except
+    Exception`` between the signal and :func:`run_step` swallows it."""
+
+
+@dataclass
+class StepResult:
+    """What a finished job hands the next pipeline step.
+
+    Attributes:
+        job_id: the job's id on its backend (``tfjob status ID`` shows it).
+        backend: the backend it ran on (``local``, ``vertex``, ``kubeflow``…).
+        state: its final state (``SUCCEEDED``).
+        job_dir: its job dir (local path or ``gs://`` URI), if it had one.
+        model_uri: the SavedModel directory a serving or evaluation step loads, if found.
+        metrics: the final metrics, name → number (the job dir's ``eval/metrics.json``).
+    """
+
+    job_id: str
+    backend: str
+    state: str
+    job_dir: str | None = None
+    model_uri: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_job(
+    *,
+    module: str = "",
+    package: str = "",
+    image: str = "",
+    backend: str = "local",
+    workers: int = 0,
+    ps: int = 0,
+    evaluators: int = 0,
+    job_dir: str = "",
+    args: list[str] | tuple[str, ...] = (),
+    options: dict[str, Any] | None = None,
+) -> Any:
+    """A :class:`tfjob.Job` from a pipeline step's parameters (which have no ``None``: an
+    empty text or a zero count means "not given"). ``options`` holds any other ``Job``
+    keyword (``project``, ``region``, ``staging_bucket``, ``chief_machine_type``, ``env``…).
+
+    A local job dir is made absolute: a step's working directory is no place to leave a model.
+    """
+    from ..job import Job
+
+    extra = dict(options or {})
+    for name in ("module", "package", "image", "backend", "workers", "ps", "evaluators", "job_dir", "args"):
+        if name in extra:
+            raise SpecError(f"options holds {name!r}, which is a parameter of its own: give it as {name}=…")
+    if job_dir and "://" not in job_dir:
+        job_dir = str(Path(job_dir).expanduser().resolve())
+    given: dict[str, Any] = {
+        "backend": backend or None,
+        "image": image or None,
+        "workers": workers or None,
+        "ps": ps or None,
+        "evaluators": evaluators or None,
+        "job_dir": job_dir or None,
+        "args": list(args) if args else None,
+    }
+    return Job(package or None, module or None, **{k: v for k, v in given.items() if v is not None}, **extra)
+
+
+def run_step(
+    job: Any,
+    *,
+    timeout: float | None = None,
+    stream_logs: bool = True,
+    require_model: bool = False,
+    out: Callable[[str], None] = print,
+) -> StepResult:
+    """Run ``job`` (a :class:`tfjob.Job`) to its end as a pipeline step.
+
+    Args:
+        job: the job.
+        timeout: seconds after which the job is cancelled and the step fails
+            (:class:`~tfjob.errors.JobTimeoutError`); None: no limit.
+        stream_logs: print the job's ``[task]`` lines as they come (the step's log).
+        require_model: fail when the job wrote no SavedModel under its job dir.
+        out: where the log lines and tfjob's own lines go.
+
+    Raises:
+        JobFailedError: the job failed (its message names the failing task).
+        StepCancelled: the step got SIGTERM; the job was cancelled first.
+        JobTimeoutError: ``timeout`` passed; the job was cancelled.
+        SpecError: the job cannot run as described, or ``require_model`` and no model.
+    """
+    from ..errors import JobTimeoutError
+
+    handle = job.submit()
+    out(f"tfjob: job {handle.id} submitted to the {handle.backend_name} backend")
+    restore = _cancel_on_sigterm()
+    try:
+        if stream_logs:
+            _stream(handle, out)
+        try:
+            status = handle.wait(timeout)
+        except JobTimeoutError:
+            handle.cancel()
+            _wait_quietly(handle)
+            raise
+        handle.result()  # JobFailedError naming the task, or JobCancelledError
+    except _Terminated:
+        out(f"tfjob: the step was terminated: cancelling job {handle.id}")
+        handle.cancel()
+        final = _wait_quietly(handle)
+        raise StepCancelled(f"the step was terminated, so job {handle.id} was cancelled ({final})") from None
+    finally:
+        restore()
+    job_dir = job.spec.job_dir
+    model_uri, metrics = job_outputs(handle, job_dir)
+    if require_model and model_uri is None:
+        raise SpecError(
+            f"job {handle.id} succeeded but wrote no SavedModel under its job dir {job_dir or '(none given)'}; "
+            "export the model to JOB_DIR/model (AIP_MODEL_DIR), or give job_dir"
+        )
+    out(f"tfjob: job {handle.id} {status.state.value}" + (f"; model {model_uri}" if model_uri else ""))
+    return StepResult(handle.id, handle.backend_name, status.state.value, job_dir, model_uri, metrics)
+
+
+def _stream(handle: Any, out: Callable[[str], None]) -> None:
+    """Print the job's log lines until it ends; a platform whose logs cannot be read (no
+    permission for Cloud Logging) is said once, and the step goes on waiting."""
+    try:
+        for line in handle.logs(follow=True):
+            out(line)
+    except TfjobError as e:
+        out(f"tfjob: cannot stream the job's logs ({e}); waiting for its end")
+
+
+def _wait_quietly(handle: Any) -> str:
+    """The state a cancelled job reaches within :data:`CANCEL_WAIT`, as text."""
+    from ..errors import JobTimeoutError
+
+    try:
+        return handle.wait(CANCEL_WAIT).state.value
+    except JobTimeoutError:
+        return "still stopping"
+    except TfjobError as e:
+        return f"its state unknown: {e}"
+
+
+def _cancel_on_sigterm() -> Callable[[], None]:
+    """Make SIGTERM raise :class:`_Terminated` in the main thread; return the undo. Outside
+    the main thread (a caller's worker thread) signals cannot be caught: nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: Any) -> None:
+        raise _Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+# --- what the job left: replaced by JobHandle.outputs() / metrics() once they exist ---------
+
+
+def job_outputs(handle: Any, job_dir: str | None) -> tuple[str | None, dict[str, float]]:
+    """(the SavedModel's URI, the final metrics) of a finished job, read from its job dir.
+
+    A local job dir is searched for the newest directory holding a ``saved_model.pb``
+    (``JOB_DIR/model`` first) and its ``eval/metrics.json`` read; a ``gs://`` job dir names
+    ``JOB_DIR/model`` (Vertex AI's ``AIP_MODEL_DIR``) and reads the metrics through Cloud
+    Storage when the client can.
+    """
+    if not job_dir:
+        return None, {}
+    if job_dir.startswith("gs://"):
+        return job_dir.rstrip("/") + "/model", _gcs_metrics(job_dir)
+    root = Path(job_dir)
+    return _local_model(root), _metrics_from_text(_read_local(root.joinpath(*METRICS_FILE)))
+
+
+def _local_model(root: Path) -> str | None:
+    if (root / "model" / "saved_model.pb").is_file():
+        return str(root / "model")
+    found: list[tuple[float, str]] = []
+    for seen, (folder, _, files) in enumerate(os.walk(root)):
+        if seen > _MAX_WALK:
+            break
+        if "saved_model.pb" in files:
+            found.append((os.stat(os.path.join(folder, "saved_model.pb")).st_mtime, folder))
+    return max(found)[1] if found else None
+
+
+def _read_local(path: Path) -> str:
+    from ..limits import read_bounded_text
+
+    if not path.is_file():
+        return ""
+    try:
+        return read_bounded_text(path, "metrics", _MAX_METRICS_BYTES, "a metrics JSON file", errors="replace")
+    except TfjobError:
+        return ""
+
+
+def _gcs_metrics(job_dir: str) -> dict[str, float]:
+    bucket, _, prefix = job_dir[len("gs://"):].partition("/")
+    blob_name = "/".join([p for p in (prefix.strip("/"), *METRICS_FILE) if p])
+    try:
+        from google.cloud import storage
+
+        blob = storage.Client().bucket(bucket).blob(blob_name)
+        data = blob.download_as_bytes(end=_MAX_METRICS_BYTES)
+    except Exception as e:  # no credentials, no object: the metrics are optional
+        print(f"tfjob: no metrics read from gs://{bucket}/{blob_name}: {type(e).__name__}", file=sys.stderr)
+        return {}
+    return _metrics_from_text(data.decode("utf-8", "replace"))
+
+
+def _metrics_from_text(text: str) -> dict[str, float]:
+    """The numbers of a metrics JSON object (``{"accuracy": 0.84, "auc": 0.86, …}``)."""
+    if not text.strip():
+        return {}
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    return {
+        str(k)[:128]: float(v)
+        for k, v in record.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
+    }
