@@ -189,7 +189,7 @@ def _after(handle: Any, data: dict[str, Any]) -> None:
 
 @app.command("status", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (with diagnoses; once ended, outputs and final metrics).")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (docs/orchestration.md: with diagnoses and failure; once ended, outputs and final metrics).")
 @click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), help="text (default) or json (as --json).")
 def status(job_id: str, as_json: bool, output: str | None) -> None:
     """Show a job's state, history, tasks and, if it failed, the failing task's last lines
@@ -208,9 +208,24 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
         data["diagnoses"] = [d.to_dict() for d in diagnoses]
         if current.state.is_terminal:
             _after(handle, data)
+        data["failure"] = failure_of(current)
         click.echo(json.dumps(data, indent=2))
     else:
         click.echo(render_status(current, events, diagnoses=diagnoses))
+
+
+def failure_of(status: JobStatus) -> dict[str, Any] | None:
+    """Why a job that did not succeed ended, in the stable shape of ``tfjob status -o json``:
+    the failing task, its exit code, the platform's message and the task's last lines. Pure."""
+    if status.state.value not in ("FAILED", "LOST", "CANCELLED"):
+        return None
+    code = status.extra.get("task_exit_code")
+    return {
+        "task": status.failed_task,
+        "exit_code": code if isinstance(code, int) and not isinstance(code, bool) else None,
+        "message": status.message,
+        "log_tail": str(status.extra.get("log_tail") or ""),
+    }
 
 
 @app.command("logs", context_settings=CONTEXT_SETTINGS)

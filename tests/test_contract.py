@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -208,6 +210,18 @@ def test_a_job_runs_to_success_and_is_known_by_its_id(platform: Driver) -> None:
     again = get_job(handle.id)  # from the store alone, as another process would
     assert again == handle and again.status().state is JobState.SUCCEEDED
     assert handle.id in [s.id for s in again._backend.list()]
+
+
+def test_a_job_submitted_here_is_waited_for_from_another_process(platform: Driver) -> None:
+    # A pipeline's submit step and its wait step are two processes: the second knows the id only.
+    handle = _submit(platform, "ok")
+    code = (
+        "import sys; from tfjob import get_job; "
+        "s = get_job(sys.argv[1]).wait(timeout=60, poll_interval=0.05, max_interval=0.5); print(s.state.value, s.id)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, handle.id[:12]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["SUCCEEDED", handle.id]
 
 
 def test_logs_are_lines_prefixed_with_their_task(platform: Driver) -> None:

@@ -813,7 +813,9 @@ class _Handler(BaseHTTPRequestHandler):
         if tail is not None:
             lines = text.splitlines(keepends=True)
             text = "".join(lines[-int(tail):]) if int(tail) > 0 else ""
-        if query.get("follow") != "true":
+        # The API server reads a boolean as Go's strconv.ParseBool does: kubernetes<31 (which
+        # KFP pins) sends follow=True, newer clients follow=true.
+        if query.get("follow") not in ("1", "t", "T", "true", "True", "TRUE"):
             self._send(200, text, "text/plain")
             return
         # Follow: stream what is there, then every new write, until the container ends.
