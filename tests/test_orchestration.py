@@ -63,6 +63,9 @@ def test_the_schema_follows_the_code() -> None:
     assert {f.name for f in dataclasses.fields(Diagnosis)} == set(SCHEMA["properties"]["diagnoses"]["items"]["required"])
     task_schema = SCHEMA["properties"]["tasks"]["items"]
     assert {f.name for f in dataclasses.fields(TaskStatus)} == set(task_schema["required"])
+    from tfjob.model import TaskRestart
+
+    assert {f.name for f in dataclasses.fields(TaskRestart)} == set(task_schema["properties"]["restart_history"]["items"]["required"])
 
 
 def test_the_schema_refuses_what_it_must(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ dir's layout. The step's own end follows the job's:
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sys
 import threading
@@ -29,9 +28,8 @@ from ..errors import JobCancelledError, SpecError, TfjobError
 CANCEL_WAIT = 20.0
 #: The metrics file the templates write under the job dir (their ``eval/metrics.json``).
 METRICS_FILE = ("eval", "metrics.json")
-#: Bounds on what is read back from the job dir.
+#: At most this much of a metrics file is read back.
 _MAX_METRICS_BYTES = 256 * 1024
-_MAX_WALK = 20_000
 
 
 class StepCancelled(JobCancelledError):
@@ -198,60 +196,54 @@ def _cancel_on_sigterm() -> Callable[[], None]:
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-# --- what the job left: replaced by JobHandle.outputs() / metrics() once they exist ---------
+# --- what the job left -----------------------------------------------------------------------
 
 
 def job_outputs(handle: Any, job_dir: str | None) -> tuple[str | None, dict[str, float]]:
-    """(the SavedModel's URI, the final metrics) of a finished job, read from its job dir.
+    """(the SavedModel's URI, the final metrics) of a finished job.
 
-    A local job dir is searched for the newest directory holding a ``saved_model.pb``
-    (``JOB_DIR/model`` first) and its ``eval/metrics.json`` read; a ``gs://`` job dir names
-    ``JOB_DIR/model`` (Vertex AI's ``AIP_MODEL_DIR``) and reads the metrics through Cloud
-    Storage when the client can.
+    The model is :meth:`JobHandle.outputs`' ``model_uri`` (the newest directory holding a
+    ``saved_model.pb`` under the job dir, local or ``gs://``). The metrics are the numbers of
+    the job dir's metrics file (the templates' ``eval/metrics.json``), then the last value of
+    each TensorBoard scalar the job logged (:meth:`JobHandle.metrics`, as ``run/tag``).
     """
     if not job_dir:
         return None, {}
-    if job_dir.startswith("gs://"):
-        return job_dir.rstrip("/") + "/model", _gcs_metrics(job_dir)
-    root = Path(job_dir)
-    return _local_model(root), _metrics_from_text(_read_local(root.joinpath(*METRICS_FILE)))
+    outputs = handle.outputs()
+    if not outputs.reachable:
+        print(f"tfjob: the job dir cannot be read from here: {outputs.note}", file=sys.stderr)
+        return None, {}
+    metrics: dict[str, float] = {}
+    files = [f.path for f in outputs.files if f.kind == "metrics" and f.path.endswith(".json")]
+    chosen = "/".join(METRICS_FILE) if "/".join(METRICS_FILE) in files else (min(files, key=len) if files else None)
+    if chosen is not None and outputs.root:
+        metrics.update(_metrics_from_text(_read(handle, outputs.root.rstrip("/") + "/" + chosen)))
+    if any(f.kind == "tensorboard" for f in outputs.files):
+        try:
+            metrics.update({k: v for k, v in handle.metrics().flat().items() if k not in metrics})
+        except (TfjobError, ImportError) as e:  # the scalars are a bonus; the metrics file is the record
+            print(f"tfjob: the TensorBoard scalars were not read: {e}", file=sys.stderr)
+    return outputs.model_uri, metrics
 
 
-def _local_model(root: Path) -> str | None:
-    if (root / "model" / "saved_model.pb").is_file():
-        return str(root / "model")
-    found: list[tuple[float, str]] = []
-    for seen, (folder, _, files) in enumerate(os.walk(root)):
-        if seen > _MAX_WALK:
-            break
-        if "saved_model.pb" in files:
-            found.append((os.stat(os.path.join(folder, "saved_model.pb")).st_mtime, folder))
-    return max(found)[1] if found else None
+def _read(handle: Any, uri: str) -> str:
+    """A small text file of the job dir, local or ``gs://`` ('' when it cannot be read)."""
+    if not uri.startswith("gs://"):
+        from ..limits import read_bounded_text
 
+        try:
+            return read_bounded_text(uri, "metrics", _MAX_METRICS_BYTES, "a metrics JSON file", errors="replace")
+        except TfjobError:
+            return ""
+    from ..outputs import split_gs
 
-def _read_local(path: Path) -> str:
-    from ..limits import read_bounded_text
-
-    if not path.is_file():
-        return ""
+    bucket, name = split_gs(uri)
     try:
-        return read_bounded_text(path, "metrics", _MAX_METRICS_BYTES, "a metrics JSON file", errors="replace")
-    except TfjobError:
+        blob = handle._storage().bucket(bucket).blob(name)
+        return blob.download_as_bytes(end=_MAX_METRICS_BYTES).decode("utf-8", "replace")
+    except Exception as e:  # no permission, gone: the metrics are optional
+        print(f"tfjob: {uri} was not read: {type(e).__name__}", file=sys.stderr)
         return ""
-
-
-def _gcs_metrics(job_dir: str) -> dict[str, float]:
-    bucket, _, prefix = job_dir[len("gs://"):].partition("/")
-    blob_name = "/".join([p for p in (prefix.strip("/"), *METRICS_FILE) if p])
-    try:
-        from google.cloud import storage
-
-        blob = storage.Client().bucket(bucket).blob(blob_name)
-        data = blob.download_as_bytes(end=_MAX_METRICS_BYTES)
-    except Exception as e:  # no credentials, no object: the metrics are optional
-        print(f"tfjob: no metrics read from gs://{bucket}/{blob_name}: {type(e).__name__}", file=sys.stderr)
-        return {}
-    return _metrics_from_text(data.decode("utf-8", "replace"))
 
 
 def _metrics_from_text(text: str) -> dict[str, float]:
