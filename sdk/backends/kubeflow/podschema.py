@@ -3,7 +3,8 @@
 The installed ``kubernetes`` client carries the Kubernetes OpenAPI schema in its model
 classes: each ``V1…`` class names its fields (``attribute_map``: Python name → JSON key)
 and their types (``openapi_types``: ``str``, ``int``, ``bool``, ``List[V1Container]``,
-``Dict[str, str]``, another class…), and, from client 30 on, which are required. A pod
+``Dict[str, str]``, another class…), and which are required (a pydantic field, or in the
+older generated classes a setter that refuses None). A pod
 template (tfjob's pod with the user's ``--pod-template`` merged in) is walked against
 ``V1PodTemplateSpec`` without a cluster: a field of the wrong type, a field the schema
 does not have, a required field left out, or a value no JSON document holds (a YAML
@@ -57,7 +58,19 @@ def _fields(class_name: str) -> tuple[dict[str, str], frozenset[str]]:
     model_fields = getattr(cls, "model_fields", None)  # a pydantic model (client 30+)
     if isinstance(model_fields, Mapping):
         required = {cls.attribute_map[name] for name, f in model_fields.items() if name in cls.attribute_map and f.is_required()}
+    else:  # the older generator (kubernetes<31, which KFP pins): each required field's setter refuses None
+        required = {cls.attribute_map[name] for name in cls.openapi_types if _setter_refuses_none(cls, name)}
     return by_key, frozenset(required)
+
+
+def _setter_refuses_none(cls: type, name: str) -> bool:
+    import inspect
+
+    setter = getattr(getattr(cls, name, None), "fset", None)
+    try:
+        return setter is not None and "must not be `None`" in inspect.getsource(setter)
+    except (OSError, TypeError):  # no source installed: required fields are then not checked
+        return False
 
 
 def _kind_of(value: Any) -> str:
