@@ -38,9 +38,13 @@ def test_a_succeeded_job_reads_as_the_schema_says(tmp_path: Path) -> None:
     assert sorted(t["name"] for t in data["tasks"]) == ["chief-0", "worker-0", "worker-1"]
     assert [e["state"] for e in data["events"]][-1] == "SUCCEEDED"
     assert status_json(handle.id, "--json") == data  # the older flag prints the same document
+    # Once ended: where its outputs are and its final metrics (issue 27's JobHandle.outputs/metrics).
+    assert data["outputs"]["root"] == str(tmp_path / "job") and data["outputs"]["reachable"] is True
+    assert data["metrics"] == {}  # the probe logs no TensorBoard scalars
     # The handle's own status is the same document, less what only the command adds.
     own = handle.status().to_dict()
-    assert {k: v for k, v in data.items() if k not in ("events", "diagnoses", "failure")} == json.loads(json.dumps(own))
+    added = ("events", "diagnoses", "failure", "outputs", "outputs_note", "metrics", "metrics_note")
+    assert {k: v for k, v in data.items() if k not in added} == json.loads(json.dumps(own))
 
 
 def test_a_failed_job_names_its_task_exit_code_and_last_lines(tmp_path: Path) -> None:
@@ -61,6 +65,10 @@ def test_the_schema_follows_the_code() -> None:
     from tfjob.results import Diagnosis
 
     assert {f.name for f in dataclasses.fields(Diagnosis)} == set(SCHEMA["properties"]["diagnoses"]["items"]["required"])
+    from tfjob.results import JobOutputs
+
+    outputs_schema = SCHEMA["properties"]["outputs"]["oneOf"][1]
+    assert {f.name for f in dataclasses.fields(JobOutputs)} - {"files"} | {"total_size"} == set(outputs_schema["required"])
     task_schema = SCHEMA["properties"]["tasks"]["items"]
     assert {f.name for f in dataclasses.fields(TaskStatus)} == set(task_schema["required"])
     from tfjob.model import TaskRestart
