@@ -150,12 +150,14 @@ def port_in_use(address: str) -> bool:
     host, _, port = address.rpartition(":")
     if host.strip("[]") not in _LOCAL_HOSTS or not (port.isascii() and port.isdigit()):
         return False
-    import socket  # only with --check-port: it costs start-up time
+    # The C module: socket.py imports selectors, array and more — ~3 ms of every local
+    # task's start, paid once per task (only with --check-port).
+    import _socket
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     # SO_REUSEADDR so a port in TIME_WAIT (a previous run's) is not mistaken for taken;
     # a listening socket still makes bind fail.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", int(port)))
     except OSError:
