@@ -156,7 +156,7 @@ class Lifecycle:
     def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
         """Wait for the job's end, saying each change of state (not with ``quiet``)."""
         interval = options.poll_interval if options.poll_interval is not None else self.poll_interval
-        seen: dict[str, Any] = {"state": None, "waiting": None}
+        seen: dict[str, Any] = {"state": None, "waiting": None, "restarts": {}}
 
         def on_change(status: JobStatus, state: JobState) -> None:
             if options.quiet:
@@ -169,12 +169,22 @@ class Lifecycle:
                 seen["waiting"] = status.extra.get("waiting")
                 if seen["waiting"]:
                     self.echo(f"job {job_id} waiting: {seen['waiting']}")
+            for task in status.tasks:
+                # A replica restarted by its policy (a pod's restartCount): said once per restart.
+                if task.restarts > seen["restarts"].get(task.name, 0):
+                    seen["restarts"][task.name] = task.restarts
+                    last = task.restart_history[-1] if task.restart_history else None
+                    how = ""
+                    if last is not None and (last.exit_code is not None or last.reason):
+                        code = f"exit code {last.exit_code}" if last.exit_code is not None else ""
+                        how = f" after {', '.join(x for x in (code, last.reason) if x)}"
+                    self.echo(f"job {job_id}: {task.name} restarted{how} (restarts: {task.restarts})")
 
         try:
             return poll(
                 lambda: self.status(job_id),
                 on_change=on_change,
-                changed=lambda status: status.extra.get("waiting"),
+                changed=lambda status: (status.extra.get("waiting"), tuple(t.restarts for t in status.tasks)),
                 poll_interval=interval,
                 max_interval=max(interval, min(self.max_poll_interval, interval * 12)),
                 sleep=self._sleep,

@@ -29,7 +29,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     "backend, flag",
     [
         ("kubeflow", ["--network", "projects/1/global/networks/n"]),
-        ("vertex", ["--restart-policy", "Never"]),
+        ("vertex", ["--clean-pod-policy", "All"]),
         ("vertex", ["--namespace", "ml"]),
         ("kubeflow", ["--staging-bucket", "gs://b"]),
         ("local", ["--executor-image", "img"]),

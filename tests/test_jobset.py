@@ -345,7 +345,8 @@ GOLDEN = Path(__file__).parent / "golden" / "jobset"
 def test_golden_manifests(kind: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, worker_accelerator="type=NVIDIA_L4,count=1",
                       worker_machine_type="g2-standard-8", labels={"team": "ml"}, timeout=3600.0)  # fmt: skip
-    options = TFJobOptions(namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"])
+    # --max-restarts: the whole set started again up to twice (failurePolicy.maxRestarts), issue 29.
+    options = TFJobOptions(namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"], max_restarts=2)
     manifest = render_jobset(spec, options) if kind == "jobset" else render_trainjob_list(spec, options)
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
     path = GOLDEN / f"{kind}.yaml"

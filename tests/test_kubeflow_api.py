@@ -405,3 +405,15 @@ def test_a_kubeconfig_that_is_no_file_or_too_large_is_one_line(tmp_path: Path) -
     big.write_text("# padding\n" * (MAX_KUBECONFIG_BYTES // 10 + 1))
     with pytest.raises(ConfigFileError, match=r"^kubeconfig '.*big' is larger than 16384 KiB"):
         KubeClient(str(big))
+
+
+def test_run_reports_a_pod_restarted_by_its_restart_policy(
+    fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 29: a preempted worker (SIGTERM: exit 143) restarted in place by ExitCode, as the kubelet reports it.
+    pod = fake.pod_name("census-ps", "worker-0")
+    fake.script("default", "census-ps", "Created", "Running", lambda: fake.restart_pod("default", pod, 143), lambda: None, "Succeeded")
+    backend.run(_spec(), TFJobOptions(kubeconfig=kubeconfig, poll_interval=0.5))
+    err = capsys.readouterr().err.splitlines()
+    assert "tfjob: job default/census-ps: worker-0 restarted after exit code 143, Error (restarts: 1)" in err
+    assert err[-1] == "tfjob: job default/census-ps SUCCEEDED: TFJob default/census-ps successfully completed."

@@ -182,3 +182,34 @@ def test_max_restarts_starts_the_whole_job_again_after_its_chief_is_preempted(tm
     }
     assert json.loads(_cli("status", job_id, "--json").stdout)["tasks"][0]["restarts"] == 1
     assert_no_survivors(job_processes(job_id))
+
+
+# -- the same policy on the platforms, or one line saying it cannot be -------------------------
+@pytest.mark.parametrize(
+    ("backend", "flags", "message"),
+    [
+        ("vertex", ["--restart-policy", "OnFailure"], "error: --restart-policy OnFailure: Vertex AI cannot restart a replica by its exit code"),
+        ("vertex", ["--restart-policy", "worker=Never"], "error: --restart-policy ROLE=POLICY: Vertex AI has one retry setting for the whole job"),
+        ("vertex", ["--restart-policy", "Never", "--restart-job-on-worker-restart"], "error: --restart-policy Never turns Vertex AI's retries off"),
+        ("kubeflow", ["--max-restarts", "1"], "error: --max-restarts: a TFJob restarts its replicas (--restart-policy, up to --backoff-limit), not the whole job"),
+    ],
+)
+def test_a_policy_a_platform_cannot_say_is_one_line(backend: str, flags: list[str], message: str) -> None:
+    result = _cli("render", "-m", "trainer.task", "--image", "img:1", "--workers", "1", "--backend", backend, *flags)
+    assert result.exit_code == 2 and result.stderr.startswith(message) and len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_the_platforms_render_the_policies() -> None:
+    vertex = json.loads(_cli("render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "vertex", "--restart-policy", "Never").stdout)
+    assert vertex["jobSpec"]["scheduling"] == {"disableRetries": True}
+    import yaml
+
+    tfjob = yaml.safe_load(_cli(
+        "render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--ps", "1", "--backend", "kubeflow",
+        "--restart-policy", "OnFailure", "--restart-policy", "ps=Never", "--backoff-limit", "5", "-o", "yaml",
+    ).stdout)  # fmt: skip
+    specs = tfjob["spec"]["tfReplicaSpecs"]
+    assert {role: s["restartPolicy"] for role, s in specs.items()} == {"Chief": "OnFailure", "Worker": "OnFailure", "PS": "Never"}
+    assert tfjob["spec"]["runPolicy"]["backoffLimit"] == 5
+    jobset = yaml.safe_load(_cli("render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "jobset", "--max-restarts", "2", "-o", "yaml").stdout)
+    assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 2}

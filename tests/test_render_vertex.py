@@ -169,6 +169,12 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
         VertexOptions(region="us-east1"),
         [PKG],
     ),
+    "spot_never_retried": lambda: (
+        # Issue 29: --restart-policy Never on Spot VMs is Vertex AI's disableRetries.
+        build_spec(name="spot-never", module="trainer.task", workers=2, ps=1, spot=True),
+        VertexOptions(region="us-central1", restart_policy=["Never"]),
+        [PKG],
+    ),
     "tier_basic_tpu": lambda: (
         build_spec(name="tpu-job", module="trainer.task", scale_tier="BASIC_TPU"),
         VertexOptions(),

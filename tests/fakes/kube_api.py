@@ -265,6 +265,17 @@ class FakeKube(LocalServer):
             self.pods[(namespace, pod)].log += text
             self._cond.notify_all()
 
+    def restart_pod(self, namespace: str, pod: str, exit_code: int = 143, reason: str = "Error") -> None:
+        """What the kubelet does when a container ends and its restartPolicy restarts it in
+        place: ``restartCount`` + 1, the ended run in ``lastState``, running again."""
+        with self._cond:
+            cs = self.pods[(namespace, pod)].obj["status"]["containerStatuses"][0]
+            now = _now()
+            cs["lastState"] = {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": now}}
+            cs["restartCount"] = int(cs.get("restartCount") or 0) + 1
+            cs["state"] = {"running": {"startedAt": now}}
+            self._cond.notify_all()
+
     def finish_pod(self, namespace: str, pod: str, exit_code: int = 0) -> None:
         """End a pod's container (its log stream closes)."""
         with self._cond:

@@ -28,6 +28,9 @@ class KubernetesOptions(SubmitOptions):
     #: A YAML pod template (or role → pod template) merged into every replica.
     pod_template: str | None = None
     backoff_limit: int | None = None
+    #: Restarts of the whole job (a JobSet's or TrainJob's ``failurePolicy.maxRestarts``;
+    #: default: ``backoff_limit``). A TFJob restarts replicas, not the whole job.
+    max_restarts: int | None = None
     ttl_seconds_after_finished: int | None = None
     #: Create the job suspended (a queue admits it).
     suspend: bool = False

@@ -26,6 +26,7 @@ from ...cluster.dispatch import bootstrap_args, job_strategy
 from ...errors import SpecError, UsageError
 from ...machines import did_you_mean, machine_info, tpu_chips
 from ...spec import JobSpec, Pool
+from ...restarts import POLICIES
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
@@ -44,7 +45,7 @@ REPLICA_TYPES: dict[str, str] = {"chief": "Chief", "worker": "Worker", "ps": "PS
 #: Every replica type the TFJob controller knows (``Master`` is the legacy chief).
 VALID_REPLICA_TYPES: tuple[str, ...] = ("Chief", "Master", "Worker", "PS", "Evaluator")
 #: ``restartPolicy`` values of a replica spec.
-RESTART_POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
+RESTART_POLICIES: tuple[str, ...] = POLICIES  # tfjob.restarts: the same meaning on every backend
 #: ``runPolicy.cleanPodPolicy`` values.
 CLEAN_POD_POLICIES: tuple[str, ...] = ("None", "Running", "All")
 #: ``runPolicy.managedBy`` values the webhook accepts.
@@ -404,6 +405,11 @@ def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
                 f"--clean-pod-policy {clean!r} is not one of {', '.join(CLEAN_POD_POLICIES)}{did_you_mean(str(clean), CLEAN_POD_POLICIES)}"
             )
         clean = match[0]
+    if getattr(options, "max_restarts", None) is not None:
+        raise UsageError(
+            "--max-restarts: a TFJob restarts its replicas (--restart-policy, up to --backoff-limit), not the whole job; "
+            "--backend jobset restarts the whole set (failurePolicy.maxRestarts)"
+        )
     run_policy: dict[str, Any] = {
         "cleanPodPolicy": clean or DEFAULT_CLEAN_POD_POLICY,
         "backoffLimit": _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT),

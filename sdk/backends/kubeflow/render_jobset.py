@@ -77,8 +77,8 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         spec: the job (run from ``--image``, as on Kubeflow).
         options: a :class:`~tfjob.backends.base.SubmitOptions`: ``namespace``,
             ``strategy``, ``tf_config``, the pod options (``cpu``, ``memory``, ``gpu``,
-            ``pod_template``) and the run policy (``backoff_limit`` as the JobSet's
-            ``maxRestarts``, ``ttl_seconds_after_finished``, ``suspend``, ``queue``).
+            ``pod_template``) and the run policy (``max_restarts``, else ``backoff_limit``, as
+            the JobSet's ``maxRestarts``, ``ttl_seconds_after_finished``, ``suspend``, ``queue``).
 
     Raises:
         SpecError: the job cannot run as a JobSet (no image, a name Kubernetes refuses…).
@@ -141,7 +141,10 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "network": {"enableDNSHostnames": True},
         "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief" if spec.has_chief else "worker"]},
-        "failurePolicy": {"maxRestarts": _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT)},
+        "failurePolicy": {"maxRestarts": _whole(
+            getattr(options, "max_restarts", None), "--max-restarts",
+            _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
+        )},
         "replicatedJobs": replicated,
         "ttlSecondsAfterFinished": _whole(getattr(options, "ttl_seconds_after_finished", None), "--ttl", DEFAULT_TTL_SECONDS),
     }

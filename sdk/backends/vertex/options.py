@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ..base import GoogleCloudOptions
 
@@ -20,6 +20,9 @@ class VertexOptions(GoogleCloudOptions):
     executor_image: str | None = None
     #: Print the job's log lines inline while waiting.
     stream_logs: bool = False
+    #: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica whose VM was
+    #: preempted or failed. It cannot say OnFailure, ExitCode, Always or a policy per role.
+    restart_policy: Any = None
 
     #: The Vertex AI knobs of ``CustomJobSpec``, ``Scheduling`` and ``DiskSpec``.
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = GoogleCloudOptions.SPEC_KEYWORDS | {

@@ -306,6 +306,36 @@ def check_regional(spec: JobSpec, region: str | None) -> None:
             raise SpecError(f"{flag} is in {where}, but the job runs in {region}: Vertex AI needs it in the job's region")
 
 
+def vertex_restart_policy(value: Any, spec: JobSpec | None = None) -> str | None:
+    """``--restart-policy`` as Vertex AI can say it: None (its own: a replica whose VM was
+    preempted or failed is restarted), or ``Never`` (``scheduling.disableRetries``).
+
+    Raises:
+        UsageError: a policy Vertex AI cannot express, in one line.
+    """
+    from ...errors import UsageError
+    from ...restarts import parse_policies
+
+    policies = parse_policies(value)
+    if not policies:
+        return None
+    if set(policies) != {"default"}:
+        raise UsageError(
+            "--restart-policy ROLE=POLICY: Vertex AI has one retry setting for the whole job; "
+            "give --restart-policy Never, or none (a preempted replica is restarted)"
+        )
+    policy = policies["default"]
+    if policy != "Never":
+        raise UsageError(
+            f"--restart-policy {policy}: Vertex AI cannot restart a replica by its exit code; it restarts a replica "
+            "whose VM was preempted or failed (the default, no --restart-policy) or nothing (--restart-policy Never); "
+            "--restart-job-on-worker-restart restarts the whole job with it"
+        )
+    if spec is not None and spec.restart_job_on_worker_restart:
+        raise UsageError("--restart-policy Never turns Vertex AI's retries off (disableRetries), which --restart-job-on-worker-restart needs; give one")
+    return policy
+
+
 def render_custom_job(
     spec: JobSpec,
     options: SubmitOptions | None = None,
@@ -359,7 +389,7 @@ def render_custom_job(
         scheduling["strategy"] = spec.scheduling_strategy
     if spec.max_wait is not None:
         scheduling["maxWaitDuration"] = render_duration(spec.max_wait)
-    if spec.disable_retries:
+    if spec.disable_retries or vertex_restart_policy(getattr(options, "restart_policy", None), spec) == "Never":
         scheduling["disableRetries"] = True
     if scheduling:
         job_spec["scheduling"] = scheduling

@@ -51,7 +51,12 @@ def _remove(directory: str) -> None:
         tf.io.gfile.rmtree(directory)
 
 
-def checkpoint_callback(model: Any, directory: str, scratch: str | None = None) -> Any:
+#: The exit code of a task that checkpointed on SIGTERM: 128 + 15, as if the signal had
+#: ended it, so that restart policies read it as a preemption (ExitCode retries 128–255).
+SIGTERM_EXIT = 143
+
+
+def checkpoint_callback(model: Any, directory: str, scratch: str | None = None, on_sigterm: bool = False) -> Any:
     """A Keras callback saving ``ckpt-<step>`` at the end of every epoch.
 
     Epochs are ``--steps-per-checkpoint`` steps long, so this is the checkpoint
@@ -61,13 +66,36 @@ def checkpoint_callback(model: Any, directory: str, scratch: str | None = None) 
         model: the model being trained.
         directory: the job's checkpoint directory (the chief writes there).
         scratch: on a non-chief worker, where it saves instead (then deletes).
+        on_sigterm: when SIGTERM comes (a preemption: the grace period before SIGKILL
+            is 30 s on Compute Engine and Kubernetes), save at the next epoch end and exit
+            143, so that the restarted job resumes from the step reached. Not under
+            MultiWorkerMirroredStrategy, where saving is collective and the other
+            workers are not saving: there the last epoch's checkpoint is the one resumed.
     """
+    import signal
+    import threading
+
     import tensorflow as tf
 
     target = os.path.join(scratch, "checkpoints") if scratch else directory
     manager = tf.train.CheckpointManager(new_checkpoint(model), target, max_to_keep=3)
+    asked = threading.Event()
+    catch = on_sigterm and scratch is None and threading.current_thread() is threading.main_thread()
+    before: list[Any] = []
 
     class _SaveEveryEpoch(tf.keras.callbacks.Callback):
+        # Epoch-level only: ParameterServerStrategy refuses batch-level callbacks. A SIGTERM
+        # is acted on at the next epoch end (at most --steps-per-checkpoint steps later).
+        def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+            if catch:  # only while training: a SIGTERM during evaluation or export ends the task at once
+                before.append(signal.signal(signal.SIGTERM, lambda signum, frame: asked.set()))
+
+        def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+            if before:
+                signal.signal(signal.SIGTERM, before.pop())
+            if asked.is_set():
+                self._save_and_exit(manager.save(checkpoint_number=int(model.optimizer.iterations.numpy())))
+
         def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
             step = int(model.optimizer.iterations.numpy())
             path = manager.save(checkpoint_number=step)
@@ -75,6 +103,15 @@ def checkpoint_callback(model: Any, directory: str, scratch: str | None = None) 
                 _remove(target)
             else:
                 log.info("step %d: checkpoint %s", step, path)
+            if asked.is_set():
+                self._save_and_exit(path)
+
+        def _save_and_exit(self, path: str) -> None:
+            step = int(model.optimizer.iterations.numpy())
+            log.info("SIGTERM (preempted): step %d: checkpoint %s; exiting %d", step, path, SIGTERM_EXIT)
+            for handler in logging.getLogger().handlers + log.handlers:
+                handler.flush()
+            os._exit(SIGTERM_EXIT)  # at once: a coordinator's threads would hold an orderly exit past the grace
 
     return _SaveEveryEpoch()
 

@@ -300,7 +300,12 @@ def train_and_evaluate(args: argparse.Namespace, strategy: Any, scratch: str | N
     with strategy.scope():
         model = census_model.build_model(args.learning_rate, args.hidden_units)
         start_step = restore_latest(model, job_dir.checkpoints)
-    callbacks = [checkpoint_callback(model, job_dir.checkpoints, scratch)]
+    import tensorflow as tf
+
+    # Checkpoint on SIGTERM (a preemption) where one task can save alone: not under
+    # MultiWorkerMirroredStrategy, whose saves are collective.
+    alone = not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    callbacks = [checkpoint_callback(model, job_dir.checkpoints, scratch, on_sigterm=alone)]
     if scratch is None:  # the chief logs the training curves (logs/train), one point per epoch
         callbacks.append(tensorboard_callback(job_dir.logs))
     step = fit_steps(model, make_input(train_files, args.batch_size, training=True), start_step, args, callbacks)
