@@ -197,7 +197,8 @@ def diagnose(
             if t.reason and "OOMKilled" in t.reason and "out-of-memory" not in {d.code for d in found}:
                 found.append(Diagnosis("out-of-memory", t.name, _PATTERNS[-1].cause(None, backend), _PATTERNS[-1].fix(None, backend), t.reason[:MAX_EVIDENCE]))  # type: ignore[arg-type]
         killed = next((t for t in status.tasks if t.name == task and t.signal == 9), None)
-        if killed is not None and "out-of-memory" not in {d.code for d in found} and backend == "local":
+        # Only when the SIGKILL is what failed the job (not the teardown after a --timeout).
+        if killed is not None and "out-of-memory" not in {d.code for d in found} and backend == "local" and "killed by SIGKILL" in status.message:
             found.append(_killed_without_record(killed.name, f"{killed.name} was killed by SIGKILL"))
     for t in status.tasks:
         match = _IMAGE_PULL.search(t.reason or "")
@@ -238,10 +239,14 @@ def evaluator_hang(status: JobStatus, dialect: str | None = None, strategy: str 
     )
 
 
-def kernel_oom_record(pid: int | None, *, kmsg: str = "/dev/kmsg", limit: int = 2 * 1024 * 1024) -> str | None:
+def kernel_oom_record(
+    pid: int | None, *, since: float | None = None, kmsg: str = "/dev/kmsg", limit: int = 2 * 1024 * 1024
+) -> str | None:
     """The kernel's out-of-memory line for ``pid`` (``Out of memory: Killed process 1234
     (python3) …``), when this machine lets us read its log (root, or kernel.dmesg_restrict=0);
-    else None. Bounded: at most ``limit`` bytes, never blocks."""
+    else None. With ``since`` (seconds on the monotonic clock, which /dev/kmsg stamps records
+    with), an older record of a reused pid is not taken. Bounded: at most ``limit`` bytes,
+    never blocks."""
     if pid is None:
         return None
     try:
@@ -262,10 +267,12 @@ def kernel_oom_record(pid: int | None, *, kmsg: str = "/dev/kmsg", limit: int = 
                 break
             read += len(record)
             for line in record.decode("utf-8", "replace").splitlines():
-                line = line.split(";", 1)[-1].strip()  # a /dev/kmsg record: "6,1234,5678,-;text"
-                match = _OOM_KERNEL.search(line)
-                if match and int(match.group(1)) == pid:
-                    found = line
+                head, _, text = line.partition(";")  # a /dev/kmsg record: "6,1234,5678,-;text"
+                fields = head.split(",")
+                stamp = int(fields[2]) / 1e6 if len(fields) > 2 and fields[2].isdigit() else None
+                match = _OOM_KERNEL.search(text.strip())
+                if match and int(match.group(1)) == pid and (since is None or stamp is None or stamp >= since):
+                    found = text.strip()
     finally:
         os.close(fd)
     return found

@@ -95,8 +95,12 @@ def test_out_of_memory_as_each_platform_says_it() -> None:
     found = diagnose(_failed("local", tasks=[TaskStatus("chief-0", JobState.FAILED, signal=9)], oom_evidence=kernel))
     assert [(d.code, d.certain) for d in found] == [("out-of-memory", True)]
     # A SIGKILL with nothing readable: said, and said to be an inference.
-    found = diagnose(_failed("local", tasks=[TaskStatus("chief-0", JobState.FAILED, signal=9)]))
+    killed = "task chief-0 was killed by SIGKILL; its log: /x/chief-0.log"
+    found = diagnose(_failed("local", message=killed, tasks=[TaskStatus("chief-0", JobState.FAILED, signal=9)]))
     assert [(d.code, d.certain) for d in found] == [("out-of-memory", False)]
+    # A chief the launcher killed after a --timeout is no memory problem.
+    timed_out = "timed out: the job ran longer than --timeout 5s (still running: chief-0)"
+    assert diagnose(_failed("local", message=timed_out, tasks=[TaskStatus("chief-0", JobState.FAILED, signal=9)])) == []
     assert "(inferred)" in explain(found) and "dmesg" in found[0].fix
 
 
@@ -110,6 +114,9 @@ def test_the_kernel_record_is_found_by_pid(tmp_path: Path) -> None:
     assert kernel_oom_record(4242, kmsg=str(kmsg)).startswith("Out of memory: Killed process 4242")
     assert kernel_oom_record(77, kmsg=str(kmsg)).startswith("Memory cgroup out of memory")
     assert kernel_oom_record(5, kmsg=str(kmsg)) is None
+    # A record from before the task started (its pid reused since) is not its.
+    assert kernel_oom_record(4242, since=0.006, kmsg=str(kmsg)) is not None
+    assert kernel_oom_record(4242, since=0.008, kmsg=str(kmsg)) is None
     assert kernel_oom_record(5, kmsg=str(tmp_path / "absent")) is None
 
 

@@ -750,7 +750,9 @@ class Launcher:
         else the growth of the cgroup's oom_kill count (said as such: an inference)."""
         from tfjob.diagnosis import cgroup_oom_kills, kernel_oom_record
 
-        record = kernel_oom_record(task.proc.pid)
+        # /dev/kmsg stamps records on the monotonic clock: only a record after the task started.
+        since = time.monotonic() - (time.time() - task.started) - 1.0 if task.started else None  # 1 s of slack between clocks
+        record = kernel_oom_record(task.proc.pid, since=since)
         if record:
             return record
         if self._cgroup is not None:
