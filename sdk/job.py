@@ -362,8 +362,9 @@ class Job:
             JobTimeoutError: ``timeout`` passed first; the job was cancelled.
         """
         if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
-                raise SpecError(f"timeout={timeout!r} must be a number of seconds ≥ 0")
+            from .limits import check_seconds
+
+            timeout = check_seconds(timeout, "timeout=", zero=True)
             handle = self.submit()
             try:
                 handle.wait(timeout)
@@ -445,6 +446,10 @@ class JobHandle:
         """
         if max_interval is None:
             max_interval = float(self._backend.max_poll_interval)
+        if timeout is not None:
+            from .limits import check_seconds
+
+            timeout = check_seconds(timeout, "timeout=", zero=True)
 
         def changed(status: JobStatus, state: JobState) -> None:
             if on_change is not None:

@@ -21,6 +21,11 @@ from .errors import SpecError
 INT32_MAX = 2**31 - 1
 #: The most tasks one local job (or the trials of a local study running at once) starts.
 LOCAL_MAX_TASKS = 512
+#: The longest a job may run (``--timeout``, ``maxRunningTime``) or be waited for: a year.
+#: Far inside what every carrier holds — Kubernetes' ``activeDeadlineSeconds`` (int64), a
+#: protobuf Duration (10,000 years), the local launcher's waits (``threading.TIMEOUT_MAX``,
+#: 292 years) — and longer than any training run.
+MAX_TIMEOUT_SECONDS = 365 * 86400
 
 
 def check_platform_count(what: str, value: int) -> None:
@@ -30,6 +35,30 @@ def check_platform_count(what: str, value: int) -> None:
             f"{what} {value} is more than any platform takes: Vertex AI and Kubernetes counts are "
             f"32-bit, at most {INT32_MAX}"
         )
+
+
+def check_seconds(value: object, what: str, *, zero: bool = False, given: str | None = None) -> float:
+    """``value`` as seconds of a timeout: a finite number above 0 (or 0 with ``zero``), at
+    most :data:`MAX_TIMEOUT_SECONDS`; ``what`` names it and ``given`` is what the user typed
+    (default: the value)."""
+    import math
+
+    label = what if what.endswith("=") else what + " "
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpecError(f"{label}{value!r:.60} must be a number of seconds")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int beyond any float
+        seconds = math.inf
+    if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not zero):
+        raise SpecError(f"{label}{value!r:.60} must be {'a number of seconds ≥ 0' if zero else 'a positive number of seconds'}")
+    if seconds > MAX_TIMEOUT_SECONDS:
+        shown = given if given is not None else f"{value:.6g}" if isinstance(value, float) else str(value)
+        shown = shown if len(shown) <= 30 else shown[:27] + "…"
+        raise SpecError(
+            f"{label}{shown} is more than a year ({MAX_TIMEOUT_SECONDS} s), the longest tfjob runs or waits for a job"
+        )
+    return seconds
 
 
 def check_local_tasks(tasks: int, what: str = "this job") -> None:

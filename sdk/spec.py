@@ -659,8 +659,10 @@ class JobSpec:
         for key in self.labels:
             if key in RESERVED_LABELS:
                 raise SpecError(f"label {key!r} is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)}); choose another key")
-        if self.timeout is not None and (isinstance(self.timeout, bool) or self.timeout <= 0):
-            raise SpecError(f"--timeout {self.timeout!r} must be a positive number of seconds")
+        if self.timeout is not None:
+            from .limits import check_seconds
+
+            object.__setattr__(self, "timeout", check_seconds(self.timeout, "--timeout"))
         object.__setattr__(self, "reserved_ip_ranges", tuple(self.reserved_ip_ranges))
         if isinstance(self.requirements, os.PathLike):
             object.__setattr__(self, "requirements", os.fspath(self.requirements))
@@ -993,7 +995,8 @@ def build_spec(
     )
 
 
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms]?)", re.IGNORECASE)
+# ASCII digits only: `\d` would take '٥' (Arabic-Indic five) as a 5.
+_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]?)", re.IGNORECASE)
 _DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
 
 
@@ -1017,9 +1020,9 @@ def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
             raise SpecError(f"{flag} is empty; write seconds (3600) or 1h30m, 45m, 90s")
     if not value > 0:  # NaN too
         raise SpecError(f"{flag} {text!r} must be longer than 0 seconds")
-    if not math.isfinite(value):
-        raise SpecError(f"{flag} is too long to be a duration; write at most days, e.g. 30d")
-    return value
+    from .limits import check_seconds
+
+    return check_seconds(value, flag, given=repr(text) if isinstance(text, str) else None)
 
 
 def module_exists(base: Path, module: str) -> bool:

@@ -147,7 +147,7 @@ class ParameterSpec:
         high = _number(self.max_value, f"parameter {self.name}: maxValue")
         if kind == "INTEGER":
             for key, value in (("minValue", low), ("maxValue", high)):
-                if float(value) != int(value):
+                if isinstance(value, float) and not value.is_integer():
                     raise SpecError(f"parameter {self.name}: {key} {value!r} of an INTEGER must be a whole number")
             low, high = int(low), int(high)
         else:
@@ -156,6 +156,13 @@ class ParameterSpec:
             raise SpecError(
                 f"parameter {self.name}: minValue {low} must be less than maxValue {high} "
                 "(for a fixed value, pass it to the trainer after -- instead)"
+            )
+        if kind == "INTEGER" and not (-(2**63) <= low and high < 2**63):
+            raise SpecError(f"parameter {self.name}: an INTEGER's range must fit 64 bits (±9.2e18), not {low} to {high}")
+        if kind == "DOUBLE" and not math.isfinite(high - low):
+            raise SpecError(
+                f"parameter {self.name}: the range {low:g} to {high:g} is wider than a number holds "
+                "(maxValue - minValue overflows); narrow it, or search a log scale of a positive range"
             )
         if self.scale in ("UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE") and low <= 0:
             raise SpecError(f"parameter {self.name}: {self.scale} needs minValue > 0, not {low}; use UNIT_LINEAR_SCALE")
@@ -187,6 +194,11 @@ class ParameterSpec:
         # YAML reads `- 128` as a number; the platforms take categories as text.
         if isinstance(value, bool) or not isinstance(value, (str, int, float)) or value == "":
             raise SpecError(f"parameter {self.name}: categorical value {value!r} must be non-empty text")
+        if isinstance(value, str) and "\0" in value:
+            raise SpecError(
+                f"parameter {self.name}: categorical value {value!r:.60} holds a NUL character, which no "
+                "command-line argument can carry (each trial gets --NAME=VALUE)"
+            )
         return str(value)
 
     # -- values -----------------------------------------------------------------------

@@ -278,3 +278,80 @@ def test_aliases_within_bounds_are_read(tmp_path: Path) -> None:
     document = {"a": [{"b": "x" * 100, "c": None, "d": 12345}] * 3}
     measured = check_expanded(json.loads(json.dumps(document)), "doc", EXPANSION * MAX_DOCUMENT_BYTES)
     assert len(json.dumps(document)) * 0.7 < measured < len(json.dumps(document)) * 1.5
+
+
+# -- numbers: timeouts with a ceiling, ASCII digits, tuning ranges (issue 24) ------------------
+@pytest.mark.reliability
+@pytest.mark.parametrize("backend", ["local", "vertex", "kubeflow", "jobset", "trainjob"])
+@pytest.mark.parametrize(
+    "value, needle",
+    [
+        ("99999999999999999999999", "is more than a year (31536000 s)"),
+        ("400d", "is more than a year"),
+        ("٥", "'٥' is not a duration"),
+        ("inf", "is not a duration"),
+    ],
+)
+def test_a_timeout_has_a_ceiling_and_ascii_digits(
+    trainer: Path, tfjob_exe: str, reliability: Reliability, backend: str, value: str, needle: str
+) -> None:
+    image = ["--image", "img"] if backend in ("kubeflow", "jobset", "trainjob") else []
+    out = run_cli(tfjob_exe, "render", str(trainer), "-m", "trainer.task", "--backend", backend, *image, "--timeout", value, reliability=reliability)
+    assert_one_error(out, "--timeout", needle)
+
+
+@pytest.mark.reliability
+def test_a_huge_timeout_is_refused_before_a_local_job_starts(trainer: Path, tfjob_exe: str, reliability: Reliability) -> None:
+    out = run_cli(tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--timeout", HUGE + "000", reliability=reliability)
+    assert_one_error(out, "--timeout", "more than a year")
+    assert "no jobs yet" in run_cli(tfjob_exe, "list", reliability=reliability).stderr  # nothing recorded
+
+
+@pytest.mark.reliability
+def test_a_config_max_running_time_has_the_same_ceiling(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text(f"trainingInput:\n  scheduling:\n    maxRunningTime: {HUGE}000s\n")
+    out = run_cli(tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--config", str(config), "--backend", "vertex", "--dry-run", reliability=reliability)
+    assert_one_error(out, "maxRunningTime", "more than a year")
+
+
+@pytest.mark.parametrize("timeout", [float("inf"), float("nan"), 10**30, 1e300, -1])
+def test_api_timeouts_are_spec_errors(trainer: Path, timeout: float) -> None:
+    with pytest.raises(SpecError, match=r"timeout.* (is more than a year|must be a positive number)"):
+        Job(str(trainer), "trainer.task", timeout=timeout)
+    with pytest.raises(SpecError, match=r"timeout=.* (is more than a year|must be a number of seconds ≥ 0)"):
+        Job(str(trainer), "trainer.task").run(timeout=timeout)
+
+
+def test_a_handle_wait_timeout_is_bounded(trainer: Path) -> None:
+    handle = Job(str(trainer), "trainer.task").submit()
+    handle.wait(120)
+    with pytest.raises(SpecError, match=r"timeout=inf is more than a year"):
+        handle.wait(float("inf"))
+
+
+def _study(tmp: Path, param: str) -> Path:
+    path = tmp / "hp.yaml"
+    path.write_text(
+        "trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: acc\n    maxTrials: 2\n"
+        f"    params:\n    - parameterName: p\n{param}"
+    )
+    return path
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize(
+    "param, needle",
+    [
+        ('      type: CATEGORICAL\n      categoricalValues: ["a\\0b", "c"]\n', "holds a NUL character"),
+        ("      type: DOUBLE\n      minValue: -1.7e308\n      maxValue: 1.7e308\n", "is wider than a number holds"),
+        ("      type: INTEGER\n      minValue: -99999999999999999999\n      maxValue: 1\n", "must fit 64 bits"),
+    ],
+)
+def test_a_tuning_parameter_that_cannot_run_is_refused_before_any_trial(
+    trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, param: str, needle: str
+) -> None:
+    # Not a dry run: a real local study, which used to start (and record) a trial first.
+    out = run_cli(tfjob_exe, "tune", str(trainer), "-m", "trainer.task", "--hparams", str(_study(tmp_path, param)), "--backend", "local", reliability=reliability, timeout=120)
+    assert_one_error(out, "parameter p", needle)
+    assert "no jobs yet" in run_cli(tfjob_exe, "list", reliability=reliability).stderr  # nothing recorded

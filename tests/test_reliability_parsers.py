@@ -39,6 +39,7 @@ from tfjob.config_vertex import (
 from tfjob.errors import TfjobError
 from tfjob.tuning.hparams import COUNT_KEYS, LEGACY_KEYS, LEGACY_PARAM_KEYS, METRIC_KEYS, PARAMETER_KEYS, STUDY_SPEC_KEYS
 from tfjob.machines import ACCELERATORS, RETIRED_ACCELERATORS
+from tfjob.limits import MAX_TIMEOUT_SECONDS
 from tfjob.spec import Accelerator, build_spec, parse_duration, parse_key_values
 
 EXAMPLES = 10_000
@@ -121,7 +122,7 @@ def test_label_and_env_strings(items: list[str], flag: str, reliability: Reliabi
 
 # Near 1h30m, 7200s, 7200: (number, unit) parts, each sometimes wrong.
 _duration_near = st.lists(
-    st.tuples(st.sampled_from([*_NUMBERS, "30", "7200", ".5", "5."]), st.sampled_from(["h", "m", "s", "d", "H", "ms", "w", "", " "])).map("".join),
+    st.tuples(st.sampled_from([*_NUMBERS, "30", "7200", ".5", "5.", "٥", "400", "31536000", "31536001"]), st.sampled_from(["h", "m", "s", "d", "H", "ms", "w", "", " "])).map("".join),
     max_size=3,
 ).map("".join)
 
@@ -133,7 +134,8 @@ def test_duration_strings(text: str, reliability: Reliability) -> None:
     reliability.tried()
     seconds = one_line_error(lambda: parse_duration(text))
     if seconds is not None:
-        assert isinstance(seconds, float) and math.isfinite(seconds) and seconds > 0, seconds
+        assert isinstance(seconds, float) and math.isfinite(seconds) and 0 < seconds <= MAX_TIMEOUT_SECONDS, seconds
+        assert all(c in "0123456789" for c in text if c.isdigit()), text  # '٥' is no 5
 
 
 # -- documents: --config and --hparams files ------------------------------------------------------
