@@ -69,10 +69,15 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
+    from tfjob.store import JobStore
+
     handle = get_job(job_id)
-    status = handle.status()
-    if status.extra.get("kind") == "study":  # a tuning study: its trials, and their plots
+    with JobStore() as store:
+        record = store.get(handle.id)
+    if record is not None and record.extra.get("kind") == "study":  # a tuning study: its trials, and their plots
         from tfjob.metrics import study_figure
+
+        status = handle.status()
         from tfjob.tuning.trials import render_study_status
 
         if as_json:
@@ -137,12 +142,37 @@ def tensorboard(job_id: str, port: int, host: str) -> None:
         from tensorboard import program
     except ImportError as e:
         raise BackendUnavailableError("tfjob tensorboard needs TensorBoard: pip install 'tfjob[tf]' (or pip install tensorboard)") from e
-    board = program.TensorBoard()
-    board.configure(argv=[None, "--logdir", log_dir, "--port", str(port), "--host", host, "--reload_interval", "15"])
-    url = board.launch()  # serves from a thread of this process: nothing outlives the command
-    click.echo(url)
-    click.echo(f"TensorBoard on {log_dir}; Ctrl-C stops it", err=True)
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        click.echo("TensorBoard stopped", err=True)
+    import tempfile
+
+    stop = threading.Event()
+    with tempfile.TemporaryDirectory(prefix="tfjob-tensorboard-") as mirror:
+        served = log_dir
+        if log_dir.startswith("gs://"):
+            # The bucket's event files are mirrored here (and refreshed), so TensorBoard needs no
+            # TensorFlow Cloud Storage file system; the mirror goes with the command.
+            from tfjob.metrics import mirror_event_files
+
+            client = handle._storage()
+            seen = mirror_event_files(log_dir, mirror, client)
+            served = mirror
+
+            def refresh() -> None:
+                nonlocal seen
+                while not stop.wait(30):
+                    try:
+                        seen = mirror_event_files(log_dir, mirror, client, seen)
+                    except Exception as e:  # a passing outage: keep serving what is there
+                        click.echo(f"tfjob: could not refresh {log_dir}: {e}", err=True)
+
+            threading.Thread(target=refresh, name="tfjob-mirror", daemon=True).start()
+        board = program.TensorBoard()
+        board.configure(argv=[None, "--logdir", served, "--port", str(port), "--host", host, "--reload_interval", "15"])
+        url = board.launch()  # serves from a thread of this process: nothing outlives the command
+        click.echo(url)
+        click.echo(f"TensorBoard on {log_dir}; Ctrl-C stops it", err=True)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            click.echo("TensorBoard stopped", err=True)
+        finally:
+            stop.set()

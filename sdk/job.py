@@ -544,8 +544,9 @@ class JobHandle:
         """
         from .metrics import read_metrics, study_metrics
 
-        status = self.status()
-        if status.extra.get("kind") == "study":
+        record = _stored(self.id)
+        if record is not None and record.extra.get("kind") == "study":
+            status = self.status()  # the trials as the study's backend has them now
             return study_metrics(status.id, status.extra)
         outputs = self.outputs()
         log_dir = outputs.tensorboard_uri or (outputs.root if outputs.reachable else None)

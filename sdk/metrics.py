@@ -129,6 +129,28 @@ def read_metrics(job_id: str, log_dir: str | None, *, client: Any = None) -> Job
     return metrics
 
 
+def mirror_event_files(log_dir: str, dest: str, client: Any, seen: dict[str, int] | None = None) -> dict[str, int]:
+    """Copy the event files under a ``gs://`` log dir into ``dest`` (their runs' layout kept),
+    those whose size changed since ``seen``; return the sizes now seen. For TensorBoard to
+    serve a bucket's logs without TensorFlow's Cloud Storage file system."""
+    from .outputs import list_gs, split_gs
+
+    seen = dict(seen or {})
+    listed, _ = list_gs(log_dir, client)
+    bucket_name, prefix = split_gs(log_dir)
+    bucket = client.bucket(bucket_name)
+    for rel, size, _ in listed:
+        if "tfevents" not in posixpath.basename(rel) or ".." in rel.split("/") or size > MAX_EVENT_FILE or seen.get(rel) == size:
+            continue
+        if len(seen) >= MAX_EVENT_FILES and rel not in seen:
+            break
+        target = os.path.join(dest, *rel.split("/"))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        bucket.blob(f"{prefix}/{rel}" if prefix else rel).download_to_filename(target)
+        seen[rel] = size
+    return seen
+
+
 def render_final(metrics: JobMetrics) -> str:
     """The last value of each scalar, per run, as a table for a terminal. Pure."""
     rows = [(run, tag, points[-1]) for run, tags in sorted(metrics.series.items()) for tag, points in sorted(tags.items()) if points]

@@ -277,3 +277,37 @@ def test_a_study_gets_its_trials_table_history_and_parameter_plots(tmp_path: Pat
     loaded = _check_page(page, tmp_path / "study-report.png")
     assert "Study" in loaded.text and "4 of 4 trials" in loaded.text
     assert page.read_text().count("<svg") >= 1 and "optimisation history" in page.read_text()
+
+
+@requires_tf
+def test_a_vertex_jobs_gs_outputs_metrics_and_tensorboard(home: tuple[str, Path], bucket: Any, tfjob_exe: str) -> None:
+    """A Vertex AI job as the store knows it (its job dir gs://…): outputs, metrics and
+    TensorBoard read the bucket (the emulator), with no call to Vertex AI."""
+    import signal
+    import subprocess
+    import urllib.request
+
+    from tfjob.model import JobState
+    from tfjob.store import JobRecord, JobStore
+
+    _, job_dir = home
+    for rel, _, _ in list_local(str(job_dir))[0]:
+        bucket.blob(f"census/{rel}").upload_from_filename(str(job_dir / rel))
+    job_id = "projects/p/locations/us-central1/customJobs/42"
+    with JobStore() as store:
+        store.add(JobRecord(id=job_id, backend="vertex", name="census", state=JobState.SUCCEEDED, spec={"job_dir": "gs://outs/census"}))
+    runner = CliRunner()
+    listed = runner.invoke(app, ["outputs", job_id, "--json"])
+    assert json.loads(listed.stdout)["model_uri"] == "gs://outs/census/model", listed.output
+    shown = runner.invoke(app, ["metrics", job_id])
+    assert shown.exit_code == 0 and "log dir  gs://outs/census/logs" in shown.stdout, shown.output
+    proc = subprocess.Popen([tfjob_exe, "tensorboard", job_id, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = proc.stdout.readline().strip()  # type: ignore[union-attr]
+        assert url.startswith("http://127.0.0.1:"), url
+        runs = json.loads(urllib.request.urlopen(url.rstrip("/") + "/data/runs", timeout=30).read())
+        assert sorted(runs) == ["eval", "train"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(20)
+    assert proc.returncode == 0
