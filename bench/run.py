@@ -5,7 +5,7 @@
 Sections, in order: cli (``tfjob --help`` start-up), vertex (dry-run submit, submit-path
 imports), bootstrap (task start-up overhead), packaging (2,000-file sdist, determinism,
 bytes on an unchanged re-submit), local (1+4+2 and 1+32+8 clusters, teardown, peak
-RSS), growth (1+4+2, 1+32+8, 1+128+32 against bare interpreters, with a PNG plot),
+RSS), recovery (a preempted worker, a lost chief: preemption to the trainer running again), growth (1+4+2, 1+32+8, 1+128+32 against bare interpreters, with a PNG plot),
 ps_training (the census template's real PS training through tfjob against a hand launcher),
 scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, a
 1+2+1 job as containers against processes) only with ``--only containers``: it needs
@@ -40,6 +40,7 @@ def sections() -> dict[str, Measure]:
     import image_build
     import local_cluster
     import ps_training
+    import recovery
     import resubmit
     import scale
     import sdist_build
@@ -52,6 +53,7 @@ def sections() -> dict[str, Measure]:
         sdist_build.SECTION: sdist_build.measure,
         resubmit.SECTION: resubmit.measure,
         local_cluster.SECTION: local_cluster.measure,
+        recovery.SECTION: recovery.measure,
         growth.SECTION: growth.measure,
         ps_training.SECTION: ps_training.measure,
         scale.SECTION: scale.measure,

@@ -29,6 +29,7 @@ FIGURES = {
         "local.submit_1_4_2", "local.api_1_4_2", "local.submit_big", "local.teardown",
         "local.launcher_rss_1_4_2", "local.tree_rss_1_4_2", "local.launcher_rss_big", "local.tree_rss_big",
     ],
+    "recovery": ["recovery.worker", "recovery.chief"],
     "growth": ["growth.small", "growth.medium", "growth.large", "growth.slope"],
     "ps_training": ["ps_training.wall", "ps_training.rss"],
     "scale": ["scale.vertex_render", "scale.kubeflow_render", "scale.tf_config_parse", "scale.local_render"],
@@ -127,7 +128,7 @@ def test_only_runs_the_sections_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, growth, ps_training, scale, containers, images"),
+        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, recovery, growth, ps_training, scale, containers, images"),
         (["--runs", "0"], "error: --runs 0: give at least 1 run"),
     ],
 )

@@ -230,7 +230,7 @@ class LocalBackend(Lifecycle):
                 only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
             )
 
-    def preempt(self, job_id: str, task: str, grace: float | None = None, wait: float = 10.0) -> str:
+    def preempt(self, job_id: str, task: str, grace: float | None = None, wait: float = 60.0) -> str:
         """Preempt one task of a running job as a Spot VM is reclaimed — SIGTERM, ``grace``
         seconds (the job's ``--preempt-grace``, 30 by default), then SIGKILL — and let its
         restart policy act. Returns the task's name once the job's launcher has taken the request.
