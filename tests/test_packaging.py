@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tfjob.errors import PackagingError
-from tfjob.ignorefile import is_excluded, parse_ignore
+from tfjob.packaging.ignore import is_excluded, parse_ignore
 from tfjob.packaging import BuiltPackage, build_sdist, collect_files, looks_like_secret
 
 
@@ -282,17 +282,18 @@ def test_a_packages_entry_is_one_built_file_on_every_backend(tmp_path: Path) -> 
 
 def test_a_trainer_with_data_beyond_the_bound_is_refused_naming_the_largest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tfjob.packaging as packaging
+    import tfjob.packaging.tree
 
     pkg = make_trainer(tmp_path / "src")
     (pkg / "data").mkdir()
     with open(pkg / "data" / "train.bin", "wb") as f:  # sparse: no disk used
         f.truncate(packaging.MAX_PACKAGE_BYTES + 1)
-    with pytest.raises(PackagingError, match=r"has more than 512\.0 MiB to package \(largest: data/ 512\.0 MiB.*\.tfjobignore line \(e\.g\. data/\)") as caught:
+    with pytest.raises(PackagingError, match=r"has more than 512\.0 MiB to package \(largest: data/ 1 file 512\.0 MiB.*\.tfjobignore line \(e\.g\. data/\)") as caught:
         build_sdist(pkg, tmp_path / "out", module="trainer.task")
     assert "\n" not in str(caught.value)
     (pkg / ".tfjobignore").write_text("data/\n")
     assert build_sdist(pkg, tmp_path / "out", module="trainer.task").path.is_file()  # the fix it names works
-    monkeypatch.setattr(packaging, "MAX_PACKAGE_FILES", 5)
+    monkeypatch.setattr(packaging.tree, "MAX_PACKAGE_FILES", 5)
     for i in range(6):
         (pkg / f"m{i}.py").write_text("")
     with pytest.raises(PackagingError, match=r"has more than 5 files to package"):

@@ -1,0 +1,313 @@
+"""Is this file a credential? Judged by its name and by its content, never by executing it.
+
+By name (case-insensitive): ``.env``/``*.env``, ``*.pem``, ``*.key*``, ``*.ppk``, ``id_rsa*``,
+anything under ``.ssh/`` or ``.gnupg/``, ``.aws/credentials``, ``.s3cfg``, ``.boto``,
+``.docker/config.json``, ``kubeconfig``, ``.git-credentials``, ``.pypirc``, ``.npmrc``,
+gcloud's and the OAuth client's files…
+
+By content, whatever the name, in the first :data:`SECRET_SCAN_BYTES` bytes:
+
+- private keys in any armour: PEM (``-----BEGIN … PRIVATE KEY-----``, OpenSSH, PGP), SSH2
+  (``---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----``), PuTTY ``.ppk``, and a PEM block written
+  in base64 (a kubeconfig's ``client-key-data``) or percent-escaped;
+- cloud keys and tokens by their published shapes: AWS access key ids (``AKIA…``), Google
+  API keys (``AIza…``), OAuth client secrets (``GOCSPX-…``), access and refresh tokens
+  (``ya29.…``, ``1//…``), GitHub and Slack tokens;
+- credential documents by their fields: Google service-account and user credentials,
+  ``client_email`` with ``private_key_id``, OAuth refresh-token/client-secret pairs, AWS and
+  S3 key pairs (``.aws/credentials``, ``.s3cfg``, ``.boto``), registry ``auths``, kubeconfig
+  users (``client-key-data``, ``token``, ``password``), Kubernetes ``kind: Secret``
+  manifests, and an assignment of a high-entropy value to a secret-sounding key
+  (``API_TOKEN=…``, ``password: …``).
+
+Text is judged in what it means: UTF-16 and UTF-32 (with a byte-order mark or with the NUL
+bytes of ASCII text in them) are decoded first, JSON ``\\uXXXX`` escapes read, and a
+pickle (google-auth's ``token.pickle``) is read opcode by opcode (:mod:`pickletools`, which
+never runs what it reads) for the strings it holds. Python sources are judged by key blocks
+and token shapes only: their dict literals would match the field rules without holding a
+credential.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fnmatch
+import math
+import re
+from pathlib import Path
+
+#: Bytes read from the start of a file to judge it by content; the rest is never read.
+SECRET_SCAN_BYTES = 64 * 1024
+
+# -- by name ------------------------------------------------------------------------------
+# File names that hold credentials, matched case-insensitively against the file name.
+_SECRET_NAMES = (
+    ".env", ".env.*", "*.env", "*.pem", "*.pem.*", "*.key", "*.key.*", "*.p12", "*.pfx", "*.jks",
+    "*.keystore", "*.ppk", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", "_netrc", ".pgpass",
+    "credentials.db", "access_tokens.db", "application_default_credentials.json", ".git-credentials", ".pypirc",
+    ".npmrc", ".yarnrc", "kubeconfig", "kubeconfig.*", "*.kubeconfig", ".htpasswd", ".s3cfg", ".boto",
+    ".vault-token", ".dockercfg", "client_secret*.json", "token.pickle", "*.token.pickle",
+)  # fmt: skip
+# Relative paths (their last components) that hold credentials, matched case-insensitively.
+_SECRET_PATHS = (
+    ".aws/credentials", ".aws/config", ".docker/config.json", ".kube/config",
+    ".config/gcloud/*", ".gnupg/*",
+)  # fmt: skip
+# Any file in one of these directories is a secret (private keys under .ssh/, whatever their name).
+_SECRET_DIRS = (".ssh", ".gnupg")
+
+
+def secret_by_name(rel: str) -> bool:
+    """Whether the path (relative, ``/``-separated) names a credential file."""
+    lowered = rel.lower()
+    parts = lowered.split("/")
+    if any(p in _SECRET_DIRS for p in parts[:-1]):
+        return True
+    name = parts[-1]
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_NAMES):
+        return True
+    return any(fnmatch.fnmatchcase(lowered, p) or fnmatch.fnmatchcase(lowered, "*/" + p) for p in _SECRET_PATHS)
+
+
+# -- by content -----------------------------------------------------------------------------
+# Private keys, in every armour they are written in (bytes: they are judged before any decoding).
+_KEY_BLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a private key (PEM)", re.compile(r"-----\s*BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?\s*-----")),
+    ("a private key (SSH2)", re.compile(r"----\s*BEGIN SSH2 ([A-Z0-9]+ )*PRIVATE KEY\s*----")),
+    ("a private key (PuTTY)", re.compile(r"PuTTY-User-Key-File-\d+\s*:")),
+)
+# "-----BEGIN" in base64, at each of the three alignments a longer text can put it.
+_B64_BEGIN = re.compile(r"(LS0tLS1CRUdJT|0tLS0tQkVHSU|tLS0tLUJFR0lO)[A-Za-z0-9+/=\s]{8,}")
+# Token shapes that are credentials wherever they stand (documented prefixes). Each starts with
+# its literal prefix (so the search is a fast scan for it); the character before a match is
+# checked apart (:func:`_token`).
+_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an AWS access key id", re.compile(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    ("a Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![\w-])")),
+    ("an OAuth client secret", re.compile(r"GOCSPX-[0-9A-Za-z_-]{20,}")),
+    ("a Google OAuth access token", re.compile(r"ya29\.[0-9A-Za-z_-]{20,}")),
+    ("a Google OAuth refresh token", re.compile(r"1//0[0-9A-Za-z_-]{20,}")),
+    ("a GitHub token", re.compile(r"gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{40,}")),
+    ("a Slack token", re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
+)
+_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+_PERCENT = re.compile(r"%([0-9a-fA-F]{2})")
+
+
+def _key(name: str) -> str:
+    # A key as JSON, YAML or INI writes it: quoted or bare, followed by a colon or =.
+    return r"""(?:^|[\s{,\[;])["']?""" + name + r"""["']?\s*[:=]"""
+
+
+# Each rule: why, the lower-case words its text must hold (all of the groups, any word of
+# each: a fast check before any expression runs), and the expressions that must all match.
+_CREDENTIAL_RULES: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[re.Pattern[str], ...]], ...] = tuple(
+    (reason, needles, tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns))
+    for reason, needles, patterns in (
+        ("a Google service-account or user credential", (("service_account", "authorized_user", "external_account"),),
+         (_key("type") + r"""\s*["']?(service_account|authorized_user|external_account|impersonated_service_account)\b""",)),
+        ("a private key field", (("private_key",),), (_key("private_key") + r"""\s*(["'][^"'\s]|[|>]|-----)""",)),
+        ("a service-account key's fields", (("client_email",), ("private_key_id",)), (_key("client_email"), _key("private_key_id"))),
+        ("an OAuth refresh token with its client secret", (("refresh_token",), ("client_secret",)),
+         (_key("refresh_token"), _key("client_secret"))),
+        ("an AWS access key pair", (("aws_access_key_id",), ("aws_secret_access_key",)),
+         (_key("aws_access_key_id"), _key("aws_secret_access_key"))),
+        ("an S3 key pair", (("access_key",), ("secret_key",)), (_key("access_key"), _key("secret_key") + r"""\s*["']?[^\s"']""")),
+        ("a Cloud Storage HMAC key pair", (("gs_access_key_id",), ("gs_secret_access_key",)),
+         (_key("gs_access_key_id"), _key("gs_secret_access_key"))),
+        ("container registry credentials", (("auths",),), (_key("auths") + r"""\s*\{""", _key("auth") + r"""\s*["']""")),
+        ("a kubeconfig client key", (("client-key-data",),), (_key("client-key-data") + r"""\s*["']?[A-Za-z0-9+/]""",)),
+        ("a kubeconfig user's credentials", (("users",), ("token", "password", "client-key", "auth-provider", "exec")),
+         (_key("users"), _key(r"(?:token|password|client-key|auth-provider|exec)"))),
+        ("a Kubernetes Secret", (("secret",), ("apiversion",)),
+         (_key("kind") + r"""\s*["']?Secret["']?\s*(?:$|,|\})""", _key("apiVersion"))),
+    )
+)  # fmt: skip
+
+# An assignment to a key that ends in a secret-sounding word: its value is judged by its entropy.
+_ASSIGNMENT = re.compile(
+    r"""(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|credentials?|private[_-]?key)["']?"""
+    r"""\s*[:=]\s*["']?([A-Za-z0-9+/=_\-.~]{16,256})["']?\s*(?:$|[,;}\]#])""",
+    re.IGNORECASE | re.MULTILINE,
+)
+_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
+_PLACEHOLDER = re.compile(r"example|changeme|placeholder|your[_-]|xxxx|\*\*\*|<|\$\{", re.IGNORECASE)
+
+
+def _entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for c in value:
+        counts[c] = counts.get(c, 0) + 1
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in counts.values())
+
+
+def _high_entropy_assignment(text: str) -> bool:
+    for m in _ASSIGNMENT.finditer(text):
+        value = m.group(1)
+        if _PLACEHOLDER.search(value) or value.startswith(("/", ".", "~")):
+            continue
+        if not (re.search(r"[0-9]", value) and re.search(r"[A-Za-z]", value)):
+            continue
+        if _entropy(value) >= 3.5:
+            return True
+    return False
+
+
+def _texts(head: bytes) -> list[str]:
+    """What the bytes say, in every encoding they could be written in."""
+    boms = (
+        (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+        (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"), (b"\xef\xbb\xbf", "utf-8"),
+    )  # fmt: skip
+    for bom, codec in boms:
+        if head.startswith(bom):
+            return [head[len(bom) :].decode(codec, errors="replace")]
+    if b"\0" not in head:
+        return [head.decode("utf-8", errors="replace")]
+    texts = []
+    # UTF-16 or UTF-32 without a mark: the NUL bytes of ASCII text sit at fixed places.
+    sample = head[:4096]
+    quarter = max(1, len(sample) // 4)
+    nul = [sample[i::4].count(0) / quarter for i in range(4)]
+    if nul[1] > 0.6 and nul[2] > 0.6 and nul[3] > 0.6:
+        texts.append(head[: len(head) - len(head) % 4].decode("utf-32-le", errors="replace"))
+    elif nul[0] > 0.6 and nul[1] > 0.6 and nul[2] > 0.6:
+        texts.append(head[: len(head) - len(head) % 4].decode("utf-32-be", errors="replace"))
+    elif nul[1] > 0.6 and nul[3] > 0.6:
+        texts.append(head[: len(head) - len(head) % 2].decode("utf-16-le", errors="replace"))
+    elif nul[0] > 0.6 and nul[2] > 0.6:
+        texts.append(head[: len(head) - len(head) % 2].decode("utf-16-be", errors="replace"))
+    # Binary data: its runs of text, in one byte per character and in two (like `strings -e l/b`).
+    texts.append(_printable_runs(head))
+    return texts
+
+
+def _printable_runs(data: bytes) -> str:
+    """The runs of printable ASCII in binary data (one byte or two a character), one a line."""
+    runs = [m.group().decode("ascii") for m in re.finditer(rb"[\x20-\x7e\t]{6,}", data)]
+    runs += [m.group().decode("utf-16-le") for m in re.finditer(rb"(?:[\x20-\x7e]\x00){6,}", data)]
+    runs += [m.group().decode("utf-16-be") for m in re.finditer(rb"(?:\x00[\x20-\x7e]){6,}", data)]
+    return "\n".join(runs)
+
+
+def pickle_strings(data: bytes, limit: int = 10_000) -> list[str]:
+    """The strings a pickle holds, read opcode by opcode; nothing in it is run or imported.
+
+    A truncated or damaged pickle gives the strings read before the damage.
+    """
+    import pickletools
+
+    out: list[str] = []
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            if isinstance(arg, str) and opcode.name not in ("GLOBAL", "INST"):
+                out.append(arg)
+            elif isinstance(arg, (bytes, bytearray)):
+                out.append(bytes(arg).decode("utf-8", errors="replace"))
+            if len(out) >= limit:
+                break
+    except Exception:  # noqa: BLE001 - pickletools raises ValueError and more on damaged input
+        pass
+    return out
+
+
+def _is_pickle(head: bytes, name: str) -> bool:
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return True
+    return name.lower().endswith((".pickle", ".pkl", ".pck", ".p"))
+
+
+def _pickle_document(strings: list[str]) -> str:
+    """A pickle's strings as the lines of a document the field rules read: a pickled dict is
+    key, value, key, value…, so each string is written as the key of the next; attribute names
+    lose their leading underscores (google-auth pickles ``_refresh_token``, ``_client_secret``)."""
+    lines = [s for s in strings]
+    for key, value in zip(strings, strings[1:]):
+        if re.fullmatch(r"_*[A-Za-z][\w-]{0,63}", key):
+            lines.append(f'"{key.lstrip("_")}": "{value}"')
+    return "\n".join(lines)
+
+
+def _decoded_views(text: str) -> list[str]:
+    views = [text]
+    if "\\u" in text:  # JSON may spell any character as an escape: judge what it means
+        views.append(_JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
+    if "%2" in text or "%2" in text.upper():
+        views.append(_PERCENT.sub(lambda m: chr(int(m.group(1), 16)), text))
+    return views
+
+
+def _base64_key_block(text: str) -> bool:
+    for m in _B64_BEGIN.finditer(text):
+        chunk = re.sub(r"\s", "", m.group())[:400]
+        for start in range(0, 4):
+            piece = chunk[start:]
+            piece = piece[: len(piece) - len(piece) % 4]
+            try:
+                decoded = base64.b64decode(piece, validate=False).decode("latin-1")
+            except (binascii.Error, ValueError):
+                continue
+            if "PRIVATE KEY" in decoded:
+                return True
+    return False
+
+
+def secret_in_content(head: bytes, *, python_source: bool = False, name: str = "") -> str | None:
+    """Why the first bytes of a file look like a credential, or None.
+
+    ``head`` is at most :data:`SECRET_SCAN_BYTES` long; ``name`` (the file's name) tells a
+    pickle saved under a pickle's suffix. Key blocks and token shapes are secrets in any file;
+    the field rules (credential documents, token pairs, key pairs, manifests, high-entropy
+    assignments) are not applied to Python sources.
+    """
+    texts = _texts(head)
+    if _is_pickle(head, name):
+        texts.append(_pickle_document(pickle_strings(head)))
+    for raw in texts:
+        for text in _decoded_views(raw):
+            reason = _judge(text, python_source)
+            if reason:
+                return reason
+    return None
+
+
+def _judge(text: str, python_source: bool) -> str | None:
+    for reason, pattern in _KEY_BLOCKS:
+        if pattern.search(text):
+            return reason
+    if _base64_key_block(text):
+        return "a private key (base64 PEM)"
+    for reason, pattern in _TOKENS:
+        for m in pattern.finditer(text):
+            before = text[m.start() - 1 : m.start()]
+            if not (before.isalnum() or before in "_-./") or not before:
+                if "EXAMPLE" not in m.group().upper():
+                    return reason
+    if python_source:
+        return None
+    low = text.lower()
+    for reason, needles, patterns in _CREDENTIAL_RULES:
+        if all(any(word in low for word in group) for group in needles) and all(p.search(text) for p in patterns):
+            return reason
+    if any(word in low for word in _ASSIGNMENT_WORDS) and _high_entropy_assignment(text):
+        return "a high-entropy value given to a secret-sounding key"
+    return None
+
+
+def secret_reason(path: Path, rel: str) -> str | None:
+    """Why the regular file ``path`` (``rel`` in the trainer) looks like a secret, or None."""
+    if secret_by_name(rel):
+        return "its name"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SECRET_SCAN_BYTES)
+    except OSError:
+        return None
+    return secret_in_content(head, python_source=rel.endswith(".py"), name=rel.rsplit("/", 1)[-1])
+
+
+def looks_like_secret(path: Path) -> bool:
+    """True for a credential file, judged by its name and by its first bytes."""
+    return secret_reason(path, path.name) is not None
