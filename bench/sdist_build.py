@@ -5,7 +5,13 @@
 * determinism: the sha256 of every build of that trainer (at least 3): one digest;
 * bytes uploaded by staging on a first and on a second, unchanged submit (target 0),
   through the real ``google-cloud-storage`` client against gcp-storage-emulator in
-  this process (a fresh bucket each round).
+  this process (a fresh bucket each round);
+* ignore matching on adversarial patterns (issue 24): ``collect_files`` of a deep tree of
+  40-character names under an ignore file of ``*a*a…*c`` and ``**/**/…/x`` lines. Linear
+  means the time per (file × ignore line) does not grow with the size: it is measured at
+  300 files × 8,000 lines against 75 files × 2,000 lines (16× the work; target ≤ 1.5×);
+  and a 1 MiB ignore file of such lines over 300 files (18 s before; target ≤ 2 s),
+  against the same walk with no ignore file.
 
 (Named ``sdist_build`` so that running from bench/ never shadows PyPA's ``packaging``.)
 
@@ -106,8 +112,52 @@ class Staging:
         return self._stage()
 
 
+def adversarial_tree(parent: Path, files: int, lines: int, depth: int = 20) -> Path:
+    """``files`` files with 40-character names ``depth`` directories deep, under ``lines``
+    adversarial ignore lines (half ``*a*a…*cN``, half ``**/**/…/xN``; none matches)."""
+    pkg = parent / "trainer"
+    deep = pkg.joinpath(*["d"] * depth)
+    deep.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for i in range(files - 1):
+        (deep / f"{'a' * 40}{i}.txt").write_text("x")
+    rules = ["*a" * 20 + f"*c{i}" if i % 2 == 0 else "/" + "**/" * 20 + f"x{i}" for i in range(lines)]
+    (pkg / ".tfjobignore").write_text("\n".join(rules) + "\n")
+    return pkg
+
+
+def measure_ignore(runs: int, quick: bool) -> list[Figure]:
+    """Ignore matching: time per file × line at two sizes, and the 1 MiB ignore file."""
+    from tfjob.packaging import MAX_IGNORE_RULES, collect_files
+
+    small, large = ((30, 200), (120, 800)) if quick else ((75, 2000), (300, 8000))
+    with private_home("tfjob-bench-ignore-") as tmp:
+        trees = {
+            "small": adversarial_tree(tmp / "small", *small),
+            "large": adversarial_tree(tmp / "large", *large),
+            "1mib": adversarial_tree(tmp / "1mib", 300, MAX_IGNORE_RULES),
+            "none": adversarial_tree(tmp / "none", 300, 0),
+        }
+        width = 1024 * 1024 // MAX_IGNORE_RULES - 1  # a 1 MiB file of MAX_IGNORE_RULES lines
+        rules = ["*a" * ((width - len(f"*c{i}")) // 2) + f"*c{i}" for i in range(MAX_IGNORE_RULES)]
+        (trees["1mib"] / ".tfjobignore").write_text("\n".join(rules) + "\n")
+        size = (trees["1mib"] / ".tfjobignore").stat().st_size
+        (trees["none"] / ".tfjobignore").unlink()
+        timed = rounds({name: call(lambda path=path: collect_files(path)) for name, path in trees.items()}, runs, warmup=0 if quick else 1)
+    per_unit = {
+        name: Sample(f"{files} files × {lines:,} lines", [round(v / (files * lines) * 1e9, 1) for v in timed[name].values], "ns")
+        for name, (files, lines) in (("small", small), ("large", large))
+    }
+    return [
+        Figure("packaging.ignore_linear", SECTION, f"ignore matching per file×line, {large[0]}×{large[1]:,} vs {small[0]}×{small[1]:,}",
+               per_unit["large"], per_unit["small"], Target("ratio-max", 1.5)),
+        Figure("packaging.ignore_1mib", SECTION, f"walk of 300 files under a {size // 1024} KiB adversarial ignore file",
+               timed["1mib"], timed["none"], Target("max", 2.0)),
+    ]  # fmt: skip
+
+
 def measure(runs: int, quick: bool = False) -> list[Figure]:
-    """sdist against tarfile, the builds' digests, and staging bytes against the emulator."""
+    """sdist against tarfile, the builds' digests, staging bytes against the emulator, ignore matching."""
     from tfjob.packaging import build_sdist
 
     files = QUICK_FILES if quick else FILES
@@ -139,6 +189,7 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         Figure("packaging.sdist", SECTION, f"build_sdist of a {files}-file trainer", timed["build_sdist"], timed["tarfile w:gz"]),
         Figure("packaging.deterministic", SECTION, f"distinct sha256 over {len(digests)} builds", distinct, None, Target("equal", 1)),
         Figure("packaging.second_upload", SECTION, "bytes uploaded, second unchanged submit", staged["second, unchanged submit"], staged["first submit"], Target("equal", 0)),
+        *measure_ignore(runs, quick),
     ]
 
 

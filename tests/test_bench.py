@@ -23,7 +23,7 @@ FIGURES = {
     "cli": ["cli.help_vs_python", "cli.help_vs_aiplatform", "cli.parse"],
     "vertex": ["vertex.dry_run", "vertex.submit_imports"],
     "bootstrap": ["bootstrap.script", "bootstrap.module"],
-    "packaging": ["packaging.sdist", "packaging.deterministic", "packaging.second_upload"],
+    "packaging": ["packaging.sdist", "packaging.deterministic", "packaging.second_upload", "packaging.ignore_linear", "packaging.ignore_1mib"],
     "resubmit": ["resubmit.unchanged", "resubmit.changed"],
     "local": [
         "local.submit_1_4_2", "local.api_1_4_2", "local.submit_big", "local.teardown",
@@ -43,6 +43,8 @@ TARGETS = {
     "bootstrap.module": ("overhead-max", 0.060),
     "packaging.deterministic": ("equal", 1.0),
     "packaging.second_upload": ("equal", 0.0),
+    "packaging.ignore_linear": ("ratio-max", 1.5),
+    "packaging.ignore_1mib": ("max", 2.0),
     "resubmit.unchanged": ("ratio-max", 8.0),
     "resubmit.changed": ("overhead-max", None),  # 0.2 × the bare build + 8 × python -c pass, of the same run
     "local.submit_1_4_2": ("overhead-max", 0.15),

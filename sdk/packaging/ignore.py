@@ -65,75 +65,112 @@ class _Segment:
     a match exists if one does (the greedy method for ``*``).
     """
 
-    __slots__ = ("pieces", "lengths", "starred", "literal")
+    __slots__ = ("texts", "plain", "lengths", "compiled", "starred", "literal", "tail")
 
-    def __init__(self, pieces: list[tuple[str, int]], starred: bool, literal: str | None) -> None:
-        self.pieces = [re.compile(p, re.DOTALL) for p, _ in pieces]
-        self.lengths = [n for _, n in pieces]
+    def __init__(self, pieces: list[tuple[str, bool, int]], starred: bool, literal: str | None, tail: str) -> None:
+        # A piece is literal text (matched with str methods) or the source of a regular
+        # expression without repetition (compiled the first time it is needed).
+        self.texts = [text for text, _, _ in pieces]
+        self.plain = [plain for _, plain, _ in pieces]
+        self.lengths = [n for _, _, n in pieces]
+        self.compiled: list[re.Pattern[str] | None] = [None] * len(pieces)
         self.starred = starred
         self.literal = literal
+        #: the literal characters the glob ends with (every name it matches ends so)
+        self.tail = tail
+
+    def _regex(self, k: int) -> re.Pattern[str]:
+        compiled = self.compiled[k]
+        if compiled is None:
+            compiled = self.compiled[k] = re.compile(self.texts[k], re.DOTALL)
+        return compiled
+
+    def _at(self, k: int, name: str, pos: int) -> bool:
+        if self.plain[k]:
+            return name.startswith(self.texts[k], pos)
+        return self._regex(k).match(name, pos) is not None
 
     def __call__(self, name: str) -> bool:
         if self.literal is not None:
             return name == self.literal
-        pieces, lengths = self.pieces, self.lengths
+        lengths = self.lengths
         if not self.starred:
-            return len(name) == lengths[0] and pieces[0].match(name) is not None
+            return len(name) == lengths[0] and self._at(0, name, 0)
         end = len(name)
         if lengths[0] + lengths[-1] > end:
             return False
-        if lengths[0] and pieces[0].match(name) is None:
+        if lengths[0] and not self._at(0, name, 0):
             return False
         last = end - lengths[-1]
-        if lengths[-1] and pieces[-1].match(name, last) is None:
+        if lengths[-1] and not self._at(len(lengths) - 1, name, last):
             return False
         pos = lengths[0]
-        for piece, n in zip(pieces[1:-1], lengths[1:-1]):
+        for k in range(1, len(lengths) - 1):
+            n = lengths[k]
             if not n:
                 continue
-            found = piece.search(name, pos, last)
-            if found is None:
-                return False
-            pos = found.end()
+            if self.plain[k]:
+                found = name.find(self.texts[k], pos, last)
+                if found < 0:
+                    return False
+                pos = found + n
+            else:
+                match = self._regex(k).search(name, pos, last)
+                if match is None:
+                    return False
+                pos = match.end()
         return True
 
 
 def _segment(glob: str, where: str) -> Callable[[str], bool]:
     """Compile one segment of a pattern (no ``/`` in it)."""
-    pieces: list[tuple[str, int]] = []
-    current: list[str] = []
-    length = 0
+    if not any(c in glob for c in "?[\\"):  # only literal text and stars: cut it at once
+        if glob.strip("*") == "" and glob:
+            return _any_segment
+        cut = glob.split("*")
+        starred = len(cut) > 1
+        return _Segment([(t, True, len(t)) for t in cut], starred, None if starred else glob, cut[-1])
+    pieces: list[tuple[str, bool, int]] = []
+    chars: list[str] = []  # the piece's literal characters
+    frags: list[str] = []  # the piece as a regular expression
+    plain = True
     starred = False
     literal: list[str] | None = []
+    tail: list[str] = []
+
+    def close() -> None:
+        pieces.append(("".join(chars), True, len(chars)) if plain else ("".join(frags), False, len(frags)))
+
     i, n = 0, len(glob)
     while i < n:
         c = glob[i]
         if c == "*":
-            pieces.append(("".join(current), length))
-            current, length, starred, literal = [], 0, True, None
+            close()
+            chars, frags, plain, starred, literal, tail = [], [], True, True, None, []
             while i < n and glob[i] == "*":
                 i += 1
             continue
         if c == "?":
-            current.append(".")
-            literal = None
+            frags.append(".")
+            plain, literal, tail = False, None, []
         elif c == "[":
             regex, i = _char_class(glob, i, where)
-            current.append(regex)
-            literal = None
+            frags.append(regex)
+            plain, literal, tail = False, None, []
         else:
             if c == "\\" and i + 1 < n:
                 i += 1
                 c = glob[i]
-            current.append(re.escape(c))
+            chars.append(c)
+            frags.append(re.escape(c) if not c.isalnum() else c)
+            tail.append(c)
             if literal is not None:
                 literal.append(c)
-        length += 1
         i += 1
-    pieces.append(("".join(current), length))
-    if starred and len(pieces) == 2 and not pieces[0][1] and not pieces[1][1]:
+    close()
+    if starred and len(pieces) == 2 and not pieces[0][2] and not pieces[1][2]:
         return _any_segment  # a lone "*"
-    return _Segment(pieces, starred, "".join(literal) if literal is not None else None)
+    return _Segment(pieces, starred, "".join(literal) if literal is not None else None, "".join(tail))
 
 
 def _char_class(glob: str, start: int, where: str) -> tuple[str, int]:
@@ -323,9 +360,15 @@ def parse_ignore(
 
 
 class RuleSet:
-    """Rules compiled for many lookups: identical lines once, plain names in a table.
+    """Rules compiled for many lookups; the answer is the one the rules give in order (the
+    last matching rule decides), found without trying every rule on every path:
 
-    The answer is the one the rules give in order (the last matching rule decides).
+    - identical lines count once (the last one: an earlier copy can never decide);
+    - a plain name at any depth (``secrets.json``, ``build/``) is looked up in a table;
+    - a name glob at any depth that ends in literal characters (``*.log``, ``file?.txt``)
+      is filed under that ending, and only the rules filed under an ending of the path's
+      last segment are tried on it;
+    - the other rules (anchored ones, globs ending in a wildcard) are tried in turn.
     """
 
     def __init__(self, rules: Sequence[IgnoreRule]) -> None:
@@ -336,34 +379,47 @@ class RuleSet:
         self.rules = [rules[i] for i in kept]
         # name → (index of the last file rule naming it, of the last rule of any kind)
         self._names: dict[str, list[int]] = {}
+        self._tails: dict[str, list[int]] = {}
         self._others: list[int] = []
         for i, rule in enumerate(self.rules):
+            tokens = rule.tokens
             if rule.name is not None:
                 slot = self._names.setdefault(rule.name, [-1, -1])
                 if not rule.dir_only:
                     slot[0] = i
                 slot[1] = i
+            elif len(tokens) == 2 and tokens[0] is _STAR and isinstance(tokens[1], _Segment) and tokens[1].tail:
+                self._tails.setdefault(tokens[1].tail, []).append(i)
             else:
                 self._others.append(i)
-        self._others.reverse()
+        self._tail_lengths = sorted({len(tail) for tail in self._tails})
 
     def decisive(self, path: str, is_dir: bool) -> IgnoreRule | None:
         """The last rule that matches ``path`` itself, or None."""
         segments = path.split("/")
+        last = segments[-1]
         best = -1
-        slot = self._names.get(segments[-1])
+        slot = self._names.get(last)
         if slot is not None:
             best = slot[1] if is_dir else slot[0]
-        for i in self._others:
-            if i <= best:
-                break
-            rule = self.rules[i]
+        candidates = [i for i in self._others if i > best]
+        if self._tails:
+            for n in self._tail_lengths:
+                if n > len(last):
+                    break
+                filed = self._tails.get(last[-n:])
+                if filed:
+                    candidates.extend(i for i in filed if i > best)
+        candidates.sort(reverse=True)
+        rules = self.rules
+        for i in candidates:
+            rule = rules[i]
             if rule.dir_only and not is_dir:
                 continue
             if _match_tokens(rule.tokens, segments):
                 best = i
                 break
-        return self.rules[best] if best >= 0 else None
+        return rules[best] if best >= 0 else None
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Whether ``path`` itself (relative, ``/``-separated) is excluded."""
@@ -377,7 +433,6 @@ class RuleSet:
             if self.ignored("/".join(parts[:i]), True):
                 return True
         return self.ignored(path, False)
-
 
 def _as_set(rules: "Sequence[IgnoreRule] | RuleSet") -> RuleSet:
     return rules if isinstance(rules, RuleSet) else RuleSet(rules)
