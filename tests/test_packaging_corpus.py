@@ -355,3 +355,31 @@ def test_control_characters_in_names_are_escaped_in_every_warning(tmp_path: Path
     text = "\n".join(lines)
     assert "evil\\n\\x1b[2Jname.env" in text and "link\\rout" in text and "fifo\\x07" in text
     assert not any(c in line for line in lines for c in "\n\r\x1b\x07")
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("recipe", ["generated", "own Dockerfile"])
+def test_no_corpus_file_reaches_a_tfjob_build_context(recipe: str, leaky: tuple[Path, dict[str, bytes]], reliability: Reliability) -> None:
+    # `tfjob build` (tfjob.images): the generated recipe ships the sdist; a trainer's own
+    # Dockerfile ships the directory filtered by collect_files. Neither carries the corpus.
+    from tfjob.images.build import plan_build
+
+    pkg, items = leaky
+    source, module = pkg, "trainer.task"
+    if recipe == "own Dockerfile":
+        (pkg / "Dockerfile").write_text("ARG BASE_IMAGE=tfjob:0.1.0\nFROM ${BASE_IMAGE}\nCOPY . /trainer/trainer/\n")
+        plan = plan_build(source, module=None, base=None, base_ref="tfjob:0.1.0")
+    else:
+        from tfjob.images.build import _Base  # the base image's facts, as the builder reads them from the engine
+
+        base = _Base(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
+        plan = plan_build(source, module=module, base=base, base_ref=base.ref)
+    shipped = dict(plan.files)
+    for name, data in plan.files.items():
+        if name.endswith(".tar.gz"):
+            shipped.update(tar_files(data))
+    found = leaks_in(shipped, items)
+    reliability.tried(len(items))
+    reliability.packaged(len(found))
+    assert not found
+    assert any(name.endswith("task.py") for name in shipped)
