@@ -11,6 +11,8 @@ A new backend gets a driver below and passes every test here, or it does not shi
 
 from __future__ import annotations
 
+import json
+
 import os
 import signal
 import subprocess
@@ -42,7 +44,18 @@ TRAINERS = {
         "import time; time.sleep(120)  # the others wait: the job ends with the worker's failure\n"
     ),
     "slow": "import time\nprint('hello from the trainer', flush=True)\ntime.sleep(120)\n",
+    # Worker 0 imports a module the image lacks: a real ModuleNotFoundError (tfjob diagnoses it).
+    "missing": (
+        "import json, os, sys\n"
+        "task = json.loads(os.environ.get('TF_CONFIG', '{}')).get('task', {})\n"
+        "if (task.get('type'), task.get('index')) == ('worker', 0):\n"
+        "    import census_feature_utils\n"
+        "import time; time.sleep(120)\n"
+    ),
 }
+
+#: What Python prints when worker 0 of ``trainer.missing`` fails (the platforms' logs hold it).
+MISSING = "ModuleNotFoundError: No module named 'census_feature_utils'"
 
 
 @pytest.fixture
@@ -110,9 +123,11 @@ class VertexDriver(Driver):
         self.where = {"backend": "vertex", "project": "p", "region": "us-central1", "api_endpoint": server.endpoint}
 
     def job(self, outcome: str, **kw: Any) -> Job:
+        self.outcome = outcome
         self.server.script = {
             "ok": ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED"),
             "fail": ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED"),
+            "missing": ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED"),
             "slow": ("JOB_STATE_QUEUED",) + ("JOB_STATE_RUNNING",) * 100000,
         }[outcome]
         self.server.failure_message = "The replica workerpool1-0 exited with a non-zero status of 3."
@@ -120,6 +135,9 @@ class VertexDriver(Driver):
 
     def on_created(self, job_id: str) -> None:
         self.server.add_log(job_id, "workerpool0-0", "hello from the trainer", 1.0)
+        if getattr(self, "outcome", None) == "missing":
+            self.server.add_log(job_id, "workerpool1-0", "Traceback (most recent call last):", 2.0)
+            self.server.add_log(job_id, "workerpool1-0", MISSING, 3.0)
 
     def running(self) -> bool:
         with self.server.lock:
@@ -155,6 +173,10 @@ class KubeDriver(Driver):
             if outcome == "ok":
                 advance("default", name, done)
             elif outcome == "fail":
+                advance("default", name, "Failed", failed_task="worker-0", exit_code=3)
+            elif outcome == "missing":
+                worker = self.kube.jobset_pod_name(name, "worker-0") if jobset else self.kube.pod_name(name, "worker-0")
+                self.kube.write_log("default", worker, f"Traceback (most recent call last):\n{MISSING}\n")
                 advance("default", name, "Failed", failed_task="worker-0", exit_code=3)
 
         self.kube.script("default", name, operator)
@@ -244,6 +266,24 @@ def test_a_failing_task_fails_the_job_and_is_named(platform: Driver) -> None:
     assert "worker-0" in str(failed.value)
     with pytest.raises(JobFailedError):
         get_job(failed.value.job_id).result()
+
+
+def test_a_failing_tasks_log_is_diagnosed(platform: Driver) -> None:
+    """The same diagnosis on every backend, from the failing task's log as its platform keeps it
+    (local files, Cloud Logging, pod logs): in JobFailedError and in `tfjob status --json`."""
+    from click.testing import CliRunner
+
+    from tfjob.cli.main import app
+
+    handle = _submit(platform, "missing")
+    handle.wait(timeout=120)
+    with pytest.raises(JobFailedError, match="module 'census_feature_utils' is not installed") as failed:
+        handle.result()
+    assert [(d.code, d.task) for d in failed.value.diagnoses] == [("missing-module", "worker-0")]
+    assert failed.value.diagnoses[0].evidence.endswith(MISSING)
+    shown = CliRunner().invoke(app, ["status", handle.id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert [d["code"] for d in json.loads(shown.stdout)["diagnoses"]] == ["missing-module"]
 
 
 def test_wait_with_a_timeout_leaves_the_job_running_and_cancel_stops_it(platform: Driver) -> None:
