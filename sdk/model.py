@@ -26,6 +26,18 @@ class JobState(str, Enum):
     #: Tasks only: stopped by the launcher because the job ended (e.g. parameter servers,
     #: which never exit on their own, after the chief finished), not failed.
     STOPPED = "STOPPED"
+    #: A state this version does not know (a job store row written by a later version, say
+    #: ``PREEMPTED``, or damaged): shown as it is, never a traceback; not terminal, so the
+    #: job's backend may still tell its real state.
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def read(cls, value: object) -> "JobState":
+        """``value`` as a state, or :attr:`UNKNOWN` for one this version does not know."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
 
     @property
     def is_terminal(self) -> bool:

@@ -21,6 +21,7 @@ from .results import Diagnosis, JobMetrics, JobOutputs
 _STATE_COLOURS = {
     "SUCCEEDED": "#2e7d32", "FAILED": "#c62828", "RUNNING": "#1565c0", "STOPPED": "#757575",
     "CANCELLED": "#6d4c41", "LOST": "#6a1b9a", "PENDING": "#f9a825", "QUEUED": "#f9a825", "CANCELLING": "#6d4c41",
+    "UNKNOWN": "#757575",
 }  # fmt: skip
 
 _CSS = """

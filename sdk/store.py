@@ -221,21 +221,91 @@ def process_alive(pid: int | None, start: int | None = None) -> bool:
     return start is None or now == 0 or now == start
 
 
-def _row_to_job(row: sqlite3.Row) -> JobRecord:
+# A row is read whatever it holds: one written by a later version (a state this one does not
+# know, say PREEMPTED) or damaged by hand (text where a time belongs, JSON cut short) is shown
+# with what can be read — the state UNKNOWN (its stored word kept in the message), a time
+# as not known — so `tfjob list`/`status` go on to the other rows instead of a traceback.
+_TIME_COLUMNS = ("created", "started", "ended")
+_INT_COLUMNS = ("exit_code", "supervisor_pid", "supervisor_start", "pid", "signal", "proc_start", "idx", "restarts")
+_TEXT_COLUMNS = ("id", "backend", "name", "message", "failed_task", "log_dir", "log_path", "role", "job_id")
+#: Times after this (the year 5138) are no time tfjob wrote; time.localtime cannot show them either.
+_LATEST_TIME = 1e11
+
+
+def _read_time(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < _LATEST_TIME else None
+
+
+def _read_int(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(value) if abs(value) < 2**63 else None
+
+
+def _read_text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def _read_json(value: Any) -> dict[str, Any]:
+    try:
+        data = json.loads(_read_text(value) or "{}")
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _read_row(row: sqlite3.Row) -> dict[str, Any]:
     data = dict(row)
+    for col in _TIME_COLUMNS:
+        if col in data:
+            data[col] = _read_time(data[col])
+    for col in _INT_COLUMNS:
+        if col in data:
+            data[col] = _read_int(data[col])
+    for col in _TEXT_COLUMNS:
+        if col in data:
+            data[col] = _read_text(data[col])
+    stored = data.get("state")
+    data["state"] = JobState.read(stored)
+    if data["state"] is JobState.UNKNOWN and stored != JobState.UNKNOWN.value:
+        word = _read_text(stored) or ""
+        data["unknown_state"] = " ".join(word.split())[:40] or "(none)"
+    return data
+
+
+def _row_to_job(row: sqlite3.Row) -> JobRecord:
+    data = _read_row(row)
     for col in _JSON_COLUMNS:
-        data[col] = json.loads(data[col] or "{}")
-    data["state"] = JobState(data["state"])
+        data[col] = _read_json(data.get(col))
+    data["id"] = data.get("id") or "?"
+    data["backend"] = data.get("backend") or "?"
+    data["name"] = data.get("name") or ""
+    data["message"] = data.get("message") or ""
+    unknown = data.pop("unknown_state", None)
+    if unknown is not None:
+        data["message"] = f"state {unknown!r} is not one this version of tfjob knows" + (
+            f"; {data['message']}" if data["message"] else ""
+        )
+    if data["created"] is None:
+        data["created"] = 0.0  # not known: shown as '-'
     return JobRecord(**data)
 
 
 def _row_to_task(row: sqlite3.Row) -> TaskRecord:
-    data = dict(row)
+    data = _read_row(row)
+    data.pop("unknown_state", None)
     data.pop("job_id")
-    data["index"] = data.pop("idx")
-    data["state"] = JobState(data["state"])
-    data["restarts"] = int(data.get("restarts") or 0)
-    data["restart_history"] = _restart_history(data.get("restart_history"))
+    data["index"] = data.pop("idx") or 0
+    data["name"] = data.get("name") or "?"
+    data["role"] = data.get("role") or "?"
+    data["restarts"] = data.get("restarts") or 0
+    data["restart_history"] = _restart_history(_read_text(data.get("restart_history")))
     return TaskRecord(**data)
 
 
@@ -243,7 +313,7 @@ def _restart_history(text: str | None) -> list[TaskRestart]:
     """A task's restart history as stored (an entry that cannot be read is left out)."""
     try:
         entries = json.loads(text or "[]")
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     names = set(TaskRestart.__dataclass_fields__)
     out = []
@@ -254,6 +324,24 @@ def _restart_history(text: str | None) -> list[TaskRestart]:
             except TypeError:
                 continue
     return out
+
+
+def _special_file(path: Path) -> str:
+    """What ``path`` is when it exists and is neither a regular file nor a directory (``""``
+    otherwise): SQLite would open a FIFO or a device and fail with "disk I/O error"."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return ""
 
 
 def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
@@ -284,10 +372,18 @@ class JobStore:
         self.read_only = False
         self._read_only_reason = ""
         home = self.path.parent
+        if home.is_symlink() and not home.exists():
+            raise StoreError(
+                f"{home} (TFJOB_HOME) is a symbolic link to {os.readlink(home)}, which does not exist; create that "
+                "directory, or point TFJOB_HOME at a directory"
+            )
         if home.exists() and not home.is_dir():
             raise StoreError(f"{home} (TFJOB_HOME) is a file, not a directory; remove it or point TFJOB_HOME at a directory")
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not the job store; remove or rename it (tfjob makes a new store)")
+        odd = _special_file(self.path)
+        if odd:
+            raise StoreError(f"{self.path} is {odd}, not the job store (a file); remove it (tfjob makes a new store)")
         try:
             home.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -525,7 +621,7 @@ class JobStore:
             row = c.execute("SELECT state, started FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:
                 raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
-            current = JobState(row["state"])
+            current = JobState.read(row["state"])
             if current.is_terminal or (current is state and not message and not values):
                 return False
             if only_from is not None and current not in only_from:
@@ -560,7 +656,7 @@ class JobStore:
         rows = self._read("SELECT state FROM jobs WHERE id = ?", (job_id,))
         if not rows:
             raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
-        return JobState(rows[0]["state"])
+        return JobState.read(rows[0]["state"])
 
     def note(self, job_id: str, message: str) -> None:
         """Add a line to the job's history without changing its state (a preemption, a
@@ -599,7 +695,7 @@ class JobStore:
     def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""
         rows = self._read("SELECT ts, state, message FROM events WHERE job_id = ? ORDER BY ts, rowid", (job_id,))
-        return [(r["ts"], JobState(r["state"]), r["message"]) for r in rows]
+        return [(_read_time(r["ts"]) or 0.0, JobState.read(r["state"]), _read_text(r["message"]) or "") for r in rows]
 
     # -- tasks ---------------------------------------------------------------------------
     def put_task(self, job_id: str, task: TaskRecord) -> None:

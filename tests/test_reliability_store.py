@@ -137,3 +137,106 @@ def test_a_full_disk_before_the_job_is_one_line_and_list_still_works(tmp_path: P
     lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "disk" in lines[0] and str(home) in lines[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+# -- rows this version cannot read as written (issue 24) ---------------------------------------
+ODD_ROWS = [
+    # (id, column values, what list/status show)
+    ("later-1", {"state": "PREEMPTED"}, "UNKNOWN"),  # a state a later version adds
+    ("blank-1", {"state": ""}, "UNKNOWN"),
+    ("json-1", {"state": "SUCCEEDED", "spec": "{nope", "options": "[1]", "extra": '{"a":'}, "SUCCEEDED"),
+    ("deep-1", {"state": "FAILED", "extra": "[" * 100_000}, "FAILED"),
+    ("time-1", {"state": "FAILED", "created": "yesterday", "started": 1e300, "ended": "x", "exit_code": "one"}, "FAILED"),
+    ("pid-1", {"state": "RUNNING", "supervisor_pid": "abc", "supervisor_start": 1e30}, "RUNNING"),
+    ("blob-1", {"state": "CANCELLED", "name": b"\xff\xfename", "message": b"\x00"}, "CANCELLED"),
+]
+
+
+def _insert_odd_rows(store: Path) -> None:
+    import sqlite3
+
+    conn = sqlite3.connect(store)
+    for job_id, values, _ in ODD_ROWS:
+        row = {"id": job_id, "backend": "local", "name": job_id, "created": 1_700_000_000.0, **values}
+        conn.execute(f"INSERT INTO jobs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
+    conn.execute("INSERT INTO events (job_id, ts, state, message) VALUES ('later-1', 'soon', 'PREEMPTED', 'spot VM reclaimed')")
+    conn.execute(
+        "INSERT INTO tasks (job_id, name, role, idx, state, pid, started, restart_history) "
+        "VALUES ('later-1', 'chief-0', 'chief', 'x', 'EVICTED', 'abc', 'zz', '{')"
+    )
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.reliability
+def test_rows_this_version_cannot_read_are_shown_not_tracebacks(tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
+    home = tmp_path / "home"
+    assert tfjob(tfjob_exe, home, "list", reliability=reliability).returncode == 0  # makes the store
+    _insert_odd_rows(home / "jobs.db")
+    reliability.fault("store rows of a later version", len(ODD_ROWS))
+    listed = tfjob(tfjob_exe, home, "list", reliability=reliability)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr[-2000:]
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+    for job_id, _, state in ODD_ROWS:
+        assert state in lines[job_id].split(), lines[job_id]
+    # The JSON listing and the status of each row, in both forms.
+    assert tfjob(tfjob_exe, home, "list", "--json", reliability=reliability).returncode == 0
+    for job_id, _, state in ODD_ROWS:
+        shown = tfjob(tfjob_exe, home, "status", job_id, reliability=reliability)
+        assert shown.returncode == 0 and "Traceback" not in shown.stderr, (job_id, shown.stderr[-2000:])
+        assert f"state     {state}" in shown.stdout
+        as_json = tfjob(tfjob_exe, home, "status", job_id, "--json", reliability=reliability)
+        assert as_json.returncode == 0, as_json.stderr[-2000:]
+        import json
+
+        assert json.loads(as_json.stdout)["state"] == state
+    later = tfjob(tfjob_exe, home, "status", "later-1", reliability=reliability).stdout
+    assert "state 'PREEMPTED' is not one this version of tfjob knows" in later and "spot VM reclaimed" in later
+    # A Vertex AI job of a later version, still running there: its status is asked of the
+    # service, and a record without its project says so in one line.
+    import sqlite3
+
+    with sqlite3.connect(home / "jobs.db") as conn:
+        conn.execute("INSERT INTO jobs (id, backend, name, state, options, created) VALUES ('v-1', 'vertex', 'v', 'PREEMPTED', '{}', 1)")
+    out = tfjob(tfjob_exe, home, "status", "v-1", reliability=reliability)
+    assert out.returncode == 2 and errors(out) == [errors(out)[0]] and "its job store record names no project" in out.stderr, out.stderr
+
+
+def test_a_row_read_in_python_keeps_what_can_be_read(tmp_path: Path) -> None:
+    from tfjob.model import JobState
+    from tfjob.store import JobStore
+
+    with JobStore(tmp_path / "jobs.db") as store:
+        pass
+    _insert_odd_rows(tmp_path / "jobs.db")
+    with JobStore(tmp_path / "jobs.db") as store:
+        records = {r.id: r for r in store.list()}
+        assert records["later-1"].state is JobState.UNKNOWN and not JobState.UNKNOWN.is_terminal
+        assert records["json-1"].spec == {} and records["json-1"].options == {} and records["json-1"].extra == {}
+        assert (records["time-1"].created, records["time-1"].started, records["time-1"].exit_code) == (0.0, None, None)
+        assert records["pid-1"].supervisor_pid is None and records["pid-1"].supervisor_start is None
+        assert records["blob-1"].name == "\ufffd\ufffdname"
+        (task,) = store.tasks("later-1")
+        assert (task.state, task.pid, task.started, task.index, task.restart_history) == (JobState.UNKNOWN, None, None, 0, [])
+        assert [state for _, state, _ in store.events("later-1")] == [JobState.UNKNOWN]
+        # A later state change of this version's is still recorded over UNKNOWN (it is not an end).
+        assert store.set_state("later-1", JobState.SUCCEEDED, "done")
+        assert store.get("later-1").state is JobState.SUCCEEDED
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("kind", ["dangling link", "fifo"])
+def test_a_home_that_cannot_hold_the_store_is_said_as_what_it_is(tmp_path: Path, tfjob_exe: str, reliability: Reliability, kind: str) -> None:
+    home = tmp_path / "home"
+    if kind == "dangling link":
+        home.symlink_to(tmp_path / "gone")
+        needle = f"{home} (TFJOB_HOME) is a symbolic link to {tmp_path / 'gone'}, which does not exist"
+    else:
+        home.mkdir()
+        os.mkfifo(home / "jobs.db")
+        needle = f"{home / 'jobs.db'} is a FIFO (named pipe), not the job store"
+    reliability.fault(f"TFJOB_HOME {kind}")
+    for args in (["list"], ["status", "nope-1"]):
+        out = tfjob(tfjob_exe, home, *args, reliability=reliability)
+        assert out.returncode != 0 and errors(out) == [f"error: {needle}" + errors(out)[0][len(needle) + 7 :]], out.stderr
+        assert "File exists" not in out.stderr and "disk full" not in out.stderr and "Traceback" not in out.stderr

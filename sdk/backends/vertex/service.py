@@ -194,7 +194,21 @@ def locate(job_id: str, backend: str = "vertex", what: str = "job") -> tuple[Job
             record = next((r for r in store.list(backend=backend) if r.extra.get("submission_id") == submission), None)
     if record is not None and record.backend == backend:
         opts = record.options
-        return record, opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint")
+
+        def text(key: str) -> str | None:
+            value = opts.get(key)
+            return value if isinstance(value, str) and value else None
+
+        if text("project"):
+            return record, str(text("project")), text("region") or DEFAULT_REGION, text("api_endpoint")
+        # A record without its project (written by another version, or damaged): the configured one.
+        settings = load_settings()
+        if not settings.project:
+            raise UsageError(
+                f"{what} {job_id}: its job store record names no project (another version wrote it, or it is damaged); "
+                "set GOOGLE_CLOUD_PROJECT (or project in $TFJOB_HOME/config.yaml) to the job's project"
+            )
+        return record, settings.project, text("region") or settings.region or DEFAULT_REGION, text("api_endpoint") or settings.api_endpoint
     settings = load_settings()
     if not settings.project:
         raise UsageError(
