@@ -213,3 +213,28 @@ def test_the_platforms_render_the_policies() -> None:
     assert tfjob["spec"]["runPolicy"]["backoffLimit"] == 5
     jobset = yaml.safe_load(_cli("render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "jobset", "--max-restarts", "2", "-o", "yaml").stdout)
     assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 2}
+
+
+def test_random_preemptions_of_one_role_for_a_soak_run(tmp_path: Path) -> None:
+    job_dir = tmp_path / "out"
+    go = tmp_path / "go"
+    proc = start_cli(probe_args(
+        "--preempt", "random:worker@0.5s", "--preempt-seed", "7", "--preempt-grace", "5s", "--restart-delay", "0s", "--backoff-limit", "100",
+        "--", "--hang", "worker", "--wait-for", str(go), workers=2, job_dir=job_dir,
+    ))  # fmt: skip
+    read_until(proc, ready_lines(["chief-0", "worker-0", "worker-1"]))
+    job_id = only_job_id()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        _, tasks, _ = _job(job_id)
+        if sum(t.restarts for t in tasks.values()) >= 3:
+            break
+        time.sleep(0.1)
+    go.touch()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    record, tasks, history = _job(job_id)
+    assert tasks["chief-0"].restarts == 0 and tasks["worker-0"].restarts + tasks["worker-1"].restarts >= 3
+    assert all(r.reason == "preempted" for t in tasks.values() for r in t.restart_history)
+    assert sum(m.startswith("preempting worker-") and "(--preempt random)" in m for m in history) >= 3
+    assert_no_survivors(job_processes(job_id))
