@@ -146,6 +146,11 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         assert any(o.stdout.strip() == "SUCCEEDED" for o in outputs)
         assert [key[0] for key in kube.tfjobs] == ["default"]
         assert sorted(p.name for p in (work / "runs" / "tune").iterdir()) == ["1", "2"]
+        # Preemption (issue 29): worker-1 preempted by `tfjob preempt`, restarted in place, the job SUCCEEDED.
+        preempted = next(o for o in outputs if "preempting worker-1 of job" in o.stderr)
+        assert re.search(r"^  worker-1\s+STOPPED\s+\S+\s+\S+\s+[12]\b", preempted.stdout, re.M), preempted.stdout
+        assert "SUCCEEDED" in preempted.stdout and "preempting worker-1 (tfjob preempt)" in preempted.stdout
+        assert json.loads((work / "runs" / "preempted" / "eval" / "metrics.json").read_text())["global_step"] == 200
 
 
 @requires_tf
