@@ -194,3 +194,33 @@ def test_a_real_sigkill_without_a_kernel_record_is_said_as_an_inference(tmp_path
     # No kernel record of this pid exists (it was not the OOM killer), so it is not said as certain.
     assert [(d.code, d.task, d.certain) for d in found] == [("out-of-memory", "chief-0", False)]
     assert "(inferred)" in str(failed.value) and "dmesg" in found[0].fix
+
+
+def test_a_real_local_kubeflow_job_whose_evaluator_ended_is_said_to_hang(tmp_path: Path) -> None:
+    """--dialect kubeflow puts the evaluator in every task's cluster: once it has ended, a
+    parameter-server chief that waits for it hangs, and `tfjob status` says so while it runs."""
+    import time
+
+    from tfjob.job import get_job
+
+    trainer = _trainer(tmp_path, """
+        import json, os, time
+        if json.loads(os.environ["TF_CONFIG"])["task"]["type"] == "evaluator":
+            raise SystemExit(0)
+        time.sleep(120)
+    """)  # fmt: skip
+    handle = Job(str(trainer), "trainer.task", workers=1, ps=1, evaluators=1, dialect="kubeflow", python=sys.executable, quiet=True, grace=1).submit()
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            tasks = {t.name: t for t in handle.status().tasks}
+            if "evaluator-0" in tasks and tasks["evaluator-0"].state.is_terminal:
+                break
+            assert time.monotonic() < deadline, tasks
+            time.sleep(0.2)
+        shown = CliRunner().invoke(app, ["status", handle.id])
+        assert "diagnosis (chief-0): the job hangs" in shown.output and "evaluator-0" in shown.output, shown.output
+        assert [d.code for d in get_job(handle.id).diagnose()] == ["ps-waits-for-evaluator"]
+    finally:
+        handle.cancel()
+        handle.wait(timeout=60)
