@@ -311,3 +311,17 @@ def test_a_vertex_jobs_gs_outputs_metrics_and_tensorboard(home: tuple[str, Path]
         proc.send_signal(signal.SIGINT)
         proc.wait(20)
     assert proc.returncode == 0
+
+
+def test_the_report_timeline_shows_restarts() -> None:
+    from tfjob.model import JobState, JobStatus, TaskRestart, TaskStatus
+    from tfjob.report import ReportData, render_report
+
+    t0 = 1_800_000_000.0
+    worker = TaskStatus("worker-0", JobState.SUCCEEDED, exit_code=0, started=t0, ended=t0 + 60, restarts=2,
+                        restart_history=[TaskRestart(t0 + 10, signal=15, reason="preempted"), TaskRestart(t0 + 30, exit_code=1, reason="exited")])  # fmt: skip
+    chief = TaskStatus("chief-0", JobState.SUCCEEDED, exit_code=0, started=t0, ended=t0 + 61)
+    page = render_report(ReportData(JobStatus("j1", "local", "j", JobState.SUCCEEDED, started=t0, ended=t0 + 61, tasks=[chief, worker])))
+    assert "preempted signal 15" in page and "exited exit 1" in page
+    assert page.count('stroke="#000"') == 2  # one mark per restart on the worker's bar
+    assert "<script" not in page
