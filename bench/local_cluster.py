@@ -94,11 +94,11 @@ def cli(trainer: Path, workers: int, ps: int, root: Path) -> Run:
 
 
 def _api_job(trainer: Path, job_dir: Path, *args: str) -> tuple[float, str]:
-    from tfjob import Job
+    from tfjob import Job, Local
 
     job = Job(
         package=str(trainer), module="triv.task", workers=4, ps=2, strategy="multi-worker",
-        backend="local", job_dir=str(job_dir), args=list(args), grace=5.0,
+        backend=Local(grace=5.0), job_dir=str(job_dir), args=list(args),
     )  # fmt: skip
     sink = io.StringIO()
     start = time.perf_counter()

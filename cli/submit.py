@@ -139,7 +139,7 @@ def submit(
     user_args = ctx.meta.get(USER_ARGS, [])
     if user_args:
         values["args"] = user_args
-    job = Job(package_path or package_path_opt, **values)
+    job = Job.from_keywords(package_path or package_path_opt, **values)
     if dry_run or rendering:
         click.echo(dump(job.render(), output))
         return

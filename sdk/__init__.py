@@ -22,7 +22,27 @@ _LAZY = {
     "report_metric": "tfjob.hypertune",
     "Tuning": "tfjob.tune",
     "StudySpec": "tfjob.study",
+    "Replicas": "tfjob.platforms",
+    "Local": "tfjob.platforms",
+    "Vertex": "tfjob.platforms",
+    "AIPlatform": "tfjob.platforms",
+    "Kubernetes": "tfjob.platforms",
+    "TFJob": "tfjob.platforms",
+    "JobSet": "tfjob.platforms",
+    "TrainJob": "tfjob.platforms",
 }
+
+# What a type checker reads (the names above are loaded on first use at run time).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
+    from .hypertune import report_metric as report_metric
+    from .job import Job as Job, JobHandle as JobHandle, get_job as get_job
+    from .platforms import AIPlatform as AIPlatform, JobSet as JobSet, Kubernetes as Kubernetes, Local as Local
+    from .platforms import Replicas as Replicas, TFJob as TFJob, TrainJob as TrainJob, Vertex as Vertex
+    from .spec import JobSpec as JobSpec, ScaleTier as ScaleTier
+    from .study import StudySpec as StudySpec
+    from .tune import Tuning as Tuning
 
 __getattr__, _NAMES = lazy_names(__name__, _LAZY)
 __all__ = sorted([*_NAMES, "__version__"])

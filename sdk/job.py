@@ -17,16 +17,17 @@ import inspect
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .backends import BACKENDS, backend_keywords, get_backend, options_type
+from .backends import BACKENDS, Backend, backend_keywords, get_backend, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .results import Diagnosis, JobMetrics, JobOutputs
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from .lifecycle import poll
 from .machines import did_you_mean
+from .platforms import Platform, Replicas, StrPath
 from .settings import SETTING_NAMES, Settings, load_settings
-from .spec import JobSpec, build_spec
+from .spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
@@ -201,32 +202,162 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
 class Job:
     """A training job to render, submit or run.
 
-    Args:
-        package: the trainer source directory (or sdist / ``gs://`` URI).
-        module: the trainer module, e.g. ``trainer.task``.
-        backend: ``local``, ``vertex``, ``kubeflow``, ``jobset``… (default ``local``
-            unless a cloud project is configured, then ``vertex``), or a backend object
-            with its clients injected, e.g. ``VertexBackend(credentials=creds)``.
-        config: a legacy ``trainingInput`` or Vertex ``CustomJobSpec`` YAML/JSON file;
-            keyword arguments override what it says.
-        **kwargs: anything :func:`tfjob.spec.build_spec` takes (workers, ps,
-            evaluators, scale_tier, machine types, accelerators, images, args, env,
-            job_dir, labels, timeout, …) and the submission options of
-            :class:`~tfjob.backends.SubmitOptions` (project, region, staging_bucket,
-            dialect, strategy, grace, …).
+    ``Job(package, module, *, ...)``: the trainer, then keyword-only settings. Roles are
+    counts or :class:`~tfjob.platforms.Replicas`; the platform is a settings object
+    (:class:`~tfjob.platforms.Local`, :class:`~tfjob.platforms.Vertex`,
+    :class:`~tfjob.platforms.Kubernetes`, :class:`~tfjob.platforms.TFJob`,
+    :class:`~tfjob.platforms.JobSet`, :class:`~tfjob.platforms.TrainJob`,
+    :class:`~tfjob.platforms.AIPlatform`), so a misspelt or misplaced setting is an error
+    a type checker sees::
 
-    Example:
-        >>> Job(package="trainer/", module="trainer.task", workers=4, ps=2).run()  # doctest: +SKIP
+        from tfjob import Job, Replicas, Vertex
+
+        Job("trainer/", "trainer.task",
+            workers=Replicas(4, machine_type="n2-standard-8", accelerator="NVIDIA_L4:1"),
+            ps=2, evaluators=Replicas(1, args=["--eval-only"]),
+            backend=Vertex(project="my-project", region="us-central1", spot=True)).run()
+
+    Args:
+        package (str | PathLike | None): the trainer source directory, an sdist, or a
+            ``gs://`` URI of a built one.
+        module (str | None): the trainer module run as ``python -m``, e.g. ``trainer.task``.
+        backend (str | Platform | Backend | None): where the job runs: a settings object
+            (above), a backend's name (``local``, ``vertex``, ``kubeflow``, ``jobset``,
+            ``trainjob``, ``ai-platform``; its settings then come from the environment and
+            ``$TFJOB_HOME/config.yaml``), or a backend object with its clients injected.
+            Default: ``local``, or ``vertex`` once a cloud project is configured.
+        name (str | None): the job's name (default: the module's stem and the time).
+        script (str | PathLike | None): or a Python file run as ``python PATH``.
+        image (str | None): the container image every role runs.
+        command (Sequence[str] | None): the image's entrypoint, replaced (image jobs without a module).
+        packages (Sequence[str] | None): extra built tarballs or wheels installed beside the trainer.
+        requirements (str | PathLike | None): a requirements file installed with the trainer.
+        chief (Replicas | bool): the chief's machine, accelerator, image, args and env;
+            ``False`` leaves the chief out (worker 0 leads; Kubernetes backends only).
+        workers (int | Replicas | None): the workers.
+        ps (int | Replicas | None): the parameter servers.
+        evaluators (int | Replicas | None): the evaluators.
+        scale_tier (str | ScaleTier | None): a legacy tier (``BASIC`` … ``PREMIUM_1``,
+            ``CUSTOM``) that fixes the roles.
+        accelerator (str | Accelerator | None): every chief, worker and evaluator's accelerator.
+        tpu_topology (str | None): a TPU VM slice's shape, e.g. ``2x2``.
+        args (Sequence[str] | None): arguments every task's trainer gets.
+        env (Mapping[str, str] | None): environment variables of every task.
+        job_dir (str | PathLike | None): where the trainer writes (``--job-dir``).
+        labels (Mapping[str, str] | None): labels of the cloud resource.
+        service_account (str | None): the service account the tasks run as.
+        timeout (float | None): the job's maximum running time in seconds.
+        strategy (str | None): what the bootstrap runs: ``module`` (default),
+            ``parameter-server``, ``multi-worker`` or ``auto``.
+        tf_config (str | None): ``platform`` (default: TF_CONFIG as the platform writes it) or ``tf2``.
+        quiet (bool): no progress lines.
+        poll_interval (float | None): first pause in seconds between status reads of a cloud job.
+        cancel_on_interrupt (bool): Ctrl-C during ``run()`` cancels the job (else it keeps running).
+        include_secrets (bool): package files that look like credentials too (each still warned about).
+        config (str | PathLike | None): a legacy ``trainingInput`` or Vertex ``CustomJobSpec``
+            YAML/JSON file; the arguments given here override what it says.
+
+    Raises:
+        SpecError: a setting that cannot run (naming the argument, its value and the fix).
+
+    :meth:`from_keywords` builds a job from flat keywords (``worker_machine_type=…``,
+    ``project=…``), as the CLI's flags and config files name them.
     """
 
-    def __init__(self, package: str | None = None, module: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        package: StrPath | None = None,
+        module: str | None = None,
+        *,
+        backend: str | Platform | Backend | None = None,
+        name: str | None = None,
+        script: StrPath | None = None,
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        packages: Sequence[str] | None = None,
+        requirements: StrPath | None = None,
+        chief: Replicas | bool = True,
+        workers: int | Replicas | None = None,
+        ps: int | Replicas | None = None,
+        evaluators: int | Replicas | None = None,
+        scale_tier: str | ScaleTier | None = None,
+        accelerator: str | Accelerator | None = None,
+        tpu_topology: str | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        job_dir: StrPath | None = None,
+        labels: Mapping[str, str] | None = None,
+        service_account: str | None = None,
+        timeout: float | None = None,
+        strategy: str | None = None,
+        tf_config: str | None = None,
+        quiet: bool = False,
+        poll_interval: float | None = None,
+        cancel_on_interrupt: bool = False,
+        include_secrets: bool = False,
+        config: StrPath | None = None,
+    ) -> None:
+        given = {
+            "name": name, "script": script, "image": image, "command": command, "packages": packages,
+            "requirements": requirements, "scale_tier": scale_tier, "accelerator": accelerator,
+            "tpu_topology": tpu_topology, "args": args, "env": env, "job_dir": job_dir, "labels": labels,
+            "service_account": service_account, "timeout": timeout, "strategy": strategy, "tf_config": tf_config,
+            "poll_interval": poll_interval, "config": config,
+        }  # fmt: skip
+        values: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        for key, flag in (("quiet", quiet), ("cancel_on_interrupt", cancel_on_interrupt), ("include_secrets", include_secrets)):
+            if flag is not False:
+                values[key] = flag
+        for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):
+            count_key = {"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]
+            if isinstance(replicas, Replicas):
+                values[count_key] = replicas.count
+                values.update(replicas.keywords(role))
+            elif replicas is not None:
+                values[count_key] = replicas
+        if isinstance(chief, Replicas):
+            if chief.count != 1:
+                raise SpecError(f"chief=Replicas({chief.count!r}, …): the chief runs exactly 1 replica; add the others as workers")
+            values.update(chief.keywords("chief"))
+        elif chief is not True:
+            values["chief"] = chief
+        client: dict[str, Any] = {}
+        if isinstance(backend, Platform):
+            values["backend"] = backend.BACKEND
+            values.update(backend.keywords())
+            client = {k: getattr(backend, k) for k in ("credentials", "api_client") if getattr(backend, k, None) is not None}
+        elif isinstance(backend, type) and issubclass(backend, Platform):
+            raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
+        elif backend is not None:
+            values["backend"] = backend
+        self._init_keywords(package, module, values)
+        if client:
+            # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
+            self._backend_object = type(get_backend(self.backend_name))(**client)
+
+    @classmethod
+    def from_keywords(cls, package: StrPath | None = None, module: str | None = None, **kwargs: Any) -> "Job":
+        """A job from flat keywords, as the CLI's flags and config files name them:
+        every :class:`Job` argument, each role's ``<role>_machine_type`` / ``_accelerator`` /
+        ``_image`` / ``_args`` / ``_env`` / ``_boot_disk_type`` / ``_boot_disk_size``, and
+        every platform setting (``project=``, ``namespace=``, ``spot=``…) with
+        ``backend=`` a name. :func:`job_keywords` lists them; a keyword the chosen backend
+        does not take is refused in one line. Prefer the typed form, ``Job(...)``."""
+        job = cls.__new__(cls)
+        job._init_keywords(package, module, kwargs)
+        return job
+
+    def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any]) -> None:
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
         self._backend_object: Any = None
         if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
             self._backend_object = kwargs["backend"]
             name = getattr(self._backend_object, "name", None)
             if not isinstance(name, str) or name not in BACKENDS:
-                raise SpecError(f"backend={self._backend_object!r} is not a backend: give a name ({', '.join(BACKENDS)}) or a backend object")
+                raise SpecError(
+                    f"backend={self._backend_object!r} is not a backend: give its settings "
+                    f"(Local(...), Vertex(...), Kubernetes(...)…), a name ({', '.join(BACKENDS)}) or a backend object"
+                )
             kwargs["backend"] = name
         unknown = sorted(set(kwargs) - set(job_keywords()))
         if unknown:
@@ -242,7 +373,7 @@ class Job:
         with _api_words(self._given):
             self._build(package, module, kwargs)
 
-    def _build(self, package: str | None, module: str | None, kwargs: dict[str, Any]) -> None:
+    def _build(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any]) -> None:
         config = kwargs.pop("config", None)
         values: dict[str, Any] = {k: v for k, v in kwargs.items() if v is not None}
         # What the caller asked for by flag or keyword. (A --config file describes the cloud

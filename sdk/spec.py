@@ -147,12 +147,17 @@ class Accelerator:
 
     @classmethod
     def parse(cls, text: str) -> "Accelerator":
-        """Parse gcloud's ``type=nvidia-tesla-t4,count=2`` (or just ``NVIDIA_TESLA_T4``)."""
+        """Parse gcloud's ``type=nvidia-tesla-t4,count=2``, ``NVIDIA_TESLA_T4:2`` or just ``NVIDIA_TESLA_T4``."""
         text = text.strip()
         if not text:
             raise SpecError("--accelerator is empty; write it as type=NVIDIA_TESLA_T4,count=1")
         if "=" not in text:
-            return cls(text, 1)
+            kind, colon, count_text = text.partition(":")
+            if not colon:
+                return cls(text, 1)
+            if not (count_text.strip().isascii() and count_text.strip().isdigit()):
+                raise SpecError(f"--accelerator {text!r}: count {count_text!r} is not a whole number ≥ 1")
+            return cls(kind.strip(), int(count_text))
         fields: dict[str, str] = {}
         for part in text.split(","):
             key, sep, value = part.partition("=")

@@ -114,7 +114,7 @@ class Tuning:
             max_failed_trials=max_failed_trials,
             algorithm=algorithm,
         )
-        self.job = Job(package, module, **{**config.job, **given})
+        self.job = Job.from_keywords(package, module, **{**config.job, **given})
         if self.job.backend_name not in TUNE_BACKENDS:
             raise UsageError(
                 f"--backend {self.job.backend_name} cannot tune; tfjob tune runs on --backend local (Optuna) or vertex"

@@ -3,11 +3,12 @@ backend does not take, and a trainer module that is not there, are one line and 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import BIN
+from helpers import BIN
 
 TFJOB = str(BIN / "tfjob")
 
@@ -70,12 +71,12 @@ def test_a_job_gets_its_backends_own_typed_options(backend: str, cls: str, own: 
     from tfjob import Job
     from tfjob.errors import SpecError
 
-    job = Job(module="trainer.task", image="img:1", backend=backend, **own)
+    job = Job.from_keywords(module="trainer.task", image="img:1", backend=backend, **own)
     assert type(job.options).__name__ == cls
     assert {k: getattr(job.options, k) for k in own} == own
     assert not hasattr(job.options, other)
     with pytest.raises(SpecError, match=rf"^{other} is for the .* not {backend}; leave it out, or choose backend='[a-z-]+'$") as caught:
-        Job(module="trainer.task", image="img:1", backend=backend, **{other: "x"})
+        Job.from_keywords(module="trainer.task", image="img:1", backend=backend, **{other: "x"})
     assert caught.value.cli_message.startswith(f"--{other.replace('_', '-')} is for the ")  # what the CLI prints
 
 
@@ -83,8 +84,8 @@ def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes
     from tfjob import Job
     from tfjob.errors import SpecError
 
-    with pytest.raises(SpecError) as caught:
-        Job(module="trainer.task", image="img:1", backend="kubeflow", namespce="ml")
+    with pytest.raises(SpecError, match=r"^Job\(\) got an unknown argument 'namespce'") as caught:
+        Job.from_keywords(module="trainer.task", image="img:1", backend="kubeflow", namespce="ml")
     message = str(caught.value)
     assert message.startswith("Job() got an unknown argument 'namespce' (did you mean 'namespace'?); the kubeflow backend takes: ")
     taken = message.split("takes: ")[1].split(", ")
@@ -105,8 +106,8 @@ def test_a_job_speaks_in_keywords_and_the_cli_in_flags(trainer: Path, given: dic
     from tfjob import Job
     from tfjob.errors import SpecError
 
-    with pytest.raises(SpecError) as caught:
-        Job(package=str(trainer / "trainer"), module="trainer.task", **given)
+    with pytest.raises(SpecError, match="^" + re.escape(api)) as caught:
+        Job.from_keywords(package=str(trainer / "trainer"), module="trainer.task", **given)
     assert str(caught.value).startswith(api) and "--" not in str(caught.value)
     assert caught.value.cli_message.startswith(cli)
     flags = [arg for key, value in given.items() for arg in ("--" + key.replace("_", "-"), str(value))]

@@ -11,9 +11,10 @@ A new backend gets a driver below and passes every test here, or it does not shi
 
 from __future__ import annotations
 
+import dataclasses
 import json
-
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,12 +24,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from conftest import CRDS
+from helpers import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 
-from tfjob import Job
+from tfjob import Job, JobSet, Local, TFJob, Vertex
+from tfjob.platforms import Platform
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, UsageError
 from tfjob.job import JobHandle, get_job
 from tfjob.model import JobState
@@ -75,8 +77,8 @@ class Driver:
     name: str
     #: An id of this backend's shape that no job has.
     unknown_id: str
-    #: Keywords that place a job on this backend.
-    where: dict[str, Any]
+    #: The typed settings that place a job on this backend.
+    where: Platform
 
     def job(self, outcome: str, **kw: Any) -> Job:
         raise NotImplementedError
@@ -96,10 +98,10 @@ class LocalDriver(Driver):
 
     def __init__(self, trainer: Path) -> None:
         self.trainer = trainer
-        self.where = {"backend": "local"}
+        self.where = Local(grace=1.0)
 
     def job(self, outcome: str, **kw: Any) -> Job:
-        return Job(str(self.trainer), f"trainer.{outcome}", workers=1, grace=1.0, quiet=True, **self.where, **kw)
+        return Job(str(self.trainer), f"trainer.{outcome}", workers=1, quiet=True, backend=self.where, **kw)
 
     def running(self) -> bool:
         from tfjob.store import JobStore
@@ -120,7 +122,7 @@ class VertexDriver(Driver):
 
     def __init__(self, server: FakeVertex) -> None:
         self.server = server
-        self.where = {"backend": "vertex", "project": "p", "region": "us-central1", "api_endpoint": server.endpoint}
+        self.where = Vertex(project="p", region="us-central1", api_endpoint=server.endpoint)
 
     def job(self, outcome: str, **kw: Any) -> Job:
         self.outcome = outcome
@@ -131,7 +133,7 @@ class VertexDriver(Driver):
             "slow": ("JOB_STATE_QUEUED",) + ("JOB_STATE_RUNNING",) * 100000,
         }[outcome]
         self.server.failure_message = "The replica workerpool1-0 exited with a non-zero status of 3."
-        return Job(module=f"trainer.{outcome}", image="gcr.io/p/trainer:1", workers=1, quiet=True, **self.where, **kw)
+        return Job(module=f"trainer.{outcome}", image="gcr.io/p/trainer:1", workers=1, quiet=True, backend=self.where, **kw)
 
     def on_created(self, job_id: str) -> None:
         self.server.add_log(job_id, "workerpool0-0", "hello from the trainer", 1.0)
@@ -155,7 +157,7 @@ class KubeDriver(Driver):
     def __init__(self, name: str, kube: FakeKube, kubeconfig: str) -> None:
         self.name = name
         self.kube = kube
-        self.where = {"backend": name, "kubeconfig": kubeconfig}
+        self.where = {"kubeflow": TFJob, "jobset": JobSet}[name](kubeconfig=kubeconfig)
         self.count = 0
 
     def job(self, outcome: str, **kw: Any) -> Job:
@@ -180,7 +182,7 @@ class KubeDriver(Driver):
                 advance("default", name, "Failed", failed_task="worker-0", exit_code=3)
 
         self.kube.script("default", name, operator)
-        return Job(module=f"trainer.{outcome}", image="img:1", workers=1, name=name, quiet=True, **self.where, **kw)
+        return Job(module=f"trainer.{outcome}", image="img:1", workers=1, name=name, quiet=True, backend=self.where, **kw)
 
     def running(self) -> bool:
         return any(p.obj["status"]["phase"] == "Running" for p in list(self.kube.pods.values()))
@@ -258,13 +260,13 @@ def test_logs_are_lines_prefixed_with_their_task(platform: Driver) -> None:
 
 
 def test_a_failing_task_fails_the_job_and_is_named(platform: Driver) -> None:
-    with pytest.raises(JobFailedError) as failed:
+    with pytest.raises(JobFailedError, match=r"^job \S+ FAILED: .*worker-0") as failed:
         platform.job("fail", poll_interval=0.05).run()
     assert failed.value.exit_code == 1
     assert failed.value.task == "worker-0", str(failed.value)
     assert failed.value.exit_code_of_task == 3
     assert "worker-0" in str(failed.value)
-    with pytest.raises(JobFailedError):
+    with pytest.raises(JobFailedError, match=f"^job {re.escape(failed.value.job_id)} FAILED: "):
         get_job(failed.value.job_id).result()
 
 
@@ -293,7 +295,7 @@ def test_wait_with_a_timeout_leaves_the_job_running_and_cancel_stops_it(platform
     assert not handle.status().state.is_terminal
     handle.cancel()
     assert handle.wait(timeout=60).state is JobState.CANCELLED
-    with pytest.raises(JobCancelledError) as cancelled:
+    with pytest.raises(JobCancelledError, match=f"^job {re.escape(handle.id)} was cancelled") as cancelled:
         handle.result()
     assert cancelled.value.exit_code == 130
 
@@ -340,7 +342,8 @@ def test_ctrl_c_while_running(platform: Driver, cancel_on_interrupt: bool) -> No
     # SIGINT ignored, and Python then leaves it ignored.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        with pytest.raises(KeyboardInterrupt if keeps_running else JobCancelledError):
+        # The interrupt goes on as it came (no text); a cancel says so.
+        with pytest.raises(KeyboardInterrupt if keeps_running else JobCancelledError, match="^$" if keeps_running else "cancel"):
             job.run()
     finally:
         stop.set()
@@ -358,10 +361,10 @@ def test_ctrl_c_while_running(platform: Driver, cancel_on_interrupt: bool) -> No
 
 
 def test_unknown_and_ambiguous_ids_are_usage_errors(platform: Driver) -> None:
-    with pytest.raises(JobNotFoundError) as missing:
+    with pytest.raises(JobNotFoundError, match=re.escape(platform.unknown_id)) as missing:
         get_job(platform.unknown_id).status()
     assert missing.value.exit_code == 2
-    with pytest.raises(JobNotFoundError):
+    with pytest.raises(JobNotFoundError, match=re.escape(platform.unknown_id)):
         JobHandle(platform.name, platform.unknown_id).status()
     first, second = _submit(platform, "ok"), _submit(platform, "ok")
     for handle in (first, second):
@@ -375,8 +378,8 @@ def test_unknown_and_ambiguous_ids_are_usage_errors(platform: Driver) -> None:
 
 def test_a_missing_trainer_module_is_a_usage_error(platform: Driver, trainer: Path) -> None:
     # A trainer the backend packages is checked before anything is sent or started.
-    where = dict(platform.where, staging_bucket="gs://b") if platform.name == "vertex" else platform.where
-    job = Job(str(trainer), "trainer.nope", workers=1, name="nope", **where)
+    where = dataclasses.replace(platform.where, staging_bucket="gs://b") if isinstance(platform.where, Vertex) else platform.where
+    job = Job(str(trainer), "trainer.nope", workers=1, name="nope", backend=where)
     with pytest.raises(UsageError, match="no trainer/nope.py") as refused:
         job.submit()
     assert refused.value.exit_code == 2

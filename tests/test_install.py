@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -167,3 +167,31 @@ def test_the_venv_sees_no_heavy_library(venv: Path) -> None:
     proc = run([str(venv / "bin" / "python"), "-c", code], env=clean_env(), cwd=venv)
     assert (proc.returncode, proc.stdout.strip()) == (0, "[]"), proc.stderr
 
+
+
+def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
+    """The wheel ships ``py.typed``: mypy, pointed at the venv the wheel went into, reads
+    tfjob's annotations and reports a count given as text and a Vertex AI setting given to
+    the Kubernetes backend, while the documented forms check clean."""
+    snippet = tmp_path / "pipeline.py"
+    snippet.write_text(
+        "from tfjob import Job, Kubernetes, Local, Replicas, Vertex\n"
+        "\n"
+        'Job("trainer/", "trainer.task", workers="3")\n'
+        'Job(image="gcr.io/p/t:1", module="trainer.task", backend=Kubernetes(namespace="ml", spot=True))\n'
+        'job = Job("trainer/", "trainer.task", workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1"),\n'
+        '          ps=2, evaluators=Replicas(1, args=["--eval"]), backend=Vertex(project="p", region="us-central1", spot=True))\n'
+        'Job("trainer/", "trainer.task", workers=2, backend=Local(dialect="kubeflow"))\n'
+        "state: str = job.run(timeout=60).state.value\n"
+    )
+    proc = run(
+        [sys.executable, "-m", "mypy", "--python-executable", str(venv / "bin" / "python"), "--strict", "--follow-imports=silent",
+         "--no-incremental", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", "--hide-error-context", str(snippet)],
+        cwd=tmp_path,
+    )  # fmt: skip
+    found = [line.split(": error: ", 1)[1] for line in proc.stdout.splitlines() if ": error: " in line]
+    assert found == [
+        'Argument "workers" to "Job" has incompatible type "str"; expected "int | Replicas | None"  [arg-type]',
+        'Unexpected keyword argument "spot" for "Kubernetes"  [call-arg]',
+    ], proc.stdout + proc.stderr
+    assert [line.split(":")[1] for line in proc.stdout.splitlines() if ": error: " in line] == ["3", "4"]

@@ -15,16 +15,17 @@ import pytest
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wait_for_reports
 
-from tfjob import Job, JobHandle, get_job
+from tfjob import Job, JobHandle, Local, get_job
 from tfjob.backends.base import JobState
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError
 from tfjob.store import JobStore, process_start_time
 
 
-def _job(tmp_path: Path, *args: str, **kw: object) -> Job:
-    values: dict[str, object] = {"workers": 1, "backend": "local", "job_dir": str(tmp_path / "out"), "quiet": True}
-    values.update(kw)
-    return Job(package=str(PROBE), module="probe.task", args=list(args), **values)
+def _job(tmp_path: Path, *args: str, workers: int = 1, ps: int | None = None, strategy: str | None = None, quiet: bool = True, install: bool = False) -> Job:
+    return Job(
+        str(PROBE), "probe.task", args=list(args), workers=workers, ps=ps, strategy=strategy, quiet=quiet,
+        job_dir=str(tmp_path / "out"), backend=Local(install=install),
+    )  # fmt: skip
 
 
 def test_run_blocks_until_the_end_and_returns_the_finished_handle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,7 +170,7 @@ def test_a_nul_character_is_refused_by_keyword_before_anything_starts(tmp_path: 
 
     kw: dict[str, object] = {"package": str(PROBE), "module": "probe.task", **keywords}
     with pytest.raises(SpecError, match=rf"^{next(iter(keywords))} holds a NUL character"):
-        Job(**kw).run(timeout=60)  # type: ignore[arg-type]
+        Job.from_keywords(**kw).run(timeout=60)  # type: ignore[arg-type]
     assert JobStore().list() == []
 
 
@@ -191,7 +192,7 @@ def test_a_keyword_value_that_holds_itself_is_checked_once(tmp_path: Path) -> No
     env["B"] = env
     for keywords in ({"args": looped}, {"env": env}):
         try:
-            Job(package=str(PROBE), module="probe.task", **keywords)  # type: ignore[arg-type]
+            Job.from_keywords(package=str(PROBE), module="probe.task", **keywords)  # type: ignore[arg-type]
         except TfjobError as e:
             assert "\n" not in str(e)
 
@@ -213,5 +214,5 @@ def test_a_keyword_of_the_wrong_kind_is_one_line_naming_it(keywords: dict[str, o
 
     kw: dict[str, object] = {"package": str(PROBE), "module": "probe.task", **keywords}
     with pytest.raises(SpecError, match=message):
-        Job(**kw)  # type: ignore[arg-type]
+        Job.from_keywords(**kw)  # type: ignore[arg-type]
     assert Job(package=PROBE, module="probe.task").spec.package == str(PROBE)  # a path object names a directory as well

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from conftest import CRDS
+from helpers import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.backends.kubeflow.status import MAX_REASON_CHARS, pod_reason
@@ -67,8 +67,9 @@ def test_the_follow_loop_says_why_a_job_is_pending(fake: FakeKube, tmp_path: Pat
 
     fake.script("default", "big", unschedulable, lambda: None, schedulable, lambda: fake.advance("default", "big", "Succeeded"))
     from tfjob.job import Job
+    from tfjob.platforms import TFJob
 
-    Job(backend="kubeflow", kubeconfig=kubeconfig, image="r/x:1", module="trainer.task", workers=2, name="big", poll_interval=0.01).run()
+    Job(backend=TFJob(kubeconfig=kubeconfig), image="r/x:1", module="trainer.task", workers=2, name="big", poll_interval=0.01).run()
     waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting:" in line]
     # Said once while it lasts, not on every poll.
     assert waiting == ["tfjob: job default/big waiting: worker-1 Unschedulable: 0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available."]

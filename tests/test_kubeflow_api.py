@@ -15,13 +15,14 @@ from typing import Iterator
 
 import pytest
 
-from conftest import CRDS
+from helpers import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.backends import JobState
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.backends.kubeflow.backend import KubeflowBackend
 from tfjob.errors import AuthError, BackendError, JobFailedError, JobNotFoundError, SpecError, UsageError
 from tfjob.job import Job, get_job
+from tfjob.platforms import TFJob
 from tfjob.backends.kubeflow.client import KubeClient
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.spec import build_spec
@@ -161,7 +162,7 @@ def test_a_failed_job_names_its_task_exit_code_and_log_tail(fake: FakeKube, kube
     )
     job = Job(
         module="trainer.task", image=IMAGE, workers=2, name=name,
-        backend="kubeflow", kubeconfig=kubeconfig, poll_interval=0,
+        backend=TFJob(kubeconfig=kubeconfig), poll_interval=0,
     )  # fmt: skip
     with pytest.raises(JobFailedError, match=r"^job default/census-fail FAILED: TFJob default/census-fail has failed because 1 Worker replica\(s\) failed\. \(task worker-1 exited with code 3\)$") as info:
         job.run()

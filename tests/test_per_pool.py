@@ -16,6 +16,7 @@ from tfjob.cli.main import app
 from tfjob.config import parse_job_config
 from tfjob.errors import SpecError
 from tfjob.job import Job
+from tfjob.platforms import Local, Replicas
 from tfjob.backends.aiplatform.render import render_training_input
 from tfjob.backends.kubeflow.render_jobset import render_jobset
 from tfjob.backends.kubeflow.render import render_tfjob
@@ -45,7 +46,7 @@ def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> N
     assert ps["env"] == [{"name": "A", "value": "ps"}, {"name": "GRPC_VERBOSITY", "value": "ERROR"}]
     assert chief["env"] == [{"name": "A", "value": "job"}]
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
-    again = Job(**{**values, "backend": "vertex"}).spec
+    again = Job.from_keywords(**{**values, "backend": "vertex"}).spec
     assert [(again.args_for(r), again.env_for(r)) for r in ("chief", "worker", "ps")] == [
         (spec.args_for(r), spec.env_for(r)) for r in ("chief", "worker", "ps")
     ]
@@ -94,8 +95,8 @@ def test_each_local_task_runs_with_its_pools_args_and_env(tmp_path: Path) -> Non
     )
     (tmp_path / "out").mkdir()
     handle = Job(
-        package=str(tmp_path), module="probe.task", workers=1, evaluators=1, args=["--x", "1"], env={"OUT": str(tmp_path / "out"), "A": "job"},
-        worker_args=["--x", "2"], evaluator_env={"A": "eval"}, quiet=True, backend="local",
+        package=str(tmp_path), module="probe.task", args=["--x", "1"], env={"OUT": str(tmp_path / "out"), "A": "job"},
+        workers=Replicas(1, args=["--x", "2"]), evaluators=Replicas(1, env={"A": "eval"}), quiet=True, backend=Local(),
     ).run(timeout=120)  # fmt: skip
     assert handle.result().state.value == "SUCCEEDED"
     seen = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "out").glob("*.json")}

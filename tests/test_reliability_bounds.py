@@ -140,7 +140,7 @@ def test_categorical_values_are_checked_in_linear_time() -> None:
 )
 def test_python_api_types_are_spec_errors(trainer: Path, keywords: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
-        Job(str(trainer), "trainer.task", **keywords)
+        Job.from_keywords(str(trainer), "trainer.task", **keywords)
 
 
 def test_a_path_object_is_taken_for_a_path(trainer: Path, tmp_path: Path) -> None:

@@ -224,11 +224,11 @@ def test_ctrl_c_while_waiting(emulator: Any, fake: FakeVertex, trainer: Path, tf
 
 
 def test_python_api_run_raises_with_the_job_message(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
-    from tfjob import Job
+    from tfjob import Job, Vertex
     from tfjob.errors import JobFailedError
 
-    job = Job(str(trainer), "trainer.task", backend="vertex", project="p", region="us-central1",
-              staging_bucket="gs://b", api_endpoint=fake.endpoint, workers=1)  # fmt: skip
+    job = Job(str(trainer), "trainer.task", workers=1,
+              backend=Vertex(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint))  # fmt: skip
     handle = job.run()
     assert handle.state is JobState.SUCCEEDED
     fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_FAILED")
@@ -238,19 +238,18 @@ def test_python_api_run_raises_with_the_job_message(emulator: Any, fake: FakeVer
 
 
 def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVertex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``Job(backend=VertexBackend(credentials=…))``: every call of the job's life (create,
+    """``Job(backend=Vertex(credentials=…))``: every call of the job's life (create,
     follow, status, cancel) carries them, and application-default credentials are never
     looked up — here they would fail, naming a file that does not exist."""
     from google.oauth2.credentials import Credentials
 
-    from tfjob import Job
+    from tfjob import Job, Vertex
     from tfjob.backends.vertex.backend import VertexBackend
 
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-adc.json"))
     given = Credentials(token="ya29.given-by-the-pipeline")
-    backend = VertexBackend(credentials=given)
-    job = Job(image="gcr.io/p/t:1", module="trainer.task", backend=backend, project="p", region="us-central1", api_endpoint=fake.endpoint)
-    assert job.backend is backend
+    job = Job(image="gcr.io/p/t:1", module="trainer.task", backend=Vertex(project="p", region="us-central1", api_endpoint=fake.endpoint, credentials=given))
+    assert isinstance(job.backend, VertexBackend) and job.backend.credentials is given
     handle = job.run()
     assert handle.status().state.value == "SUCCEEDED" and handle.backend_name == "vertex"
     handle.cancel()  # ended: no call
@@ -264,7 +263,7 @@ def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVerte
     from tfjob.errors import AuthError
 
     with pytest.raises(AuthError, match=r"^GOOGLE_APPLICATION_CREDENTIALS names .*no-such-adc\.json, which cannot be used \(File .* was not found\); point it at"):
-        Job(image="gcr.io/p/t:1", module="trainer.task", backend="vertex", project="p", region="us-central1", api_endpoint=fake.endpoint).submit()
+        Job(image="gcr.io/p/t:1", module="trainer.task", backend=Vertex(project="p", region="us-central1", api_endpoint=fake.endpoint)).submit()
 
 
 def test_real_credentials_flow_never_prints_the_token(

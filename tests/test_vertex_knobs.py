@@ -67,11 +67,11 @@ KNOBS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("case", sorted(KNOBS))
 def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> None:
-    spec = Job(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", **KNOBS[case]).spec
+    spec = Job.from_keywords(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", **KNOBS[case]).spec
     body = render_custom_job(spec, VertexOptions(region="us-central1"))
     _strict(body)
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
-    again = Job(**{**values, "backend": "vertex"}).spec
+    again = Job.from_keywords(**{**values, "backend": "vertex"}).spec
     assert again == spec
 
 
@@ -132,7 +132,7 @@ def test_a_config_with_flex_start_and_disks_reads_as_keywords(tmp_path) -> None:
         "persistentResourceId: team-pool\n"
         "enableDashboardAccess: true\n"
     )
-    spec = Job(config=str(config), backend="vertex").spec
+    spec = Job.from_keywords(config=str(config), backend="vertex").spec
     assert spec.scheduling_strategy == "FLEX_START" and spec.max_wait == 1800 and spec.disable_retries
     assert spec.reservation == "none" and spec.persistent_resource_id == "team-pool" and spec.enable_dashboard_access
     chief = spec.pool("chief")

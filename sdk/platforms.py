@@ -1,0 +1,274 @@
+"""The typed values of the public API: a role's :class:`Replicas` and each platform's settings.
+
+``Job(..., workers=Replicas(4, machine_type="n2-standard-8"), backend=Vertex(project="p",
+region="us-central1", spot=True))``: every field is a keyword-only, annotated dataclass
+field, so a misspelt setting, a setting of another platform (``Kubernetes(spot=True)``)
+or a value of the wrong type (``workers="3"``) is an error a type checker reports before
+anything runs. Each settings class names the backend it selects (``BACKEND``); the values
+are checked when the :class:`tfjob.Job` is built, as the CLI's flags are.
+
+Stdlib only: these are plain values, importing them costs nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from os import PathLike
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, Union
+
+if TYPE_CHECKING:
+    from .spec import Accelerator
+
+#: A file or directory: text or a path object.
+StrPath = Union[str, "PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Replicas:
+    """One role's replicas: how many, on what, running what.
+
+    ``Replicas(4, machine_type="n2-standard-8", accelerator="NVIDIA_L4:1")``; a plain
+    ``int`` where a :class:`Replicas` is taken means ``Replicas(n)``.
+
+    Args:
+        count: how many replicas (the chief is always 1).
+        machine_type: the machine each replica runs on (Vertex AI, AI Platform), e.g.
+            ``n1-standard-8``; default ``n1-standard-4``.
+        accelerator: the accelerator each replica gets: ``NVIDIA_L4:1``,
+            ``type=NVIDIA_TESLA_T4,count=1`` or an :class:`tfjob.spec.Accelerator`.
+        image: the container image this role runs (instead of the job's ``image``).
+        args: arguments this role's trainer gets after the job's ``args``.
+        env: environment variables of this role's tasks (over the job's ``env``).
+        boot_disk_type: Vertex AI only: ``pd-ssd``, ``pd-standard``, ``hyperdisk-balanced``.
+        boot_disk_size: Vertex AI only: the boot disk's size in GB (100 to 64000).
+    """
+
+    count: int = 1
+    _: dataclasses.KW_ONLY
+    machine_type: str | None = None
+    accelerator: str | Accelerator | None = None
+    image: str | None = None
+    args: Sequence[str] | None = None
+    env: Mapping[str, str] | None = None
+    boot_disk_type: str | None = None
+    boot_disk_size: int | None = None
+
+    def keywords(self, role: str) -> dict[str, Any]:
+        """This role's values as the job description's keywords (``worker_machine_type``…), unset ones left out."""
+        out = {f"{role}_{f.name}": getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "count"}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Platform:
+    """The settings of one backend (a base class; use :class:`Local`, :class:`Vertex`…)."""
+
+    #: The backend these settings select (``tfjob.backends.BACKENDS``).
+    BACKEND: ClassVar[str] = ""
+
+    def keywords(self) -> dict[str, Any]:
+        """The settings that differ from their defaults, as the job's keywords."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Local(Platform):
+    """Run the cluster on this machine: one process (or container, with ``image``) per task.
+
+    Args:
+        dialect: whose ``TF_CONFIG`` / ``CLUSTER_SPEC`` the tasks see: ``vertex``
+            (default), ``ai-platform``, ``kubeflow`` or ``gcloud-local``.
+        use_chief: with ``dialect="ai-platform"``: name the primary task ``chief``
+            (True) or ``master`` (False); default: as the runtime version does.
+        runtime_version: the AI Platform runtime version imitated (checked against the trainer).
+        python_version: the Python version imitated (checked against the interpreter).
+        python: the interpreter the tasks run (default: this one).
+        container_engine: ``podman`` or ``docker`` (or a path): what runs image tasks.
+        install: install the trainer's sdist in a throw-away venv first, as the platforms do.
+        grace: seconds between SIGTERM and SIGKILL when the cluster is torn down.
+        detach: return at once; a supervisor process runs the job.
+    """
+
+    BACKEND: ClassVar[str] = "local"
+    dialect: str = "vertex"
+    use_chief: bool | None = None
+    runtime_version: str | None = None
+    python_version: str | None = None
+    python: StrPath | None = None
+    container_engine: str | None = None
+    install: bool = False
+    grace: float = 5.0
+    detach: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Vertex(Platform):
+    """A Vertex AI ``CustomJob``: pool 0 the chief, then workers, parameter servers, evaluators.
+
+    Args:
+        project: the Google Cloud project (default: ``TFJOB_PROJECT``, gcloud's, the config file's).
+        region: the region (default: ``TFJOB_REGION``, gcloud's ``ai/region``, the config file's).
+        staging_bucket: ``gs://BUCKET[/PATH]`` for the trainer's packages (default: the
+            ``job_dir`` bucket, then the configured one).
+        api_endpoint: a regional or test endpoint (``https://us-central1-aiplatform.googleapis.com``).
+        credentials: ``google.auth`` credentials every call of the job's life uses
+            (default: application-default credentials).
+        executor_image: the image a trainer package runs on, instead of the prebuilt TensorFlow image.
+        stream_logs: print the job's log lines inline while ``run()`` waits.
+        network: the VPC network to peer with (``projects/N/global/networks/NET``).
+        enable_web_access: interactive shell access to the tasks.
+        enable_dashboard_access: access to the tasks' dashboards.
+        tensorboard: a Vertex TensorBoard resource name to stream to.
+        restart_job_on_worker_restart: restart the whole job when a worker restarts.
+        spot: run on Spot VMs (``scheduling.strategy`` SPOT).
+        flex_start: wait for capacity (``scheduling.strategy`` FLEX_START).
+        scheduling_strategy: ``STANDARD``, ``SPOT`` or ``FLEX_START``, named directly.
+        max_wait: seconds a FLEX_START job may wait for its resources.
+        disable_retries: fail the job at its first error instead of retrying.
+        reservation: the Compute Engine reservation the pools consume.
+        persistent_resource_id: the persistent resource the job runs on.
+        kms_key: the Cloud KMS key the job's resources are encrypted with.
+        reserved_ip_ranges: the reserved IP ranges of the peered network the job may use.
+        network_attachment: the network attachment (Private Service Connect interface).
+        boot_disk_type: every pool's boot disk type (``Replicas(boot_disk_type=…)`` for one pool).
+        boot_disk_size: every pool's boot disk size in GB.
+        runtime_version, python_version: the legacy AI Platform runtime a migrated job names.
+    """
+
+    BACKEND: ClassVar[str] = "vertex"
+    project: str | None = None
+    region: str | None = None
+    staging_bucket: str | None = None
+    api_endpoint: str | None = None
+    credentials: Any = None
+    executor_image: str | None = None
+    stream_logs: bool = False
+    network: str | None = None
+    enable_web_access: bool = False
+    enable_dashboard_access: bool = False
+    tensorboard: str | None = None
+    restart_job_on_worker_restart: bool = False
+    spot: bool = False
+    flex_start: bool = False
+    scheduling_strategy: str | None = None
+    max_wait: float | None = None
+    disable_retries: bool = False
+    reservation: str | None = None
+    persistent_resource_id: str | None = None
+    kms_key: str | None = None
+    reserved_ip_ranges: Sequence[str] = ()
+    network_attachment: str | None = None
+    boot_disk_type: str | None = None
+    boot_disk_size: int | None = None
+    runtime_version: str | None = None
+    python_version: str | None = None
+
+    def keywords(self) -> dict[str, Any]:
+        out = super().keywords()
+        out.pop("credentials", None)  # given to the backend object, not to the job
+        if "reserved_ip_ranges" in out:
+            out["reserved_ip_ranges"] = tuple(out["reserved_ip_ranges"])
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class AIPlatform(Platform):
+    """Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
+
+    Args:
+        project, region, staging_bucket: as for :class:`Vertex`.
+        network: the VPC network to peer with.
+        enable_web_access: interactive shell access to the tasks.
+        runtime_version, python_version: the runtime the job runs on.
+        use_chief: name the primary task ``chief`` (True) or ``master`` (False) in TF_CONFIG.
+    """
+
+    BACKEND: ClassVar[str] = "ai-platform"
+    project: str | None = None
+    region: str | None = None
+    staging_bucket: str | None = None
+    network: str | None = None
+    enable_web_access: bool = False
+    runtime_version: str | None = None
+    python_version: str | None = None
+    use_chief: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Kubernetes(Platform):
+    """A job in a Kubernetes cluster; by itself a Kubeflow ``TFJob`` (see :class:`TFJob`,
+    :class:`JobSet`, :class:`TrainJob` for the other resources).
+
+    Args:
+        namespace: the namespace (default: ``TFJOB_NAMESPACE``, the kubeconfig context's, ``default``).
+        kubeconfig: the kubeconfig file (default: ``$KUBECONFIG``, ``~/.kube/config``, or in-cluster).
+        context: the kubeconfig context (default: its current one).
+        api_client: a ``kubernetes.client.ApiClient`` to use instead of the kubeconfig.
+        cpu, memory, gpu: explicit resources: one value for every role, ``ROLE=VALUE``
+            entries, or ``{role: value}``.
+        pod_template: a YAML pod template (or role → pod template) merged into every replica.
+        backoff_limit: retries before the job is failed.
+        ttl_seconds_after_finished: seconds after which the finished job is deleted.
+        suspend: create the job suspended (a queue admits it).
+        queue: Kueue's LocalQueue.
+    """
+
+    BACKEND: ClassVar[str] = "kubeflow"
+    namespace: str | None = None
+    kubeconfig: StrPath | None = None
+    context: str | None = None
+    api_client: Any = None
+    cpu: str | Sequence[str] | Mapping[str, str] | None = None
+    memory: str | Sequence[str] | Mapping[str, str] | None = None
+    gpu: str | int | Sequence[str] | Mapping[str, Any] | None = None
+    pod_template: StrPath | Mapping[str, StrPath] | None = None
+    backoff_limit: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    suspend: bool = False
+    queue: str | None = None
+
+    def keywords(self) -> dict[str, Any]:
+        out = super().keywords()
+        out.pop("api_client", None)  # given to the backend object, not to the job
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class TFJob(Kubernetes):
+    """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies.
+
+    Args:
+        restart_policy: ``Never``, ``OnFailure``, ``ExitCode`` or ``Always``; or
+            ``ROLE=POLICY`` entries, or ``{role: policy}``.
+        clean_pod_policy: ``None``, ``Running`` or ``All``.
+        priority_class: the gang's PriorityClass.
+        min_available: the gang's minimum size.
+        (and every :class:`Kubernetes` setting)
+    """
+
+    BACKEND: ClassVar[str] = "kubeflow"
+    restart_policy: str | Sequence[str] | Mapping[str, str] | None = None
+    clean_pod_policy: str | None = None
+    priority_class: str | None = None
+    min_available: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSet(Kubernetes):
+    """A ``JobSet`` (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed."""
+
+    BACKEND: ClassVar[str] = "jobset"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainJob(Kubernetes):
+    """A Kubeflow Trainer v2 ``TrainJob`` with the TensorFlow runtime tfjob renders for it (render only)."""
+
+    BACKEND: ClassVar[str] = "trainjob"
+
+
+#: Every settings class a :class:`tfjob.Job` takes as ``backend=``.
+PLATFORMS: tuple[type[Platform], ...] = (Local, Vertex, AIPlatform, Kubernetes, TFJob, JobSet, TrainJob)
+
+__all__ = ["AIPlatform", "JobSet", "Kubernetes", "Local", "PLATFORMS", "Platform", "Replicas", "TFJob", "TrainJob", "Vertex"]

@@ -1,0 +1,173 @@
+"""The typed public API: ``Job``'s explicit parameters, ``Replicas`` and the platform settings.
+
+Every keyword the job description or a backend's options take has a typed home — a
+``Job`` parameter, a ``Replicas`` field or a field of the settings class of each backend
+that takes it — so an option added in today's style (``build_spec`` / ``*Options``)
+without a typed home fails here. mypy on a user's snippet is in tests/test_install.py
+(it runs against the installed wheel, whose ``py.typed`` makes the types visible).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import pydoc
+from pathlib import Path
+
+import pytest
+
+import tfjob
+from tfjob import AIPlatform, Job, JobSet, Kubernetes, Local, Replicas, TFJob, TrainJob, Vertex
+from tfjob.backends import BACKENDS
+from tfjob.errors import SpecError
+from tfjob.job import job_keywords
+from tfjob.platforms import PLATFORMS
+from tfjob.spec import ROLES
+
+#: Keywords a front end sets, never a user: with the reason they have no typed home.
+SET_BY_THE_FRONT_END = {
+    "wait": "submit() returns at once and run() waits: the method says it",
+    "dry_run": "render() is the dry run; the CLI's --dry-run calls it",
+    "trial": "tfjob tune sets it for each trial's job",
+    "notice": "the CLI's line about why the local backend was chosen",
+    "default_staging_bucket": "the configured bucket, read from the settings (staging_bucket is the explicit one)",
+}
+#: Keywords a backend accepts for the command line's sake but does not use.
+NOT_FOR_THIS_BACKEND = {
+    ("local", "stream_logs"): "local tasks always stream their logs; the flag is accepted for the Vertex AI command line",
+    **{(b, "use_chief"): "only AI Platform's TF_CONFIG (local with dialect ai-platform, ai-platform) names a master" for b in ("vertex", "kubeflow", "jobset", "trainjob")},
+}
+#: Settings fields that are clients for the backend object, not job keywords.
+CLIENTS = {"credentials", "api_client"}
+
+JOB_PARAMETERS = set(inspect.signature(Job.__init__).parameters) - {"self"}
+ROLE_KEYWORDS = {f"{role}_{f.name}" for role in ROLES for f in dataclasses.fields(Replicas) if f.name != "count"}
+
+
+def _settings_fields(backend: str) -> set[str]:
+    classes = [cls for cls in PLATFORMS if cls.BACKEND == backend]
+    assert classes, f"no settings class selects the {backend} backend"
+    return set().union(*({f.name for f in dataclasses.fields(cls)} for cls in classes))
+
+
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "vertex-tuning"])
+def test_every_keyword_a_backend_takes_has_a_typed_home(backend: str) -> None:
+    fields = _settings_fields(backend)
+    homeless = sorted(
+        key
+        for key in job_keywords(backend)
+        if key not in JOB_PARAMETERS | ROLE_KEYWORDS | fields and key not in SET_BY_THE_FRONT_END and (backend, key) not in NOT_FOR_THIS_BACKEND
+    )
+    assert not homeless, f"{backend}: add these to Job's parameters, Replicas or the {backend} settings class (tfjob/platforms.py): {homeless}"
+    # And the other way: a settings field is something that backend takes (or one of its clients).
+    strays = sorted(fields - set(job_keywords(backend)) - CLIENTS)
+    assert not strays, f"{backend}'s settings declare what the backend does not take: {strays}"
+
+
+def test_a_platform_only_keyword_is_no_job_parameter() -> None:
+    """A setting only some backends take lives in their settings class, so passing it to
+    another backend is a type error, not a run-time one."""
+    only_some = set().union(*(set(job_keywords(b)) for b in BACKENDS if b != "vertex-tuning")) - set.intersection(
+        *(set(job_keywords(b)) for b in BACKENDS if b != "vertex-tuning")
+    )
+    assert not sorted(only_some & JOB_PARAMETERS - {"backend"})
+
+
+def test_help_lists_every_parameter_with_its_type() -> None:
+    text = pydoc.render_doc(tfjob.Job, renderer=pydoc.plaintext)
+    signature = inspect.signature(Job.__init__)
+    for name, parameter in signature.parameters.items():
+        if name == "self":
+            continue
+        assert parameter.annotation is not inspect.Parameter.empty, name
+        assert f"{name}: '{parameter.annotation}'" in text, name  # in the signature help shows
+        assert f"    {name} (" in text, f"{name} is not described in Job's docstring"
+        assert parameter.kind in (inspect.Parameter.KEYWORD_ONLY,) or name in ("package", "module"), name
+    for cls in (Replicas, *PLATFORMS):
+        doc = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        for f in dataclasses.fields(cls):
+            if f.name != "_":
+                assert f.name in (cls.__doc__ or "") or cls.__bases__[0] is not tfjob.platforms.Platform and f.name in (cls.__bases__[0].__doc__ or ""), (cls.__name__, f.name)
+                assert f"{f.name}: " in doc, (cls.__name__, f.name)
+
+
+def test_typed_and_flat_keywords_build_the_same_job() -> None:
+    typed = Job(
+        "trainer", "trainer.task", name="same",
+        chief=Replicas(machine_type="n1-highmem-8", env={"ROLE": "chief"}),
+        workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1", args=["--w"], boot_disk_size=200),
+        ps=2, evaluators=Replicas(1, image="gcr.io/p/eval:1"),
+        backend=Vertex(project="p", region="us-central1", spot=True, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
+                       network="projects/1/global/networks/n", reserved_ip_ranges=["a", "b"]),
+    )  # fmt: skip
+    flat = Job.from_keywords(
+        "trainer", "trainer.task", name="same", backend="vertex", project="p", region="us-central1", spot=True,
+        kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k", reserved_ip_ranges=("a", "b"), network="projects/1/global/networks/n",
+        chief_machine_type="n1-highmem-8", chief_env={"ROLE": "chief"},
+        workers=4, worker_machine_type="g2-standard-8", worker_accelerator="type=NVIDIA_L4,count=1", worker_args=["--w"],
+        worker_boot_disk_size=200, ps=2, evaluators=1, evaluator_image="gcr.io/p/eval:1",
+    )  # fmt: skip
+    assert typed.spec == flat.spec and typed.options == flat.options and typed.backend_name == "vertex"
+    assert typed.spec.pool("worker").machine.accelerator.count == 1 and typed.spec.scheduling_strategy == "SPOT"
+
+
+@pytest.mark.parametrize(
+    ("platform", "backend", "options"),
+    [
+        (Local(dialect="kubeflow", grace=2.0), "local", "LocalOptions"),
+        (Vertex(project="p", region="europe-west4"), "vertex", "VertexOptions"),
+        (AIPlatform(project="p", region="us-central1"), "ai-platform", "GoogleCloudOptions"),
+        (Kubernetes(namespace="ml"), "kubeflow", "TFJobOptions"),
+        (TFJob(namespace="ml", clean_pod_policy="All"), "kubeflow", "TFJobOptions"),
+        (JobSet(namespace="ml", queue="q"), "jobset", "KubernetesOptions"),
+        (TrainJob(namespace="ml"), "trainjob", "KubernetesOptions"),
+    ],
+)
+def test_each_settings_object_selects_its_backend_and_fills_its_options(platform: object, backend: str, options: str) -> None:
+    job = Job(image="gcr.io/p/t:1", module="trainer.task", workers=1, backend=platform)  # type: ignore[arg-type]
+    assert job.backend_name == backend and type(job.options).__name__ == options
+    for f in dataclasses.fields(platform):  # type: ignore[arg-type]
+        if hasattr(job.options, f.name) and f.name not in ("project", "region"):
+            assert getattr(job.options, f.name) == getattr(platform, f.name), f.name
+
+
+def test_clients_in_the_settings_go_to_a_backend_object_of_their_own() -> None:
+    api = object()
+    job = Job(image="gcr.io/p/t:1", module="trainer.task", backend=JobSet(api_client=api, namespace="ml"))
+    assert job.backend.api_client is api and job.backend.name == "jobset"
+    from tfjob.backends import get_backend
+
+    assert get_backend("jobset").api_client is None  # the registry's backend is left alone
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        ({"chief": Replicas(2)}, r"^chief=Replicas\(2, …\): the chief runs exactly 1 replica; add the others as workers$"),
+        ({"backend": Vertex}, r"^backend=Vertex is the class; give its settings: backend=Vertex\(\.\.\.\)$"),
+        ({"backend": 3}, r"^backend=3 is not a backend: give its settings \(Local\(\.\.\.\), Vertex\(\.\.\.\), Kubernetes\(\.\.\.\)…\), a name "),
+        ({"workers": "3"}, r"^workers='3' must be a whole number$"),
+        ({"workers": Replicas(0)}, r"^workers=0 must be ≥ 1; leave workers out for a job without that role$"),
+        ({"workers": Replicas(2, accelerator="NVIDIA_L4:x")}, r"count 'x' is not a whole number ≥ 1"),
+    ],
+)
+def test_a_wrong_typed_value_is_one_error_naming_it(keywords: dict[str, object], message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        Job(image="gcr.io/p/t:1", module="trainer.task", **keywords)  # type: ignore[arg-type]
+
+
+def test_a_misspelt_or_misplaced_setting_is_refused_when_run_unchecked() -> None:
+    """What mypy reports (tests/test_install.py) Python refuses too, before anything is built."""
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'spot'"):
+        Kubernetes(namespace="ml", spot=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'namespce'"):
+        Job(image="gcr.io/p/t:1", namespce="ml")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"takes from 1 to 3 positional arguments"):
+        Job("trainer", "trainer.task", "vertex")  # type: ignore[misc]
+
+
+def test_the_package_ships_its_types() -> None:
+    root = Path(tfjob.__file__).parent
+    assert (root / "py.typed").is_file()
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert '"tfjob" = ["py.typed"]' in text
