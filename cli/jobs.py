@@ -281,8 +281,12 @@ def wait(job_id: str, timeout: str | None) -> None:
 
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)
+    def said(status: Any) -> None:  # one line per state the job is in while it is waited for
+        if not status.state.is_terminal:
+            click.echo(f"job {handle.id} {status.state.value}", err=True)
+
     with _keeps_running(handle.id, again=f"tfjob wait {handle.id}"):
-        final = handle.wait(seconds)
+        final = handle.wait(seconds, on_change=said)
     click.echo(f"job {handle.id} {final.state.value}" + (f": {final.message}" if final.message else ""), err=True)
     try:
         handle.result()

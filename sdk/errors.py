@@ -108,6 +108,19 @@ class BackendUnavailableError(BackendError):
     exit_code = 2
 
 
+#: The extras of the tfjob distribution (pyproject.toml), and what each brings.
+EXTRAS = {"vertex": "the Google Cloud client libraries", "kubernetes": "the Kubernetes client library"}
+
+
+def missing_extra(extra: str, backend: str, error: ImportError) -> BackendUnavailableError:
+    """The one line a backend's missing client library is: what is missing and the pip
+    command that installs it (raise it ``from`` the ImportError)."""
+    missing = f" ({error.name} is missing)" if getattr(error, "name", None) else ""
+    return BackendUnavailableError(
+        f"the {backend} backend needs {EXTRAS[extra]}{missing}, which tfjob installs only on request: pip install 'tfjob[{extra}]'"
+    )
+
+
 class JobFailedError(TfjobError):
     """The job ran and failed.
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -17,11 +16,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The reliability suite's recorder (`reliability` fixture) and its one-line summary.
 pytest_plugins = ["reliability"]
 
-ROOT = Path(__file__).resolve().parents[1]
-#: The CustomResourceDefinitions the Kubernetes manifests are validated against (vendored; see its README.md).
-CRDS = ROOT / "tests" / "data" / "crds"
-#: The console scripts of the interpreter running the tests.
-BIN = Path(sys.executable).parent
+from helpers import BIN  # noqa: E402 - after the environment above is set
+
+# Hypothesis: a few hundred examples per property in CI (the default profile); the deep
+# run, 10,000 each, is `pytest -m reliability --hypothesis-profile deep` (README, Tests).
+# The properties' own @settings leave max_examples to the profile.
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+settings.register_profile("deep", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+settings.load_profile("ci")  # --hypothesis-profile deep (the hypothesis pytest plugin) loads the other after this
 
 _CLOUD_VARS = (
     "TFJOB_PROJECT",
@@ -38,19 +42,6 @@ _CLOUD_VARS = (
     "TF_CONFIG",
     "CLUSTER_SPEC",
     "KUBECONFIG",
-)
-
-
-def has_tensorflow() -> bool:
-    """True when TensorFlow can be imported (the ``tf`` extra is installed)."""
-    import importlib.util
-
-    return importlib.util.find_spec("tensorflow") is not None
-
-
-#: Skip a test cleanly when TensorFlow is absent; under CI (CI=true) TF must be there.
-requires_tf = pytest.mark.skipif(
-    not has_tensorflow() and os.environ.get("CI") != "true", reason="TensorFlow is not installed (pip install -e '.[tf]')"
 )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import pytest
-from conftest import BIN, ROOT
+from helpers import BIN, ROOT
 
 from tfjob.backends.local.reap import reap_lost
 from tfjob.store import JobStore, process_alive

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 BENCH = ROOT / "bench"
 #: Every figure issue 8 asks for, by key.

@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.conftest import BIN
+from helpers import BIN
 from tfjob.cluster import render_task_env
 from tfjob.container.bootstrap import EX_PORT_IN_USE, main, port_in_use
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.conftest import requires_tf
+from helpers import requires_tf
 from tfjob.cluster import ClusterSpec, render_task_env, render_tf2_env, task_info_from_env
 
 pytestmark = requires_tf

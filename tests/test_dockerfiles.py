@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import BIN, ROOT
+from helpers import BIN, ROOT
 
 # Not the repository's own files: environments, build output, test scratch space.
 _SKIP_DIRS = {".git", ".venv", "venv", "build", "dist", "node_modules", ".pytest_cache", "__pycache__"}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN
+from helpers import BIN
 
 TFJOB = str(BIN / "tfjob")
 

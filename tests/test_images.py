@@ -19,7 +19,7 @@ from pathlib import Path
 
 import podman_ci
 import pytest
-from conftest import BIN
+from helpers import BIN
 from podman_ci import BUILD_FLAGS
 from podman_ci import run as _sh
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import CRDS
+from helpers import CRDS
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env

@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 from click.testing import CliRunner
 
-from conftest import CRDS
+from helpers import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 

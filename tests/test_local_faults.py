@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import signal
 import socket
 import time
@@ -272,7 +273,11 @@ def test_ctrl_c_while_reading_a_job_leaves_it_running_and_says_how_to_go_on(tmp_
         # As from a terminal: SIGINT at its default (a background shell would have it ignored).
         reader = subprocess.Popen([TFJOB, command[0], job_id, *command[1:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-        time.sleep(1.5)
+        # Ready when it reads the job: `wait` says the job's state, `logs --follow` shows its first line.
+        stream = reader.stderr if command[0] == "wait" else reader.stdout
+        assert stream is not None and select.select([stream], [], [], 60)[0], f"tfjob {command[0]} said nothing in 60 s"
+        first = stream.readline()
+        assert first.startswith(f"job {job_id} RUNNING" if command[0] == "wait" else "[")
         reader.send_signal(signal.SIGINT)
         _, err = reader.communicate(timeout=30)
         assert reader.returncode == 130, err

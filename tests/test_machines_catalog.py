@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from conftest import BIN
+from helpers import BIN
 
 from tfjob.errors import SpecError
 from tfjob.machines import ACCELERATORS, RETIRED_ACCELERATORS

@@ -63,9 +63,9 @@ def test_what_tensorflow_refuses_tfjob_refuses(tf_config: dict) -> None:
     # ("Multiple chief nodes"), used by the multi-worker strategies.
     from tensorflow.python.distribute import multi_worker_util
 
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="chief"):
         multi_worker_util._validate_cluster_spec(tf_config["cluster"], tf_config["task"]["type"], tf_config["task"]["index"])
-    with pytest.raises(ClusterConfigError):
+    with pytest.raises(ClusterConfigError, match="chief"):
         task_info_from_env({"TF_CONFIG": json.dumps(tf_config)})
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import requires_tf
+from helpers import requires_tf
 
 pytestmark = [requires_tf, pytest.mark.slow, pytest.mark.tf]
 
@@ -125,5 +125,5 @@ def test_parameter_server_training_through_bootstrap_with_master_tf_configs(tmp_
     assert procs["ps-0"].returncode == -signal.SIGTERM
     assert procs["worker-0"].returncode == -signal.SIGTERM
     for name, proc in procs.items():
-        with pytest.raises(ProcessLookupError):
+        with pytest.raises(ProcessLookupError, match="No such process"):
             os.killpg(proc.pid, 0)  # nothing of that task's process group is left

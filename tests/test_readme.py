@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from conftest import BIN, CRDS, ROOT, requires_tf
+from helpers import BIN, CRDS, ROOT, requires_tf
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex, write_service_account
 from test_vertex_e2e import free_port

@@ -42,8 +42,8 @@ from tfjob.machines import ACCELERATORS, RETIRED_ACCELERATORS
 from tfjob.limits import MAX_TIMEOUT_SECONDS
 from tfjob.spec import Accelerator, build_spec, parse_duration, parse_key_values
 
-EXAMPLES = 10_000
-many = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+#: The properties' examples: the Hypothesis profile's (300 in CI, 10,000 with --hypothesis-profile deep; tests/conftest.py).
+many = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 
 #: What the platforms accept as a label key and value (Vertex AI and Kubernetes alike).
 LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]{0,62}")
@@ -286,7 +286,7 @@ _k8s_object = st.dictionaries(st.sampled_from(_K8S_KEYS), _k8s_any, max_size=4)
 
 
 @pytest.mark.reliability
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@many
 @given(job=_k8s_object, pods=st.lists(_k8s_object, max_size=3))
 def test_job_and_pod_objects_of_any_shape(job: dict[str, Any], pods: list[dict[str, Any]], reliability: Reliability) -> None:
     """A TFJob, JobSet, TrainJob or pod whose fields have the wrong shape (a proxy's answer, another
@@ -320,5 +320,5 @@ def test_a_trailing_newline_does_not_pass_for_a_name() -> None:
         lambda: init_template("/nonexistent-dir", "census-ps", package_name="census\n"),
         lambda: build_spec(name="j", image="python:3\n"),
     ):
-        with pytest.raises(TfjobError):
+        with pytest.raises(TfjobError, match=r"\\n"):  # the newline is shown escaped, on the one line
             check()

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from conftest import CRDS, ROOT
+from helpers import CRDS, ROOT
 from tfjob.backends import get_backend
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cli.main import app

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 from tfjob.errors import ConfigFileError, SpecError
 from tfjob.study import (
@@ -230,7 +230,7 @@ def test_trial_arguments_as_the_platforms_append_them() -> None:
     assert args == ["--learning_rate=0.00123", "--layers=3", "--optimizer=adam", "--batch_size=32"]
     assert study.parameter("batch_size").format_value(0.5) == "0.5"
     assert study.parameter("learning_rate").format_value(1.0) == "1.0"  # a DOUBLE stays a float
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="momentum"):
         study.parameter("momentum")
 
 

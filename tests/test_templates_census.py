@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import requires_tf
+from helpers import requires_tf
 from tfjob.hypertune import parse_metric_lines
 from tfjob.scaffold import init_template
 
@@ -270,7 +270,7 @@ def test_killing_the_chief_then_resubmitting_resumes_from_the_checkpoint(tfjob_e
                 first.wait()
     assert "chief-0" in (tmp_path / "first.log").read_text()
     for task in tasks.values():  # the job took its workers and ps down with it
-        with pytest.raises(ProcessLookupError):
+        with pytest.raises(ProcessLookupError, match="No such process"):
             os.kill(task.pid, 0)
     reached = latest_checkpoint_step(job_dir)
     assert reached >= 10 and reached % 10 == 0

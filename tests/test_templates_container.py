@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import BIN, ROOT
+from helpers import BIN, ROOT
 from tfjob import __version__
 from tfjob.cli.main import app
 from tfjob.scaffold import init_template

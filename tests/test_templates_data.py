@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import requires_tf
+from helpers import requires_tf
 from tfjob.scaffold import init_template
 
 UCI_ROWS = """\

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import requires_tf
+from helpers import requires_tf
 
 from tfjob.store import JobStore
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 from local_helpers import TFJOB
 from click.testing import CliRunner
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from local_helpers import assert_no_survivors, job_processes
 
 from tfjob.backends.base import JobState

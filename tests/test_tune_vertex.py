@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from reliability import Reliability
 from click.testing import CliRunner
 

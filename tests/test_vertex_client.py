@@ -269,7 +269,7 @@ def test_no_token_in_any_message(http: responses.RequestsMock, capsys: pytest.Ca
     seen: list[str] = []
     client = make_client(on_retry=lambda e, d, a: seen.append(str(e)))
     for job_id in ("1", "2"):
-        with pytest.raises((AuthError, UsageError)) as info:
+        with pytest.raises((AuthError, UsageError), match=r"\[redacted\]") as info:
             client.get_custom_job(job_id)
         assert TOKEN not in str(info.value)
         assert "[redacted]" in str(info.value)

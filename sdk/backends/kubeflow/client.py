@@ -118,10 +118,10 @@ class KubeClient:
     ) -> None:
         try:
             from kubernetes import client, config
-        except ImportError as e:  # pragma: no cover - it is a dependency of tfjob
-            from ...errors import BackendUnavailableError
+        except ImportError as e:
+            from ...errors import missing_extra
 
-            raise BackendUnavailableError("--backend kubeflow needs the kubernetes package: pip install kubernetes") from e
+            raise missing_extra("kubernetes", "Kubernetes", e) from e
         self.timeout = request_timeout
         self.context = context
         if api_client is not None:

@@ -14,6 +14,7 @@ import os
 from typing import Any, Mapping
 from urllib.parse import urlparse
 
+from ...errors import missing_extra
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
@@ -36,8 +37,11 @@ def resolve_credentials(credentials: Any = None) -> Any:
     if credentials is not None:
         return credentials
     _check_key_files()
-    import google.auth
-    from google.auth import exceptions as auth_exceptions
+    try:
+        import google.auth
+        from google.auth import exceptions as auth_exceptions
+    except ImportError as e:
+        raise missing_extra("vertex", "vertex", e) from e
 
     from .errors import translate
 

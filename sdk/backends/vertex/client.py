@@ -21,6 +21,7 @@ import random
 import time
 from typing import Any, Callable
 
+from ...errors import missing_extra
 from .render import SUBMISSION_LABEL
 from .retry import Backoff, call_with_retry, is_retryable, status_code
 
@@ -60,8 +61,11 @@ class VertexClient:
         rng: random.Random | None = None,
         on_retry: Callable[[BaseException, float, int], None] | None = None,
     ) -> None:
-        from google.api_core.client_options import ClientOptions
-        from google.cloud import aiplatform_v1
+        try:
+            from google.api_core.client_options import ClientOptions
+            from google.cloud import aiplatform_v1
+        except ImportError as e:
+            raise missing_extra("vertex", "vertex", e) from e
 
         self.project = project
         self.region = region

@@ -15,7 +15,7 @@ import re
 import time
 from typing import Any, Callable, Iterator
 
-from ...errors import UsageError
+from ...errors import UsageError, missing_extra
 from ...model import normalize_task
 from ...spec import ROLES
 
@@ -68,7 +68,10 @@ def entry_line(entry: Any) -> str:
 
 def logging_client(project: str, credentials: Any, api_endpoint: str | None) -> Any:
     """A google-cloud-logging client over HTTP (``api_endpoint``: a test server, or Google's)."""
-    from google.cloud import logging as cloud_logging
+    try:
+        from google.cloud import logging as cloud_logging
+    except ImportError as e:
+        raise missing_extra("vertex", "vertex", e) from e
 
     options = {"api_endpoint": api_endpoint} if api_endpoint else None
     return cloud_logging.Client(project=project, credentials=credentials, _use_grpc=False, client_options=options)

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Sequence
 
-from ...errors import UsageError
+from ...errors import UsageError, missing_extra
 from .submission import LocalPackage, parse_gcs_uri
 
 #: Uploads bigger than this show progress.
@@ -87,7 +87,10 @@ def check_bucket_region(bucket: str, location: str, region: str) -> None:
 
 def storage_client(project: str | None, credentials: Any) -> Any:
     """A ``google.cloud.storage.Client`` (anonymous against an emulator)."""
-    from google.cloud import storage
+    try:
+        from google.cloud import storage
+    except ImportError as e:
+        raise missing_extra("vertex", "vertex", e) from e
 
     if os.environ.get("STORAGE_EMULATOR_HOST"):
         return storage.Client(project=project or "test")

@@ -1,0 +1,34 @@
+"""What test modules share: the project's paths and the TensorFlow marker.
+
+Test modules import these from here (``from helpers import ROOT``), never from
+``conftest``: pytest loads conftest.py itself, and importing it again under another name
+(``tests.conftest``) would run it twice. Fixtures stay in conftest.py (and the local
+backend's in local_helpers.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+#: The project's root (the repository).
+ROOT = Path(__file__).resolve().parents[1]
+#: The CustomResourceDefinitions the Kubernetes manifests are validated against (vendored; see its README.md).
+CRDS = ROOT / "tests" / "data" / "crds"
+#: The console scripts of the interpreter running the tests.
+BIN = Path(sys.executable).parent
+
+
+def has_tensorflow() -> bool:
+    """True when TensorFlow can be imported (the ``tf`` extra is installed)."""
+    return importlib.util.find_spec("tensorflow") is not None
+
+
+#: Skip a test cleanly when TensorFlow is absent; under CI (CI=true) TF must be there.
+requires_tf = pytest.mark.skipif(
+    not has_tensorflow() and os.environ.get("CI") != "true", reason="TensorFlow is not installed (pip install -e '.[tf]')"
+)
