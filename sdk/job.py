@@ -254,6 +254,13 @@ class Job:
         poll_interval (float | None): first pause in seconds between status reads of a cloud job.
         cancel_on_interrupt (bool): Ctrl-C during ``run()`` cancels the job (else it keeps running).
         include_secrets (bool): package files that look like credentials too (each still warned about).
+        build (bool): build the trainer directory into an image first and run that image on any backend.
+        image_repo (str | None): ``REGISTRY/PATH`` a built image is pushed to (the job runs ``REPO@sha256:…``).
+        base_image (str | None): the image a built image starts from (default tfjob's base image).
+        container_engine (str | None): ``podman`` or ``docker`` (or a path): what builds images
+            and runs image tasks locally.
+        cloud_build (bool): build with Cloud Build (in the Vertex project, staged in its bucket)
+            instead of an engine here.
         config (str | PathLike | None): a legacy ``trainingInput`` or Vertex ``CustomJobSpec``
             YAML/JSON file; the arguments given here override what it says.
 
@@ -295,6 +302,11 @@ class Job:
         poll_interval: float | None = None,
         cancel_on_interrupt: bool = False,
         include_secrets: bool = False,
+        build: bool = False,
+        image_repo: str | None = None,
+        base_image: str | None = None,
+        container_engine: str | None = None,
+        cloud_build: bool = False,
         config: StrPath | None = None,
     ) -> None:
         given = {
@@ -302,10 +314,12 @@ class Job:
             "requirements": requirements, "scale_tier": scale_tier, "accelerator": accelerator,
             "tpu_topology": tpu_topology, "args": args, "env": env, "job_dir": job_dir, "labels": labels,
             "service_account": service_account, "timeout": timeout, "strategy": strategy, "tf_config": tf_config,
-            "poll_interval": poll_interval, "config": config,
+            "poll_interval": poll_interval, "image_repo": image_repo, "base_image": base_image,
+            "container_engine": container_engine, "config": config,
         }  # fmt: skip
         values: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-        for key, flag in (("quiet", quiet), ("cancel_on_interrupt", cancel_on_interrupt), ("include_secrets", include_secrets)):
+        flags = {"quiet": quiet, "cancel_on_interrupt": cancel_on_interrupt, "include_secrets": include_secrets, "build": build, "cloud_build": cloud_build}
+        for key, flag in flags.items():
             if flag is not False:
                 values[key] = flag
         for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):

@@ -84,10 +84,17 @@ class Local(Platform):
         runtime_version: the AI Platform runtime version imitated (checked against the trainer).
         python_version: the Python version imitated (checked against the interpreter).
         python: the interpreter the tasks run (default: this one).
-        container_engine: ``podman`` or ``docker`` (or a path): what runs image tasks.
         install: install the trainer's sdist in a throw-away venv first, as the platforms do.
         grace: seconds between SIGTERM and SIGKILL when the cluster is torn down.
         detach: return at once; a supervisor process runs the job.
+        restart_policy: ``Never``, ``OnFailure``, ``ExitCode`` or ``Always``, or ``ROLE=POLICY``
+            entries; default: what the ``dialect``'s platform does.
+        backoff_limit: restarts of tasks (all together) before the job fails (default 3).
+        restart_delay: seconds before a task's first restart, doubled for each further one (default 1).
+        max_restarts: restarts of the whole job after it failed from a lost task (a preemption, a signal).
+        preempt: preemptions to rehearse: ``TASK@TIME`` (``worker-1@30s``) or ``random@MEAN``, or a list of them.
+        preempt_grace: seconds between a preemption's SIGTERM and its SIGKILL (default 30, as Spot VMs).
+        preempt_seed: the seed of ``random@…`` preemptions (the same seed, the same tasks at the same times).
     """
 
     BACKEND: ClassVar[str] = "local"
@@ -96,10 +103,16 @@ class Local(Platform):
     runtime_version: str | None = None
     python_version: str | None = None
     python: StrPath | None = None
-    container_engine: str | None = None
     install: bool = False
     grace: float = 5.0
     detach: bool = False
+    restart_policy: str | Sequence[str] | None = None
+    backoff_limit: int | None = None
+    restart_delay: float | None = None
+    max_restarts: int = 0
+    preempt: str | Sequence[str] | None = None
+    preempt_grace: float | None = None
+    preempt_seed: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +133,8 @@ class Vertex(Platform):
         enable_web_access: interactive shell access to the tasks.
         enable_dashboard_access: access to the tasks' dashboards.
         tensorboard: a Vertex TensorBoard resource name to stream to.
+        experiment: the Vertex AI Experiment the job is logged to (a name, or the context's resource name).
+        experiment_run: the run of that experiment (a name, or the run context's resource name).
         restart_job_on_worker_restart: restart the whole job when a worker restarts.
         spot: run on Spot VMs (``scheduling.strategy`` SPOT).
         flex_start: wait for capacity (``scheduling.strategy`` FLEX_START).
@@ -148,6 +163,8 @@ class Vertex(Platform):
     enable_web_access: bool = False
     enable_dashboard_access: bool = False
     tensorboard: str | None = None
+    experiment: str | None = None
+    experiment_run: str | None = None
     restart_job_on_worker_restart: bool = False
     spot: bool = False
     flex_start: bool = False

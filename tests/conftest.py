@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The reliability suite's recorder (`reliability` fixture) and its one-line summary.
 pytest_plugins = ["reliability"]
 
-from helpers import BIN  # noqa: E402 - after the environment above is set
+from helpers import BIN, need_in_ci  # noqa: E402 - after the environment above is set
 
 # Hypothesis: a few hundred examples per property in CI (the default profile); the deep
 # run, 10,000 each, is `pytest -m reliability --hypothesis-profile deep` (README, Tests).
@@ -68,15 +68,6 @@ def tfjob_exe() -> str:
 # -- containers (podman) -----------------------------------------------------------------
 # Session-wide, for every container test module (test_images, test_image_build): the engine
 # configured once, the TensorFlow stand-in and tfjob's base image built once per run.
-
-
-def need_in_ci(condition: bool, reason: str) -> None:
-    """Skip when ``condition`` fails, except under CI=true, where it is a failure."""
-    if condition:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the container tests: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from tfjob.cli.main import app
 from tfjob.diagnosis import diagnose, diagnose_text, evaluator_hang, explain, kernel_oom_record
 from tfjob.errors import JobFailedError
 from tfjob.job import Job
+from tfjob.platforms import Local
 from tfjob.model import JobState, JobStatus, TaskStatus
 
 DATA = Path(__file__).parent / "data" / "diagnosis"
@@ -170,7 +171,7 @@ def test_a_real_local_job_is_diagnosed_in_status_json_and_the_error(tmp_path: Pa
         parser.add_argument("--job-dir", required=True)
         parser.parse_args()
     """)  # fmt: skip
-    job = Job(str(trainer), "trainer.task", workers=1, python=sys.executable, quiet=True, grace=1)
+    job = Job(str(trainer), "trainer.task", workers=1, quiet=True, backend=Local(python=sys.executable, grace=1))
     with pytest.raises(JobFailedError, match=r"(?s)FAILED.*diagnosis \(chief-0\): the trainer requires --job-dir.*fix: give it") as failed:
         job.run()
     assert [d.code for d in failed.value.diagnoses] == ["job-dir-required"]
@@ -189,7 +190,7 @@ def test_a_real_sigkill_without_a_kernel_record_is_said_as_an_inference(tmp_path
         os.kill(os.getpid(), signal.SIGKILL)
     """)  # fmt: skip
     with pytest.raises(JobFailedError, match=r"killed by SIGKILL") as failed:
-        Job(str(trainer), "trainer.task", python=sys.executable, quiet=True, grace=1).run()
+        Job(str(trainer), "trainer.task", quiet=True, backend=Local(python=sys.executable, grace=1)).run()
     found = failed.value.diagnoses
     # No kernel record of this pid exists (it was not the OOM killer), so it is not said as certain.
     assert [(d.code, d.task, d.certain) for d in found] == [("out-of-memory", "chief-0", False)]

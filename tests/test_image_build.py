@@ -29,7 +29,7 @@ import podman_ci
 import pytest
 import registry_ci
 import yaml
-from conftest import BIN, need_in_ci
+from helpers import BIN, need_in_ci
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 

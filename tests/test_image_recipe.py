@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 from click.testing import CliRunner
 
-from tfjob import Job
+from tfjob import Job, Vertex
 from tfjob.cli.main import app
 from tfjob.errors import SpecError
 from tfjob.images import recipe
@@ -229,7 +229,7 @@ def test_an_unreachable_registry_is_named() -> None:
 def test_build_keywords_are_checked_before_anything_runs(tmp_path: Path) -> None:
     source = _trainer(tmp_path / "t", None)
     with pytest.raises(SpecError, match="needs --image-repo|needs image_repo"):
-        Job(str(source), "trainer.task", build=True, backend="vertex", project="p", region="us-central1")
+        Job(str(source), "trainer.task", build=True, backend=Vertex(project="p", region="us-central1"))
     with pytest.raises(SpecError, match="drop --image|drop image"):
         Job(str(source), "trainer.task", build=True, image="gcr.io/p/x:1")
     with pytest.raises(SpecError, match="add --build|add build"):

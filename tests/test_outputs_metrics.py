@@ -16,11 +16,12 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from conftest import requires_tf
+from helpers import requires_tf
 from test_vertex_e2e import free_port
 from tfjob.cli.main import app
 from tfjob.errors import JobFailedError
 from tfjob.job import Job, get_job
+from tfjob.platforms import Local
 from tfjob.metrics import read_metrics
 from tfjob.outputs import download, job_outputs, list_local
 
@@ -64,7 +65,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
     saved = {k: os.environ.get(k) for k in ("TFJOB_HOME", "TF_CPP_MIN_LOG_LEVEL")}
     os.environ.update(TFJOB_HOME=str(home), TF_CPP_MIN_LOG_LEVEL="2")
     try:
-        handle = Job(str(root / "t"), "trainer.task", job_dir=str(job_dir), args=["--job-dir", str(job_dir)], python=sys.executable, quiet=True).run()
+        handle = Job(str(root / "t"), "trainer.task", job_dir=str(job_dir), args=["--job-dir", str(job_dir)], quiet=True, backend=Local(python=sys.executable)).run()
     finally:
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
@@ -217,8 +218,8 @@ def test_the_report_of_a_failed_job_shows_the_diagnosis_and_last_lines(tmp_path:
         "    import census_feature_utils\n"
         "time.sleep(60)\n"
     )
-    with pytest.raises(JobFailedError) as failed:
-        Job(str(tmp_path / "t"), "trainer.task", workers=2, python=sys.executable, quiet=True, grace=1).run()
+    with pytest.raises(JobFailedError, match="census_feature_utils") as failed:
+        Job(str(tmp_path / "t"), "trainer.task", workers=2, quiet=True, backend=Local(python=sys.executable, grace=1)).run()
     page = tmp_path / "failed.html"
     assert CliRunner().invoke(app, ["report", failed.value.job_id, "-o", str(page)]).exit_code == 0
     loaded = _check_page(page, tmp_path / "failed.png")
@@ -252,7 +253,7 @@ def test_tensorboard_serves_the_job_logs_and_ends_with_its_command(home: tuple[s
 
 
 def test_a_study_gets_its_trials_table_history_and_parameter_plots(tmp_path: Path) -> None:
-    from conftest import ROOT
+    from helpers import ROOT
     from tfjob.study import MetricSpec, ParameterSpec, StudySpec
     from tfjob.tune import Tuning, check_result
     import io

@@ -164,7 +164,7 @@ def test_the_readme_container_section_runs(tmp_path: Path, base_image: str, podm
 
     import podman_ci
     import registry_ci
-    from conftest import need_in_ci
+    from helpers import need_in_ci
 
     if registry_ci.missing() and os.environ.get("CI") == "true" and os.geteuid() == 0:
         registry_ci.install()

@@ -48,7 +48,7 @@ def pods(manifest: Any) -> Iterator[dict[str, Any]]:
 
 
 def one_line(render: Callable[[], Any], *needles: str) -> str:
-    with pytest.raises(TfjobError) as info:
+    with pytest.raises(TfjobError, match=r"^[^\n]+$") as info:  # one line, not empty
         render()
     message = str(info.value)
     assert "\n" not in message and message.strip()

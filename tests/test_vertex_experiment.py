@@ -14,18 +14,23 @@ from test_render_vertex import strict_roundtrip
 from tfjob.cli.main import app
 from tfjob.errors import SpecError
 from tfjob.job import Job
+from tfjob.platforms import Vertex
 
 CTX = "projects/my-project/locations/us-central1/metadataStores/default/contexts"
-COMMON = dict(module="trainer.task", image="r/x:1", backend="vertex", project="my-project", region="us-central1")
+WHERE = dict(project="my-project", region="us-central1")
+
+
+def job(**vertex: str) -> Job:
+    return Job(module="trainer.task", image="r/x:1", backend=Vertex(**WHERE, **vertex))
 
 
 def test_names_become_the_contexts_the_vertex_sdk_makes() -> None:
-    body = Job(**COMMON, experiment="census", experiment_run="lr-0-01").render()
+    body = job(experiment="census", experiment_run="lr-0-01").render()
     assert body["jobSpec"]["experiment"] == f"{CTX}/census"
     assert body["jobSpec"]["experimentRun"] == f"{CTX}/census-lr-0-01"
     parsed = strict_roundtrip(body)
     assert (parsed["jobSpec"]["experiment"], parsed["jobSpec"]["experimentRun"]) == (f"{CTX}/census", f"{CTX}/census-lr-0-01")
-    full = Job(**COMMON, experiment=f"{CTX}/census").render()["jobSpec"]
+    full = job(experiment=f"{CTX}/census").render()["jobSpec"]
     assert full["experiment"] == f"{CTX}/census" and "experimentRun" not in full
 
 
@@ -39,7 +44,7 @@ def test_names_become_the_contexts_the_vertex_sdk_makes() -> None:
 )
 def test_a_wrong_experiment_is_one_error(given: dict[str, str], message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        Job(**COMMON, **given).render()
+        job(**given).render()
 
 
 def test_the_cli_flags_and_their_mistakes() -> None:
@@ -63,6 +68,6 @@ def test_a_config_files_experiment_keys_are_taken(tmp_path: Path) -> None:
                              "containerSpec": {"imageUri": "r/x:1"}}],
         "experiment": f"{CTX}/census", "experimentRun": f"{CTX}/census-run-2",
     }))  # fmt: skip
-    job = Job(config=str(config), backend="vertex", project="my-project", region="us-central1")
-    assert (job.spec.experiment, job.spec.experiment_run) == (f"{CTX}/census", f"{CTX}/census-run-2")
-    assert strict_roundtrip(job.render())["jobSpec"]["experimentRun"] == f"{CTX}/census-run-2"
+    read = Job(config=str(config), backend=Vertex(**WHERE))
+    assert (read.spec.experiment, read.spec.experiment_run) == (f"{CTX}/census", f"{CTX}/census-run-2")
+    assert strict_roundtrip(read.render())["jobSpec"]["experimentRun"] == f"{CTX}/census-run-2"
