@@ -56,7 +56,7 @@ app = OneLineErrors(
     name="tfjob",
     help=(
         "Package, submit and run distributed TensorFlow training jobs: locally as a real "
-        "multi-process cluster, on Vertex AI, or on Kubernetes as a Kubeflow TFJob."
+        "multi-process cluster, on Vertex AI, or on Kubernetes as a Kubeflow TFJob, a JobSet or a Kubeflow Trainer TrainJob."
     ),
     epilog=(
         "\b\nExamples:\n"

@@ -39,7 +39,7 @@ JOB_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--packages', 'packages', multiple=True, help='Extra built tarballs or wheels to install (repeat, or comma-separate).'),
     click.option('--job-dir', 'job_dir', help='Where the trainer writes; passed to it as --job-dir.'),
     click.option('--config', 'config', help='A gcloud trainingInput or Vertex CustomJobSpec YAML/JSON file; flags override it.'),
-    click.option('--backend', 'backend', help='local, vertex or kubeflow (default: local unless a cloud project is configured); ai-platform renders the legacy AI Platform Training request (render / --dry-run only).'),
+    click.option('--backend', 'backend', help='local, vertex, kubeflow (a TFJob), jobset or trainjob (default: local unless a cloud project is configured); ai-platform renders the legacy AI Platform Training request (render / --dry-run only).'),
     click.option('--project', 'project', help='Google Cloud project (else GOOGLE_CLOUD_PROJECT / config).'),
     click.option('--region', 'region', help='Google Cloud region, e.g. us-central1.'),
     click.option('--staging-bucket', 'staging_bucket', help='gs://BUCKET for the trainer package.'),

@@ -134,7 +134,7 @@ def find_engine(choice: str | None = None) -> Engine:
         UsageError: the chosen engine, or both, are not installed (naming both).
     """
     choice = choice or os.environ.get("TFJOB_CONTAINER_ENGINE") or None
-    if choice is not None and choice not in ENGINES and not os.path.sep in choice:
+    if choice is not None and choice not in ENGINES and os.path.sep not in choice:
         raise UsageError(f"--container-engine {choice!r} is not one of {', '.join(ENGINES)} (or a path to one)")
     for name in [choice] if choice else list(ENGINES):
         exe = shutil.which(name)  # type: ignore[arg-type]

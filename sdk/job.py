@@ -271,6 +271,9 @@ class Job:
     ``project=…``), as the CLI's flags and config files name them.
     """
 
+    #: The backend object given (or built for the settings' clients), else None: the registry's.
+    _backend_object: Any
+
     def __init__(
         self,
         package: StrPath | None = None,
@@ -363,7 +366,7 @@ class Job:
 
     def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any]) -> None:
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
-        self._backend_object: Any = None
+        self._backend_object = None
         if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
             self._backend_object = kwargs["backend"]
             name = getattr(self._backend_object, "name", None)
@@ -484,7 +487,8 @@ class Job:
         is built, or found, first, and nothing is pushed)."""
         with _api_words(self._given):
             self.build_image(push=False)
-            return self.backend.render(self.spec, self.options)
+            body: dict[str, Any] = self.backend.render(self.spec, self.options)
+            return body
 
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""
@@ -568,7 +572,8 @@ class JobHandle:
 
     def status(self) -> JobStatus:
         """The job's status as its backend sees it now."""
-        return self._backend.status(self.id)
+        status: JobStatus = self._backend.status(self.id)
+        return status
 
     @property
     def state(self) -> JobState:
@@ -727,7 +732,8 @@ class JobHandle:
 
     def logs(self, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines (``[worker-1] …``), optionally of one task, following until it ends."""
-        return self._backend.logs(self.id, task=task, follow=follow, tail=tail)
+        lines: Iterator[str] = self._backend.logs(self.id, task=task, follow=follow, tail=tail)
+        return lines
 
     def preempt(self, task: str, grace: float | str | None = None) -> str:
         """Preempt one task of a running local job as a Spot VM is reclaimed: SIGTERM, the
@@ -746,7 +752,8 @@ class JobHandle:
                 f"tfjob preempt rehearses a preemption on a local job; job {self.id} runs on {self._backend.name}, "
                 "whose platform preempts its Spot VMs or pods by itself"
             )
-        return preempt(self.id, task, grace)
+        target: str = preempt(self.id, task, grace)
+        return target
 
     def cancel(self) -> None:
         """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED).

@@ -141,6 +141,8 @@ class Vertex(Platform):
         scheduling_strategy: ``STANDARD``, ``SPOT`` or ``FLEX_START``, named directly.
         max_wait: seconds a FLEX_START job may wait for its resources.
         disable_retries: fail the job at its first error instead of retrying.
+        restart_policy: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica
+            whose VM was preempted or failed.
         reservation: the Compute Engine reservation the pools consume.
         persistent_resource_id: the persistent resource the job runs on.
         kms_key: the Cloud KMS key the job's resources are encrypted with.
@@ -171,6 +173,7 @@ class Vertex(Platform):
     scheduling_strategy: str | None = None
     max_wait: float | None = None
     disable_retries: bool = False
+    restart_policy: str | None = None
     reservation: str | None = None
     persistent_resource_id: str | None = None
     kms_key: str | None = None
@@ -226,6 +229,8 @@ class Kubernetes(Platform):
             entries, or ``{role: value}``.
         pod_template: a YAML pod template (or role → pod template) merged into every replica.
         backoff_limit: retries before the job is failed.
+        max_restarts: restarts of the whole job (a JobSet's or TrainJob's ``failurePolicy.maxRestarts``;
+            default: ``backoff_limit``); a TFJob restarts replicas, not the whole job.
         ttl_seconds_after_finished: seconds after which the finished job is deleted.
         suspend: create the job suspended (a queue admits it).
         queue: Kueue's LocalQueue.
@@ -241,6 +246,7 @@ class Kubernetes(Platform):
     gpu: str | int | Sequence[str] | Mapping[str, Any] | None = None
     pod_template: StrPath | Mapping[str, StrPath] | None = None
     backoff_limit: int | None = None
+    max_restarts: int | None = None
     ttl_seconds_after_finished: int | None = None
     suspend: bool = False
     queue: str | None = None
@@ -280,7 +286,7 @@ class JobSet(Kubernetes):
 
 @dataclass(frozen=True, kw_only=True)
 class TrainJob(Kubernetes):
-    """A Kubeflow Trainer v2 ``TrainJob`` with the TensorFlow runtime tfjob renders for it (render only)."""
+    """A Kubeflow Trainer v2 ``TrainJob`` with the TensorFlow runtime tfjob renders for it."""
 
     BACKEND: ClassVar[str] = "trainjob"
 

@@ -8,7 +8,6 @@ what the platform of the dialect gives them.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 

@@ -12,7 +12,6 @@ when missing; anywhere else a missing engine skips with its reason.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path

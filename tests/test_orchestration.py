@@ -48,7 +48,7 @@ def test_a_succeeded_job_reads_as_the_schema_says(tmp_path: Path) -> None:
 
 
 def test_a_failed_job_names_its_task_exit_code_and_last_lines(tmp_path: Path) -> None:
-    with pytest.raises(JobFailedError) as failed:
+    with pytest.raises(JobFailedError, match="worker-1") as failed:
         Job(str(PROBE), "probe.task", workers=2, args=["--exit", "worker-1=3", "--hang", "chief"], quiet=True).run()
     data = status_json(failed.value.job_id)
     assert data["state"] == "FAILED" and data["failed_task"] == "worker-1"
@@ -81,5 +81,5 @@ def test_the_schema_refuses_what_it_must(tmp_path: Path) -> None:
     good.update(events=[], diagnoses=[], failure=None)
     jsonschema.validate(good, SCHEMA)
     for broken in ({**good, "state": "DONE"}, {**good, "tasks": [{**good["tasks"][0], "name": "gpu-0"}]}, {k: v for k, v in good.items() if k != "failure"}):
-        with pytest.raises(jsonschema.ValidationError):
+        with pytest.raises(jsonschema.ValidationError, match="DONE|gpu-0|'failure' is a required property"):
             jsonschema.validate(broken, SCHEMA)

@@ -282,7 +282,7 @@ def test_a_packages_entry_is_one_built_file_on_every_backend(tmp_path: Path) -> 
 
 def test_a_trainer_with_data_beyond_the_bound_is_refused_naming_the_largest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import tfjob.packaging as packaging
-    import tfjob.packaging.tree
+    import tfjob.packaging.tree  # noqa: F401 - loads the submodule patched below (packaging.tree)
 
     pkg = make_trainer(tmp_path / "src")
     (pkg / "data").mkdir()

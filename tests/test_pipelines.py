@@ -15,7 +15,7 @@ from typing import Any, List, NamedTuple
 import pytest
 import yaml
 
-from conftest import requires_tf
+from helpers import requires_tf
 
 kfp = pytest.importorskip("kfp")
 from kfp import compiler, dsl, local  # noqa: E402
@@ -243,14 +243,14 @@ def _small_trainer(tmp_path: Path) -> Path:
     return trainer
 
 
-def _vertex_job(trainer: Path, **extra: Any) -> Any:
-    from tfjob import Job
+def _vertex_job(trainer: Path, **vertex: Any) -> Any:
+    from tfjob import Job, Replicas, Vertex
 
     return Job(
-        str(trainer), "trainer.task", backend="vertex", project="p", region="us-central1", staging_bucket="gs://b",
-        workers=2, ps=1, evaluators=1, chief_machine_type="n1-highcpu-16", worker_machine_type="n1-highcpu-8",
-        ps_machine_type="n1-highmem-8", evaluator_machine_type="n1-standard-4", job_dir="gs://b/census",
-        args=["--train-steps", "200"], timeout=3600, **extra,
+        str(trainer), "trainer.task", backend=Vertex(project="p", region="us-central1", staging_bucket="gs://b", **vertex),
+        chief=Replicas(machine_type="n1-highcpu-16"), workers=Replicas(2, machine_type="n1-highcpu-8"),
+        ps=Replicas(1, machine_type="n1-highmem-8"), evaluators=Replicas(1, machine_type="n1-standard-4"), job_dir="gs://b/census",
+        args=["--train-steps", "200"], timeout=3600,
     )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BIN, requires_tf
+from helpers import BIN, requires_tf
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import assert_no_survivors
 

@@ -101,7 +101,7 @@ def build_job(
         "job_dir": job_dir or None,
         "args": list(args) if args else None,
     }
-    return Job(package or None, module or None, **{k: v for k, v in given.items() if v is not None}, **extra)
+    return Job.from_keywords(package or None, module or None, **{k: v for k, v in given.items() if v is not None}, **extra)
 
 
 def run_step(

@@ -71,8 +71,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     experiment.setup_logging()
     args = experiment.parse_args(argv)
     experiment.require_tf_keras()
-    import tensorflow as tf
-
     resolver = experiment.cluster_resolver()
     role = resolver.task_type
     if role == "evaluator":  # not part of the cluster: it only reads checkpoints
