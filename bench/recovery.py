@@ -57,7 +57,7 @@ def write_trainer(root: Path) -> Path:
 
 def recovery(trainer: Path, root: Path, task: str, **options: object) -> Run:
     """Seconds from the preemption of ``task`` (once every task's trainer runs) to its trainer running again."""
-    from tfjob import Job
+    from tfjob import Job, Local
     from tfjob.store import JobStore
 
     count = [0]
@@ -67,8 +67,8 @@ def recovery(trainer: Path, root: Path, task: str, **options: object) -> Run:
         marks = root / f"marks-{task}-{count[0]}"
         marks.mkdir()
         job = Job(
-            package=str(trainer), module="revive.task", workers=2, backend="local", args=[str(marks), task],
-            preempt_grace=5.0, restart_delay=0.0, grace=5.0, **options,
+            package=str(trainer), module="revive.task", workers=2, args=[str(marks), task],
+            backend=Local(preempt_grace=5.0, restart_delay=0.0, grace=5.0, **options),  # type: ignore[arg-type]
         )  # fmt: skip
         handle = job.submit()
         try:
