@@ -63,7 +63,7 @@ def test_a_missing_module_is_a_usage_error_everywhere_it_can_be_seen(trainer: Pa
         ("local", "LocalOptions", {"dialect": "kubeflow", "grace": 1.0}, "namespace"),
         ("vertex", "VertexOptions", {"region": "europe-west4", "executor_image": "img"}, "dialect"),
         ("kubeflow", "TFJobOptions", {"namespace": "ml", "restart_policy": "Never"}, "region"),
-        ("jobset", "KubernetesOptions", {"namespace": "ml", "queue": "q"}, "restart_policy"),
+        ("jobset", "KubernetesOptions", {"namespace": "ml", "restart_policy": "OnFailure"}, "clean_pod_policy"),
         ("ai-platform", "GoogleCloudOptions", {"region": "us-east1"}, "executor_image"),
     ],
 )

@@ -71,6 +71,21 @@ def test_the_manifest_is_valid_against_the_jobset_crd(shape: str, validator: Any
     assert manifest["spec"]["successPolicy"]["targetReplicatedJobs"] == ["chief" if spec.has_chief else "worker"]
 
 
+def test_restart_policies_per_replicated_job_pass_the_crd(validator: Any) -> None:
+    # Issue 29: the same policy as a TFJob's, said with what a Job has.
+    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1)
+    options = TFJobOptions(restart_policy=["ExitCode", "worker=OnFailure", "ps=Never"], backoff_limit=4, max_restarts=1)
+    manifest = render_jobset(spec, options)
+    assert [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(manifest)] == []
+    jobs = {j["name"]: j["template"]["spec"] for j in manifest["spec"]["replicatedJobs"]}
+    assert {r: (j["backoffLimit"], j["template"]["spec"]["restartPolicy"]) for r, j in jobs.items()} == {
+        "chief": (4, "Never"), "worker": (4, "OnFailure"), "ps": (0, "Never"),
+    }
+    (rule,) = jobs["chief"]["podFailurePolicy"]["rules"]
+    assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == list(range(1, 128))
+    assert "podFailurePolicy" not in jobs["worker"] and manifest["spec"]["failurePolicy"] == {"maxRestarts": 1}
+
+
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
@@ -145,7 +160,7 @@ def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str
     ("options", "message"),
     [
         (dict(clean_pod_policy="All"), "--clean-pod-policy is a TFJob run policy"),
-        (dict(restart_policy=["OnFailure"]), "a JobSet restarts the whole set"),
+        (dict(restart_policy=["worker=Always"]), "--restart-policy Always: the pods of a JobSet's Jobs may only restart Never or OnFailure"),
     ],
 )
 def test_tfjob_only_run_policies_are_refused(options: dict[str, Any], message: str) -> None:

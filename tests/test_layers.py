@@ -48,7 +48,7 @@ def test_every_backend_is_a_folder_in_the_registry_with_its_own_options() -> Non
         assert {f.name for f in dataclasses.fields(SubmitOptions)} <= {f.name for f in dataclasses.fields(cls)}
     # What only one backend takes is declared by it, and by no backend that does not take it.
     assert "dialect" in backend_keywords("local") and "dialect" not in backend_keywords("vertex")
-    assert "restart_policy" in backend_keywords("kubeflow") and "restart_policy" not in backend_keywords("jobset")
+    assert "clean_pod_policy" in backend_keywords("kubeflow") and "clean_pod_policy" not in backend_keywords("jobset")
     assert "spot" in backend_keywords("vertex") and "spot" not in backend_keywords("ai-platform")
 
 

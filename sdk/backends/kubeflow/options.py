@@ -27,6 +27,10 @@ class KubernetesOptions(SubmitOptions):
     gpu: Any = None
     #: A YAML pod template (or role → pod template) merged into every replica.
     pod_template: str | None = None
+    #: ``Never``/``OnFailure``/``ExitCode``/``Always`` (:mod:`tfjob.restarts`), or a list with
+    #: ``ROLE=POLICY`` entries: a TFJob's ``restartPolicy`` per replica; a JobSet's Job pods
+    #: (Never, OnFailure, ExitCode through a ``podFailurePolicy``).
+    restart_policy: Any = None
     backoff_limit: int | None = None
     #: Restarts of the whole job (a JobSet's or TrainJob's ``failurePolicy.maxRestarts``;
     #: default: ``backoff_limit``). A TFJob restarts replicas, not the whole job.
@@ -42,8 +46,6 @@ class KubernetesOptions(SubmitOptions):
 class TFJobOptions(KubernetesOptions):
     """A Kubeflow ``TFJob``: the training operator's restart, cleanup and gang-scheduling policies."""
 
-    #: ``Never``/``OnFailure``/``ExitCode``/``Always``, or a list with ``ROLE=POLICY`` entries.
-    restart_policy: Any = None
     clean_pod_policy: str | None = None
     priority_class: str | None = None
     min_available: int | None = None

@@ -14,8 +14,11 @@ What the JobSet does with it (JobSet v0.12):
   replicated job, or ``worker`` for a job without a chief); the JobSet then ends the Jobs
   still running (the parameter servers, which never exit by themselves);
 - any task failing fails its Job (``backoffLimit: 0``, pods ``restartPolicy: Never``), and
-  the JobSet restarts the whole set up to ``failurePolicy.maxRestarts`` times (3; a
-  parameter-server cluster restarts together), then fails;
+  the JobSet restarts the whole set up to ``failurePolicy.maxRestarts`` times (3, or
+  ``--max-restarts``; a parameter-server cluster restarts together), then fails; a role's
+  ``--restart-policy`` OnFailure restarts its pods in place (``restartPolicy: OnFailure``)
+  and ExitCode makes a pod again at its index unless it exited 1–127
+  (``podFailurePolicy``), both up to ``--backoff-limit`` per Job;
 - pods carry the labels ``jobset.sigs.k8s.io/jobset-name``, ``replicatedjob-name`` and
   ``job-index``, and the Job controller's ``batch.kubernetes.io/job-completion-index``.
 """
@@ -40,6 +43,7 @@ from ...cluster.jobset import (
 from ...errors import SpecError
 from ...spec import JobSpec
 from .render import (
+    CONTAINER_NAME,
     DEFAULT_BACKOFF_LIMIT,
     DEFAULT_TTL_SECONDS,
     KUEUE_QUEUE_LABEL,
@@ -90,8 +94,15 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     for name in ("clean_pod_policy", "priority_class", "min_available"):
         if getattr(options, name, None) is not None:
             raise SpecError(f"--{name.replace('_', '-')} is a TFJob run policy; a JobSet has none (use --backend kubeflow)")
-    if getattr(options, "restart_policy", None):
-        raise SpecError("--restart-policy is a TFJob replica policy; a JobSet restarts the whole set (--backoff-limit)")
+    from ...restarts import parse_policies, policy_for
+
+    policies = parse_policies(getattr(options, "restart_policy", None))
+    if "Always" in policies.values():
+        raise SpecError(
+            "--restart-policy Always: the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes); "
+            "use --backend kubeflow for Always"
+        )
+    backoff = _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT)
     templates = load_pod_template(options.pod_template) if getattr(options, "pod_template", None) else {}
     known_roles(
         [templates, *(parse_role_values(getattr(options, n, None), f"--{n}") for n in ("cpu", "memory", "gpu"))],
@@ -116,22 +127,23 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
             )
         container = render_container(spec, pool, options)
         container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
-        template = render_pod_template(spec, pool, container, templates, restartPolicy="Never")
-        replicated.append(
-            {
-                "name": pool.role,
-                "replicas": 1,
-                "template": {
-                    "spec": {
-                        "parallelism": pool.replicas,
-                        "completions": pool.replicas,
-                        "completionMode": "Indexed",
-                        "backoffLimit": 0,
-                        "template": template,
-                    }
-                },
+        policy = policy_for(policies, pool.role, "Never")
+        template = render_pod_template(spec, pool, container, templates, restartPolicy="OnFailure" if policy == "OnFailure" else "Never")
+        job_spec: dict[str, Any] = {
+            "parallelism": pool.replicas,
+            "completions": pool.replicas,
+            "completionMode": "Indexed",
+            # Never: a failed pod fails its Job, and the JobSet restarts the whole set.
+            "backoffLimit": 0 if policy == "Never" else backoff,
+            "template": template,
+        }
+        if policy == "ExitCode":
+            # Kubeflow's ExitCode: 1–127 is the program's own error (the Job fails); a pod killed
+            # by a signal or ended 128–255 is made again at its index (the same host name).
+            job_spec["podFailurePolicy"] = {
+                "rules": [{"action": "FailJob", "onExitCodes": {"containerName": CONTAINER_NAME, "operator": "In", "values": list(range(1, 128))}}]
             }
-        )
+        replicated.append({"name": pool.role, "replicas": 1, "template": {"spec": job_spec}})
     metadata: dict[str, Any] = {"name": spec.name}
     namespace = getattr(options, "namespace", None)
     if namespace:
@@ -141,10 +153,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "network": {"enableDNSHostnames": True},
         "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief" if spec.has_chief else "worker"]},
-        "failurePolicy": {"maxRestarts": _whole(
-            getattr(options, "max_restarts", None), "--max-restarts",
-            _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
-        )},
+        "failurePolicy": {"maxRestarts": _whole(getattr(options, "max_restarts", None), "--max-restarts", backoff)},
         "replicatedJobs": replicated,
         "ttlSecondsAfterFinished": _whole(getattr(options, "ttl_seconds_after_finished", None), "--ttl", DEFAULT_TTL_SECONDS),
     }
