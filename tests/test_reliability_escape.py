@@ -19,7 +19,7 @@ import pytest
 
 from reliability import Reliability
 from tfjob import Job
-from tfjob.backends.local.contain import JobCgroup, job_processes
+from tfjob.backends.local.contain import JobCgroup, is_job_cgroup, job_processes
 from tfjob.store import JobStore
 
 TRAINER = """\
@@ -300,3 +300,27 @@ def test_without_a_cgroup_the_subreaper_still_ends_what_hid(
     finally:
         own.kill()
         own.wait(timeout=10)
+
+
+def test_a_record_cannot_choose_which_cgroup_is_killed(tmp_path: Path) -> None:
+    # The LOST path kills the cgroup a job's record names: the store is data, so only a
+    # cgroup v2 directory named after that very job is taken.
+    job_id = f"rec-{uuid.uuid4().hex[:6]}"
+    cgroup = JobCgroup.create(job_id)
+    if cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    try:
+        assert is_job_cgroup(str(cgroup.path), job_id)
+        assert not is_job_cgroup(str(cgroup.path), "another-job")
+        assert not is_job_cgroup(str(cgroup.path.parent), job_id)  # the launcher's own cgroup
+        link = tmp_path / "link" / f"tfjob-{job_id}"
+        link.parent.mkdir()
+        link.symlink_to(cgroup.path.parent)  # a link named after the job, to the launcher's cgroup
+        assert not is_job_cgroup(str(link), job_id)
+        fake = tmp_path / f"tfjob-{job_id}"
+        fake.mkdir()
+        (fake / "cgroup.kill").write_text("")
+        assert not is_job_cgroup(str(fake), job_id)  # not in a cgroup hierarchy
+    finally:
+        cgroup.kill()
+    assert not cgroup.path.exists()

@@ -419,8 +419,11 @@ class JobCgroup:
         try:
             yield
         finally:
-            with open(home, "w") as f:
-                f.write("0")
+            try:
+                with open(home, "w") as f:
+                    f.write("0")
+            except OSError:
+                pass  # its own cgroup is gone: it stays here, and kill_cgroup spares it
 
     def kill(self, wait: float = 2.0) -> list[int]:
         """SIGKILL everything in the cgroup, remove it; return the pids that were in it."""
