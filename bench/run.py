@@ -5,7 +5,8 @@
 Sections, in order: cli (``tfjob --help`` start-up), vertex (dry-run submit, submit-path
 imports), bootstrap (task start-up overhead), packaging (2,000-file sdist, determinism,
 bytes on an unchanged re-submit), local (1+4+2 and 1+32+8 clusters, teardown, peak
-RSS), recovery (a preempted worker, a lost chief: preemption to the trainer running again), growth (1+4+2, 1+32+8, 1+128+32 against bare interpreters, with a PNG plot),
+RSS), recovery (a preempted worker, a lost chief: preemption to the trainer running again), growth (1+4+2, 1+32+8, 1+128+32 against bare interpreters, the overhead per added task
+from 41 to 161 tasks, with a PNG plot),
 ps_training (the census template's real PS training through tfjob against a hand launcher),
 scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, a
 1+2+1 job as containers against processes) only with ``--only containers``: it needs
