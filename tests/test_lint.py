@@ -1,7 +1,10 @@
-"""ruff and mypy, as configured in pyproject.toml, report nothing on what they check."""
+"""ruff and mypy, as configured in pyproject.toml, report nothing on what they check; and the
+test suite keeps its own rules (match= on every raises, no ../shared, no conftest imports)."""
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,3 +22,29 @@ def test_mypy_finds_nothing_in_the_public_api(tmp_path: Path) -> None:
         [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0 and done.stdout.startswith("Success: no issues found"), done.stdout + done.stderr
+
+
+def _test_sources() -> list[Path]:
+    return sorted(p for p in (ROOT / "tests").rglob("*.py") if "data" not in p.relative_to(ROOT / "tests").parts)
+
+
+def test_every_pytest_raises_says_what_it_expects() -> None:
+    """``pytest.raises(E)`` alone passes on any E, from anywhere: each one names its message."""
+    bare = []
+    for path in _test_sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raises":
+                if isinstance(node.func.value, ast.Name) and node.func.value.id == "pytest" and not any(k.arg == "match" for k in node.keywords):
+                    bare.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bare, "pytest.raises without match=: " + ", ".join(bare)
+
+
+def test_the_tests_stand_alone() -> None:
+    """Nothing reads a directory beside the project, and conftest is never imported (it would
+    load twice): shared paths and markers are in tests/helpers.py."""
+    for path in [*_test_sources(), *sorted((ROOT / "bench").rglob("*.py"))]:
+        if path == Path(__file__).resolve():
+            continue  # this check names what it looks for
+        text = path.read_text()
+        assert "../shared" not in text and 'parent / "shared"' not in text, path
+        assert not re.search(r"^\s*(from (tests\.)?conftest import|import (tests\.)?conftest)", text, re.M), path
