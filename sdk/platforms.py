@@ -228,6 +228,9 @@ class Kubernetes(Platform):
         cpu, memory, gpu: explicit resources: one value for every role, ``ROLE=VALUE``
             entries, or ``{role: value}``.
         pod_template: a YAML pod template (or role → pod template) merged into every replica.
+        restart_policy: ``Never``, ``OnFailure``, ``ExitCode`` or ``Always``, or ``ROLE=POLICY``
+            entries, or ``{role: policy}``: a TFJob's ``restartPolicy`` per replica, a JobSet's
+            Job pods (through a ``podFailurePolicy``).
         backoff_limit: retries before the job is failed.
         max_restarts: restarts of the whole job (a JobSet's or TrainJob's ``failurePolicy.maxRestarts``;
             default: ``backoff_limit``); a TFJob restarts replicas, not the whole job.
@@ -245,6 +248,7 @@ class Kubernetes(Platform):
     memory: str | Sequence[str] | Mapping[str, str] | None = None
     gpu: str | int | Sequence[str] | Mapping[str, Any] | None = None
     pod_template: StrPath | Mapping[str, StrPath] | None = None
+    restart_policy: str | Sequence[str] | Mapping[str, str] | None = None
     backoff_limit: int | None = None
     max_restarts: int | None = None
     ttl_seconds_after_finished: int | None = None
@@ -262,8 +266,6 @@ class TFJob(Kubernetes):
     """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies.
 
     Args:
-        restart_policy: ``Never``, ``OnFailure``, ``ExitCode`` or ``Always``; or
-            ``ROLE=POLICY`` entries, or ``{role: policy}``.
         clean_pod_policy: ``None``, ``Running`` or ``All``.
         priority_class: the gang's PriorityClass.
         min_available: the gang's minimum size.
@@ -271,7 +273,6 @@ class TFJob(Kubernetes):
     """
 
     BACKEND: ClassVar[str] = "kubeflow"
-    restart_policy: str | Sequence[str] | Mapping[str, str] | None = None
     clean_pod_policy: str | None = None
     priority_class: str | None = None
     min_available: int | None = None
