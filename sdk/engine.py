@@ -17,6 +17,20 @@ from dataclasses import dataclass
 
 from .errors import BackendError, UsageError
 
+#: How long a query of the engine (``image inspect``, ``ps``, ``network ls``…) may take: it
+#: answers in well under a second, so one that has not answered is hung (a daemon that
+#: accepts and never replies, a storage lock held); removals get :data:`ENGINE_REMOVE_TIMEOUT`.
+ENGINE_QUERY_TIMEOUT = 30.0
+ENGINE_REMOVE_TIMEOUT = 120.0
+#: What the engines say when their daemon or service cannot be reached (docker, podman --remote).
+_UNREACHABLE = re.compile(
+    r"cannot connect to the docker daemon|is the docker daemon running|error during connect|"
+    r"unable to connect to podman|connection refused|no such file or directory.*\.sock|permission denied.*\.sock",
+    re.IGNORECASE,
+)
+#: What they say for an image they do not have.
+_NO_IMAGE = re.compile(r"no such image|image not known|failed to find image|not found", re.IGNORECASE)
+
 #: The label every container of a job carries: ``tfjob.job=<job id>``.
 JOB_LABEL = "tfjob.job"
 ENGINES = ("podman", "docker")
@@ -38,14 +52,67 @@ class Engine:
     def command(self, *args: str) -> list[str]:
         return [self.exe, *args]
 
-    def _run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def _run(self, *args: str, timeout: float = ENGINE_QUERY_TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """One engine command, bounded: in its own session, and killed with everything it
+        started when it has not answered within ``timeout`` seconds.
+
+        Raises:
+            BackendError: the engine did not answer in time (naming the command), or cannot be run.
+        """
+        import signal
+
+        argv = self.command(*args)
         try:
-            return subprocess.run(self.command(*args), capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            raise BackendError(f"{self.name} {args[0]} did not answer within {timeout:g}s") from e
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                errors="replace", start_new_session=True,
+            )  # fmt: skip
+        except OSError as e:
+            raise BackendError(f"cannot run {self.exe}: {e.strerror or e}") from None
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                proc.kill()
+            proc.communicate()
+            shown = " ".join([self.name, *args[:3]]) + (" …" if len(args) > 3 else "")
+            raise BackendError(
+                f"{self.name} did not answer `{shown}` within {timeout:g} s, so it was stopped: the engine is hung "
+                f"(its daemon or storage; `{self.name} info` shows which); nothing more was asked of it"
+            ) from None
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+    def unreachable(self, stderr: str) -> BackendError | None:
+        """The error to raise when ``stderr`` says the engine's daemon cannot be reached."""
+        if not _UNREACHABLE.search(stderr or ""):
+            return None
+        first = next((line.strip() for line in stderr.splitlines() if line.strip()), "")
+        fix = (
+            "start it (systemctl start docker), set DOCKER_HOST to a running one, or use podman (--container-engine podman)"
+            if self.name == "docker"
+            else "start its service (systemctl --user start podman.socket) or run podman without --remote"
+        )
+        return BackendError(f"{self.name}'s daemon is not reachable ({first[:200]}); {fix}")
 
     def has_image(self, image: str) -> bool:
-        return self._run("image", "inspect", image).returncode == 0
+        """Whether the engine's store holds ``image``.
+
+        Raises:
+            BackendError: the engine cannot say (its daemon is not reachable, or it failed
+                otherwise): not the same as an image that is not there.
+        """
+        done = self._run("image", "inspect", image)
+        if done.returncode == 0:
+            return True
+        error = self.unreachable(done.stderr)
+        if error is not None:
+            raise error
+        if _NO_IMAGE.search(done.stderr or "") or not (done.stderr or "").strip():
+            return False
+        first = next((line.strip() for line in done.stderr.splitlines() if line.strip()), "")
+        raise BackendError(f"{self.name} image inspect {image} failed: {first[:300]}")
 
     def job_containers(self, job_id: str) -> list[str]:
         """Ids of every container (running or not) labelled with this job."""
@@ -56,17 +123,17 @@ class Engine:
         """Stop and remove every container of the job at once, then its network; return the containers' ids."""
         ids = self.job_containers(job_id)
         if ids:
-            self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), *ids, timeout=120)
+            self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), *ids, timeout=ENGINE_REMOVE_TIMEOUT)
         done = self._run("network", "ls", "-q", "--filter", f"label={JOB_LABEL}={job_id}")
         networks = done.stdout.split() if done.returncode == 0 else []
         if networks:
-            self._run("network", "rm", *(["-f"] if self.name == "podman" else []), *networks, timeout=120)
+            self._run("network", "rm", *(["-f"] if self.name == "podman" else []), *networks, timeout=ENGINE_REMOVE_TIMEOUT)
         return ids
 
     def kill(self, name: str, remove: bool = False) -> None:
         """SIGKILL one container (a preemption's end), or remove it whatever its state."""
         if remove:
-            self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), name)
+            self._run("rm", "-f", *(["-t", "0"] if self.name == "podman" else []), name, timeout=ENGINE_REMOVE_TIMEOUT)
         else:
             self._run("kill", "--signal", "KILL", name)
 

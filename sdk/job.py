@@ -780,6 +780,10 @@ def _stored(job_id: str) -> Any:
         return None
 
 
+#: The longest job id taken (a Kubernetes ``NAMESPACE/NAME`` is at most 63 + 1 + 253).
+MAX_JOB_ID = 512
+
+
 def get_job(job_id: str, backend: Any = None) -> JobHandle:
     """The handle of a job submitted earlier, from any process.
 
@@ -789,6 +793,14 @@ def get_job(job_id: str, backend: Any = None) -> JobHandle:
     """
     from .store import JobStore
 
+    if not isinstance(job_id, str):
+        raise SpecError(
+            f"get_job: job_id={job_id!r:.60} must be text, a job's id as `tfjob list` shows it, not {type(job_id).__name__}"
+        )
+    if len(job_id) > MAX_JOB_ID:
+        raise SpecError(f"get_job: a job id is at most {MAX_JOB_ID} characters, not {len(job_id)} ({job_id[:40]!r}…)")
+    if backend is not None and not isinstance(backend, str) and not isinstance(getattr(backend, "name", None), str):
+        raise SpecError(f"get_job: backend={backend!r:.60} must be a backend's name (e.g. 'vertex') or a backend object")
     name = backend if backend is None or isinstance(backend, str) else backend.name
     store = JobStore()
     try:

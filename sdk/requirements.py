@@ -62,13 +62,32 @@ def read_requirements(path: str | os.PathLike[str], flag: str = "--requirements"
                 "list the requirements themselves (one PEP 508 line each)"
             )
         try:
-            Requirement(line)
+            requirement = Requirement(line)
         except InvalidRequirement as e:
             raise UsageError(f"{where}: {line!r} is not a requirement ({e})") from None
+        _check_marker(requirement, where)
         out.append(line)
         if len(out) > MAX_REQUIREMENTS:
             raise UsageError(f"{flag} {str(path)!r} lists more than {MAX_REQUIREMENTS} requirements")
     return out
+
+
+def _check_marker(requirement: object, where: str) -> None:
+    """A marker that cannot be evaluated (``os_name ~= "posix"``: ``~=`` compares versions,
+    and pip would fail on it everywhere) is refused by line, with what to write instead."""
+    from packaging.markers import UndefinedComparison, UndefinedEnvironmentName
+
+    marker = getattr(requirement, "marker", None)
+    if marker is None:
+        return
+    try:
+        marker.evaluate()
+    except (UndefinedComparison, UndefinedEnvironmentName, ValueError, TypeError) as e:
+        raise UsageError(
+            f"{where}: the marker '{marker}' cannot be evaluated ({' '.join(str(e).split())}); "
+            "~=, <, <=, >, >= compare versions (python_version, platform_release); compare names "
+            "(os_name, sys_platform) with == or !="
+        ) from None
 
 
 def trainer_requirements(package: str | None, explicit: str | None, project: bool) -> list[str]:

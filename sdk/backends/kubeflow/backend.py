@@ -175,7 +175,7 @@ class KubeflowBackend(Lifecycle):
 
         if self.api_client is not None:
             return KubeClient(api_client=self.api_client, namespace=self.namespace)
-        return KubeClient(kubeconfig, context)
+        return KubeClient(kubeconfig, context, backend=self.name)
 
     @staticmethod
     def _record(job_id: str) -> JobRecord | None:

@@ -115,6 +115,7 @@ class KubeClient:
         *,
         api_client: Any = None,
         namespace: str | None = None,
+        backend: str = "kubeflow",
     ) -> None:
         try:
             from kubernetes import client, config
@@ -137,7 +138,7 @@ class KubeClient:
             self.namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
         elif self.kubeconfig is None:
             raise UsageError(
-                "no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create "
+                f"no kubeconfig for --backend {backend}: pass --kubeconfig FILE, set KUBECONFIG, or create "
                 "~/.kube/config (e.g. gcloud container clusters get-credentials CLUSTER)"
             )
         else:
