@@ -278,3 +278,19 @@ def test_the_cli_says_a_wrong_pod_template_in_one_line(tmp_path: Path, tfjob_exe
     assert out.returncode == 0, out.stderr
     rendered = json.loads(out.stdout)
     assert "JobSet" in [item["kind"] for item in rendered.get("items", [rendered])]
+
+
+def test_without_the_kubernetes_client_a_pod_template_is_one_line(tmp_path: Path) -> None:
+    import sys
+
+    path = tmp_path / "pod.yaml"
+    path.write_text("spec:\n  nodeSelector: {pool: gpu}\n")
+    # The kubernetes extra not installed: its import fails as it would (sys.modules[name] = None).
+    code = (
+        "import sys; sys.modules['kubernetes'] = None\n"
+        "from tfjob.cli.main import main\n"
+        f"main(['render', '-m', 'trainer.task', '--image', {IMAGE!r}, '--backend', 'jobset', '--pod-template', {str(path)!r}])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert "pip install 'tfjob[kubernetes]'" in out.stderr

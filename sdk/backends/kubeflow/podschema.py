@@ -35,8 +35,12 @@ _DICT = re.compile(r"^(?:Dict\[str, |dict\(str, )(.*)[\])]$")
 
 
 def _models() -> Any:
-    import kubernetes.client.models as models  # only when a pod template is checked
+    try:
+        import kubernetes.client.models as models  # only when a pod template is checked
+    except ImportError as e:  # the schema is the client's: without it a template cannot be checked
+        from ...errors import missing_extra
 
+        raise missing_extra("kubernetes", "Kubernetes", e) from e
     return models
 
 
