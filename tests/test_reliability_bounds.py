@@ -231,9 +231,17 @@ READERS = {
 }
 
 
+#: Every reader (through the real CLI) gets the bomb, the cycle and the long integer; the other
+#: documents go through the same function (tfjob.documents.read_config_file), checked in process.
+DOCUMENT_CASES = [
+    *((reader, name) for reader in sorted(READERS) for name in ("bomb.yaml", "cycle.yaml", "digits.yaml")),
+    ("--pod-template", "base60.yaml"),
+    ("--config", "digits.json"),
+]
+
+
 @pytest.mark.reliability
-@pytest.mark.parametrize("reader", sorted(READERS))
-@pytest.mark.parametrize("name", ["bomb.yaml", "cycle.yaml", "self.yaml", "digits.yaml", "hex.yaml", "base60.yaml", "digits.json", "deep-alias.yaml"])
+@pytest.mark.parametrize("reader, name", DOCUMENT_CASES)
 def test_every_document_is_bounded_by_its_expanded_size(
     trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, reader: str, name: str
 ) -> None:
@@ -244,13 +252,26 @@ def test_every_document_is_bounded_by_its_expanded_size(
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.yaml").write_bytes(path.read_bytes())
         path = home / "config.yaml"
-        if name.endswith(".json"):
-            pytest.skip("config.yaml is YAML (JSON is YAML: digits.yaml covers it)")
     started = time.monotonic()
     out = run_cli(tfjob_exe, *args, reliability=reliability, timeout=60)
     assert_one_error(out, str(path), needle)
     assert len(out.stdout) < 10_000  # nothing was rendered
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("name", ["bomb.yaml", "cycle.yaml", "self.yaml", "digits.yaml", "hex.yaml", "base60.yaml", "digits.json", "deep-alias.yaml"])
+def test_the_document_reader_refuses_each_in_one_line(tmp_path: Path, reliability: Reliability, name: str) -> None:
+    from tfjob.documents import read_config_file
+    from tfjob.errors import ConfigFileError
+
+    path, needle = _hostile_documents(tmp_path)[name]
+    reliability.tried()
+    started = time.monotonic()
+    with pytest.raises(ConfigFileError) as info:
+        read_config_file(path, "--pod-template")
+    assert str(info.value).startswith(f"{path}: ") and needle in str(info.value) and "\n" not in str(info.value)
+    assert time.monotonic() - started < 10
 
 
 def test_merge_keys_are_counted(tmp_path: Path) -> None:
@@ -282,14 +303,13 @@ def test_aliases_within_bounds_are_read(tmp_path: Path) -> None:
 
 # -- numbers: timeouts with a ceiling, ASCII digits, tuning ranges (issue 24) ------------------
 @pytest.mark.reliability
-@pytest.mark.parametrize("backend", ["local", "vertex", "kubeflow", "jobset", "trainjob"])
 @pytest.mark.parametrize(
-    "value, needle",
+    "backend, value, needle",
     [
-        ("99999999999999999999999", "is more than a year (31536000 s)"),
-        ("400d", "is more than a year"),
-        ("٥", "'٥' is not a duration"),
-        ("inf", "is not a duration"),
+        *((b, "99999999999999999999999", "is more than a year (31536000 s)") for b in ("local", "vertex", "kubeflow", "jobset", "trainjob")),
+        ("kubeflow", "400d", "is more than a year"),
+        ("local", "٥", "'٥' is not a duration"),
+        ("vertex", "inf", "is not a duration"),
     ],
 )
 def test_a_timeout_has_a_ceiling_and_ascii_digits(
