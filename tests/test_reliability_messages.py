@@ -191,5 +191,5 @@ def test_get_job_bounds_the_id_and_checks_the_backend() -> None:
         tfjob.get_job("x" * 100_000)
     with pytest.raises(SpecError, match=r"get_job: backend=5 must be a backend's name"):
         tfjob.get_job("trainer-1", backend=5)
-    with pytest.raises(tfjob.errors.JobNotFoundError):
+    with pytest.raises(tfjob.errors.JobNotFoundError, match=r"no job 'trainer-1'"):
         tfjob.get_job("trainer-1")
