@@ -171,7 +171,7 @@ def test_a_real_local_job_is_diagnosed_in_status_json_and_the_error(tmp_path: Pa
         parser.add_argument("--job-dir", required=True)
         parser.parse_args()
     """)  # fmt: skip
-    job = Job(str(trainer), "trainer.task", workers=1, quiet=True, backend=Local(python=sys.executable, grace=1))
+    job = Job(str(trainer), "trainer.task", quiet=True, backend=Local(python=sys.executable, grace=1))  # one task: the one that fails
     with pytest.raises(JobFailedError, match=r"(?s)FAILED.*diagnosis \(chief-0\): the trainer requires --job-dir.*fix: give it") as failed:
         job.run()
     assert [d.code for d in failed.value.diagnoses] == ["job-dir-required"]
