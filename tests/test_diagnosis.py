@@ -210,7 +210,7 @@ def test_a_real_local_kubeflow_job_whose_evaluator_ended_is_said_to_hang(tmp_pat
             raise SystemExit(0)
         time.sleep(120)
     """)  # fmt: skip
-    handle = Job(str(trainer), "trainer.task", workers=1, ps=1, evaluators=1, dialect="kubeflow", python=sys.executable, quiet=True, grace=1).submit()
+    handle = Job(str(trainer), "trainer.task", workers=1, ps=1, evaluators=1, quiet=True, backend=Local(dialect="kubeflow", python=sys.executable, grace=1)).submit()
     try:
         deadline = time.monotonic() + 60
         while True:
