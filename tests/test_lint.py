@@ -48,3 +48,15 @@ def test_the_tests_stand_alone() -> None:
         text = path.read_text()
         assert "../shared" not in text and 'parent / "shared"' not in text, path
         assert not re.search(r"^\s*(from (tests\.)?conftest import|import (tests\.)?conftest)", text, re.M), path
+
+
+def test_render_code_reads_typed_options() -> None:
+    """A backend's render takes its own options class (``options_as`` at the entry), so a
+    misspelt option is an AttributeError in the tests, not a silent default."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "sdk" / "backends").rglob("render*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "getattr(options" in line
+    ]
+    assert not found, found

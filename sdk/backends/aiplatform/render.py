@@ -74,12 +74,12 @@ def _staging_root(spec: JobSpec, options: "SubmitOptions") -> str | None:
     return None
 
 
-def _bootstrap_command(spec: JobSpec, options: Any) -> list[str]:
+def _bootstrap_command(spec: JobSpec, options: GoogleCloudOptions) -> list[str]:
     """The bootstrap as a container's command; AI Platform passes ``--job-dir`` itself (``jobDir``)."""
     from ...cluster.dispatch import bootstrap_args, job_strategy
 
-    strategy = job_strategy(spec, getattr(options, "strategy", None))
-    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    strategy = job_strategy(spec, options.strategy)
+    tf_config = options.tf_config or "platform"
     return [BOOTSTRAP, *bootstrap_args(spec.module, [], strategy=strategy, dialect="ai-platform", tf_config=tf_config, script=spec.script)]
 
 

@@ -25,7 +25,9 @@ from typing import Any, Mapping
 from ...cluster.dispatch import bootstrap_args, job_strategy
 from ...errors import SpecError, UsageError
 from ...machines import did_you_mean, machine_info, tpu_chips
+from ...model import options_as
 from ...spec import JobSpec, Pool
+from .options import KubernetesOptions, TFJobOptions
 from ...restarts import POLICIES
 
 GROUP = "kubeflow.org"
@@ -165,20 +167,20 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
     return resources
 
 
-def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
+def render_container(spec: JobSpec, pool: Pool, options: KubernetesOptions) -> dict[str, Any]:
     """The ``tensorflow`` container of one replica type."""
     container: dict[str, Any] = {"name": CONTAINER_NAME, "image": spec.image_for(pool.role)}
     if spec.module is not None or spec.script is not None:
         # Every task starts through the bootstrap with the arguments every backend gives it
         # (tfjob.cluster.dispatch); the operator passes no --job-dir, so neither does tfjob.
-        strategy = job_strategy(spec, getattr(options, "strategy", None))
+        strategy = job_strategy(spec, options.strategy)
         container["command"] = ["tfjob-bootstrap"]
         container["args"] = bootstrap_args(
             spec.module,
             spec.args_for(pool.role),
             strategy=strategy,
             dialect="kubeflow",
-            tf_config=getattr(options, "tf_config", "platform") or "platform",
+            tf_config=options.tf_config or "platform",
             script=spec.script,
         )
     else:
@@ -198,7 +200,7 @@ def render_container(spec: JobSpec, pool: Pool, options: Any) -> dict[str, Any]:
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
 
     explicit = role_resources(
-        pool.role, *(parse_role_values(getattr(options, name, None), f"--{name}") for name in ("cpu", "memory", "gpu"))
+        pool.role, *(parse_role_values(value, f"--{name}") for name, value in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))
     )
     container["resources"] = render_resources(pool, explicit)
     return container
@@ -217,7 +219,7 @@ def check_name_room(name: str, suffix: str, what: str) -> None:
         )
 
 
-def _check_spec(spec: JobSpec, options: Any) -> None:
+def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
     check_name_room(spec.name, _longest_service_suffix(spec), "task services")
     missing = [pool.role for pool in spec.pools if not spec.image_for(pool.role)]
     if missing:
@@ -256,8 +258,8 @@ def _check_spec(spec: JobSpec, options: Any) -> None:
                 f"label {key}={value!r} is not valid on Kubernetes: keys and values must start and end with a "
                 f"letter or digit; use {suggest_k8s_name(key)}={value.strip('-_')}"
             )
-    check_queue(getattr(options, "queue", None))
-    job_strategy(spec, getattr(options, "strategy", None))
+    check_queue(options.queue)
+    job_strategy(spec, options.strategy)
 
 
 def check_queue(queue: Any) -> None:
@@ -287,13 +289,14 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
             a TPU, a trainer package to ship); the message says what to change.
         UsageError: a bad ``--restart-policy`` or ``--strategy``.
     """
+    options = options_as(TFJobOptions, options)
     _check_spec(spec, options)
     from .pod import parse_role_values
 
-    restart_policy = check_restart_policy(parse_role_values(getattr(options, "restart_policy", None), "--restart-policy").get("default"))
+    restart_policy = check_restart_policy(parse_role_values(options.restart_policy, "--restart-policy").get("default"))
     labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     metadata: dict[str, Any] = {"name": spec.name}
-    namespace = getattr(options, "namespace", None)
+    namespace = options.namespace
     if namespace:
         check_k8s_name(namespace, field="--namespace", flag="--namespace")
         metadata["namespace"] = namespace
@@ -301,10 +304,10 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
 
     from .pod import known_roles, load_pod_template, parse_role_values
 
-    templates = load_pod_template(options.pod_template) if getattr(options, "pod_template", None) else {}
-    policies = parse_role_values(getattr(options, "restart_policy", None), "--restart-policy")
+    templates = load_pod_template(options.pod_template) if options.pod_template else {}
+    policies = parse_role_values(options.restart_policy, "--restart-policy")
     known_roles(
-        [templates, policies, *(parse_role_values(getattr(options, n, None), f"--{n}") for n in ("cpu", "memory", "gpu"))],
+        [templates, policies, *(parse_role_values(v, f"--{n}") for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
         [p.role for p in spec.pools],
         "--pod-template, --restart-policy, --cpu, --memory or --gpu",
     )
@@ -319,7 +322,7 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         }
 
     run_policy = render_run_policy(spec, options)
-    queue = getattr(options, "queue", None)
+    queue = options.queue
     if queue:
         labels[KUEUE_QUEUE_LABEL] = queue
     manifest = {
@@ -394,10 +397,10 @@ def _job_dir_volume(job_dir: str, pod_spec: dict[str, Any], role: str) -> None:
     security.setdefault("fsGroup", IMAGE_GID)
 
 
-def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
+def render_run_policy(spec: JobSpec, options: TFJobOptions) -> dict[str, Any]:
     """``runPolicy``: tfjob's defaults, or the ``--clean-pod-policy``, ``--backoff-limit``,
     ``--ttl``, ``--suspend``, ``--queue``, ``--priority-class``, ``--min-available`` given."""
-    clean = getattr(options, "clean_pod_policy", None)
+    clean = options.clean_pod_policy
     if clean is not None:
         match = [p for p in CLEAN_POD_POLICIES if p.lower() == str(clean).strip().lower()]
         if not match:
@@ -405,31 +408,31 @@ def render_run_policy(spec: JobSpec, options: Any) -> dict[str, Any]:
                 f"--clean-pod-policy {clean!r} is not one of {', '.join(CLEAN_POD_POLICIES)}{did_you_mean(str(clean), CLEAN_POD_POLICIES)}"
             )
         clean = match[0]
-    if getattr(options, "max_restarts", None) is not None:
+    if options.max_restarts is not None:
         raise UsageError(
             "--max-restarts: a TFJob restarts its replicas (--restart-policy, up to --backoff-limit), not the whole job; "
             "--backend jobset restarts the whole set (failurePolicy.maxRestarts)"
         )
     run_policy: dict[str, Any] = {
         "cleanPodPolicy": clean or DEFAULT_CLEAN_POD_POLICY,
-        "backoffLimit": _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
-        "ttlSecondsAfterFinished": _whole(getattr(options, "ttl_seconds_after_finished", None), "--ttl", DEFAULT_TTL_SECONDS),
+        "backoffLimit": _whole(options.backoff_limit, "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
+        "ttlSecondsAfterFinished": _whole(options.ttl_seconds_after_finished, "--ttl", DEFAULT_TTL_SECONDS),
     }
     if spec.timeout is not None:
         run_policy["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
-    if getattr(options, "suspend", False):
+    if options.suspend:
         run_policy["suspend"] = True
     scheduling: dict[str, Any] = {}
-    queue = getattr(options, "queue", None)
+    queue = options.queue
     if queue:
         check_queue(queue)
         scheduling["queue"] = queue
-    priority = getattr(options, "priority_class", None)
+    priority = options.priority_class
     if priority:
         if len(priority) > 253 or not _DNS1123_SUBDOMAIN_RE.match(priority):
             raise UsageError(f"--priority-class {priority!r} is not a PriorityClass name")
         scheduling["priorityClass"] = priority
-    min_available = getattr(options, "min_available", None)
+    min_available = options.min_available
     if min_available is not None:
         total = len(spec.tasks())
         value = _whole(min_available, "--min-available", 0)

@@ -41,7 +41,9 @@ from ...cluster.jobset import (
     render_roles,
 )
 from ...errors import SpecError
+from ...model import options_as
 from ...spec import JobSpec
+from .options import KubernetesOptions, TFJobOptions
 from .render import (
     CONTAINER_NAME,
     DEFAULT_BACKOFF_LIMIT,
@@ -89,23 +91,26 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     """
     from .pod import known_roles, load_pod_template, parse_role_values
 
+    options = options_as(KubernetesOptions, options)
     _check_spec(spec, options)
     check_name_room(spec.name, _hostname_suffix(spec), "pods' hostnames")
-    for name in ("clean_pod_policy", "priority_class", "min_available"):
-        if getattr(options, name, None) is not None:
-            raise SpecError(f"--{name.replace('_', '-')} is a TFJob run policy; a JobSet has none (use --backend kubeflow)")
+    if isinstance(options, TFJobOptions):
+        given = {"clean_pod_policy": options.clean_pod_policy, "priority_class": options.priority_class, "min_available": options.min_available}
+        for name, value in given.items():
+            if value is not None:
+                raise SpecError(f"--{name.replace('_', '-')} is a TFJob run policy; a JobSet has none (use --backend kubeflow)")
     from ...restarts import parse_policies, policy_for
 
-    policies = parse_policies(getattr(options, "restart_policy", None))
+    policies = parse_policies(options.restart_policy)
     if "Always" in policies.values():
         raise SpecError(
             "--restart-policy Always: the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes); "
             "use --backend kubeflow for Always"
         )
-    backoff = _whole(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT)
-    templates = load_pod_template(options.pod_template) if getattr(options, "pod_template", None) else {}
+    backoff = _whole(options.backoff_limit, "--backoff-limit", DEFAULT_BACKOFF_LIMIT)
+    templates = load_pod_template(options.pod_template) if options.pod_template else {}
     known_roles(
-        [templates, *(parse_role_values(getattr(options, n, None), f"--{n}") for n in ("cpu", "memory", "gpu"))],
+        [templates, *(parse_role_values(v, f"--{n}") for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
         [p.role for p in spec.pools],
         "--pod-template, --cpu, --memory or --gpu",
     )
@@ -145,7 +150,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
             }
         replicated.append({"name": pool.role, "replicas": 1, "template": {"spec": job_spec}})
     metadata: dict[str, Any] = {"name": spec.name}
-    namespace = getattr(options, "namespace", None)
+    namespace = options.namespace
     if namespace:
         check_k8s_name(namespace, field="--namespace", flag="--namespace")
         metadata["namespace"] = namespace
@@ -153,11 +158,11 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "network": {"enableDNSHostnames": True},
         "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief" if spec.has_chief else "worker"]},
-        "failurePolicy": {"maxRestarts": _whole(getattr(options, "max_restarts", None), "--max-restarts", backoff)},
+        "failurePolicy": {"maxRestarts": _whole(options.max_restarts, "--max-restarts", backoff)},
         "replicatedJobs": replicated,
-        "ttlSecondsAfterFinished": _whole(getattr(options, "ttl_seconds_after_finished", None), "--ttl", DEFAULT_TTL_SECONDS),
+        "ttlSecondsAfterFinished": _whole(options.ttl_seconds_after_finished, "--ttl", DEFAULT_TTL_SECONDS),
     }
-    if getattr(options, "suspend", False):
+    if options.suspend:
         body["suspend"] = True
     if spec.timeout is not None:
         for job in replicated:  # each Job's deadline: the JobSet has none of its own
@@ -165,10 +170,10 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}
 
 
-def job_labels(spec: JobSpec, options: Any) -> dict[str, str]:
+def job_labels(spec: JobSpec, options: KubernetesOptions) -> dict[str, str]:
     """The labels of the job's object: the user's, tfjob's own, and Kueue's queue if given."""
     labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
-    queue = getattr(options, "queue", None)
+    queue = options.queue
     if queue:
         labels[KUEUE_QUEUE_LABEL] = queue
     return labels

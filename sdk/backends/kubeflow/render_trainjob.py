@@ -17,7 +17,9 @@ import copy
 from typing import Any
 
 from ...cluster.jobset import JOBS_VAR
+from ...model import options_as
 from ...spec import JobSpec
+from .options import KubernetesOptions
 from .render_jobset import job_labels, render_jobset
 from .render import CONTAINER_NAME
 
@@ -36,6 +38,7 @@ def trainer_role(spec: JobSpec) -> str:
 
 def render_runtime(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     """The ``ClusterTrainingRuntime`` (cluster-scoped) of this job's shape and image."""
+    options = options_as(KubernetesOptions, options)
     jobset = render_jobset(spec, options)
     role = trainer_role(spec)
     body = copy.deepcopy(jobset["spec"])
@@ -67,16 +70,17 @@ def runtime_name(job: "JobSpec | str") -> str:
 
 def render_trainjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     """The ``TrainJob`` naming :func:`render_runtime`'s runtime."""
+    options = options_as(KubernetesOptions, options)
     role = trainer_role(spec)
     metadata: dict[str, Any] = {"name": spec.name, "labels": job_labels(spec, options)}
-    namespace = getattr(options, "namespace", None)
+    namespace = options.namespace
     if namespace:
         metadata["namespace"] = namespace
     body: dict[str, Any] = {
         "runtimeRef": {"name": runtime_name(spec), "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"},
         "trainer": {"image": spec.image_for(role), "numNodes": spec.count(role)},
     }
-    if getattr(options, "suspend", False):
+    if options.suspend:
         body["suspend"] = True
     return {"apiVersion": API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": body}
 

@@ -389,7 +389,7 @@ def render_custom_job(
         scheduling["strategy"] = spec.scheduling_strategy
     if spec.max_wait is not None:
         scheduling["maxWaitDuration"] = render_duration(spec.max_wait)
-    if spec.disable_retries or vertex_restart_policy(getattr(options, "restart_policy", None), spec) == "Never":
+    if spec.disable_retries or vertex_restart_policy(options.restart_policy, spec) == "Never":
         scheduling["disableRetries"] = True
     if scheduling:
         job_spec["scheduling"] = scheduling
@@ -407,7 +407,7 @@ def render_custom_job(
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.job_dir}
     if spec.tensorboard:
         job_spec["tensorboard"] = spec.tensorboard
-    experiment, experiment_run = experiment_contexts(spec, getattr(options, "project", None), options.region)
+    experiment, experiment_run = experiment_contexts(spec, options.project, options.region)
     if experiment:
         job_spec["experiment"] = experiment
     if experiment_run:
