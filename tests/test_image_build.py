@@ -299,22 +299,3 @@ def test_renders_of_a_built_job_name_the_pushed_digest(census: Path, registry: r
             path.write_text(text)
         assert text == path.read_text(), f"{name} changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
 
-
-def test_bench_measures_the_image_build(build_env: dict[str, str], tmp_path: Path) -> None:
-    """bench's opt-in images section: cold and warm build figures, and the bytes a one-line
-    change pushes against the whole image, all finite; the change sends a small part of it."""
-    import math
-    import sys
-
-    out = tmp_path / "bench.json"
-    done = subprocess.run([sys.executable, str(podman_ci.ROOT / "bench" / "run.py"), "--only", "images", "--quick", "--runs", "1",
-                           "--json", str(out)], capture_output=True, text=True, env=build_env, timeout=1200)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    figures = {f["key"]: f for f in json.loads(out.read_text())["figures"]}
-    assert sorted(figures) == ["images.build", "images.one_line_push"]
-    for f in figures.values():
-        for sample in (f["sample"], f["baseline"]):
-            assert sample["values"] and all(math.isfinite(v) and v > 0 for v in sample["values"]), f
-    push = figures["images.one_line_push"]
-    assert push["sample"]["median"] < push["baseline"]["median"] / 10
-    assert figures["images.build"]["sample"]["median"] > figures["images.build"]["baseline"]["median"]
