@@ -26,6 +26,7 @@ def _register() -> None:
     from . import build  # noqa: F401
     from . import tune  # noqa: F401
     from . import catalog  # noqa: F401
+    from . import importer  # noqa: F401
     from . import after  # noqa: F401
 
 

@@ -91,7 +91,10 @@ def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
 
 def _run(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     if block.lang == "python":
-        argv = [str(BIN / "python"), "-c", block.code]
+        # From a file, as a user runs a script: KFP reads a component's source from it.
+        script = cwd.parent / f"readme_example_{abs(hash(block.code))}.py"
+        script.write_text(block.code)
+        argv = [str(BIN / "python"), str(script)]
     else:
         argv = ["bash", "-euo", "pipefail", "-c", block.code]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
@@ -151,6 +154,11 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         assert re.search(r"^  worker-1\s+STOPPED\s+\S+\s+\S+\s+[12]\b", preempted.stdout, re.M), preempted.stdout
         assert "SUCCEEDED" in preempted.stdout and "preempting worker-1 (tfjob preempt)" in preempted.stdout
         assert json.loads((work / "runs" / "preempted" / "eval" / "metrics.json").read_text())["global_step"] == 200
+        # In a pipeline: the step trained and exported, the next step loaded the model and read its metrics.
+        assert (work / "runs" / "pipeline" / "model" / "saved_model.pb").is_file()
+        pipeline = json.loads((work / "runs" / "pipeline" / "eval" / "metrics.json").read_text())
+        assert any(o.stdout.strip().endswith(f"accuracy {pipeline['accuracy']}") for o in outputs)
+        assert "comp-tfjob-train" in (work / "census-pipeline.yaml").read_text()
 
 
 @requires_tf

@@ -1,0 +1,150 @@
+"""The migration guides in docs/migrate/ run as written: their blocks in order, in one
+directory, with the project's stand-ins (the Kubernetes API with the TFJob, JobSet and
+Trainer v2 CRDs; the Vertex AI REST stand-in and the Cloud Storage emulator). A block after
+``<!-- file: NAME -->`` is written to NAME; one after ``<!-- not run: … -->`` is skipped; a
+``text`` block after ``prints`` is what the block before it prints."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import BIN, ROOT
+from fakes.kube_api import FakeKube, kube_fixture
+from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
+
+from tfjob.errors import SpecError
+from tfjob.migrate import import_tfjob
+
+GUIDES = ROOT / "docs" / "migrate"
+CRDS = ROOT / "tests" / "data" / "crds"
+_FENCE = re.compile(r"(?:<!-- (?P<marker>file|not run): ?(?P<arg>[^>]*?) ?-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
+
+
+@dataclass
+class Step:
+    lang: str
+    code: str
+    marker: str | None
+    arg: str
+
+
+def steps(guide: str) -> list[Step]:
+    text = (GUIDES / guide).read_text()
+    return [Step(m["lang"], m["code"], m["marker"], m["arg"] or "") for m in _FENCE.finditer(text)]
+
+
+def run_guide(guide: str, work: Path, env: dict[str, str]) -> list[tuple[Step, subprocess.CompletedProcess[str] | None]]:
+    """Every block of ``guide`` in order; a ``text`` block is paired with the run before it."""
+    done: list[tuple[Step, subprocess.CompletedProcess[str] | None]] = []
+    for number, step in enumerate(steps(guide)):
+        if step.marker == "file":
+            (work / step.arg).write_text(step.code)
+            continue
+        if step.marker == "not run" or step.lang not in ("sh", "python"):
+            done.append((step, None))
+            continue
+        if step.lang == "python":
+            script = work.parent / f"{guide.replace('.', '_')}_{number}.py"
+            script.write_text(step.code)
+            argv = [str(BIN / "python"), str(script)]
+        else:
+            argv = ["bash", "-euo", "pipefail", "-c", step.code]
+        result = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, f"{guide} block failed:\n{step.code}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr[-3000:]}"
+        done.append((step, result))
+    return done
+
+
+def printed_as_documented(done: list[tuple[Step, subprocess.CompletedProcess[str] | None]]) -> int:
+    """Every ``text`` block equals what the run before it printed (stderr, then stdout)."""
+    checked = 0
+    for (_, before), (step, _) in zip(done, done[1:]):
+        if step.lang == "text" and before is not None:
+            assert (before.stderr + before.stdout).strip() == step.code.strip()
+            checked += 1
+    return checked
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
+    yield from kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
+
+
+def environment(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", TFJOB_POLL_INTERVAL="0.02", **extra)
+    return env
+
+
+# --- Kubeflow TFJob v1 → tfjob import → Trainer v2 / JobSet / TFJob --------------------------
+
+
+def test_the_kubeflow_tfjob_guide_runs_as_written(kube: FakeKube, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="default")
+    done = run_guide("kubeflow-tfjob.md", work, environment(KUBECONFIG=str(kubeconfig)))
+    assert printed_as_documented(done) == 1
+    # What reached the cluster: the TrainJob with its TensorFlow runtime, the JobSet, the TFJob.
+    assert list(kube.trainjobs) == [("default", "mnist")] and len(kube.runtimes) == 1
+    assert ("default", "mnist") in kube.jobsets
+    tfjobs = list(kube.tfjobs.values())
+    assert len(tfjobs) == 1
+    jobsets = [kube.jobsets[("default", "mnist")]]
+    replicas = tfjobs[0]["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in replicas.items()} == {"Chief": 1, "Worker": 2, "PS": 1}
+    assert replicas["Worker"]["restartPolicy"] == "OnFailure" and tfjobs[0]["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
+    worker = replicas["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["image"] == "registry.example/mnist:1" and worker["resources"]["limits"]["memory"] == "8Gi"
+    assert worker["args"][-3:] == ["--", "--epochs", "5"] and "/opt/model.py" in worker["args"]
+    assert {"name": "LOG_LEVEL", "value": "info"} in worker["env"]
+    assert {j["name"] for j in jobsets[0]["spec"]["replicatedJobs"]} == {"chief", "worker", "ps"}
+
+
+_CHIEF = {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i:1", "command": ["python", "-m", "trainer.task"]}]}}}
+
+
+def _tfjob(**replicas: Any) -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "metadata": {"name": "j"}, "spec": {"tfReplicaSpecs": replicas}}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        ({"apiVersion": "batch/v1", "kind": "Job"}, r"is a batch/v1/Job, not a Kubeflow TFJob"),
+        (["a"], r"must be a TFJob manifest \(a mapping\), not list"),
+        (_tfjob(Gpu=_CHIEF), r"'Gpu' is not a TFJob replica type"),
+        (_tfjob(Chief={**_CHIEF, "replicas": 2}), r"Chief.replicas is 2: a job has exactly one chief"),
+        (_tfjob(Chief={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i", "command": ["/bin/train"]}]}}}), r"'/bin/train' is not Python"),
+        (_tfjob(Chief=_CHIEF, Worker={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i:1", "command": ["python", "w.py"]}]}}}), r"the replicas run different programs"),
+        (_tfjob(Chief={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}), r"has no command or args"),
+    ],
+)
+def test_a_manifest_tfjob_cannot_run_is_one_line(document: Any, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        import_tfjob(document)
+
+
+def test_the_import_command_is_one_line_on_mistakes(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from tfjob.cli.main import app
+
+    (tmp_path / "big.yaml").write_text("a: " + "x" * (2 * 1024 * 1024))
+    (tmp_path / "job.yaml").write_text("apiVersion: kubeflow.org/v1\nkind: TFJob\nspec: {}\n")
+    for argv, message in (
+        (["import", str(tmp_path / "none.yaml")], "no such file"),
+        (["import", str(tmp_path / "big.yaml")], "larger than"),
+        (["import", str(tmp_path / "job.yaml")], "spec.tfReplicaSpecs must be a mapping of replica types"),
+    ):
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.output
+    no_chief = import_tfjob(_tfjob(Worker={**_CHIEF, "replicas": 3}), backend="jobset")
+    assert no_chief.argv[:2] == ["--module-name", "trainer.task"] and "--no-chief" in no_chief.argv
