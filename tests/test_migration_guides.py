@@ -148,3 +148,52 @@ def test_the_import_command_is_one_line_on_mistakes(tmp_path: Path) -> None:
         assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.output
     no_chief = import_tfjob(_tfjob(Worker={**_CHIEF, "replicas": 3}), backend="jobset")
     assert no_chief.argv[:2] == ["--module-name", "trainer.task"] and "--no-chief" in no_chief.argv
+
+
+# --- gcloud ai-platform jobs submit training + config.yaml → Vertex AI --------------------------
+
+
+def test_the_ai_platform_guide_runs_as_written_against_the_vertex_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.vertex_api import FakeVertex, write_service_account
+    from gcp_storage_emulator.server import create_server
+    from google.cloud import storage
+    from test_render_vertex import strict_roundtrip
+    from test_vertex_e2e import free_port
+
+    work = tmp_path / "work"
+    work.mkdir()
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    try:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+        storage.Client(project="my-project").create_bucket("my-bucket")
+        with FakeVertex(projects=("my-project",)) as vertex:
+            env = environment(
+                TFJOB_API_ENDPOINT=vertex.endpoint,
+                GOOGLE_APPLICATION_CREDENTIALS=str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
+            )
+            done = run_guide("ai-platform.md", work, env)
+            bodies = vertex.created_bodies()
+        staged = sorted(blob.name.rsplit("/", 1)[1] for blob in storage.Client(project="my-project").list_blobs("my-bucket"))
+    finally:
+        server.stop()
+    submitted = [run for step, run in done if run is not None and "tfjob submit" in step.code][0]
+    states = [line.rsplit(" ", 1)[1] for line in submitted.stderr.splitlines() if line.startswith("tfjob: job ")]
+    assert states[-1] == "SUCCEEDED", submitted.stderr
+    assert staged == ["tfjob_bootstrap-0.1.0-py3-none-any.whl", "trainer-0.0.0.tar.gz"]
+    assert len(bodies) == 1
+    body = bodies[0]
+    assert strict_roundtrip(body) == body  # a valid aiplatform_v1 CustomJob
+    assert body["displayName"] == "census_20240101"
+    pools = body["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"]["machineType"] for p in pools] == ["n1-highcpu-16", "n1-highcpu-8", "n1-highmem-8"]
+    assert [p["replicaCount"] for p in pools] == ["1", "4", "2"]
+    assert body["jobSpec"]["baseOutputDirectory"]["outputUriPrefix"] == "gs://my-bucket/census"
+    assert body["jobSpec"]["scheduling"]["timeout"] == "7200s"
+    for pool in pools:
+        package = pool["pythonPackageSpec"]
+        assert package["pythonModule"] == "tfjob.container.bootstrap"
+        # The arguments after -- replace the file's args, as gcloud's flags replaced the file's values.
+        assert package["args"][-3:] == ["--", "--train-steps", "1000"] and "--eval-steps" not in package["args"]
+        assert package["executorImageUri"].endswith("/tf-cpu.2-15.py310:latest")  # --runtime-version 2.15
