@@ -6,6 +6,7 @@ Trainer v2 CRDs; the Vertex AI REST stand-in and the Cloud Storage emulator). A 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, requires_tf
 from fakes.kube_api import FakeKube, kube_fixture
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 
@@ -44,6 +45,7 @@ def run_guide(guide: str, work: Path, env: dict[str, str]) -> list[tuple[Step, s
     done: list[tuple[Step, subprocess.CompletedProcess[str] | None]] = []
     for number, step in enumerate(steps(guide)):
         if step.marker == "file":
+            (work / step.arg).parent.mkdir(parents=True, exist_ok=True)
             (work / step.arg).write_text(step.code)
             continue
         if step.marker == "not run" or step.lang not in ("sh", "python"):
@@ -197,3 +199,36 @@ def test_the_ai_platform_guide_runs_as_written_against_the_vertex_stand_in(tmp_p
         # The arguments after -- replace the file's args, as gcloud's flags replaced the file's values.
         assert package["args"][-3:] == ["--", "--train-steps", "1000"] and "--eval-steps" not in package["args"]
         assert package["executorImageUri"].endswith("/tf-cpu.2-15.py310:latest")  # --runtime-version 2.15
+
+
+# --- tensorflow_cloud.run(...) → Job(...) and tfjob submit --------------------------------------
+
+
+@requires_tf
+@pytest.mark.tf
+@pytest.mark.slow
+def test_the_tensorflow_cloud_guide_runs_as_written(tmp_path: Path) -> None:
+    from test_render_vertex import strict_roundtrip
+
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_guide("tensorflow-cloud.md", work, environment())
+    python = [run for step, run in done if run is not None and step.lang == "python"][0]
+    # The local run trained for real: one model over the chief and the worker.
+    assert "[chief-0] trained on 2 replicas" in python.stdout + python.stderr, python.stderr[-3000:]
+    job_id, state = python.stdout.strip().splitlines()[-2].split()
+    assert state == "SUCCEEDED"
+    from_python = json.loads(python.stdout.strip().splitlines()[-1])
+    from_cli = json.loads((work / "vertex-request.json").read_text())
+    for body in (from_python, from_cli):
+        assert strict_roundtrip(body) == body
+        assert body["labels"]["team"] == "census"
+        body["labels"].pop("tfjob-submission-id")
+        body.pop("displayName")  # a default name, by the second
+        pools = body["jobSpec"]["workerPoolSpecs"]
+        assert [p["replicaCount"] for p in pools] == ["1", "2"]
+        for pool in pools:
+            assert pool["machineSpec"] == {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1}
+            assert pool["pythonPackageSpec"]["pythonModule"] == "tfjob.container.bootstrap"
+            assert pool["pythonPackageSpec"]["args"][-3:] == ["--", "--epochs", "2"]
+    assert from_python == from_cli  # the Python API and the command line render one request
