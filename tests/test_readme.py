@@ -102,6 +102,10 @@ def _run(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 @requires_tf
 @pytest.mark.slow
+# Every example is a real run (the census model is trained several times: the first command,
+# the detached job, the API, the preemption rehearsal, the pipeline): more than the default 600 s
+# on a loaded 2-core machine.
+@pytest.mark.timeout(1800)
 def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "work"
     work.mkdir()
