@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from conftest import BIN, ROOT, requires_tf
+from helpers import BIN, ROOT, requires_tf
 from fakes.kube_api import FakeKube, kube_fixture
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 
