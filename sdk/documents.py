@@ -38,7 +38,7 @@ MAX_DOCUMENT_DEPTH = 64
 #: as written-out text: 4 MiB for a 1 MiB document (without aliases, at most about twice its file).
 EXPANSION = 4
 #: The most keys YAML merge keys (``<<``) may copy into the mappings of one document.
-MAX_MERGED_KEYS = 100_000
+MAX_MERGED_KEYS = 10_000
 #: The longest integer taken (Python's ``sys.get_int_max_str_digits()`` default).
 MAX_INTEGER_DIGITS = 4300
 _INTEGER_CEILING = 10**MAX_INTEGER_DIGITS

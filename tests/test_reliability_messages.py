@@ -169,7 +169,7 @@ def test_a_missing_image_is_still_said_as_missing(trainer: Path, tfjob_exe: str,
 
 # -- Kubernetes backends name themselves -------------------------------------------------------
 @pytest.mark.reliability
-@pytest.mark.parametrize("backend", ["kubeflow", "jobset", "trainjob"])
+@pytest.mark.parametrize("backend", ["jobset", "trainjob"])
 def test_no_kubeconfig_names_the_chosen_backend(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, backend: str) -> None:
     out = run(
         tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--image", "img", "--backend", backend,
