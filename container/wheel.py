@@ -21,7 +21,6 @@ import io
 import os
 import re
 import sys
-import zipfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -115,6 +114,8 @@ def _members(ver: str) -> list[tuple[str, bytes]]:
 
 def build_bytes() -> tuple[str, bytes]:
     """The wheel's file name and bytes (the same bytes for the same tfjob)."""
+    import zipfile  # only when the bytes are made (build() reuses a wheel already written)
+
     ver = version()
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
@@ -129,14 +130,25 @@ def build_bytes() -> tuple[str, bytes]:
 def build(directory: str) -> str:
     """Write the wheel into ``directory`` (created if missing) and return its path.
 
-    An existing file with the same bytes is left as it is.
+    An existing file with the same bytes is left as it is, and one written from the same
+    sources (their digest is kept beside it, ``NAME.sources``) is not even made again.
     """
+    ver = version()
+    path = os.path.join(directory, wheel_name(ver))
+    sources = _sources_digest(ver)
+    try:
+        with open(path + ".sources", encoding="ascii") as f:
+            if f.read() == _stamp(path, sources):  # same sources, and the wheel untouched since
+                return path
+    except OSError:
+        pass
     name, data = build_bytes()
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, name)
     try:
         with open(path, "rb") as f:
             if f.read() == data:
+                _write_sources(path, sources)
                 return path
     except OSError:
         pass
@@ -144,7 +156,36 @@ def build(directory: str) -> str:
     with open(partial, "wb") as f:
         f.write(data)
     os.replace(partial, path)
+    _write_sources(path, sources)
     return path
+
+
+def _sources_digest(ver: str) -> str:
+    """A digest of what the wheel is made of: the version and every carried file's bytes."""
+    root, container = _package_dirs()
+    digest = hashlib.sha256(f"{DIST_NAME} {ver}\n".encode())
+    for rel in FILES:
+        base = container if rel.startswith("container/") else root
+        with open(os.path.join(base, rel[len("container/") :] if rel.startswith("container/") else rel), "rb") as f:
+            digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()
+
+
+def _stamp(path: str, sources: str) -> str:
+    """The sources' digest and the wheel file's size and change time (OSError: no wheel)."""
+    st = os.stat(path)
+    return f"{sources} {st.st_size} {st.st_mtime_ns} {st.st_ino}"
+
+
+def _write_sources(path: str, sources: str) -> None:
+    partial = f"{path}.sources.{os.getpid()}.partial"
+    try:
+        stamp = _stamp(path, sources)
+        with open(partial, "w", encoding="ascii") as f:
+            f.write(stamp)
+        os.replace(partial, path + ".sources")
+    except OSError:
+        pass  # the next build makes the bytes again: slower, never wrong
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,3 +29,26 @@ def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any
         return value
 
     return __getattr__, sorted(where)
+
+
+class LazyPattern:
+    """A regular expression compiled the first time it is used (``.match``, ``.search``…):
+    a module of many patterns imports without compiling any, and a run pays only for those
+    it uses (``tfjob.spec``'s name and resource checks, the secret scanner's rules)."""
+
+    __slots__ = ("source", "flags", "compiled")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self.source, self.flags = source, flags
+        self.compiled = None
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = self.compiled
+        if compiled is None:
+            import re
+
+            compiled = self.compiled = re.compile(self.source, self.flags)
+        return getattr(compiled, name)
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self.source!r})"

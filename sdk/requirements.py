@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -138,6 +137,8 @@ def unmet_here(requirements: Sequence[str]) -> list[tuple[str, str | None]]:
 
 def unmet_requirements(requirements: Sequence[str], python: str | None = None) -> list[tuple[str, str | None]]:
     """:func:`unmet_here`, asked of ``python`` (default: this interpreter)."""
+    import subprocess
+
     if not requirements:
         return []
     if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
@@ -166,3 +167,40 @@ def check_requirements_met(requirements: Sequence[str], python: str, source: str
         f"{source}: {line} {what} in {python}{more}; the local tasks run in that interpreter: "
         f"pip install -r {source} there, or give --python an interpreter that has them"
     )
+
+
+def installed_version(dist: str, module: str | None = None, *, fallback: bool = True) -> str | None:
+    """The version of the installed distribution ``dist`` (None: not installed).
+
+    Read from the ``NAME-VERSION.dist-info`` directory beside the importable ``module`` (by
+    default the distribution's own name) — neither the module nor :mod:`importlib.metadata`
+    is imported, which cost a dry run more than its own work; :mod:`importlib.metadata`
+    answers only when no such directory is found there (and ``fallback``).
+    """
+    import importlib.util
+
+    wanted = dist.lower().replace("-", "_").replace(".", "_")  # as a dist-info directory spells it
+    try:
+        spec = importlib.util.find_spec(module or dist.replace("-", "_"))
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin:
+        origin = Path(spec.origin)
+        site = origin.parent.parent if spec.submodule_search_locations is not None else origin.parent
+        try:
+            with os.scandir(site) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".dist-info") and "-" in entry.name:
+                        name, version = entry.name[: -len(".dist-info")].split("-", 1)
+                        if name.lower().replace(".", "_") == wanted:
+                            return version
+        except OSError:
+            pass
+    if not fallback:
+        return None
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from .errors import SpecError
+from .lazy import LazyPattern
 from .limits import check_platform_count
 from .machines import (
     ACCELERATORS,
@@ -57,11 +58,11 @@ MACHINE_FLAGS = {
 # \Z, not $: "$" would also match before a trailing newline, which the platforms refuse.
 # What `python -m` takes: dot-separated names of files and directories (`multi_worker-with-keras`
 # too: the import system does not require identifiers), never a path or an empty part.
-_TOPOLOGY_RE = re.compile(r"^[1-9][0-9]{0,3}(x[1-9][0-9]{0,3}){1,2}\Z")
-_MODULE_RE = re.compile(r"^[^\s./\\:][^\s./\\:]{0,127}(\.[^\s./\\:]{1,128}){0,31}\Z")
-_LABEL_KEY_RE = re.compile(r"^[a-z][a-z0-9_-]{0,62}\Z")
-_LABEL_VALUE_RE = re.compile(r"^[a-z0-9_-]{0,63}\Z")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_TOPOLOGY_RE = LazyPattern(r"^[1-9][0-9]{0,3}(x[1-9][0-9]{0,3}){1,2}\Z")
+_MODULE_RE = LazyPattern(r"^[^\s./\\:][^\s./\\:]{0,127}(\.[^\s./\\:]{1,128}){0,31}\Z")
+_LABEL_KEY_RE = LazyPattern(r"^[a-z][a-z0-9_-]{0,62}\Z")
+_LABEL_VALUE_RE = LazyPattern(r"^[a-z0-9_-]{0,63}\Z")
+_ENV_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_NAME_LENGTH = 128
 
 #: Built distributions pip installs as they are: what ``--packages`` takes, and a package
@@ -437,10 +438,10 @@ def check_env(env: Mapping[str, Any], flag: str) -> None:
 
 #: A Kubernetes label key with a prefix (``app.kubernetes.io/part-of``, ``kueue.x-k8s.io/queue-name``)
 #: and a Kubernetes label value: taken for the Kubernetes backends, refused by Vertex AI's renderer.
-_K8S_PREFIXED_KEY_RE = re.compile(
+_K8S_PREFIXED_KEY_RE = LazyPattern(
     r"^(?=.{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
 )
-_K8S_LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
+_K8S_LABEL_VALUE_RE = LazyPattern(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 
 
 def is_kubernetes_label_key(key: str) -> bool:
@@ -479,11 +480,11 @@ def _check_labels(labels: Mapping[str, str]) -> None:
 
 #: Vertex AI ``scheduling.strategy`` values tfjob renders (STANDARD is on-demand VMs).
 SCHEDULING_STRATEGIES: tuple[str, ...] = ("STANDARD", "SPOT", "FLEX_START")
-_KMS_KEY_RE = re.compile(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+\Z")
-_RESERVATION_RE = re.compile(r"^projects/[^/\s]+/zones/[^/\s]+/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-_RESOURCE_ID_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-_ATTACHMENT_RE = re.compile(r"^projects/[^/\s]+/regions/[^/\s]+/networkAttachments/[^/\s]+\Z")
-_IP_RANGE_RE = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_KMS_KEY_RE = LazyPattern(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+\Z")
+_RESERVATION_RE = LazyPattern(r"^projects/[^/\s]+/zones/[^/\s]+/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_RESOURCE_ID_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_ATTACHMENT_RE = LazyPattern(r"^projects/[^/\s]+/regions/[^/\s]+/networkAttachments/[^/\s]+\Z")
+_IP_RANGE_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 
 
 def _check_platform_knobs(spec: "JobSpec") -> None:
@@ -785,7 +786,7 @@ def _first(*values: Any) -> Any:
 # [host[:port]/]path[:tag][@digest], path components in lower case.
 _IMAGE_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
 _IMAGE_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE_RE = re.compile(
+_IMAGE_RE = LazyPattern(
     rf"^(?:{_IMAGE_HOST}/)?{_IMAGE_PATH}(?:/{_IMAGE_PATH})*"
     r"(?::[\w][\w.-]{0,127})?"
     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z"
@@ -1001,7 +1002,7 @@ def build_spec(
 
 
 # ASCII digits only: `\d` would take '٥' (Arabic-Indic five) as a 5.
-_DURATION_RE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]?)", re.IGNORECASE)
+_DURATION_RE = LazyPattern(r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]?)", re.IGNORECASE)
 _DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
 
 

@@ -8,16 +8,16 @@ directory named after its digest (:func:`finish`), so different builds never col
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
 import os
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from .tree import Collected
+
+if TYPE_CHECKING:
+    import tarfile
 
 #: Every member of the archive gets this mtime (1980-01-01, the earliest a zip takes).
 FIXED_MTIME = 315532800
@@ -55,7 +55,9 @@ class BuiltPackage:
         return self.path.name
 
 
-def _member(name: str, size: int, executable: bool) -> tarfile.TarInfo:
+def _member(name: str, size: int, executable: bool) -> "tarfile.TarInfo":
+    import tarfile
+
     info = tarfile.TarInfo(name)
     info.size = size
     info.mtime = FIXED_MTIME
@@ -71,6 +73,10 @@ def write_canonical_tar(entries: list[tuple[str, bytes, bool]], out: Path) -> st
     The archive streams through gzip to disk (no second copy of the files in memory);
     the bytes depend on the content only, however they are written.
     """
+    import gzip  # tarfile and gzip only when an archive is written (a cache hit writes none)
+    import io
+    import tarfile
+
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")
     with open(tmp, "wb") as f:
@@ -89,6 +95,8 @@ def write_canonical_tar(entries: list[tuple[str, bytes, bool]], out: Path) -> st
 
 def read_tar(path: Path) -> Iterator[tuple[str, bytes, bool]]:
     """The regular members of an archive: ``(name, data, executable)``."""
+    import tarfile
+
     with tarfile.open(path, "r:*") as tar:
         for m in tar.getmembers():
             if m.isfile():

@@ -10,9 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from .archive import BuiltPackage
@@ -42,12 +40,9 @@ def tree_key(found: Collected, include_secrets: bool) -> str:
         executable = is_executable(real)
         digest.update(f"{rel}\0{len(data)}\0{executable}\0".encode())
         digest.update(hashlib.sha256(data).digest())
-    try:
-        from importlib import metadata
+    from ..requirements import installed_version  # read from their dist-info names: importlib.metadata costs more
 
-        digest.update(f"setuptools {metadata.version('setuptools')} build {metadata.version('build')}".encode())
-    except Exception:  # noqa: BLE001 - a version that cannot be read just keys as unknown
-        digest.update(b"unknown backend versions")
+    digest.update(f"setuptools {installed_version('setuptools')} build {installed_version('build')}".encode())
     return digest.hexdigest()
 
 
@@ -84,6 +79,9 @@ def cache_get(key: str, out_dir: Path, found: Collected) -> BuiltPackage | None:
 
 def cache_put(key: str, built_package: BuiltPackage) -> None:
     """Keep the sdist for the next unchanged submit; a cache that cannot be written is skipped."""
+    import shutil
+    import tempfile
+
     root = cache_dir()
     entry = root / key
     try:

@@ -22,7 +22,6 @@ import errno
 import json
 import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -132,6 +131,8 @@ def _build_project_now(source: Path, out_dir: Path, rules: RuleSet, found: Colle
         import pyproject_hooks
     except ImportError as e:  # pragma: no cover - build is a runtime dependency
         raise PackagingError("building a project with pyproject.toml/setup.py needs the `build` package: pip install build") from e
+
+    import tempfile
 
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="tfjob-build-"))

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import fnmatch
 import math
 import re
 from pathlib import Path
+from typing import Callable
+
+from ..lazy import LazyPattern
 
 #: Bytes read from the start of a file to judge it by content; the rest is never read.
 SECRET_SCAN_BYTES = 64 * 1024
@@ -58,6 +60,34 @@ _SECRET_PATHS = (
 _SECRET_DIRS = (".ssh", ".gnupg")
 
 
+def star_glob(pattern: str) -> Callable[[str], bool]:
+    """A matcher of a glob made of literal text and ``*`` (which matches anything, ``/`` too,
+    as :func:`fnmatch.fnmatchcase` does) — with string methods, no regular expression to
+    compile: these globs are tried on every file of every package."""
+    cut = pattern.split("*")
+    if len(cut) == 1:
+        return pattern.__eq__
+    head, middle, tail = cut[0], [c for c in cut[1:-1] if c], cut[-1]
+    least = len(head) + len(tail)
+
+    def match(text: str) -> bool:
+        if len(text) < least or not text.startswith(head) or not text.endswith(tail):
+            return False
+        pos, end = len(head), len(text) - len(tail)
+        for piece in middle:
+            found = text.find(piece, pos, end)
+            if found < 0:
+                return False
+            pos = found + len(piece)
+        return True
+
+    return match
+
+
+_NAME_GLOBS = tuple(star_glob(p) for p in _SECRET_NAMES)
+_PATH_GLOBS = tuple(star_glob(p) for p in _SECRET_PATHS) + tuple(star_glob("*/" + p) for p in _SECRET_PATHS)
+
+
 def secret_by_name(rel: str) -> bool:
     """Whether the path (relative, ``/``-separated) names a credential file."""
     lowered = rel.lower()
@@ -65,34 +95,36 @@ def secret_by_name(rel: str) -> bool:
     if any(p in _SECRET_DIRS for p in parts[:-1]):
         return True
     name = parts[-1]
-    if any(fnmatch.fnmatchcase(name, pattern) for pattern in _SECRET_NAMES):
+    if any(glob(name) for glob in _NAME_GLOBS):
         return True
-    return any(fnmatch.fnmatchcase(lowered, p) or fnmatch.fnmatchcase(lowered, "*/" + p) for p in _SECRET_PATHS)
+    return any(glob(lowered) for glob in _PATH_GLOBS)
 
 
 # -- by content -----------------------------------------------------------------------------
 # Private keys, in every armour they are written in (bytes: they are judged before any decoding).
-_KEY_BLOCKS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private key (PEM)", re.compile(r"-----\s*BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?\s*-----")),
-    ("a private key (SSH2)", re.compile(r"----\s*BEGIN SSH2 ([A-Z0-9]+ )*PRIVATE KEY\s*----")),
-    ("a private key (PuTTY)", re.compile(r"PuTTY-User-Key-File-\d+\s*:")),
+# Each with the literal its text must hold (a fast check before the expression runs).
+_KEY_BLOCKS: tuple[tuple[str, str, LazyPattern], ...] = (
+    ("a private key (PEM)", "BEGIN", LazyPattern(r"-----\s*BEGIN ([A-Z0-9]+ )*PRIVATE KEY( BLOCK)?\s*-----")),
+    ("a private key (SSH2)", "BEGIN", LazyPattern(r"----\s*BEGIN SSH2 ([A-Z0-9]+ )*PRIVATE KEY\s*----")),
+    ("a private key (PuTTY)", "PuTTY-User-Key-File", LazyPattern(r"PuTTY-User-Key-File-\d+\s*:")),
 )
 # "-----BEGIN" in base64, at each of the three alignments a longer text can put it.
-_B64_BEGIN = re.compile(r"(LS0tLS1CRUdJT|0tLS0tQkVHSU|tLS0tLUJFR0lO)[A-Za-z0-9+/=\s]{8,}")
+_B64_LITERALS = ("LS0tLS1CRUdJT", "0tLS0tQkVHSU", "tLS0tLUJFR0lO")
+_B64_BEGIN = LazyPattern(r"(LS0tLS1CRUdJT|0tLS0tQkVHSU|tLS0tLUJFR0lO)[A-Za-z0-9+/=\s]{8,}")
 # Token shapes that are credentials wherever they stand (documented prefixes). Each starts with
 # its literal prefix (so the search is a fast scan for it); the character before a match is
 # checked apart (:func:`_token`).
-_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("an AWS access key id", re.compile(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])")),
-    ("a Google API key", re.compile(r"AIza[0-9A-Za-z_-]{35}(?![\w-])")),
-    ("an OAuth client secret", re.compile(r"GOCSPX-[0-9A-Za-z_-]{20,}")),
-    ("a Google OAuth access token", re.compile(r"ya29\.[0-9A-Za-z_-]{20,}")),
-    ("a Google OAuth refresh token", re.compile(r"1//0[0-9A-Za-z_-]{20,}")),
-    ("a GitHub token", re.compile(r"gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{40,}")),
-    ("a Slack token", re.compile(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
+_TOKENS: tuple[tuple[str, tuple[str, ...], LazyPattern], ...] = (
+    ("an AWS access key id", ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"), LazyPattern(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    ("a Google API key", ("AIza",), LazyPattern(r"AIza[0-9A-Za-z_-]{35}(?![\w-])")),
+    ("an OAuth client secret", ("GOCSPX-",), LazyPattern(r"GOCSPX-[0-9A-Za-z_-]{20,}")),
+    ("a Google OAuth access token", ("ya29.",), LazyPattern(r"ya29\.[0-9A-Za-z_-]{20,}")),
+    ("a Google OAuth refresh token", ("1//0",), LazyPattern(r"1//0[0-9A-Za-z_-]{20,}")),
+    ("a GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), LazyPattern(r"gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{40,}")),
+    ("a Slack token", ("xox",), LazyPattern(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
 )
-_JSON_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
-_PERCENT = re.compile(r"%([0-9a-fA-F]{2})")
+_JSON_ESCAPE = LazyPattern(r"\\u([0-9a-fA-F]{4})")
+_PERCENT = LazyPattern(r"%([0-9a-fA-F]{2})")
 
 
 def _key(name: str) -> str:
@@ -102,8 +134,8 @@ def _key(name: str) -> str:
 
 # Each rule: why, the lower-case words its text must hold (all of the groups, any word of
 # each: a fast check before any expression runs), and the expressions that must all match.
-_CREDENTIAL_RULES: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[re.Pattern[str], ...]], ...] = tuple(
-    (reason, needles, tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in patterns))
+_CREDENTIAL_RULES: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[LazyPattern, ...]], ...] = tuple(
+    (reason, needles, tuple(LazyPattern(p, re.IGNORECASE | re.MULTILINE) for p in patterns))
     for reason, needles, patterns in (
         ("a Google service-account or user credential", (("service_account", "authorized_user", "external_account"),),
          (_key("type") + r"""\s*["']?(service_account|authorized_user|external_account|impersonated_service_account)\b""",)),
@@ -126,13 +158,13 @@ _CREDENTIAL_RULES: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[re.Patter
 )  # fmt: skip
 
 # An assignment to a key that ends in a secret-sounding word: its value is judged by its entropy.
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = LazyPattern(
     r"""(?:passw(?:or)?d|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|credentials?|private[_-]?key)["']?"""
     r"""\s*[:=]\s*["']?([A-Za-z0-9+/=_\-.~]{16,256})["']?\s*(?:$|[,;}\]#])""",
     re.IGNORECASE | re.MULTILINE,
 )
 _ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
-_PLACEHOLDER = re.compile(r"example|changeme|placeholder|your[_-]|xxxx|\*\*\*|<|\$\{", re.IGNORECASE)
+_PLACEHOLDER = LazyPattern(r"example|changeme|placeholder|your[_-]|xxxx|\*\*\*|<|\$\{", re.IGNORECASE)
 
 
 def _entropy(value: str) -> float:
@@ -274,12 +306,14 @@ def secret_in_content(head: bytes, *, python_source: bool = False, name: str = "
 
 
 def _judge(text: str, python_source: bool) -> str | None:
-    for reason, pattern in _KEY_BLOCKS:
-        if pattern.search(text):
+    for reason, literal, pattern in _KEY_BLOCKS:
+        if literal in text and pattern.search(text):
             return reason
-    if _base64_key_block(text):
+    if any(b in text for b in _B64_LITERALS) and _base64_key_block(text):
         return "a private key (base64 PEM)"
-    for reason, pattern in _TOKENS:
+    for reason, prefixes, pattern in _TOKENS:
+        if not any(prefix in text for prefix in prefixes):
+            continue
         for m in pattern.finditer(text):
             before = text[m.start() - 1 : m.start()]
             if not (before.isalnum() or before in "_-./") or not before:

@@ -22,7 +22,6 @@ Every file left out is named in a warning line (control characters in names esca
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pathlib import Path
 from ..errors import PackagingError
 from ..limits import read_bounded_text
 from .ignore import IgnoreRule, RuleSet, parse_ignore
-from .secrets import secret_by_name, secret_reason
+from .secrets import secret_by_name, secret_reason, star_glob
 
 #: Ignore files read from the trainer directory, in this order.
 IGNORE_FILES = (".gcloudignore", ".tfjobignore")
@@ -46,6 +45,7 @@ _SKIP_DIRS = {
     ".tox", ".nox", ".ipynb_checkpoints", ".idea", ".vscode", ".eggs", "node_modules",
 }  # fmt: skip
 _SKIP_FILES = ("*.pyc", "*.pyo", "*.pyd.tmp", ".DS_Store", "*.swp", *IGNORE_FILES)
+_SKIP_GLOBS = tuple(star_glob(p) for p in _SKIP_FILES)
 
 
 def shown(name: str) -> str:
@@ -261,7 +261,7 @@ def collect_files(
         for f in sorted(filenames):
             full = here / f
             rel = rel_dir + f
-            if any(fnmatch.fnmatchcase(f, p) for p in _SKIP_FILES) or ruleset.ignored(rel, False):
+            if any(glob(f) for glob in _SKIP_GLOBS) or ruleset.ignored(rel, False):
                 continue
             try:
                 info = full.lstat()

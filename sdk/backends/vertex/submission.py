@@ -138,13 +138,17 @@ def declared_tf_version(source: Path) -> tuple[int, int] | None:
 
 def installed_tf_version() -> tuple[int, int] | None:
     """The installed TensorFlow's version, from its metadata (TensorFlow is not imported)."""
-    from importlib import metadata
+    import importlib.util
 
-    for dist in _TF_DISTS:
-        try:
-            return parse_tf_version(metadata.version(dist))
-        except metadata.PackageNotFoundError:
-            continue
+    from ...requirements import installed_version
+
+    if importlib.util.find_spec("tensorflow") is None:
+        return None
+    for fallback in (False, True):  # the dist-info beside the module first, importlib.metadata only then
+        for dist in _TF_DISTS:
+            found = installed_version(dist, "tensorflow", fallback=fallback)
+            if found is not None:
+                return parse_tf_version(found)
     return None
 
 
