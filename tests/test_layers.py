@@ -92,3 +92,22 @@ def test_a_backend_folder_exports_its_backends_and_options_without_loading_them(
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and int(done.stdout) >= 1, done.stderr
+
+
+PACKAGING_ORDER = ["secrets", "ignore", "tree", "archive", "cache", "sdist"]
+
+
+@pytest.mark.parametrize("module", PACKAGING_ORDER)
+def test_packaging_is_a_package_of_its_concerns_each_importing_only_those_before_it(module: str) -> None:
+    # docs/architecture.md: secrets · ignore · tree · archive · cache · sdist, each only the ones
+    # before it, and below packaging only the bottom layers and the job description.
+    below = ("tfjob.errors", "tfjob.limits", "tfjob.lazy", "tfjob.spec", "tfjob.requirements", "tfjob.settings")
+    earlier = tuple(f"tfjob.packaging.{m}" for m in PACKAGING_ORDER[: PACKAGING_ORDER.index(module)])
+    path = ROOT / "sdk" / "packaging" / f"{module}.py"
+    wrong = [
+        f"{module}.py:{line} imports {name}"
+        for line, name in imports_of(path)
+        if name.startswith("tfjob.") and not name.startswith(below + earlier)
+    ]
+    assert not wrong, "\n".join(wrong)
+    assert {p.stem for p in (ROOT / "sdk" / "packaging").glob("*.py")} == {"__init__", *PACKAGING_ORDER}
