@@ -14,6 +14,7 @@ from local_helpers import (
     job_processes,
     probe_args,
     read_until,
+    wait_for_reports,
 )
 from click.testing import CliRunner
 
@@ -109,6 +110,8 @@ def test_detach_returns_at_once_and_cancel_stops_the_job(tmp_path: Path) -> None
     assert record is not None and not record.state.is_terminal and record.extra["detached"] is True
     waited = _cli("wait", job_id, "--timeout", "0.3")
     assert waited.exit_code == 1 and f"job {job_id} is still" in waited.stderr
+    # Cancel a job that runs (a cancel before the supervisor started it is another test's).
+    wait_for_reports(tmp_path / "out", 2, timeout=120)
     cancelled = _cli("cancel", job_id[:-1])
     assert cancelled.exit_code == 0 and f"cancelling job {job_id}" in cancelled.stderr
     done = _cli("wait", job_id)
