@@ -92,6 +92,14 @@ def render_status(
     ]
     if status.extra.get("log_dir"):
         lines.append(f"logs      {status.extra['log_dir']}")
+    attempts = status.extra.get("attempts")
+    if isinstance(attempts, list) and len(attempts) > 1:
+        lines.append("attempts")
+        for n, attempt in enumerate(attempts[:100], 1):
+            if isinstance(attempt, dict):
+                ended = attempt.get("ended")
+                end = f"  {attempt.get('state', '')} {_when(ended)} {attempt.get('reason', '')}".rstrip() if isinstance(ended, (int, float)) else ""
+                lines.append(f"  {n}  {str(attempt.get('resource_name', ''))[:200]}{end}")
     if events:
         lines.append("history")
         for ts, state, message in events:

@@ -91,7 +91,7 @@ JOB_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--kubeconfig', 'kubeconfig', help='kubeflow: the kubeconfig file (default: $KUBECONFIG, ~/.kube/config).'),
     click.option('--context', 'context', help='kubeflow: the kubeconfig context.'),
     click.option('--restart-policy', 'restart_policy', multiple=True, help="local, kubeflow, jobset, vertex: Never, OnFailure, ExitCode or Always (default: the platform's, see README Preemption); ROLE=POLICY for one role (repeat)."),
-    click.option('--max-restarts', 'max_restarts', type=int, help='local: start the whole job again, up to N times, when it failed from a lost task (a preemption, a signal).'),
+    click.option('--max-restarts', 'max_restarts', type=int, help='local: start the whole job again, up to N times, when it failed from a lost task (a preemption, a signal); vertex: submit it again when it ended preempted or with a retryable platform error.'),
     click.option('--restart-delay', 'restart_delay', help="local: the pause before a task's first restart (1s), doubled for each further one."),
     click.option('--preempt', 'preempt', multiple=True, help='local: rehearse a preemption: TASK@TIME (worker-1@30s) or random@MEAN (random:worker@2m) (repeat).'),
     click.option('--preempt-grace', 'preempt_grace', help="local: seconds between a preemption's SIGTERM and SIGKILL (default 30s, as Spot VMs and Kubernetes)."),

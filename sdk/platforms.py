@@ -143,6 +143,9 @@ class Vertex(Platform):
         disable_retries: fail the job at its first error instead of retrying.
         restart_policy: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica
             whose VM was preempted or failed.
+        max_restarts: submit the job again (the same spec, ``NAME-attempt2``…), up to this many
+            times, when it ended preempted or with a retryable platform error; the trainer's
+            own failure is not retried. The attempts are one tfjob job.
         reservation: the Compute Engine reservation the pools consume.
         persistent_resource_id: the persistent resource the job runs on.
         kms_key: the Cloud KMS key the job's resources are encrypted with.
@@ -174,6 +177,7 @@ class Vertex(Platform):
     max_wait: float | None = None
     disable_retries: bool = False
     restart_policy: str | None = None
+    max_restarts: int = 0
     reservation: str | None = None
     persistent_resource_id: str | None = None
     kms_key: str | None = None

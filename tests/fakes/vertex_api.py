@@ -114,6 +114,10 @@ class FakeVertex(LocalServer):
         #: Authorization headers received, in order.
         self.authorizations: list[str] = []
         self._next_id = 7000000000000000000
+        #: Scripted ends of the next jobs created, in order: ``(states, error)`` — the job goes
+        #: through ``states`` and, when it ends FAILED, carries ``error`` (``{"code", "message"}``).
+        self.next_jobs: list[tuple[tuple[str, ...], dict[str, Any] | None]] = []
+        self.job_scripts: dict[str, tuple[tuple[str, ...], dict[str, Any] | None]] = {}
 
     # -- control ---------------------------------------------------------------------
     use_as_google = use_as_google
@@ -134,10 +138,13 @@ class FakeVertex(LocalServer):
         with self.lock:
             self._next_id += 1
             job_id = str(self._next_id)
+            if self.next_jobs:
+                self.job_scripts[job_id] = self.next_jobs.pop(0)
+            script = self.job_scripts.get(job_id, (self.script, None))[0]
             job = {
                 **body,
                 "name": f"projects/{project}/locations/{region}/customJobs/{job_id}",
-                "state": self.script[0],
+                "state": script[0],
                 "createTime": _now(),
                 "updateTime": _now(),
             }
@@ -154,14 +161,15 @@ class FakeVertex(LocalServer):
             elif job["state"] == "JOB_STATE_CANCELLING":
                 job["state"] = "JOB_STATE_CANCELLED"
             elif job["state"] not in _TERMINAL:
-                self.steps[job_id] = min(self.steps[job_id] + 1, len(self.script) - 1)
-                job["state"] = self.script[self.steps[job_id]]
+                script = self.job_scripts.get(job_id, (self.script, None))[0]
+                self.steps[job_id] = min(self.steps[job_id] + 1, len(script) - 1)
+                job["state"] = script[self.steps[job_id]]
                 if job["state"] == "JOB_STATE_RUNNING" and "startTime" not in job:
                     job["startTime"] = _now(5)
             if job["state"] in _TERMINAL and "endTime" not in job:
                 job["endTime"] = _now(60)
                 if job["state"] == "JOB_STATE_FAILED":
-                    job["error"] = {"code": 3, "message": self.failure_message}
+                    job["error"] = self.job_scripts.get(job_id, ((), None))[1] or {"code": 3, "message": self.failure_message}
             return dict(job)
 
 

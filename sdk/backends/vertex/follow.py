@@ -61,6 +61,33 @@ def failed_replica(message: str) -> tuple[str, int] | None:
     return f"{POOL_ROLES[int(pool)]}-{int(index)}", int(code)
 
 
+#: ``google.rpc.Code`` values of a job's ``error`` that the platform, not the trainer, caused
+#: and that a new attempt may not meet: ABORTED (10) and UNAVAILABLE (14).
+RETRYABLE_CODES = frozenset({10, 14})
+_PREEMPTED = re.compile(r"\bpreempt(?:ed|ion|ible)?\b", re.I)
+
+
+def retryable_failure(job: dict[str, Any]) -> str | None:
+    """Why a FAILED ``CustomJob`` may be submitted again (``max_restarts``), or None.
+
+    Conservative: a replica's own non-zero exit (the trainer's failure, named by
+    :func:`failed_replica`) is never retried; otherwise the job's ``error`` must carry
+    ``google.rpc.Code`` ABORTED or UNAVAILABLE, or its message speak of a preemption.
+    """
+    if parse_state(job.get("state")) is not JobState.FAILED:
+        return None
+    error = job.get("error") or {}
+    message = str(error.get("message", ""))[:4096]
+    if failed_replica(message) is not None:
+        return None
+    code = error.get("code")
+    if isinstance(code, int) and code in RETRYABLE_CODES:
+        return f"retryable platform error (code {code})"
+    if _PREEMPTED.search(message):
+        return "preempted"
+    return None
+
+
 def job_status(job: dict[str, Any], job_id: str) -> JobStatus:
     """A ``CustomJob`` dict as a :class:`JobStatus` (the error message in ``message``; the
     replica it blames in ``failed_task`` and its exit code in ``extra["task_exit_code"]``)."""

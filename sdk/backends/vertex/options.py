@@ -23,6 +23,9 @@ class VertexOptions(GoogleCloudOptions):
     #: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica whose VM was
     #: preempted or failed. It cannot say OnFailure, ExitCode, Always or a policy per role.
     restart_policy: Any = None
+    #: Submit the same ``CustomJob`` again (``NAME-attempt2``…), up to this many times, when it
+    #: ended preempted or with a retryable platform error (:func:`.follow.retryable_failure`).
+    max_restarts: int = 0
 
     #: The Vertex AI knobs of ``CustomJobSpec``, ``Scheduling`` and ``DiskSpec``.
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = GoogleCloudOptions.SPEC_KEYWORDS | {

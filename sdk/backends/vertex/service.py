@@ -76,6 +76,9 @@ def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, cl
     from .staging import stage_packages, storage_client
     from .submission import plan_submission
 
+    from ...restarts import _count
+
+    max_restarts = _count(getattr(options, "max_restarts", 0) or 0, "--max-restarts", 0)
     plan = plan_submission(spec, options, dry_run=False)
     for note in plan.notes:
         echo(note)
@@ -91,6 +94,8 @@ def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, cl
         "package_uris": [u.uri for u in plan.uploads],
         "bytes_uploaded": report.bytes_uploaded if report else 0,
     }
+    if max_restarts:
+        extra["max_restarts"] = max_restarts
     # Recorded before the create: if its answer is lost, the job is still known here
     # (and `tfjob status` finds it by its label) rather than running unseen.
     pending = JobRecord(
@@ -239,6 +244,67 @@ def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -
     return status
 
 
+def current_attempt(job_id: str, record: JobRecord | None) -> str:
+    """The Vertex AI id of the job's current attempt (``max_restarts`` re-submits it under a new id)."""
+    current = record.extra.get("current_job") if record is not None else None
+    return current if isinstance(current, str) and current.isdigit() else job_id
+
+
+#: A ``CustomJob``'s fields a user sets (the rest are the service's): what a new attempt sends again.
+_INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
+
+
+def _resubmit(job_id: str, failed: dict[str, Any], reason: str, client: Any, echo: Echo) -> str:
+    """Create the failed attempt's job again (the same spec, ``NAME-attemptN``, a new submission
+    label), record the attempt in ``job_id``'s record; return the new attempt's Vertex AI id."""
+    import re
+    import uuid
+
+    from .client import job_id_of
+    from .render import SUBMISSION_LABEL
+
+    with JobStore() as store:
+        record = store.get(job_id)
+    assert record is not None
+    attempts = list(record.extra.get("attempts") or [{"resource_name": record.extra.get("resource_name", "")}])
+    error = failed.get("error") or {}
+    attempts[-1] = {**attempts[-1], "state": JobState.FAILED.value, "ended": job_status(failed, job_id).ended or time.time(),
+                    "message": str(error.get("message", ""))[:500], "reason": reason}  # fmt: skip
+    number = len(attempts) + 1
+    body = {k: failed[k] for k in _INPUT_FIELDS if k in failed}
+    suffix = f"-attempt{number}"
+    base = re.sub(r"-attempt\d+$", "", str(body.get("displayName", record.name)))
+    body["displayName"] = base[: 128 - len(suffix)] + suffix
+    submission = uuid.uuid4().hex
+    body["labels"] = {**dict(body.get("labels") or {}), SUBMISSION_LABEL: submission}
+    job = client.create_custom_job(body, submission)
+    new_id = job_id_of(job["name"])
+    attempts.append({"resource_name": job["name"]})
+    line = f"attempt {number - 1} ended {reason}: submitted again as attempt {number} ({job['name']})"
+    with JobStore() as store:
+        store.update(job_id, extra={**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"]})
+        store.note(job_id, line)
+    echo(f"job {job_id} {line}")
+    return new_id
+
+
+def _attempts_of(job_id: str) -> list[Any]:
+    with JobStore() as store:
+        record = store.get(job_id)
+    return list(record.extra.get("attempts") or []) if record is not None else []
+
+
+def _end_attempt(job_id: str, status: JobStatus) -> None:
+    """Write the last attempt's end (state and time) into the job's record."""
+    with JobStore() as store:
+        record = store.get(job_id)
+        if record is None or not record.extra.get("attempts"):
+            return
+        attempts = list(record.extra["attempts"])
+        attempts[-1] = {**attempts[-1], "state": status.state.value, "ended": status.ended or time.time()}
+        store.update(job_id, extra={**record.extra, "attempts": attempts})
+
+
 # -- status / follow / cancel / list -------------------------------------------------------
 def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None) -> JobStatus:
     """The job as Vertex AI has it (from the store alone once the job has ended)."""
@@ -249,7 +315,7 @@ def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None) ->
     if record is not None and record.extra.get("pending"):
         return resolve_pending(record, client=client)
     job_id = record.id if record is not None else job_id
-    return _record_status(job_id, client.get_custom_job(job_id), record)
+    return _record_status(job_id, client.get_custom_job(current_attempt(job_id, record)), record)
 
 
 def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
@@ -307,25 +373,49 @@ def follow_job(
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(job_id, client)
     interval = poll_interval(options)
+    from ...restarts import _count
+    from .follow import retryable_failure
+
+    given = record.extra.get("max_restarts") if record is not None else None
+    max_restarts = _count(given if given is not None else (getattr(options, "max_restarts", 0) or 0), "--max-restarts", 0)
+
+    def restarts_left() -> bool:
+        with JobStore() as store:
+            current = store.get(job_id)
+        done = len((current.extra.get("attempts") or [None]) if current is not None else [None]) - 1
+        return current is not None and done < max_restarts
 
     def on_change(job: dict[str, Any], state: JobState) -> None:
-        _record_status(job_id, job, record)
         message = (job.get("error") or {}).get("message", "")
+        retry = state is JobState.FAILED and retryable_failure(job) is not None and restarts_left()
+        if not retry:  # a failure about to be retried is not the job's end
+            _record_status(job_id, job, record)
         echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
 
-    try:
-        final = poll(
-            lambda: client.get_custom_job(job_id),
-            state_of=lambda job: parse_state(job.get("state")),
-            on_change=on_change,
-            poll_interval=interval,
-            max_interval=min(MAX_POLL_INTERVAL, interval * 12),
-            sleep=sleep,
-        )
-    except KeyboardInterrupt:
-        interrupted(job_id, options, echo=echo, client=client)
-        raise
-    return _record_status(job_id, final, record)
+    while True:
+        with JobStore() as store:
+            record = store.get(job_id) if record is not None else None
+        attempt = current_attempt(job_id, record)
+        try:
+            final = poll(
+                lambda: client.get_custom_job(attempt),
+                state_of=lambda job: parse_state(job.get("state")),
+                on_change=on_change,
+                poll_interval=interval,
+                max_interval=min(MAX_POLL_INTERVAL, interval * 12),
+                sleep=sleep,
+            )
+        except KeyboardInterrupt:
+            interrupted(job_id, options, echo=echo, client=client)
+            raise
+        reason = retryable_failure(final)
+        if record is None or reason is None or not restarts_left():
+            status = _record_status(job_id, final, record)
+            if record.extra.get("attempts") if record is not None else None:
+                _end_attempt(job_id, status)
+                status.extra["attempts"] = _attempts_of(job_id)
+            return status
+        _resubmit(job_id, final, reason, client, echo)
 
 
 def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> None:
@@ -333,7 +423,7 @@ def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credenti
     _, project, region, endpoint = locate(job_id)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(job_id, client)
-    client.cancel_custom_job(job_id)
+    client.cancel_custom_job(current_attempt(job_id, record))
     if record is not None:
         with JobStore() as store:
             store.set_state(job_id, JobState.CANCELLING, "cancel requested")
@@ -393,6 +483,7 @@ def fetch_logs(
 
     record, project, region, endpoint = locate(job_id)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
+    logged = current_attempt(record.id, record) if record is not None else job_id
     log_endpoint = logging_endpoint(endpoint)
     credentials = ready_credentials(credentials)
     client = logging_client(project, credentials, log_endpoint)
@@ -401,7 +492,7 @@ def fetch_logs(
 
     def read(since: str | None, tail_: int | None = None) -> list[Any]:
         try:
-            return read_entries(client, project, job_id, task, tail=tail_, since=since or start)
+            return read_entries(client, project, logged, task, tail=tail_, since=since or start)
         except Exception as e:
             if not is_translatable(e):
                 raise
