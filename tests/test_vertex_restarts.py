@@ -161,3 +161,24 @@ def test_the_cli_flag_on_vertex(fake: FakeVertex, trainer: Path) -> None:
     job_id = result.stdout.strip()
     assert f"job {job_id} attempt 1 ended retryable platform error (code 10): submitted again as attempt 2" in result.stderr
     assert len(fake.created_bodies()) == 2 and job_id == min(fake.jobs)
+
+
+def test_status_and_list_before_the_follow_loop_submits_again(fake: FakeVertex, trainer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfjob.backends.vertex.service import fetch_status, follow_job, list_jobs
+
+    fake.next_jobs = [(FAILS, PREEMPTED), (DEFAULT_SCRIPT, None)]
+    job_id = vertex_job(trainer, fake, max_restarts=1).submit().id
+    for _ in range(4):  # another process reads the first attempt to its (retryable) end
+        status = fetch_status(job_id)
+    assert fake.jobs[job_id]["state"] == "JOB_STATE_FAILED"
+    assert status.state is JobState.RUNNING and f"(`tfjob wait {job_id}`) submits it again" in status.message
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+    monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
+    with JobStore() as store:
+        assert store.get(job_id).state is JobState.RUNNING
+    assert follow_job(job_id, None).state is JobState.SUCCEEDED  # type: ignore[arg-type]
+    assert len(fake.jobs) == 2
+    with JobStore() as store:
+        assert store.get(job_id).state is JobState.SUCCEEDED
+    listed = [s for s in list_jobs() if s.id in fake.jobs]
+    assert [(s.id, s.state) for s in listed] == [(job_id, JobState.SUCCEEDED)]  # one row: the job, its current attempt's state

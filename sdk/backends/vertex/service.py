@@ -227,6 +227,12 @@ def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -
     status = job_status(job, job_id)
     if record is None:
         return status
+    if status.state is JobState.FAILED and _retry_pending(job_id, job):
+        # Not the job's end: the follow loop (`tfjob wait`) submits it again.
+        status.state = JobState.RUNNING
+        status.ended = None
+        status.message = f"this attempt failed ({status.message[:200]}); following the job (`tfjob wait {job_id}`) submits it again"
+        return status
     with JobStore() as store:
         values: dict[str, Any] = {}
         if status.started:
@@ -242,6 +248,18 @@ def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -
         status.extra = {**current.extra, **status.extra}
         status.created = status.created or current.created
     return status
+
+
+def _retry_pending(job_id: str, job: dict[str, Any]) -> bool:
+    """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left."""
+    from .follow import retryable_failure
+
+    if retryable_failure(job) is None:
+        return False
+    with JobStore() as store:
+        record = store.get(job_id)
+    limit = record.extra.get("max_restarts") if record is not None else None
+    return isinstance(limit, int) and len(record.extra.get("attempts") or [None]) - 1 < limit  # type: ignore[union-attr]
 
 
 def current_attempt(job_id: str, record: JobRecord | None) -> str:
@@ -447,9 +465,22 @@ def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any 
     jobs = client.list_custom_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)
     statuses = [job_status(job, job_id_of(job.get("name", ""))) for job in jobs]
     with JobStore() as store:
-        for s in statuses:
-            if store.get(s.id) is not None:
+        # A job submitted again (max_restarts) is one row: its current attempt under its own id.
+        owner: dict[str, str | None] = {}
+        for record in store.list(backend="vertex"):
+            for attempt in record.extra.get("attempts") or []:
+                name = attempt.get("resource_name", "") if isinstance(attempt, dict) else ""
+                owner[job_id_of(name)] = record.id if job_id_of(name) == current_attempt(record.id, record) else None
+        kept = []
+        for job, s in zip(jobs, statuses):
+            if s.id in owner:
+                if owner[s.id] is None:
+                    continue  # an earlier attempt
+                s.id = str(owner[s.id])
+            kept.append(s)
+            if store.get(s.id) is not None and not (s.state is JobState.FAILED and _retry_pending(s.id, job)):
                 store.set_state(s.id, s.state, s.message)
+        statuses = kept
     return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
 
 
