@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tfjob.backends.kubeflow.options import KubernetesOptions, TFJobOptions
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.config import parse_job_config
@@ -54,9 +55,9 @@ def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> N
 
 def test_kubernetes_containers_carry_them_too() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, **PER_POOL)
-    worker = render_tfjob(spec, VertexOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    worker = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert worker["args"][-4:] == ["--steps", "10", "--shard", "auto"]
-    jobset = render_jobset(spec, VertexOptions())
+    jobset = render_jobset(spec, KubernetesOptions())
     (ps,) = [j for j in jobset["spec"]["replicatedJobs"] if j["name"] == "ps"]
     env = ps["template"]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "A", "value": "ps"} in env and {"name": "GRPC_VERBOSITY", "value": "ERROR"} in env
@@ -66,7 +67,7 @@ def test_a_containers_own_command_on_vertex_kubeflow_and_locally() -> None:
     spec = build_spec(name="j", image=IMAGE, workers=1, command=("python", "-m", "trainer.task"), args=("--epochs", "2"))
     pool = render_custom_job(spec, VertexOptions(region="us-central1"))["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]
     assert pool["command"] == ["python", "-m", "trainer.task"] and pool["args"] == ["--epochs", "2"]
-    container = render_tfjob(spec, VertexOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "trainer.task"] and container["args"] == ["--epochs", "2"]
     from tfjob.engine import Engine
     from tfjob.backends.local.plan import build_cluster, build_task_plans
