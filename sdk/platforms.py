@@ -109,7 +109,7 @@ class Local(Platform):
     restart_policy: str | Sequence[str] | None = None
     backoff_limit: int | None = None
     restart_delay: float | None = None
-    max_restarts: int = 0
+    max_restarts: int | None = None
     preempt: str | Sequence[str] | None = None
     preempt_grace: float | None = None
     preempt_seed: int = 0
@@ -177,7 +177,7 @@ class Vertex(Platform):
     max_wait: float | None = None
     disable_retries: bool = False
     restart_policy: str | None = None
-    max_restarts: int = 0
+    max_restarts: int | None = None
     reservation: str | None = None
     persistent_resource_id: str | None = None
     kms_key: str | None = None

@@ -146,3 +146,15 @@ def test_command_from_the_cli_in_gclouds_spelling() -> None:
     )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] == ["python", "-m", "trainer.task"]
+
+
+def test_another_backends_default_options_render_a_tfjob() -> None:
+    """A setting left out is None on every backend, so another backend's defaults carried into
+    a TFJob's options (``options_as``) never read as a given ``--max-restarts``."""
+    from tfjob.backends.local.options import LocalOptions
+    from tfjob.model import options_as
+
+    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1)
+    for options in (VertexOptions(), LocalOptions()):
+        assert options_as(TFJobOptions, options).max_restarts is None
+        assert render_tfjob(spec, options)["kind"] == "TFJob"

@@ -33,7 +33,7 @@ class LocalOptions(SubmitOptions):
     #: Seconds before a task's first restart, doubled for each further one (default 1).
     restart_delay: float | None = None
     #: Restarts of the whole job after it failed from a lost task (a preemption, a signal).
-    max_restarts: int = 0
+    max_restarts: int | None = None
     #: Preemptions to rehearse: ``TASK@TIME`` (``worker-1@30s``) or ``random@MEAN``.
     preempt: Any = None
     #: Seconds between a preemption's SIGTERM and its SIGKILL (default 30, as Spot VMs).

@@ -25,7 +25,7 @@ class VertexOptions(GoogleCloudOptions):
     restart_policy: Any = None
     #: Submit the same ``CustomJob`` again (``NAME-attempt2``…), up to this many times, when it
     #: ended preempted or with a retryable platform error (:func:`.follow.retryable_failure`).
-    max_restarts: int = 0
+    max_restarts: int | None = None
 
     #: The Vertex AI knobs of ``CustomJobSpec``, ``Scheduling`` and ``DiskSpec``.
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = GoogleCloudOptions.SPEC_KEYWORDS | {
