@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from .backends import BACKENDS, Backend, backend_keywords, get_backend, options_type
+from .backends import BACKENDS, Backend, backend_keywords, flag_of, get_backend, knobs, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .results import Diagnosis, JobMetrics, JobOutputs
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
@@ -62,7 +62,7 @@ def check_backend_keywords(backend: str, given: Any) -> None:
         allowed = only.get(key)
         if allowed is None or backend in allowed:
             continue
-        flag = "--" + key.replace("_", "-")
+        flag = flag_of(key)
         names = " and ".join([", ".join(allowed[:-1]), allowed[-1]] if len(allowed) > 1 else allowed)
         raise SpecError(
             f"{flag} is for the {names} backend{'s' if len(allowed) > 1 else ''}, "
@@ -81,10 +81,11 @@ def in_api_words(error: SpecError, given: dict[str, Any]) -> SpecError:
             for shown in dict.fromkeys((repr(value), str(value))):
                 text = text.replace(f"{flag} {shown}", f"{key}={value!r}")
     keywords = set(job_keywords())
+    spelt = {flag.split("/")[0]: k.name for k in knobs().values() for flag in k.flags if flag.startswith("--")}
     text = re.sub(r"--backend ([a-z-]+)\b", lambda m: f"backend={m.group(1)!r}", text)
     text = re.sub(
         r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w-])",
-        lambda m: m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keywords else m.group(0),
+        lambda m: m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keywords else spelt.get(m.group(0), m.group(0)),
         text,
     )
     if text == original:

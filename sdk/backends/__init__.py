@@ -12,9 +12,13 @@ client library.
 
 from __future__ import annotations
 
+import functools
 import importlib
 
+import dataclasses
+
 from ..errors import UsageError
+from ..knobs import Knob
 from ..machines import did_you_mean
 from .base import Backend, JobState, JobStatus, SubmitOptions, TaskStatus
 
@@ -66,6 +70,37 @@ def backend_keywords(name: str) -> frozenset[str]:
     return frozenset({f.name for f in dataclasses.fields(cls)} - common) | cls.SPEC_KEYWORDS
 
 
+@functools.lru_cache(maxsize=1)
+def knobs() -> dict[str, Knob]:
+    """Every knob, by keyword: those every backend takes (:data:`tfjob.knobs.JOB_KNOBS`), then
+    each backend's own, as its options declare them (:func:`tfjob.knobs.declared`), with
+    the backends that take each. What ``tfjob submit``'s flags are made from."""
+    from ..knobs import JOB_KNOBS, declared
+
+    found: dict[str, Knob] = {}
+    for k in JOB_KNOBS:
+        found[k.name] = dataclasses.replace(k, help=k.help.replace("{backends}", ", ".join(n for n in BACKENDS if n != "vertex-tuning")))
+    for name in BACKENDS:
+        if name == "vertex-tuning":  # a study's trials take vertex's knobs; tfjob tune creates it
+            continue
+        for k in declared(options_type(name), name):
+            found[k.name] = found[k.name].joined(k) if k.name in found else k
+    return found
+
+
+def find_knob(name: str) -> Knob | None:
+    """The knob called ``name`` (``kms_key``), to spell it as a flag (``.flag``: ``--kms-key``), a
+    keyword (``.keyword``) or a config key (``.config``); None for a name no one declares."""
+    return knobs().get(name)
+
+
+def flag_of(name: str) -> str:
+    """``name``'s command-line spelling (``ttl_seconds_after_finished`` → ``--ttl``)."""
+    k = find_knob(name)
+    return k.flag if k is not None else "--" + name.replace("_", "-")
+
+
 __all__ = [
-    "BACKENDS", "Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "backend_keywords", "get_backend", "options_type",
+    "BACKENDS", "Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "backend_keywords", "find_knob", "flag_of",
+    "get_backend", "knobs", "options_type",
 ]  # fmt: skip

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Protocol, runtime_checkable
 
+from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
 from ..model import JobState, JobStatus, SubmitOptions, TaskStatus
 from ..spec import JobSpec
 
@@ -23,17 +24,23 @@ __all__ = ["Backend", "GoogleCloudOptions", "JobState", "JobStatus", "SubmitOpti
 
 @dataclass
 class GoogleCloudOptions(SubmitOptions):
-    """Where a Google Cloud job goes: what Vertex AI and legacy AI Platform both take."""
+    """Where a Google Cloud job goes: what Vertex AI and legacy AI Platform both take (their knobs)."""
 
-    project: str | None = None
-    region: str | None = None
+    project: str | None = knob("Google Cloud project (else GOOGLE_CLOUD_PROJECT / config).")
+    region: str | None = knob("Google Cloud region, e.g. us-central1.", config="trainingInput.region")
     #: ``gs://BUCKET[/PATH]`` for the trainer's packages (``--staging-bucket``).
-    staging_bucket: str | None = None
+    staging_bucket: str | None = knob("gs://BUCKET for the trainer package.")
     #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
     default_staging_bucket: str | None = None
 
     #: What both services render: the VPC peering, the interactive shell, the runtime.
-    SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset({"network", "enable_web_access", "runtime_version", "python_version"})
+    SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (
+        Knob("network", "VPC network to peer with (projects/N/global/networks/NAME).", config="network"),
+        Knob("enable_web_access", "Interactive shell into the tasks.", "switch", ("--enable-web-access/--no-enable-web-access",), "enableWebAccess"),
+        RUNTIME_VERSION,
+        PYTHON_VERSION,
+    )
+    SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset(k.name for k in SPEC_KNOBS)
 
 
 @runtime_checkable

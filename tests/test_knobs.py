@@ -1,0 +1,145 @@
+"""Each knob declared once — its type, help, flag, config key and the backends that take it —
+and the CLI's flags made from those declarations (tfjob.knobs, tfjob.backends.knobs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from tfjob.backends import BACKENDS, backend_keywords, find_knob, flag_of, knobs, options_type
+from tfjob.cli.main import app
+from tfjob.knobs import JOB_KNOBS, Knob, declared, kind_of, knob
+from tfjob.model import SubmitOptions
+
+#: Options fields a front end sets, never a user: no flag, no knob.
+SET_BY_THE_FRONT_END = {"default_staging_bucket"}
+USER_BACKENDS = [b for b in BACKENDS if b != "vertex-tuning"]
+
+
+@pytest.mark.parametrize("backend", USER_BACKENDS)
+def test_everything_only_some_backends_take_is_a_declared_knob_of_the_backend(backend: str) -> None:
+    common = {f.name for f in dataclasses.fields(SubmitOptions)}
+    mine = {f.name for f in dataclasses.fields(options_type(backend))} - common - SET_BY_THE_FRONT_END
+    undeclared = sorted(name for name in backend_keywords(backend) - SET_BY_THE_FRONT_END if name not in knobs())
+    assert not undeclared, f"{backend}: declare these with tfjob.knobs.knob() or in SPEC_KNOBS: {undeclared}"
+    for name in mine | set(options_type(backend).SPEC_KEYWORDS):
+        assert backend in knobs()[name].backends, (backend, name)
+    # …and a knob says a backend takes it only when that backend's options declare it.
+    for k in knobs().values():
+        if k.backends:
+            assert (backend in k.backends) == (k.name in backend_keywords(backend)), (backend, k.name)
+
+
+def test_every_knob_has_help_a_kind_and_a_flag_and_every_flag_is_one_knobs() -> None:
+    seen: dict[str, str] = {}
+    for k in knobs().values():
+        assert k.help.strip() and k.flag.startswith("--"), k
+        for flag in k.flags:
+            for spelling in flag.split("/"):
+                assert seen.setdefault(spelling, k.name) == k.name, f"{spelling} is declared by {seen[spelling]} and {k.name}"
+    # the job's own knobs are the ones every backend takes
+    assert all(not k.backends for k in JOB_KNOBS)
+
+
+def test_a_knob_is_spelt_for_each_front_end() -> None:
+    kms = find_knob("kms_key")
+    assert kms is not None and (kms.flag, kms.keyword, kms.config) == ("--kms-key", "kms_key", "encryptionSpec.kmsKeyName")
+    assert kms.spelling("cli") == "--kms-key" and kms.spelling("api") == "kms_key" and kms.spelling("config") == "encryptionSpec.kmsKeyName"
+    assert kms.backends == ("vertex",)
+    assert flag_of("ttl_seconds_after_finished") == "--ttl" and flag_of("persistent_resource_id") == "--persistent-resource"
+    assert flag_of("name") == "--display-name" and flag_of("module") == "--module-name" and flag_of("chief") == "--chief"
+    assert flag_of("not_a_knob") == "--not-a-knob" and find_knob("not_a_knob") is None
+    assert set(knobs()["restart_policy"].backends) == {"local", "vertex", "kubeflow", "jobset", "trainjob"}
+
+
+def test_kinds_follow_the_annotation_unless_declared() -> None:
+    assert [kind_of(a) for a in ("bool", "int | None", "float", "str | None", "tuple[str, ...]", "Any")] == [
+        "flag", "int", "float", "text", "list", "text",
+    ]  # fmt: skip
+
+    @dataclasses.dataclass
+    class Opts(SubmitOptions):
+        size: int | None = knob("A size.")
+        when: str | None = knob("A duration.", kind="duration", config="a.b")
+        plain: int = 0
+
+    found = {k.name: k for k in declared(Opts, "x")}
+    assert set(found) == {"size", "when"} and found["size"].kind == "int" and found["when"].kind == "duration"
+    assert found["when"].backends == ("x",) and found["when"].config == "a.b" and found["size"].flag == "--size"
+    with pytest.raises(ValueError, match=r"kind 'number' is not one of"):
+        Knob("x", "X.", "number")
+    with pytest.raises(ValueError, match=r"must be immutable"):
+        knob("X.", default=[])
+
+
+def test_two_backends_declaring_one_knob_alike_share_its_flag_and_each_keeps_its_help() -> None:
+    a = Knob("x", "A's meaning.", "int", backends=("a",))
+    b = Knob("x", "B's meaning.", "int", backends=("b",))
+    c = Knob("x", "A's meaning.", "int", backends=("c",))
+    joined = a.joined(b).joined(c)
+    assert joined.backends == ("a", "b", "c") and joined.described() == "a, c: A's meaning; b: B's meaning."
+    with pytest.raises(ValueError, match=r"knob x is declared twice differently"):
+        a.joined(Knob("x", "A's meaning.", "text", backends=("d",)))
+
+
+def _submit_options() -> dict[str, click.Option]:
+    return {p.name: p for p in app.commands["submit"].params if isinstance(p, click.Option) and p.name}
+
+
+def test_the_cli_flags_are_made_from_the_declarations() -> None:
+    options = _submit_options()
+    for k in knobs().values():
+        if not k.cli:
+            assert k.name not in options, k.name
+            continue
+        option = options[k.name]
+        assert k.flag in option.opts and option.help == k.described(), k.name
+        if k.backends:
+            assert option.help.startswith(", ".join(k.helps[0][0] if k.helps else k.backends) + ": "), k.name
+        assert option.multiple == (k.kind == "list") and (option.is_flag and not option.secondary_opts) == (k.kind == "flag"), k.name
+    # tfjob tune offers every knob a study's trials can use
+    tune = {p.name for p in app.commands["tune"].params}
+    assert {k.name for k in knobs().values() if k.cli and k.tune} <= tune
+    assert not {k.name for k in knobs().values() if not k.tune and k.name != "backend"} & tune
+
+
+def test_help_names_every_backend_and_not_only_a_tfjob() -> None:
+    runner = CliRunner()
+    top = runner.invoke(app, ["--help"])
+    assert top.exit_code == 0 and "JobSet" in top.output and "TrainJob" in top.output and "Vertex AI" in top.output
+    backend_help = _submit_options()["backend"].help or ""
+    for name in USER_BACKENDS:
+        assert name in backend_help, name
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--kms-key", "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"], r"--kms-key is for the vertex backend, not local; leave it out, or choose --backend vertex"),
+        (["--ttl", "60"], r"--ttl is for the kubeflow, jobset and trainjob backends, not local; leave it out, or choose --backend kubeflow"),
+        (["--persistent-resource-id", "pool"], r"--persistent-resource is for the vertex backend, not local"),
+    ],
+)
+def test_a_flag_the_backend_does_not_take_is_one_line_and_exit_2(argv: list[str], message: str, tmp_path: object) -> None:
+    result = CliRunner().invoke(app, ["render", "gs://b/t-0.1.tar.gz", "-m", "trainer.task", "--backend", "local", *argv])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    import re
+
+    assert re.search(message, lines[0]), lines[0]
+
+
+def test_a_misplaced_flag_from_a_real_process_is_one_line_on_stderr() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tfjob", "render", "gs://b/t-0.1.tar.gz", "-m", "trainer.task", "--backend", "vertex", "--project", "p",
+         "--region", "us-central1", "--namespace", "ml"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == ["error: --namespace is for the kubeflow, jobset and trainjob backends, not vertex; leave it out, or choose --backend kubeflow"]
