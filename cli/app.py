@@ -28,7 +28,9 @@ class OneLineErrors(click.Group):
         try:
             rv = super().main(args, prog_name, *a, **kw)
         except TfjobError as e:
-            click.echo(f"error: {e.cli_message or e}", err=True)
+            from tfjob.backends import flag_words
+
+            click.echo(f"error: {e.worded('cli', flag_words)}", err=True)
             sys.exit(e.exit_code)
         except click.exceptions.NoArgsIsHelpError as e:
             click.echo(e.ctx.get_help() if e.ctx is not None else e.format_message())

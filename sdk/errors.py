@@ -25,9 +25,14 @@ time (the job, the service or the machine).
     ├── JobCancelledError (exit 130)         the job was cancelled
     └── JobTimeoutError (+TimeoutError)      waiting ran out of time
 
-Messages name the field, the value and the fix — as flags (``--workers 0``) for the
-CLI; a :class:`tfjob.Job` raises them in its own words (``workers=0``) and keeps the
-flag wording in ``cli_message``, which the CLI prints.
+A :class:`SpecError` carries the field (the knob's name, ``workers``), the value given, the
+problem and the fix, and words itself for the face that reads it
+(:meth:`TfjobError.worded`): the Python API names the field as its keyword
+(``workers=0 must be ≥ 1; …``, which is ``str(error)``), the CLI as its flag
+(``--workers 0 must be ≥ 1; …``), a :class:`ConfigFileError` as the file and its key
+(``job.yaml: workerPoolSpecs[1].replicaCount 0 must be ≥ 1``). Other knobs a problem or a
+fix mentions are written ``{workers}`` (or ``{backend=kubeflow}``) in it and worded alike.
+A message given as plain text stays as it is.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from __future__ import annotations
 # it ~3 ms of start-up (Any is only named in annotations).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 
 class TfjobError(Exception):
@@ -46,6 +51,84 @@ class TfjobError(Exception):
     #: The message as the CLI says it (flags), when the exception's own text is the API's.
     cli_message: str | None = None
 
+    def worded(self, face: str = "api", flag: "Callable[[str, Any], str] | None" = None) -> str:
+        """The message as the front end ``face`` says it: ``api`` (keywords, ``str(error)``),
+        ``cli`` (flags, spelt by ``flag``; by default ``--`` + the name with ``-``)."""
+        return (self.cli_message or str(self)) if face == "cli" else str(self)
+
+
+class _Nothing:
+    """No value given (a value of None is shown, this is not)."""
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+#: The ``value`` of an error that shows none.
+NOTHING: "Any" = _Nothing()
+
+#: How much of a value a message shows (a value is input from outside: bounded).
+SHOWN = 100
+
+
+def shown(value: object) -> str:
+    """``value`` as a message shows it: its repr, cut to :data:`SHOWN` characters."""
+    text = repr(value)
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
+
+
+class Word(str):
+    """A value tfjob writes in a template (``{backend=kubeflow}``): bare on the command line
+    (``--backend kubeflow``), quoted as a keyword's (``backend='kubeflow'``)."""
+
+
+def _plain(value: str) -> object:
+    """A value written in a template (``{backend=kubeflow}``, ``{workers=0}``) as a value."""
+    if value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[value]
+    try:
+        return int(value)
+    except ValueError:
+        return Word(value)
+
+
+def flag_words(name: str, value: object = NOTHING, flag: str | None = None) -> str:
+    """The command line's words for knob ``name`` given ``value``: ``--name-with-dashes VALUE``
+    (or ``flag VALUE``); ``--spot`` for True, ``--no-chief`` for False."""
+    flag = flag or "--" + name.replace("_", "-")
+    if value is NOTHING or value is True:
+        return flag
+    if value is False:
+        return "--no-" + flag[2:]
+    return f"{flag} {value if isinstance(value, (int, Word)) else shown(value)}"
+
+
+def keyword_words(name: str, value: object = NOTHING) -> str:
+    """The Python API's words for knob ``name`` given ``value``: ``name`` or ``name=VALUE``."""
+    return name if value is NOTHING else f"{name}={shown(value)}"
+
+
+def _is_name(text: str) -> bool:
+    return bool(text) and text.replace("_", "a").isalnum() and text.isascii() and not text[0].isdigit() and text.islower()
+
+
+def fill(template: str, spell: "Callable[[str, Any], str]") -> str:
+    """``template`` with each ``{name}`` / ``{name=value}`` spelt by ``spell``; other braces
+    (``{'key': 'value'}``) are left as they are."""
+    out, pos = [], 0
+    while True:
+        start = template.find("{", pos)
+        end = template.find("}", start + 1) if start >= 0 else -1
+        if start < 0 or end < 0:
+            out.append(template[pos:])
+            return "".join(out)
+        name, eq, value = template[start + 1 : end].partition("=")
+        if _is_name(name):
+            out += [template[pos:start], spell(name, _plain(value) if eq else NOTHING)]
+        else:
+            out.append(template[pos : end + 1])
+        pos = end + 1
+
 
 class UsageError(TfjobError):
     """The user's input is wrong; nothing was started."""
@@ -54,11 +137,93 @@ class UsageError(TfjobError):
 
 
 class SpecError(UsageError, ValueError):
-    """A job description that cannot run (bad count, machine, tier, name…)."""
+    """A job description that cannot run (bad count, machine, tier, name…).
+
+    ``SpecError("plain text")`` says that text to every face. With parts, it words itself
+    for the face that reads it (:meth:`worded`)::
+
+        SpecError(field="workers", value=0, problem="must be ≥ 1", fix="leave {workers} out for a job without workers")
+        # API: "workers=0 must be ≥ 1; leave workers out for a job without workers"
+        # CLI: "--workers 0 must be ≥ 1; leave --workers out for a job without workers"
+
+    Attributes:
+        field: the knob's name (``workers``, ``kms_key``), or None.
+        value: what was given (:data:`NOTHING`: none is shown).
+        problem: what is wrong, after the field and value (a ``:`` or ``,`` at its start
+            follows them directly); ``{name}`` in it names another knob.
+        fix: what to do instead (after ``; ``), with ``{name}`` likewise.
+    """
+
+    def __init__(
+        self, message: str = "", *, field: str | None = None, value: object = NOTHING, problem: str = "", fix: str = ""
+    ) -> None:
+        self.field = field
+        self.value = value
+        self.problem = problem
+        self.fix = fix
+        super().__init__(self.worded() if self._parts() else message)
+
+    def _parts(self) -> bool:
+        """Whether the error words itself from parts (else its message is plain text)."""
+        return bool(self.problem or self.field)
+
+    def __str__(self) -> str:
+        return self.worded() if self._parts() else super().__str__()
+
+    def _subject(self, spell: "Callable[[str, Any], str]") -> str:
+        return spell(self.field, self.value) if self.field else ""
+
+    def worded(self, face: str = "api", flag: "Callable[[str, Any], str] | None" = None) -> str:
+        """The message in ``face``'s words: ``api`` spells knobs as keywords (``workers=0``),
+        ``cli`` as flags, with ``flag`` (``tfjob.backends.flag_words``: the declared spellings;
+        by default :func:`flag_words`)."""
+        if not self._parts():
+            return super().worded(face, flag)
+        spell = (flag or flag_words) if face == "cli" else keyword_words
+        text = self._subject(spell)
+        problem = fill(self.problem, spell)
+        if problem:
+            text += problem if not text or problem[0] in ":,;" else " " + problem
+        if self.fix:
+            text += "; " + fill(self.fix, spell)
+        return text
 
 
 class ConfigFileError(SpecError):
-    """A configuration file (``--config``, ``--hparams``) that cannot be used."""
+    """A configuration file (``--config``, ``--hparams``) that cannot be used.
+
+    Names the file and the key (``job.yaml: trainingInput.workerCount``) to every face, then
+    the value, the problem and the fix as :class:`SpecError` does.
+
+    Attributes:
+        file: the file's name as the user gave it.
+        key: the key's path in it (``trainingInput.masterConfig.acceleratorConfig.count``).
+    """
+
+    def __init__(
+        self, message: str = "", *, file: str | None = None, key: str | None = None, value: object = NOTHING, problem: str = "",
+        fix: str = "", field: str | None = None,
+    ) -> None:  # fmt: skip
+        self.file = file
+        self.key = key
+        super().__init__(message, field=field, value=value, problem=problem, fix=fix)
+
+    def _parts(self) -> bool:
+        return bool(self.problem or self.field or self.file or self.key)
+
+    def _subject(self, spell: "Callable[[str, Any], str]") -> str:
+        where = ": ".join(part for part in (self.file, self.key) if part)
+        if not where:
+            return super()._subject(spell)
+        return where if self.value is NOTHING else f"{where} {shown(self.value)}"
+
+    @classmethod
+    def at(cls, file: str, key: str, error: SpecError) -> "ConfigFileError":
+        """``error``, raised while checking ``key`` of ``file``, as naming the file and key
+        instead of a knob: its value, problem and fix kept."""
+        if error.problem or error.field:
+            return cls(file=file, key=key, value=error.value, problem=error.problem, fix=error.fix)
+        return cls(file=file, key=key, problem=": " + str(error))
 
 
 class ClusterConfigError(UsageError, ValueError):

@@ -74,6 +74,8 @@ def in_api_words(error: SpecError, given: dict[str, Any]) -> SpecError:
     """``error`` as a :class:`Job` caller reads it: ``--workers 0`` → ``workers=0`` and a
     bare ``--workers`` → ``workers`` for every ``Job`` keyword; the flag wording stays in
     ``cli_message`` for the CLI, which built the Job from flags."""
+    if error.field or error.problem:  # a structured error words itself for each face
+        return error
     text = original = error.cli_message or str(error)
     for key, value in given.items():
         flag = "--" + key.replace("_", "-")

@@ -23,6 +23,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from .errors import NOTHING, flag_words
+
 #: The kinds of value a knob takes, and so the flag the CLI makes for it:
 #: ``text``; ``int``; ``float``; ``flag`` (``--spot``, True when given); ``switch``
 #: (``--install/--no-install``); ``list`` (repeat the flag); ``duration`` (``2h``, ``90s``).
@@ -73,6 +75,16 @@ class Knob:
     def keyword(self) -> str:
         """The Python spelling (``kms_key``), as in ``Job.from_keywords(kms_key=…)`` or ``Vertex(kms_key=…)``."""
         return self.name
+
+    def words(self, value: Any = NOTHING) -> str:
+        """This knob given ``value`` as the command line says it, for a message: ``--workers 0``,
+        ``--kms-key 'k'``; a flag given True alone (``--spot``), a switch given False by its
+        off spelling (``--no-chief``, ``--use-master``); without a value, the flag alone."""
+        if value is False and "/" in self.flags[0]:
+            return self.flags[0].split("/")[1]
+        if value is True and self.kind not in ("flag", "switch"):
+            return f"{self.flag} True"
+        return flag_words(self.name, value, self.flag)
 
     def spelling(self, front_end: str) -> str:
         """``--kms-key`` for ``cli``, ``kms_key`` for ``api``, the config key for ``config``."""

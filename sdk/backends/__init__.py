@@ -16,8 +16,10 @@ import functools
 import importlib
 
 import dataclasses
+from typing import Any
 
-from ..errors import UsageError
+from .. import errors
+from ..errors import NOTHING, UsageError
 from ..knobs import Knob
 from ..machines import did_you_mean
 from .base import Backend, JobState, JobStatus, SubmitOptions, TaskStatus
@@ -100,7 +102,15 @@ def flag_of(name: str) -> str:
     return k.flag if k is not None else "--" + name.replace("_", "-")
 
 
+def flag_words(name: str, value: Any = NOTHING) -> str:
+    """Knob ``name`` given ``value`` in the command line's words, as declared (``--ttl 5``,
+    ``--no-chief``): how the CLI words an error (``error.worded("cli", flag_words)``)."""
+    k = find_knob(name)
+    return k.words(value) if k is not None else errors.flag_words(name, value)
+
+
 __all__ = [
     "BACKENDS", "Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "backend_keywords", "find_knob", "flag_of",
+    "flag_words",
     "get_backend", "knobs", "options_type",
 ]  # fmt: skip
