@@ -17,7 +17,7 @@ import inspect
 import re
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .backends import BACKENDS, Backend, backend_keywords, flag_of, get_backend, knobs, options_type
 from .model import JobState, JobStatus, SubmitOptions
@@ -28,6 +28,9 @@ from .machines import did_you_mean
 from .platforms import Platform, Replicas, StrPath
 from .settings import SETTING_NAMES, Settings, load_settings
 from .spec import Accelerator, JobSpec, ScaleTier, build_spec
+
+if TYPE_CHECKING:
+    from .store import JobStore
 
 _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
@@ -266,6 +269,9 @@ class Job:
             instead of an engine here.
         config (str | PathLike | None): a legacy ``trainingInput`` or Vertex ``CustomJobSpec``
             YAML/JSON file; the arguments given here override what it says.
+        store (JobStore | None): the job store the job is recorded in (:class:`tfjob.JobStore`,
+            e.g. ``JobStore(tmp / "jobs.db")``); default the user's, ``$TFJOB_HOME/jobs.db``.
+            (A backend object made with ``store=`` brings its own.)
 
     Raises:
         SpecError: a setting that cannot run (naming the argument, its value and the fix).
@@ -314,6 +320,7 @@ class Job:
         container_engine: str | None = None,
         cloud_build: bool = False,
         config: StrPath | None = None,
+        store: JobStore | None = None,
     ) -> None:
         given = {
             "name": name, "script": script, "image": image, "command": command, "packages": packages,
@@ -350,26 +357,34 @@ class Job:
             raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
         elif backend is not None:
             values["backend"] = backend
-        self._init_keywords(package, module, values)
+        self._init_keywords(package, module, values, store)
         if client:
             # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
             self._backend_object = type(get_backend(self.backend_name))(**client)
 
     @classmethod
-    def from_keywords(cls, package: StrPath | None = None, module: str | None = None, **kwargs: Any) -> "Job":
+    def from_keywords(
+        cls, package: StrPath | None = None, module: str | None = None, *, store: JobStore | None = None, **kwargs: Any
+    ) -> "Job":
         """A job from flat keywords, as the CLI's flags and config files name them:
         every :class:`Job` argument, each role's ``<role>_machine_type`` / ``_accelerator`` /
         ``_image`` / ``_args`` / ``_env`` / ``_boot_disk_type`` / ``_boot_disk_size``, and
         every platform setting (``project=``, ``namespace=``, ``spot=``…) with
         ``backend=`` a name. :func:`job_keywords` lists them; a keyword the chosen backend
-        does not take is refused in one line. Prefer the typed form, ``Job(...)``."""
+        does not take is refused in one line. ``store`` is the job store, as for :class:`Job`.
+        Prefer the typed form, ``Job(...)``."""
         job = cls.__new__(cls)
-        job._init_keywords(package, module, kwargs)
+        job._init_keywords(package, module, kwargs, store)
         return job
 
-    def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any]) -> None:
+    def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None = None) -> None:
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
         self._backend_object = None
+        self._bound: tuple[Any, Any] | None = None
+        given_backend: Any = kwargs.get("backend")
+        if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
+            raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
+        self.store: JobStore = _the_store(store, given_backend)
         if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
             self._backend_object = kwargs["backend"]
             name = getattr(self._backend_object, "name", None)
@@ -447,8 +462,12 @@ class Job:
 
     @property
     def backend(self) -> Any:
-        """The backend object: the one given as ``backend=``, else the registry's."""
-        return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        """The backend object: the one given as ``backend=``, else the registry's; recording in
+        :attr:`store` unless it was given a store of its own."""
+        base = self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        if self._bound is None or self._bound[0] is not base:
+            self._bound = (base, bind_store(base, self.store))
+        return self._bound[1]
 
     def build_image(self, push: bool = True) -> Any:
         """With ``build=True``: build (or find) the trainer directory's image, push it to
@@ -499,7 +518,7 @@ class Job:
         with _api_words(self._given):
             self.build_image()
             job_id = self.backend.submit(self.spec, options)
-        return JobHandle(self.backend, job_id)
+        return JobHandle(self.backend, job_id, store=self.store)
 
     def run(self, timeout: float | None = None) -> "JobHandle":
         """Run the job to its end, streaming progress; return the finished handle.
@@ -532,7 +551,7 @@ class Job:
         with _api_words(self._given):
             self.build_image()
             job_id = self.backend.run(self.spec, self.options)
-        handle = JobHandle(self.backend, job_id)
+        handle = JobHandle(self.backend, job_id, store=self.store)
         handle.result()
         return handle
 
@@ -543,6 +562,8 @@ class JobHandle:
     Args:
         backend: the backend's name, or the backend object itself (with its injected clients).
         id: the job's id on that backend.
+        store: the job store the job is recorded in (default: the backend object's, else the
+            user's, ``$TFJOB_HOME/jobs.db``).
         clock, sleep: injected for tests of :meth:`wait`.
     """
 
@@ -551,12 +572,16 @@ class JobHandle:
         backend: Any,
         id: str,
         *,
+        store: JobStore | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._backend_object = None if isinstance(backend, str) else backend
         self.backend_name: str = backend if isinstance(backend, str) else backend.name
         self.id = id
+        #: The job store the job is recorded in.
+        self.store: JobStore = _the_store(store, backend)
+        self._bound: tuple[Any, Any] | None = None
         self._clock = clock
         self._sleep = sleep
 
@@ -571,7 +596,10 @@ class JobHandle:
 
     @property
     def _backend(self) -> Any:
-        return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        base = self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        if self._bound is None or self._bound[0] is not base:
+            self._bound = (base, bind_store(base, self.store))
+        return self._bound[1]
 
     def status(self) -> JobStatus:
         """The job's status as its backend sees it now."""
@@ -658,17 +686,32 @@ class JobHandle:
     def job_dir(self) -> str | None:
         """Where the job writes its outputs: its ``--job-dir`` (Vertex AI's
         ``baseOutputDirectory``), as recorded when it was submitted; None if it has none."""
-        record = _stored(self.id)
+        record = _stored(self.store, self.id)
         if record is None:
             return None
         job_dir = record.spec.get("job_dir")
         return str(job_dir) if job_dir else None
 
+    def spec(self) -> dict[str, Any] | None:
+        """The job's description as recorded when it was submitted (:meth:`tfjob.JobSpec.to_dict`),
+        None when the job store does not have the job."""
+        record = _stored(self.store, self.id)
+        return dict(record.spec) if record is not None else None
+
+    def events(self) -> list[tuple[float, JobState, str]]:
+        """The job's history as its store recorded it, oldest first: (time, state, message)."""
+        return self.store.events(self.id)
+
+    def is_study(self) -> bool:
+        """Whether the job is a hyperparameter study (its trials are its tasks; see :class:`tfjob.Tuning`)."""
+        record = _stored(self.store, self.id)
+        return record is not None and record.extra.get("kind") == "study"
+
     def _storage(self) -> Any:
         """A Cloud Storage client with this backend's credentials (application default without)."""
         from .outputs import storage_client
 
-        record = _stored(self.id)
+        record = _stored(self.store, self.id)
         project = record.options.get("project") if record is not None else None
         return storage_client(project, getattr(self._backend_object, "credentials", None))
 
@@ -697,7 +740,7 @@ class JobHandle:
         """
         from .metrics import read_metrics, study_metrics
 
-        record = _stored(self.id)
+        record = _stored(self.store, self.id)
         if record is not None and record.extra.get("kind") == "study":
             status = self.status()  # the trials as the study's backend has them now
             return study_metrics(status.id, status.extra)
@@ -720,7 +763,7 @@ class JobHandle:
         from .diagnosis import diagnose
 
         status = status if status is not None else self.status()
-        record = _stored(self.id)
+        record = _stored(self.store, self.id)
         options = record.options if record is not None else {}
 
         def log_of(task: str) -> str:
@@ -771,31 +814,48 @@ class JobHandle:
 _DIAGNOSIS_LINES = 80
 
 
-def _stored(job_id: str) -> Any:
+def _stored(store: JobStore, job_id: str) -> Any:
     """The job store's record of ``job_id`` (its spec and options), or None."""
     from .errors import StoreError
-    from .store import JobStore
 
     try:
-        with JobStore() as store:
-            return store.get(job_id)
+        return store.get(job_id)
     except StoreError:
         return None
+
+
+def _the_store(store: JobStore | None, backend: Any = None) -> JobStore:
+    """The store given, else the backend object's own, else the user's (``$TFJOB_HOME/jobs.db``,
+    read now, once; opened on first use)."""
+    if store is not None:
+        return store
+    if getattr(backend, "has_store", False):
+        return backend.store  # type: ignore[no-any-return]
+    from .store import JobStore
+
+    return JobStore()
+
+
+def bind_store(backend: Any, store: JobStore) -> Any:
+    """``backend`` recording in ``store``, unless it was given a store of its own (or takes none)."""
+    with_store = getattr(backend, "with_store", None)
+    if with_store is None or getattr(backend, "has_store", True):
+        return backend
+    return with_store(store)
 
 
 #: The longest job id taken (a Kubernetes ``NAMESPACE/NAME`` is at most 63 + 1 + 253).
 MAX_JOB_ID = 512
 
 
-def get_job(job_id: str, backend: Any = None) -> JobHandle:
+def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) -> JobHandle:
     """The handle of a job submitted earlier, from any process.
 
     The backend is looked up in the job store unless given — by name, or as a backend
     object with its clients (``get_job(ID, backend=VertexBackend(credentials=creds))``);
-    an id may be a unique prefix of a stored id.
+    an id may be a unique prefix of a stored id. ``store`` is the job store to look in
+    (default: the backend object's, else the user's, ``$TFJOB_HOME/jobs.db``).
     """
-    from .store import JobStore
-
     if not isinstance(job_id, str):
         raise SpecError(
             f"get_job: job_id={job_id!r:.60} must be text, a job's id as `tfjob list` shows it, not {type(job_id).__name__}"
@@ -805,15 +865,13 @@ def get_job(job_id: str, backend: Any = None) -> JobHandle:
     if backend is not None and not isinstance(backend, str) and not isinstance(getattr(backend, "name", None), str):
         raise SpecError(f"get_job: backend={backend!r:.60} must be a backend's name (e.g. 'vertex') or a backend object")
     name = backend if backend is None or isinstance(backend, str) else backend.name
-    store = JobStore()
+    store = _the_store(store, backend)
     try:
         record = store.resolve(job_id)
     except JobNotFoundError:
         if backend is None:
             raise
-        return JobHandle(backend, job_id)
-    finally:
-        store.close()
+        return JobHandle(backend, job_id, store=store)
     if name is not None and name != record.backend:
         raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {name}")
-    return JobHandle(backend if backend is not None else record.backend, record.id)
+    return JobHandle(backend if backend is not None else record.backend, record.id, store=store)

@@ -26,13 +26,17 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .errors import JobCancelledError, JobTimeoutError
 from .model import JobState, JobStatus, SubmitOptions
 from .spec import JobSpec
 
+if TYPE_CHECKING:
+    from .store import JobStore
+
 T = TypeVar("T")
+L = TypeVar("L", bound="Lifecycle")
 
 #: The longest pause between two polls unless a backend says otherwise, seconds.
 MAX_POLL_INTERVAL = 10.0
@@ -117,6 +121,14 @@ class Lifecycle:
 
     Subclasses set ``name`` and ``platform`` and implement ``submit``, ``status`` and
     ``_cancel`` (and ``render``, ``logs``, ``list``).
+
+    Args:
+        echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
+        sleep: how waiting pauses (injected by tests).
+        store: the job store the backend records its jobs in and reads them from
+            (:class:`tfjob.store.JobStore`); everything the backend does goes through it.
+            Without one, :attr:`store` is the user's store, ``$TFJOB_HOME/jobs.db`` (the
+            edges — the CLI, :class:`tfjob.Job`, :func:`tfjob.get_job` — give one).
     """
 
     name: str = ""
@@ -127,9 +139,39 @@ class Lifecycle:
     #: Longest pause between two polls (``JobHandle.wait`` uses it too).
     max_poll_interval: float = MAX_POLL_INTERVAL
 
-    def __init__(self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep, *, store: JobStore | None = None
+    ) -> None:
         self.echo = echo
         self._sleep = sleep
+        self._store = store
+
+    # -- the job store ---------------------------------------------------------------------
+    @property
+    def store(self) -> JobStore:
+        """The job store this backend records in: the one it was given, else the user's
+        (``$TFJOB_HOME/jobs.db``, as ``$TFJOB_HOME`` is when asked; opened on first use)."""
+        if self._store is not None:
+            return self._store
+        from .store import JobStore
+
+        return JobStore()
+
+    @property
+    def has_store(self) -> bool:
+        """Whether this backend was given a store (else it uses the user's)."""
+        return self._store is not None
+
+    def with_store(self: L, store: JobStore) -> L:
+        """This backend (its clients, its settings) recording in ``store``: a copy, unless it
+        has that store already."""
+        if self._store is store:
+            return self
+        import copy
+
+        other = copy.copy(self)
+        other._store = store
+        return other
 
     # -- what a backend implements ---------------------------------------------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:

@@ -242,15 +242,13 @@ def gather(handle: Any) -> ReportData:
     a note on the page instead of an error.
     """
     from .errors import TfjobError
-    from .store import JobStore
 
     status = handle.status()
     data = ReportData(status)
-    with JobStore() as store:
-        record = store.get(handle.id)
-        data.events = [(ts, state.value, message) for ts, state, message in store.events(handle.id)]
-    if record is not None:
-        data.spec = dict(record.spec)
+    data.events = [(ts, state.value, message) for ts, state, message in handle.events()]
+    spec = handle.spec()
+    if spec is not None:
+        data.spec = spec
     data.diagnoses = handle.diagnose(status)
     try:
         data.outputs = handle.outputs()

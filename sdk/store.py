@@ -366,11 +366,36 @@ class JobStore:
     """The SQLite job store (``$TFJOB_HOME/jobs.db`` unless ``path`` is given)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
+        #: The SQLite file; ``$TFJOB_HOME`` is read here, once, when no path is given.
         self.path = Path(path) if path is not None else tfjob_home() / "jobs.db"
-        self._lock = threading.Lock()
+        # Reentrant: a store opens its connection on first use, from inside a read or a write.
+        self._lock = threading.RLock()
+        self._db: sqlite3.Connection | None = None
         #: True when the store could only be opened for reading (a read-only TFJOB_HOME).
         self.read_only = False
         self._read_only_reason = ""
+
+    def __repr__(self) -> str:
+        return f"JobStore({str(self.path)!r})"
+
+    @property
+    def jobs_dir(self) -> Path:
+        """Where the jobs this store records keep their files (a local job's logs): ``jobs/``
+        beside the store's file (``$TFJOB_HOME/jobs`` for the user's store)."""
+        return self.path.parent / "jobs"
+
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        """The connection, opened on first use (making a store touches no file: a render, a
+        dry run or ``--help`` never creates ``$TFJOB_HOME``); :meth:`close` closes it, and a
+        later use opens it again."""
+        with self._lock:
+            if self._db is None:
+                self._connect()
+            assert self._db is not None
+            return self._db
+
+    def _connect(self) -> None:
         home = self.path.parent
         if home.is_symlink() and not home.exists():
             raise StoreError(
@@ -388,6 +413,7 @@ class JobStore:
             home.mkdir(parents=True, exist_ok=True)
             self._open()
         except sqlite3.DatabaseError as e:
+            self._db = None
             if not _is_corrupt(e):
                 raise self._error(e) from None
             aside = _move_aside(self.path)
@@ -401,9 +427,16 @@ class JobStore:
             try:
                 self._open()
             except sqlite3.DatabaseError as again:
+                self._db = None
                 raise self._error(again) from None
         except OSError as e:
+            self._db = None
             raise StoreError(f"{home} (TFJOB_HOME): cannot create it: {e.strerror or e}; set TFJOB_HOME to a writable directory") from None
+
+    def open(self) -> "JobStore":
+        """Open the store now (else its first read or write does); return it."""
+        _ = self._conn
+        return self
 
     def _error(self, e: BaseException) -> StoreError:
         """A StoreError naming the file and the fix for an SQLite failure."""
@@ -422,7 +455,7 @@ class JobStore:
 
     def _open(self) -> None:
         try:
-            self._conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
+            self._db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
             self._setup()
         except sqlite3.OperationalError as e:
             if not self.path.is_file():
@@ -430,7 +463,7 @@ class JobStore:
             # A read-only TFJOB_HOME, or a full disk: reading still works (`list`, `status`),
             # and a write says why it cannot.
             try:
-                self._conn = sqlite3.connect(
+                self._db = sqlite3.connect(
                     f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30, isolation_level=None, check_same_thread=False
                 )
                 self._conn.row_factory = sqlite3.Row
@@ -461,17 +494,21 @@ class JobStore:
                             pass
 
     def close(self) -> None:
-        """Close the connection."""
-        self._conn.close()
+        """Close the connection (a later use opens it again)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
 
     def __enter__(self) -> "JobStore":
-        return self
+        return self.open()
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        self._conn  # opened first: only then is it known whether it is read-only
         if self.read_only:
             raise self._error(sqlite3.OperationalError(self._read_only_reason))
         with self._lock:

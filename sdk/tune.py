@@ -162,7 +162,8 @@ class Tuning:
         from .backends.local.tuning import LocalStudy
 
         study = LocalStudy(
-            self.study, self.job.spec, self.job.options, seed=self.seed, cores=cores, stream=stream, port_picker=port_picker  # type: ignore[arg-type]
+            self.study, self.job.spec, self.job.options, seed=self.seed, cores=cores, stream=stream, port_picker=port_picker,  # type: ignore[arg-type]
+            store=self.job.store,
         )
         return study.run()
 
@@ -172,7 +173,10 @@ class Tuning:
             raise UsageError("a local study runs in this process to its end; drop --async (or use --backend vertex)")
         from .backends.vertex.tuning import submit_tuning
 
-        return submit_tuning(self.study, self.job.spec, self.job.options, echo=echo or _say, credentials=getattr(self.job.backend, "credentials", None))
+        return submit_tuning(
+            self.study, self.job.spec, self.job.options, echo=echo or _say, credentials=getattr(self.job.backend, "credentials", None),
+            store=self.job.store,
+        )
 
     def _run_vertex(self, stream: TextIO | None) -> StudyResult:
         from .model import JobState
@@ -184,7 +188,10 @@ class Tuning:
         job_id = self.submit()
         if not self.job.options.wait:
             return StudyResult(job_id, JobState.QUEUED, "submitted")
-        final = follow_tuning(job_id, self.job.options, on_trials=view.update, echo=_say, credentials=getattr(self.job.backend, "credentials", None))
+        final = follow_tuning(
+            job_id, self.job.options, on_trials=view.update, echo=_say, credentials=getattr(self.job.backend, "credentials", None),
+            store=self.job.store,
+        )
         trials = [Trial.from_dict(t) for t in final.extra.get("trials", [])]
         view.finish(trials, f"tuning job {job_id} {final.state.value}: {final.message or 'no message'}")
         failed = [t for t in trials if t.failed]

@@ -17,7 +17,7 @@ from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wa
 
 from tfjob import Job, JobHandle, Local, get_job
 from tfjob.backends.base import JobState
-from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError
+from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from tfjob.store import JobStore, process_start_time
 
 
@@ -216,3 +216,22 @@ def test_a_keyword_of_the_wrong_kind_is_one_line_naming_it(keywords: dict[str, o
     with pytest.raises(SpecError, match=message):
         Job.from_keywords(**kw)  # type: ignore[arg-type]
     assert Job(package=PROBE, module="probe.task").spec.package == str(PROBE)  # a path object names a directory as well
+
+
+def test_a_job_given_a_store_is_recorded_there_and_only_there(tmp_path: Path) -> None:
+    # No TFJOB_HOME patching: the store is a value the job (and its detached supervisor) is given.
+    mine = JobStore(tmp_path / "mine" / "jobs.db")
+    job = Job(str(PROBE), "probe.task", workers=1, quiet=True, job_dir=str(tmp_path / "out"), backend=Local(), store=mine)
+    handle = job.submit()
+    assert handle.store is mine and job.backend.store is mine
+    assert handle.wait(timeout=120).state is JobState.SUCCEEDED
+    record = mine.get(handle.id)
+    assert record is not None and Path(str(record.log_dir)).parent == tmp_path / "mine" / "jobs"
+    assert "[chief-0] chief-0 ready" in list(get_job(handle.id, store=mine).logs())
+    assert JobStore().list() == []  # the user's store never saw it
+    with pytest.raises(JobNotFoundError, match=f"no job '{handle.id}'"):
+        get_job(handle.id)
+    from tfjob.backends.local import LocalBackend
+
+    with pytest.raises(SpecError, match="give the store once"):
+        Job(str(PROBE), "probe.task", backend=LocalBackend(store=mine), store=JobStore(tmp_path / "other.db"))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from typing import TYPE_CHECKING
 
 import dataclasses
 from typing import Any
@@ -23,6 +24,9 @@ from ..errors import NOTHING, UsageError
 from ..knobs import Knob
 from ..machines import did_you_mean
 from .base import Backend, JobState, JobStatus, SubmitOptions, TaskStatus
+
+if TYPE_CHECKING:
+    from ..store import JobStore
 
 #: Backend name → the module that implements it (its ``BACKEND``) and the class of the
 #: options it takes (``module:Class``, a :class:`SubmitOptions`; a light module).
@@ -50,9 +54,11 @@ def _check_name(name: str) -> tuple[str, str]:
     return entry
 
 
-def get_backend(name: str) -> Backend:
-    """The backend called ``name`` (``local``, ``vertex``, ``kubeflow``…)."""
-    return importlib.import_module(_check_name(name)[0]).BACKEND
+def get_backend(name: str, store: JobStore | None = None) -> Backend:
+    """The backend called ``name`` (``local``, ``vertex``, ``kubeflow``…), recording its jobs
+    in ``store`` (default: the user's job store, ``$TFJOB_HOME/jobs.db``)."""
+    backend = importlib.import_module(_check_name(name)[0]).BACKEND
+    return backend if store is None else backend.with_store(store)
 
 
 def options_type(name: str) -> type[SubmitOptions]:

@@ -13,11 +13,16 @@ submit, Ctrl-C, cancelling a job that has already ended — is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Protocol, TypeVar, runtime_checkable
 
 from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
 from ..model import JobState, JobStatus, SubmitOptions, TaskStatus
 from ..spec import JobSpec
+
+if TYPE_CHECKING:
+    from ..store import JobStore
+
+B = TypeVar("B", bound="Backend")
 
 __all__ = ["Backend", "GoogleCloudOptions", "JobState", "JobStatus", "SubmitOptions", "TaskStatus"]
 
@@ -48,6 +53,13 @@ class Backend(Protocol):
     """What every backend module provides (as module-level functions or an object)."""
 
     name: str
+
+    @property
+    def store(self) -> JobStore:
+        """The job store the backend records its jobs in (given, else the user's)."""
+
+    def with_store(self: B, store: JobStore) -> B:
+        """The same backend recording in ``store``."""
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The request the backend would send for ``spec``: no credentials, no network, no job

@@ -94,6 +94,7 @@ class KubeflowBackend(Lifecycle):
         api_client: a configured ``kubernetes.client.ApiClient`` that every call uses
             instead of the kubeconfig (``Job(backend=KubeflowBackend(api_client=api))``).
         namespace: where a job goes with ``api_client`` when it names no namespace.
+        store: the job store its jobs are recorded in (default: the user's).
     """
 
     name = "kubeflow"
@@ -107,8 +108,9 @@ class KubeflowBackend(Lifecycle):
         *,
         api_client: Any = None,
         namespace: str | None = None,
+        store: JobStore | None = None,
     ) -> None:
-        super().__init__(echo=echo, sleep=sleep)
+        super().__init__(echo=echo, sleep=sleep, store=store)
         self.poll_interval = poll_interval
         #: A configured ``kubernetes.client.ApiClient`` for every call (None: the kubeconfig's),
         #: and the namespace a job without one goes to with it (default ``default``).
@@ -177,13 +179,8 @@ class KubeflowBackend(Lifecycle):
             return KubeClient(api_client=self.api_client, namespace=self.namespace)
         return KubeClient(kubeconfig, context, backend=self.name)
 
-    @staticmethod
-    def _record(job_id: str) -> JobRecord | None:
-        store = JobStore()
-        try:
-            return store.get(job_id)
-        finally:
-            store.close()
+    def _record(self, job_id: str) -> JobRecord | None:
+        return self.store.get(job_id)
 
     def _locate(self, job_id: str) -> tuple[str | None, str, JobRecord | None]:
         """(namespace or None for the context's, name, the store's record if any)."""
@@ -197,20 +194,15 @@ class KubeflowBackend(Lifecycle):
         options = record.options if record is not None else {}
         return self._connect(options.get("kubeconfig"), options.get("context"))
 
-    @staticmethod
-    def _remember(job_id: str, status: JobStatus, record: JobRecord | None) -> None:
+    def _remember(self, job_id: str, status: JobStatus, record: JobRecord | None) -> None:
         if record is None or record.state is status.state:
             return
-        store = JobStore()
-        try:
-            values: dict[str, Any] = {"failed_task": status.failed_task} if status.failed_task else {}
-            if status.started:
-                values["started"] = status.started
-            if status.ended:
-                values["ended"] = status.ended
-            store.set_state(job_id, status.state, status.message, **values)
-        finally:
-            store.close()
+        values: dict[str, Any] = {"failed_task": status.failed_task} if status.failed_task else {}
+        if status.started:
+            values["started"] = status.started
+        if status.ended:
+            values["ended"] = status.ended
+        self.store.set_state(job_id, status.state, status.message, **values)
 
     # -- I/O -------------------------------------------------------------------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
@@ -246,14 +238,11 @@ class KubeflowBackend(Lifecycle):
             created=parse_time(meta.get("creationTimestamp")) or time.time(),
             extra={"server": client.server, "uid": meta.get("uid")},
         )
-        store = JobStore()
-        try:
-            if store.get(job_id) is not None:
-                # The cluster took the name, so the TFJob this record was about is gone.
-                store.remove(job_id)
-            store.add(record)
-        finally:
-            store.close()
+        store = self.store
+        if store.get(job_id) is not None:
+            # The cluster took the name, so the TFJob this record was about is gone.
+            store.remove(job_id)
+        store.add(record)
         return job_id
 
     def _ship(self, client: Any, namespace: str, name: str, configmap: dict[str, Any], created: dict[str, Any]) -> None:
@@ -328,17 +317,14 @@ class KubeflowBackend(Lifecycle):
 
     def _gone(self, record: JobRecord) -> JobStatus:
         if not record.state.is_terminal:
-            store = JobStore()
-            try:
-                store.set_state(
-                    record.id,
-                    JobState.LOST,
-                    f"the {self.kind} is no longer on the cluster (deleted outside tfjob, or removed after "
-                    "ttlSecondsAfterFinished) and its end was not seen",
-                )
-                record = store.get(record.id) or record
-            finally:
-                store.close()
+            store = self.store
+            store.set_state(
+                record.id,
+                JobState.LOST,
+                f"the {self.kind} is no longer on the cluster (deleted outside tfjob, or removed after "
+                "ttlSecondsAfterFinished) and its end was not seen",
+            )
+            record = store.get(record.id) or record
         return record.to_status()
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
@@ -406,11 +392,7 @@ class KubeflowBackend(Lifecycle):
         finally:
             client.close()
         if record is not None:
-            store = JobStore()
-            try:
-                store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind} was deleted by tfjob cancel")
-            finally:
-                store.close()
+            self.store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind} was deleted by tfjob cancel")
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """The TFJobs tfjob created in the current context's namespace, newest first."""

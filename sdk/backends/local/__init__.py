@@ -9,7 +9,7 @@
 - :mod:`.logs`: prefixed live logs, per-task files, the summary table, reading logs back.
 - :mod:`.install`: ``--install``: the trainer's sdist in a throw-away venv.
 - :mod:`.runner`: checks, the job's record, and one run from start to end.
-- :mod:`.supervisor`: ``python -m tfjob.backends.local.supervisor JOB_ID``, the detached runner.
+- :mod:`.supervisor`: ``python -m tfjob.backends.local.supervisor [--store PATH] JOB_ID``, the detached runner.
 - :mod:`.reap`: a job whose supervisor died is recorded LOST and what is left of it stopped.
 - :mod:`.tuning`: ``tfjob tune --backend local``: a study of local trials, each a full local job.
 """

@@ -17,7 +17,7 @@ from typing import Any, Iterator, TextIO
 
 from ...errors import UsageError
 from ...spec import JobSpec
-from ...store import JobStore, process_start_time
+from ...store import process_start_time
 from ...lifecycle import Lifecycle
 from ...model import normalize_task, options_as
 from ..base import JobState, JobStatus, SubmitOptions
@@ -143,16 +143,16 @@ class LocalBackend(Lifecycle):
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)
-        with JobStore() as store:
-            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
-            run_job(
-                record,
-                store,
-                prepared,
-                console=None if options.quiet else (console or sys.stderr),
-                summary=summary or sys.stderr,
-                port_picker=port_picker or pick_ports,
-            )
+        store = self.store
+        record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
+        run_job(
+            record,
+            store,
+            prepared,
+            console=None if options.quiet else (console or sys.stderr),
+            summary=summary or sys.stderr,
+            port_picker=port_picker or pick_ports,
+        )
         return record.id
 
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
@@ -163,39 +163,39 @@ class LocalBackend(Lifecycle):
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)
-        with JobStore() as store:
-            # Until the supervisor runs, this process answers for the job.
-            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=True)
-            assert record.log_dir is not None
-            with open(Path(record.log_dir) / "supervisor.log", "ab") as log:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "tfjob.backends.local.supervisor", record.id],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # Ctrl-C in the submitting shell must not reach it
-                    close_fds=True,
-                )
-            store.update(record.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
+        store = self.store
+        # Until the supervisor runs, this process answers for the job.
+        record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=True)
+        assert record.log_dir is not None
+        with open(Path(record.log_dir) / "supervisor.log", "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tfjob.backends.local.supervisor", "--store", str(store.path.absolute()), record.id],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C in the submitting shell must not reach it
+                close_fds=True,
+            )
+        store.update(record.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
         return record.id
 
     def status(self, job_id: str) -> JobStatus:
         """The job and its tasks; a job whose supervisor died unrecorded is LOST."""
         from .reap import reap_lost
 
-        with JobStore() as store:
-            reap_lost(store, store.resolve(job_id))
-            return store.status(job_id)
+        store = self.store
+        reap_lost(store, store.resolve(job_id))
+        return store.status(job_id)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines (``[worker-1] …``), of one task if given, following until it ends."""
         from .logs import JOB_LOG, read_lines, task_log_name
 
-        with JobStore() as store:
-            record = store.resolve(job_id)
-            names = [t.name for t in store.tasks(record.id)] or [
-                f"{role}-{i}" for role, i in JobSpec.from_dict(record.spec).tasks()
-            ]
+        store = self.store
+        record = store.resolve(job_id)
+        names = [t.name for t in store.tasks(record.id)] or [
+            f"{role}-{i}" for role, i in JobSpec.from_dict(record.spec).tasks()
+        ]
         if not record.log_dir:
             raise UsageError(f"job {record.id} has no log directory")
         log_dir = Path(record.log_dir)
@@ -209,9 +209,8 @@ class LocalBackend(Lifecycle):
         from .reap import reap_lost
 
         def is_done() -> bool:
-            with JobStore() as s:
-                current = s.get(record.id)
-                return current is None or reap_lost(s, current).state.is_terminal
+            current = store.get(record.id)
+            return current is None or reap_lost(store, current).state.is_terminal
 
         return read_lines(path, prefix=prefix, tail=tail, follow=follow, is_done=is_done)
 
@@ -219,16 +218,16 @@ class LocalBackend(Lifecycle):
         """Ask the job's supervisor to cancel it (it stops every task within a moment)."""
         from .reap import reap_lost
 
-        with JobStore() as store:
-            record = reap_lost(store, store.resolve(job_id))
-            if record.state.is_terminal:
-                return
-            store.set_state(
-                record.id,
-                JobState.CANCELLING,
-                "cancel requested",
-                only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
-            )
+        store = self.store
+        record = reap_lost(store, store.resolve(job_id))
+        if record.state.is_terminal:
+            return
+        store.set_state(
+            record.id,
+            JobState.CANCELLING,
+            "cancel requested",
+            only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
+        )
 
     def preempt(self, job_id: str, task: str, grace: float | None = None, wait: float = 60.0) -> str:
         """Preempt one task of a running job as a Spot VM is reclaimed — SIGTERM, ``grace``
@@ -248,27 +247,27 @@ class LocalBackend(Lifecycle):
         name = normalize_task(task)
         if grace is not None:
             grace = parse_seconds(grace, "--grace")
-        with JobStore() as store:
-            record = reap_lost(store, store.resolve(job_id))
-            if record.state.is_terminal:
-                raise UsageError(f"job {record.id} has ended ({record.state.value}); there is nothing to preempt")
-            names = [t.name for t in store.tasks(record.id)] or [f"{r}-{i}" for r, i in JobSpec.from_dict(record.spec).tasks()]
-            if name not in names:
-                raise UsageError(f"{task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
-            store.request(record.id, "preempt", name, grace)
-            until = time.monotonic() + wait
-            while store.pending_requests(record.id) and time.monotonic() < until:
-                time.sleep(0.05)
-            if store.pending_requests(record.id):
-                raise BackendError(f"the launcher of job {record.id} did not take the preemption of {name} within {wait:g}s")
+        store = self.store
+        record = reap_lost(store, store.resolve(job_id))
+        if record.state.is_terminal:
+            raise UsageError(f"job {record.id} has ended ({record.state.value}); there is nothing to preempt")
+        names = [t.name for t in store.tasks(record.id)] or [f"{r}-{i}" for r, i in JobSpec.from_dict(record.spec).tasks()]
+        if name not in names:
+            raise UsageError(f"{task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
+        store.request(record.id, "preempt", name, grace)
+        until = time.monotonic() + wait
+        while store.pending_requests(record.id) and time.monotonic() < until:
+            time.sleep(0.05)
+        if store.pending_requests(record.id):
+            raise BackendError(f"the launcher of job {record.id} did not take the preemption of {name} within {wait:g}s")
         return name
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Local jobs, newest first."""
         from .reap import reap_lost
 
-        with JobStore() as store:
-            return [reap_lost(store, r).to_status() for r in store.list(limit=limit, backend=self.name)]
+        store = self.store
+        return [reap_lost(store, r).to_status() for r in store.list(limit=limit, backend=self.name)]
 
 
 BACKEND = LocalBackend()

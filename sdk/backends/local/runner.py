@@ -23,7 +23,6 @@ from ...model import JobState, SubmitOptions
 from .options import LocalOptions
 from ...errors import SpecError, TfjobError, UsageError
 from ...limits import check_local_tasks
-from ...settings import tfjob_home
 from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec
 from ...store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
@@ -47,11 +46,6 @@ class Prepared:
     #: Host paths of the packages mounted into those containers and installed by the
     #: bootstrap first (PACKAGE_PATH's sdist, ``--packages``), as Kubernetes ships them.
     shipped: tuple[str, ...] = ()
-
-
-def jobs_dir() -> Path:
-    """Where local jobs keep their logs: ``$TFJOB_HOME/jobs``."""
-    return tfjob_home() / "jobs"
 
 
 #: The longest ``--grace`` between SIGTERM and SIGKILL at teardown (an hour).
@@ -214,7 +208,7 @@ def create_record(
         extra={"detached": detached},
     )
     store.add_new(record)
-    log_dir = jobs_dir() / record.id
+    log_dir = store.jobs_dir / record.id
     log_dir.mkdir(parents=True, exist_ok=True)
     store.update(record.id, log_dir=str(log_dir))
     record.log_dir = str(log_dir)
@@ -274,7 +268,7 @@ def run_job(
         port_picker: picks free ports (injectable to test a stolen port).
     """
     options = LocalOptions(**record.options)
-    log_dir = Path(record.log_dir or jobs_dir() / record.id)
+    log_dir = Path(record.log_dir or store.jobs_dir / record.id)
     router = LogRouter(log_dir, console, use_colour(console))
     cwd = None
     if options.install:

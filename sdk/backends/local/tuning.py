@@ -119,6 +119,7 @@ class LocalStudy:
         live: redraw the table in place (default: when ``stream`` is a terminal).
         poll: seconds between looks at a cancel request.
         port_picker: picks free ports for the trials' tasks (tests).
+        store: the job store the study and its trials are recorded in (default: the user's).
     """
 
     def __init__(
@@ -133,7 +134,10 @@ class LocalStudy:
         live: bool | None = None,
         poll: float = 0.2,
         port_picker: Any = None,
+        store: JobStore | None = None,
     ) -> None:
+        #: The job store the study and each trial's job are recorded in.
+        self.store = store if store is not None else JobStore()
         self.study = study
         self.spec = spec
         self.options = dataclasses.replace(options, wait=True, detach=False)
@@ -168,23 +172,23 @@ class LocalStudy:
         count, note = plan_trial_count(self.study)
         parallel, cap = plan_parallelism(self.study, len(self.spec.tasks()), self.cores)
         parallel = min(parallel, count)
-        with JobStore() as store:
-            self._create_record(store, search.algorithm, parallel)
-            for text in (note, cap):
-                if text:
-                    self.view.note(text)
-                    self._log(text)
-            self.view.note(
-                f"study {self.id}: {count} trials, {parallel} at a time, {search.algorithm} search, "
-                f"{self.study.metric.goal.lower()} {self.study.metric.tag}"
-            )
-            try:
-                with self._signals():
-                    result = self._loop(store, search, count, parallel)
-            except BaseException as e:
-                self._record_end(store, StudyResult(self.id, JobState.FAILED, f"the study stopped: {type(e).__name__}: {e}"))
-                raise
-            self._record_end(store, result)
+        store = self.store
+        self._create_record(store, search.algorithm, parallel)
+        for text in (note, cap):
+            if text:
+                self.view.note(text)
+                self._log(text)
+        self.view.note(
+            f"study {self.id}: {count} trials, {parallel} at a time, {search.algorithm} search, "
+            f"{self.study.metric.goal.lower()} {self.study.metric.tag}"
+        )
+        try:
+            with self._signals():
+                result = self._loop(store, search, count, parallel)
+        except BaseException as e:
+            self._record_end(store, StudyResult(self.id, JobState.FAILED, f"the study stopped: {type(e).__name__}: {e}"))
+            raise
+        self._record_end(store, result)
         self.view.finish(self.trials, f"study {self.id} {result.state.value}: {result.message}")
         return result
 
@@ -288,16 +292,16 @@ class LocalStudy:
         spec = build_trial_spec(self.spec, self.study, trial, metric_file)
         options = dataclasses.replace(self.options, trial=trial.id, quiet=True)
         try:
-            with JobStore() as store:
-                prepared = check_job(spec, options)
-                record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
-                store.update(record.id, extra={**record.extra, "study": self.id, "trial": trial.id})
-                self._link_log(trial, Path(record.log_dir or ""))
-                with self._lock:
-                    trial.job_id, trial.state, trial.started = record.id, "RUNNING", time.time()
-                if self._stopping is not None:  # the study stopped while this trial was being set up
-                    self._cancel_trial_job(store, record.id, self._stopping)
-                return run_job(record, store, prepared, console=None, summary=None, port_picker=self.port_picker or pick_ports)
+            store = self.store
+            prepared = check_job(spec, options)
+            record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=False)
+            store.update(record.id, extra={**record.extra, "study": self.id, "trial": trial.id})
+            self._link_log(trial, Path(record.log_dir or ""))
+            with self._lock:
+                trial.job_id, trial.state, trial.started = record.id, "RUNNING", time.time()
+            if self._stopping is not None:  # the study stopped while this trial was being set up
+                self._cancel_trial_job(store, record.id, self._stopping)
+            return run_job(record, store, prepared, console=None, summary=None, port_picker=self.port_picker or pick_ports)
         except TfjobError as e:
             return e
 
@@ -345,8 +349,6 @@ class LocalStudy:
 
     # -- the record --------------------------------------------------------------------
     def _create_record(self, store: JobStore, algorithm: str, parallel: int) -> None:
-        from .runner import jobs_dir
-
         record = JobRecord(
             id="",
             backend="local",
@@ -360,7 +362,7 @@ class LocalStudy:
         )
         store.add_new(record)
         self.id = record.id
-        self._log_dir = jobs_dir() / record.id
+        self._log_dir = store.jobs_dir / record.id
         self._log_dir.mkdir(parents=True, exist_ok=True)
         store.update(record.id, log_dir=str(self._log_dir), started=time.time())
 

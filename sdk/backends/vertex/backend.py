@@ -31,6 +31,7 @@ class VertexBackend(Lifecycle):
             default: application-default credentials, found when a call needs them.
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
         sleep: how waiting pauses (injected by tests).
+        store: the job store its jobs are recorded in (default: the user's).
 
     ``Job(..., backend=VertexBackend(credentials=creds))`` runs a job with them, as the
     Vertex AI SDK's ``aiplatform.init(credentials=…)`` does.
@@ -57,7 +58,7 @@ class VertexBackend(Lifecycle):
         """Stage the packages and create the job; return Vertex AI's job id."""
         from .service import submit_job
 
-        return submit_job(spec, options_as(VertexOptions, options), echo=self.echo, credentials=self.credentials)
+        return submit_job(spec, options_as(VertexOptions, options), echo=self.echo, credentials=self.credentials, store=self.store)
 
     def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
         """Follow the job to its end with one client (the store updated at each change);
@@ -65,32 +66,34 @@ class VertexBackend(Lifecycle):
         from .service import follow_job, stream_job
 
         if getattr(options, "stream_logs", False):
-            return stream_job(job_id, options, echo=self.echo, out=lambda line: print(line, flush=True), credentials=self.credentials)
-        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep, credentials=self.credentials)
+            return stream_job(
+                job_id, options, echo=self.echo, out=lambda line: print(line, flush=True), credentials=self.credentials, store=self.store
+            )
+        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep, credentials=self.credentials, store=self.store)
 
     def status(self, job_id: str) -> JobStatus:
         """The job as Vertex AI sees it now (the store is updated)."""
         from .service import fetch_status
 
-        return fetch_status(job_id, credentials=self.credentials)
+        return fetch_status(job_id, credentials=self.credentials, store=self.store)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's Cloud Logging lines, ``[worker-1] …``; ``follow`` until the job ends."""
         from .service import fetch_logs
 
-        return fetch_logs(job_id, task=task, follow=follow, tail=tail, credentials=self.credentials)
+        return fetch_logs(job_id, task=task, follow=follow, tail=tail, credentials=self.credentials, store=self.store)
 
     def _cancel(self, job_id: str) -> None:
         """Ask Vertex AI to cancel the job."""
         from .service import cancel_job
 
-        cancel_job(job_id, echo=self.echo, credentials=self.credentials)
+        cancel_job(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Jobs tfjob submitted (the ``tfjob`` label) in the configured project and region, newest first."""
         from .service import list_jobs
 
-        return list_jobs(limit, credentials=self.credentials)
+        return list_jobs(limit, credentials=self.credentials, store=self.store)
 
 
 BACKEND = VertexBackend()

@@ -33,6 +33,12 @@ def _quiet(message: str) -> None:
     pass
 
 
+def resolve_store(store: JobStore | None) -> JobStore:
+    """The store given, else the user's (``$TFJOB_HOME/jobs.db``): what a call made without
+    :class:`~.backend.VertexBackend` (a test, a script) records in."""
+    return store if store is not None else JobStore()
+
+
 def poll_interval(options: SubmitOptions | None = None) -> float:
     """Seconds between polls: ``--poll-interval``, else the ``poll_interval`` setting
     (``$TFJOB_POLL_INTERVAL``, config.yaml), else 5."""
@@ -71,8 +77,11 @@ def make_client(
 
 
 # -- submit -----------------------------------------------------------------------------
-def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> str:
-    """Stage the packages, create the job once, record it; return Vertex AI's job id."""
+def submit_job(
+    spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None
+) -> str:
+    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id."""
+    store = resolve_store(store)
     from .staging import stage_packages, storage_client
     from .submission import plan_submission
 
@@ -108,21 +117,18 @@ def submit_job(spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, cl
         message="being created on Vertex AI",
         extra={**extra, "pending": True},
     )
-    with JobStore() as store:
-        store.add(pending)
+    store.add(pending)
     try:
         job = client.create_custom_job(plan.body, plan.submission_id)
     except SubmissionUncertainError as e:
-        with JobStore() as store:
-            store.update(pending.id, message=f"unknown: the create's answer was lost; `tfjob status {pending.id}` looks it up")
+        store.update(pending.id, message=f"unknown: the create's answer was lost; `tfjob status {pending.id}` looks it up")
         e.pending_id = pending.id
         e.args = (f"{e}; `tfjob status {pending.id}` looks it up",)
         raise
     except BaseException:
-        with JobStore() as store:
-            store.remove(pending.id)  # the service answered: no job was created
+        store.remove(pending.id)  # the service answered: no job was created
         raise
-    job_id = _record_created(pending, job, extra)
+    job_id = _record_created(store, pending, job, extra)
     echo(f"submitted Vertex AI job {job_id} ({spec.name}): {console_url(plan.project, plan.region, job_id)}")
     return job_id
 
@@ -132,7 +138,7 @@ def pending_id(submission_id: str) -> str:
     return f"pending-{submission_id}"
 
 
-def _record_created(pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
+def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
     """Replace a pending record by the created job's record; return the job's id."""
     from .client import job_id_of
 
@@ -153,31 +159,29 @@ def _record_created(pending: JobRecord, job: dict[str, Any], extra: dict[str, An
             "console_url": console_url(opts["project"], opts["region"], job_id),
         },
     )
-    with JobStore() as store:
-        store.remove(pending.id)
-        if store.get(job_id) is None:
-            store.add(record)
+    store.remove(pending.id)
+    if store.get(job_id) is None:
+        store.add(record)
     return job_id
 
 
-def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any = None) -> JobStatus:
+def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:
     """Find a pending submission's job by its label: re-record it under its id, or fail it.
 
     Returns:
         The created job's status (its ``id`` is Vertex AI's), or the pending record
         FAILED with "never created" when the service has no job with that label.
     """
+    store = resolve_store(store)
     opts = record.options
     client = client or make_client(opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint"), credentials=credentials)
     submission = record.extra["submission_id"]
     found = client.find_by_submission_id(submission, display_name=record.name)
     if found is None:
-        with JobStore() as store:
-            store.set_state(record.id, JobState.FAILED, "Vertex AI has no job with this submission's label: it was never created; submit it again")
-            return store.status(record.id)
-    job_id = _record_created(record, found, dict(record.extra))
-    with JobStore() as store:
-        return _record_status(job_id, found, store.get(job_id))
+        store.set_state(record.id, JobState.FAILED, "Vertex AI has no job with this submission's label: it was never created; submit it again")
+        return store.status(record.id)
+    job_id = _record_created(store, record, found, dict(record.extra))
+    return _record_status(store, job_id, found, store.get(job_id))
 
 
 def client_credentials(client: Any) -> Any:
@@ -186,17 +190,19 @@ def client_credentials(client: Any) -> Any:
 
 
 # -- records ----------------------------------------------------------------------------
-def locate(job_id: str, backend: str = "vertex", what: str = "job") -> tuple[JobRecord | None, str, str, str | None]:
+def locate(
+    job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore | None = None
+) -> tuple[JobRecord | None, str, str, str | None]:
     """The record (if any) of a ``backend`` job — a custom job, or a tuning job — and the
     project, region and endpoint it lives in: its own, else the configured ones."""
     from ...settings import load_settings
 
-    with JobStore() as store:
-        record = store.get(job_id)
-        if record is None and job_id.startswith("pending-"):
-            # A pending submission resolved since: its record now has Vertex AI's id.
-            submission = job_id[len("pending-") :]
-            record = next((r for r in store.list(backend=backend) if r.extra.get("submission_id") == submission), None)
+    store = resolve_store(store)
+    record = store.get(job_id)
+    if record is None and job_id.startswith("pending-"):
+        # A pending submission resolved since: its record now has Vertex AI's id.
+        submission = job_id[len("pending-") :]
+        record = next((r for r in store.list(backend=backend) if r.extra.get("submission_id") == submission), None)
     if record is not None and record.backend == backend:
         opts = record.options
 
@@ -222,42 +228,40 @@ def locate(job_id: str, backend: str = "vertex", what: str = "job") -> tuple[Job
     return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
 
-def _record_status(job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
     """Bring the store up to date with what Vertex AI said; return the status."""
     status = job_status(job, job_id)
     if record is None:
         return status
-    if status.state is JobState.FAILED and _retry_pending(job_id, job):
+    if status.state is JobState.FAILED and _retry_pending(store, job_id, job):
         # Not the job's end: the follow loop (`tfjob wait`) submits it again.
         status.state = JobState.RUNNING
         status.ended = None
         status.message = f"this attempt failed ({status.message[:200]}); following the job (`tfjob wait {job_id}`) submits it again"
         return status
-    with JobStore() as store:
-        values: dict[str, Any] = {}
-        if status.started:
-            values["started"] = status.started
-        if status.ended:
-            values["ended"] = status.ended
-        if status.failed_task:
-            values["failed_task"] = status.failed_task
-            values["extra"] = {**record.extra, "task_exit_code": status.extra["task_exit_code"]}
-        store.set_state(job_id, status.state, status.message, **values)
-        current = store.get(job_id)
+    values: dict[str, Any] = {}
+    if status.started:
+        values["started"] = status.started
+    if status.ended:
+        values["ended"] = status.ended
+    if status.failed_task:
+        values["failed_task"] = status.failed_task
+        values["extra"] = {**record.extra, "task_exit_code": status.extra["task_exit_code"]}
+    store.set_state(job_id, status.state, status.message, **values)
+    current = store.get(job_id)
     if current is not None:
         status.extra = {**current.extra, **status.extra}
         status.created = status.created or current.created
     return status
 
 
-def _retry_pending(job_id: str, job: dict[str, Any]) -> bool:
+def _retry_pending(store: JobStore, job_id: str, job: dict[str, Any]) -> bool:
     """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left."""
     from .follow import retryable_failure
 
     if retryable_failure(job) is None:
         return False
-    with JobStore() as store:
-        record = store.get(job_id)
+    record = store.get(job_id)
     limit = record.extra.get("max_restarts") if record is not None else None
     return isinstance(limit, int) and len(record.extra.get("attempts") or [None]) - 1 < limit  # type: ignore[union-attr]
 
@@ -272,7 +276,7 @@ def current_attempt(job_id: str, record: JobRecord | None) -> str:
 _INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
 
 
-def _resubmit(job_id: str, failed: dict[str, Any], reason: str, client: Any, echo: Echo) -> str:
+def _resubmit(store: JobStore, job_id: str, failed: dict[str, Any], reason: str, client: Any, echo: Echo) -> str:
     """Create the failed attempt's job again (the same spec, ``NAME-attemptN``, a new submission
     label), record the attempt in ``job_id``'s record; return the new attempt's Vertex AI id."""
     import re
@@ -281,8 +285,7 @@ def _resubmit(job_id: str, failed: dict[str, Any], reason: str, client: Any, ech
     from .client import job_id_of
     from .render import SUBMISSION_LABEL
 
-    with JobStore() as store:
-        record = store.get(job_id)
+    record = store.get(job_id)
     assert record is not None
     attempts = list(record.extra.get("attempts") or [{"resource_name": record.extra.get("resource_name", "")}])
     error = failed.get("error") or {}
@@ -299,76 +302,82 @@ def _resubmit(job_id: str, failed: dict[str, Any], reason: str, client: Any, ech
     new_id = job_id_of(job["name"])
     attempts.append({"resource_name": job["name"]})
     line = f"attempt {number - 1} ended {reason}: submitted again as attempt {number} ({job['name']})"
-    with JobStore() as store:
-        store.update(job_id, extra={**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"]})
-        store.note(job_id, line)
+    store.update(job_id, extra={**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"]})
+    store.note(job_id, line)
     echo(f"job {job_id} {line}")
     return new_id
 
 
-def _attempts_of(job_id: str) -> list[Any]:
-    with JobStore() as store:
-        record = store.get(job_id)
+def _attempts_of(store: JobStore, job_id: str) -> list[Any]:
+    record = store.get(job_id)
     return list(record.extra.get("attempts") or []) if record is not None else []
 
 
-def _end_attempt(job_id: str, status: JobStatus) -> None:
+def _end_attempt(store: JobStore, job_id: str, status: JobStatus) -> None:
     """Write the last attempt's end (state and time) into the job's record."""
-    with JobStore() as store:
-        record = store.get(job_id)
-        if record is None or not record.extra.get("attempts"):
-            return
-        attempts = list(record.extra["attempts"])
-        attempts[-1] = {**attempts[-1], "state": status.state.value, "ended": status.ended or time.time()}
-        store.update(job_id, extra={**record.extra, "attempts": attempts})
+    record = store.get(job_id)
+    if record is None or not record.extra.get("attempts"):
+        return
+    attempts = list(record.extra["attempts"])
+    attempts[-1] = {**attempts[-1], "state": status.state.value, "ended": status.ended or time.time()}
+    store.update(job_id, extra={**record.extra, "attempts": attempts})
 
 
 # -- status / follow / cancel / list -------------------------------------------------------
-def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None) -> JobStatus:
+def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:
     """The job as Vertex AI has it (from the store alone once the job has ended)."""
-    record, project, region, endpoint = locate(job_id)
+    store = resolve_store(store)
+    record, project, region, endpoint = locate(job_id, store=store)
     if record is not None and record.state.is_terminal:
         return record.to_status()
     client = client or make_client(project, region, endpoint, credentials=credentials)
     if record is not None and record.extra.get("pending"):
-        return resolve_pending(record, client=client)
+        return resolve_pending(record, client=client, store=store)
     job_id = record.id if record is not None else job_id
-    return _record_status(job_id, client.get_custom_job(current_attempt(job_id, record)), record)
+    return _record_status(store, job_id, client.get_custom_job(current_attempt(job_id, record)), record)
 
 
-def _settled(job_id: str, client: Any) -> tuple[str, JobRecord | None]:
+def _settled(store: JobStore, job_id: str, client: Any) -> tuple[str, JobRecord | None]:
     """The Vertex AI id of ``job_id`` (a pending submission is looked up first) and its record."""
-    record, _, _, _ = locate(job_id)
+    record, _, _, _ = locate(job_id, store=store)
     if record is not None and record.extra.get("pending") and not record.state.is_terminal:
-        status = resolve_pending(record, client=client)
+        status = resolve_pending(record, client=client, store=store)
         if status.id == record.id:
             raise UsageError(f"job {job_id}: {status.message}")
-        record, _, _, _ = locate(status.id)
+        record, _, _, _ = locate(status.id, store=store)
     return (record.id if record is not None else job_id), record
 
 
-def interrupted(job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> None:
+def interrupted(
+    job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None
+) -> None:
     """Ctrl-C while following a job: :func:`tfjob.lifecycle.interrupted` on Vertex AI."""
     from ...lifecycle import interrupted as on_interrupt
 
     def cancel(job: str) -> None:
-        cancel_job(job, echo=echo, client=client, credentials=credentials)
+        cancel_job(job, echo=echo, client=client, credentials=credentials, store=store)
 
     on_interrupt(job_id, options, platform="Vertex AI", cancel=cancel, echo=echo)
 
 
 def stream_job(
-    job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, out: Callable[[str], None] = print, credentials: Any = None
+    job_id: str,
+    options: SubmitOptions,
+    *,
+    echo: Echo = _quiet,
+    out: Callable[[str], None] = print,
+    credentials: Any = None,
+    store: JobStore | None = None,
 ) -> JobStatus:
     """``--stream-logs``: the job's log lines as they arrive (``[worker-1] …``, as ``tfjob
     logs --follow`` prints them) until it ends, then its final state as :func:`follow_job`."""
     try:
-        for line in fetch_logs(job_id, follow=True, credentials=credentials, interval=poll_interval(options)):
+        for line in fetch_logs(job_id, follow=True, credentials=credentials, interval=poll_interval(options), store=store):
             out(line)
     except KeyboardInterrupt:
-        interrupted(job_id, options, echo=echo, credentials=credentials)
+        interrupted(job_id, options, echo=echo, credentials=credentials, store=store)
         raise
-    return follow_job(job_id, options, echo=echo, credentials=credentials)
+    return follow_job(job_id, options, echo=echo, credentials=credentials, store=store)
 
 
 def follow_job(
@@ -379,6 +388,7 @@ def follow_job(
     client: Any = None,
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
+    store: JobStore | None = None,
 ) -> JobStatus:
     """Wait for the job to end, printing each change of state; return the final status.
 
@@ -387,9 +397,10 @@ def follow_job(
     again; with ``cancel_on_interrupt`` the job is cancelled and JobCancelledError
     raised, as on every backend.
     """
-    _, project, region, endpoint = locate(job_id)
+    store = resolve_store(store)
+    _, project, region, endpoint = locate(job_id, store=store)
     client = client or make_client(project, region, endpoint, echo, credentials)
-    job_id, record = _settled(job_id, client)
+    job_id, record = _settled(store, job_id, client)
     interval = poll_interval(options)
     from ...restarts import _count
     from .follow import retryable_failure
@@ -398,8 +409,7 @@ def follow_job(
     max_restarts = _count(given if given is not None else (getattr(options, "max_restarts", 0) or 0), "--max-restarts", 0)
 
     def restarts_left() -> bool:
-        with JobStore() as store:
-            current = store.get(job_id)
+        current = store.get(job_id)
         done = len((current.extra.get("attempts") or [None]) if current is not None else [None]) - 1
         return current is not None and done < max_restarts
 
@@ -407,12 +417,11 @@ def follow_job(
         message = (job.get("error") or {}).get("message", "")
         retry = state is JobState.FAILED and retryable_failure(job) is not None and restarts_left()
         if not retry:  # a failure about to be retried is not the job's end
-            _record_status(job_id, job, record)
+            _record_status(store, job_id, job, record)
         echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
 
     while True:
-        with JobStore() as store:
-            record = store.get(job_id) if record is not None else None
+        record = store.get(job_id) if record is not None else None
         attempt = current_attempt(job_id, record)
         try:
             final = poll(
@@ -424,31 +433,31 @@ def follow_job(
                 sleep=sleep,
             )
         except KeyboardInterrupt:
-            interrupted(job_id, options, echo=echo, client=client)
+            interrupted(job_id, options, echo=echo, client=client, store=store)
             raise
         reason = retryable_failure(final)
         if record is None or reason is None or not restarts_left():
-            status = _record_status(job_id, final, record)
+            status = _record_status(store, job_id, final, record)
             if record.extra.get("attempts") if record is not None else None:
-                _end_attempt(job_id, status)
-                status.extra["attempts"] = _attempts_of(job_id)
+                _end_attempt(store, job_id, status)
+                status.extra["attempts"] = _attempts_of(store, job_id)
             return status
-        _resubmit(job_id, final, reason, client, echo)
+        _resubmit(store, job_id, final, reason, client, echo)
 
 
-def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None) -> None:
+def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    _, project, region, endpoint = locate(job_id)
+    store = resolve_store(store)
+    _, project, region, endpoint = locate(job_id, store=store)
     client = client or make_client(project, region, endpoint, echo, credentials)
-    job_id, record = _settled(job_id, client)
+    job_id, record = _settled(store, job_id, client)
     client.cancel_custom_job(current_attempt(job_id, record))
     if record is not None:
-        with JobStore() as store:
-            store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+        store.set_state(job_id, JobState.CANCELLING, "cancel requested")
     echo(f"asked Vertex AI to cancel job {job_id}")
 
 
-def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None) -> list[JobStatus]:
+def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> list[JobStatus]:
     """Jobs carrying the ``tfjob`` label in the configured project and region, newest first.
 
     Without a configured project, the Vertex AI jobs of the job store.
@@ -457,30 +466,29 @@ def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any 
     from ...settings import load_settings
     from .client import job_id_of
 
+    store = resolve_store(store)
     settings = load_settings()
     if client is None and not settings.project:
-        with JobStore() as store:
-            return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
+        return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
     client = client or make_client(settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
     jobs = client.list_custom_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)
     statuses = [job_status(job, job_id_of(job.get("name", ""))) for job in jobs]
-    with JobStore() as store:
-        # A job submitted again (max_restarts) is one row: its current attempt under its own id.
-        owner: dict[str, str | None] = {}
-        for record in store.list(backend="vertex"):
-            for attempt in record.extra.get("attempts") or []:
-                name = attempt.get("resource_name", "") if isinstance(attempt, dict) else ""
-                owner[job_id_of(name)] = record.id if job_id_of(name) == current_attempt(record.id, record) else None
-        kept = []
-        for job, s in zip(jobs, statuses):
-            if s.id in owner:
-                if owner[s.id] is None:
-                    continue  # an earlier attempt
-                s.id = str(owner[s.id])
-            kept.append(s)
-            if store.get(s.id) is not None and not (s.state is JobState.FAILED and _retry_pending(s.id, job)):
-                store.set_state(s.id, s.state, s.message)
-        statuses = kept
+    # A job submitted again (max_restarts) is one row: its current attempt under its own id.
+    owner: dict[str, str | None] = {}
+    for record in store.list(backend="vertex"):
+        for attempt in record.extra.get("attempts") or []:
+            name = attempt.get("resource_name", "") if isinstance(attempt, dict) else ""
+            owner[job_id_of(name)] = record.id if job_id_of(name) == current_attempt(record.id, record) else None
+    kept = []
+    for job, s in zip(jobs, statuses):
+        if s.id in owner:
+            if owner[s.id] is None:
+                continue  # an earlier attempt
+            s.id = str(owner[s.id])
+        kept.append(s)
+        if store.get(s.id) is not None and not (s.state is JobState.FAILED and _retry_pending(store, s.id, job)):
+            store.set_state(s.id, s.state, s.message)
+    statuses = kept
     return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
 
 
@@ -504,6 +512,7 @@ def fetch_logs(
     credentials: Any = None,
     interval: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    store: JobStore | None = None,
 ) -> Iterator[str]:
     """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends
     (reading again every ``interval`` seconds, default :func:`poll_interval`)."""
@@ -512,7 +521,8 @@ def fetch_logs(
     from .errors import translate
     from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
 
-    record, project, region, endpoint = locate(job_id)
+    store = resolve_store(store)
+    record, project, region, endpoint = locate(job_id, store=store)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     logged = current_attempt(record.id, record) if record is not None else job_id
     log_endpoint = logging_endpoint(endpoint)
@@ -537,7 +547,7 @@ def fetch_logs(
     vertex = make_client(project, region, endpoint, credentials=credentials)
 
     def is_done() -> bool:
-        return fetch_status(job_id, client=vertex).state.is_terminal
+        return fetch_status(job_id, client=vertex, store=store).state.is_terminal
 
     for entry in follow_entries(read, is_done, poll_interval=interval or poll_interval(), sleep=sleep, first=first):
         yield entry_line(entry)

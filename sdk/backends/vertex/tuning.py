@@ -197,10 +197,10 @@ def plan_tuning(study: StudySpec, spec: JobSpec, options: SubmitOptions, *, dry_
 
 def submit_tuning(
     study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: TuningClient | None = None,
-    credentials: Any = None,
+    credentials: Any = None, store: JobStore | None = None,
 ) -> str:
-    """Stage the packages, create the tuning job once and record it; return its id."""
-    from .service import client_credentials
+    """Stage the packages, create the tuning job once and record it in ``store``; return its id."""
+    from .service import resolve_store, client_credentials
     from .staging import stage_packages, storage_client
 
     plan, body = plan_tuning(study, spec, options, dry_run=False)
@@ -222,43 +222,47 @@ def submit_tuning(
         created=status.created or time.time(),
         extra={**status.extra, "resource_name": job["name"], "submission_id": plan.submission_id},
     )
-    with JobStore() as store:
-        if store.get(job_id) is None:
-            store.add(record)
+    store = resolve_store(store)
+    if store.get(job_id) is None:
+        store.add(record)
     echo(f"submitted Vertex AI hyperparameter tuning job {job_id} ({spec.name}): {job['name']}")
     return job_id
 
 
-def _location(job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
+def _location(store: JobStore, job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
     """The tuning job's record (if any) and its project, region and endpoint."""
     from .service import locate
 
-    return locate(job_id, BACKEND_NAME, "tuning job")
+    return locate(job_id, BACKEND_NAME, "tuning job", store=store)
 
 
-def _record(job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+def _record(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
     """Bring the store up to date with what Vertex AI said; return the status."""
     study = StudySpec.from_dict(record.extra["study"]) if record is not None and "study" in record.extra else None
     status = tuning_status(job, job_id, study)
     if record is None:
         return status
-    with JobStore() as store:
-        current = store.get(job_id)
-        extra = {**(current.extra if current else {}), **status.extra}
-        store.update(job_id, extra=extra)
-        values = {k: v for k, v in (("started", status.started), ("ended", status.ended)) if v}
-        store.set_state(job_id, status.state, status.message, **values)
+    current = store.get(job_id)
+    extra = {**(current.extra if current else {}), **status.extra}
+    store.update(job_id, extra=extra)
+    values = {k: v for k, v in (("started", status.started), ("ended", status.ended)) if v}
+    store.set_state(job_id, status.state, status.message, **values)
     status.extra = extra
     return status
 
 
-def fetch_tuning_status(job_id: str, *, client: TuningClient | None = None, credentials: Any = None) -> JobStatus:
+def fetch_tuning_status(
+    job_id: str, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
+) -> JobStatus:
     """The tuning job as Vertex AI has it (from the store alone once it has ended)."""
-    record, project, region, endpoint = _location(job_id)
+    from .service import resolve_store
+
+    store = resolve_store(store)
+    record, project, region, endpoint = _location(store, job_id)
     if record is not None and record.state.is_terminal:
         return record.to_status()
     client = client or make_tuning_client(project, region, endpoint, credentials=credentials)
-    return _record(job_id, client.get_tuning_job(job_id), record)
+    return _record(store, job_id, client.get_tuning_job(job_id), record)
 
 
 def follow_tuning(
@@ -270,6 +274,7 @@ def follow_tuning(
     client: TuningClient | None = None,
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
+    store: JobStore | None = None,
 ) -> JobStatus:
     """Poll the tuning job until it ends, showing its trials as they change; return the final status.
 
@@ -277,10 +282,11 @@ def follow_tuning(
     KeyboardInterrupt is raised again.
     """
     from .follow import MAX_POLL_INTERVAL
-    from .service import poll_interval
+    from .service import resolve_store, poll_interval
     from ...lifecycle import interrupted, poll
 
-    record, project, region, endpoint = _location(job_id)
+    store = resolve_store(store)
+    record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     first = poll_interval(options)
     last: dict[str, Any] = {"state": None, "trials": None}
@@ -297,7 +303,7 @@ def follow_tuning(
 
     try:
         return poll(
-            lambda: _record(job_id, client.get_tuning_job(job_id), record),
+            lambda: _record(store, job_id, client.get_tuning_job(job_id), record),
             on_change=on_change,
             changed=(lambda status: status.extra.get("trials", [])) if on_trials is not None else None,
             poll_interval=first,
@@ -307,63 +313,70 @@ def follow_tuning(
     except KeyboardInterrupt:
         interrupted(
             job_id, options, platform="Vertex AI", what="tuning job", status_hint="shows its trials",
-            cancel=lambda j: cancel_tuning(j, echo=echo, client=client), echo=echo,
+            cancel=lambda j: cancel_tuning(j, echo=echo, client=client, store=store), echo=echo,
         )  # fmt: skip
         raise
 
 
-def cancel_tuning(job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None) -> None:
+def cancel_tuning(
+    job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
+) -> None:
     """Ask Vertex AI to cancel the tuning job; the store shows CANCELLING until it has ended."""
-    record, project, region, endpoint = _location(job_id)
+    from .service import resolve_store
+
+    store = resolve_store(store)
+    record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     client.cancel_tuning_job(job_id)
     if record is not None:
-        with JobStore() as store:
-            store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+        store.set_state(job_id, JobState.CANCELLING, "cancel requested")
     echo(f"asked Vertex AI to cancel tuning job {job_id}")
 
 
-def list_tunings(limit: int | None = None, *, client: TuningClient | None = None, credentials: Any = None) -> list[JobStatus]:
+def list_tunings(
+    limit: int | None = None, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
+) -> list[JobStatus]:
     """Tuning jobs carrying the ``tfjob`` label in the configured project and region, newest first."""
+    from .service import resolve_store
     from .submission import DEFAULT_REGION
     from .render import TFJOB_LABEL
     from ...settings import load_settings
 
     settings = load_settings()
     if client is None and not settings.project:
-        with JobStore() as store:
-            return [r.to_status() for r in store.list(limit=limit, backend=BACKEND_NAME)]
+        return [r.to_status() for r in resolve_store(store).list(limit=limit, backend=BACKEND_NAME)]
     client = client or make_tuning_client(settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
     statuses = [tuning_status(job, job_id_of(job.get("name", ""))) for job in client.list_tuning_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)]
     return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
 
 
 def fetch_tuning_logs(
-    job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None, *, credentials: Any = None
+    job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None, *, credentials: Any = None,
+    store: JobStore | None = None,
 ) -> Iterator[str]:
     """Log lines of a tuning job; ``--task trial-3`` reads that trial's own CustomJob."""
-    from .service import fetch_logs
+    from .service import resolve_store, fetch_logs
 
+    store = resolve_store(store)
     if task is None:
         raise UsageError(f"name a trial: `tfjob logs {job_id} --task trial-N` (`tfjob status {job_id}` lists them)")
     if not task.startswith("trial-"):
         raise UsageError(f"--task {task!r}: the tasks of a tuning job are its trials, trial-1, trial-2…")
-    status = fetch_tuning_status(job_id, credentials=credentials)
+    status = fetch_tuning_status(job_id, credentials=credentials, store=store)
     trial = next((t for t in status.extra.get("trials", []) if f"trial-{t['id']}" == task), None)
     if trial is None or not trial.get("job_id"):
         raise UsageError(f"--task {task!r}: tuning job {job_id} has no such trial with a job yet")
-    record, project, region, endpoint = _location(job_id)
+    record, project, region, endpoint = _location(store, job_id)
     # The trial's CustomJob lives where its study does: record it so the Vertex backend finds it.
-    with JobStore() as store:
-        if store.get(trial["job_id"]) is None:
-            store.add(
-                JobRecord(
-                    id=trial["job_id"], backend="vertex", name=f"{status.name}-{task}", state=JobState.RUNNING,
-                    options={"project": project, "region": region, "api_endpoint": endpoint},
-                    extra={"study": job_id, "trial": trial["id"]},
-                )  # fmt: skip
-            )
-    return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials)
+    if store.get(trial["job_id"]) is None:
+        store.add(
+            JobRecord(
+                id=trial["job_id"], backend="vertex", name=f"{status.name}-{task}", state=JobState.RUNNING,
+                options={"project": project, "region": region, "api_endpoint": endpoint},
+                extra={"study": job_id, "trial": trial["id"]},
+            )  # fmt: skip
+        )
+    return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials, store=store)
 
 
 class VertexTuningBackend(Lifecycle):
@@ -385,16 +398,16 @@ class VertexTuningBackend(Lifecycle):
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
     def status(self, job_id: str) -> JobStatus:
-        return fetch_tuning_status(job_id, credentials=self.credentials)
+        return fetch_tuning_status(job_id, credentials=self.credentials, store=self.store)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials)
+        return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials, store=self.store)
 
     def _cancel(self, job_id: str) -> None:
-        cancel_tuning(job_id, echo=self.echo, credentials=self.credentials)
+        cancel_tuning(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
-        return list_tunings(limit, credentials=self.credentials)
+        return list_tunings(limit, credentials=self.credentials, store=self.store)
 
 
 BACKEND = VertexTuningBackend()
