@@ -22,6 +22,7 @@ _LAZY = {
     "report_metric": "tfjob.hypertune",
     "Tuning": "tfjob.tune",
     "StudySpec": "tfjob.study",
+    "StudyResult": "tfjob.tuning.trials",
     "Replicas": "tfjob.platforms",
     "Local": "tfjob.platforms",
     "Vertex": "tfjob.platforms",
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from .platforms import Replicas as Replicas, TFJob as TFJob, TrainJob as TrainJob, Vertex as Vertex
     from .spec import JobSpec as JobSpec, ScaleTier as ScaleTier
     from .study import StudySpec as StudySpec
+    from .tuning.trials import StudyResult as StudyResult
     from .tune import Tuning as Tuning
 
 __getattr__, _NAMES = lazy_names(__name__, _LAZY)

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .errors import JobCancelledError, JobFailedError, SpecError, UsageError
 from .job import Job
 from .study import HparamsConfig, StudySpec
 from .tuning.hparams import load_hparams
-from .backends.local.tuning import StudyResult
+from .backends.base import Tuner, tuner_of
+from .tuning.trials import StudyResult
+
+if TYPE_CHECKING:
+    from .store import JobStore
 
 #: ``--algorithm`` spellings → the platform's algorithm.
 ALGORITHM_NAMES = {
@@ -31,8 +35,6 @@ ALGORITHM_NAMES = {
     "bayesian": "ALGORITHM_UNSPECIFIED",
     "tpe": "ALGORITHM_UNSPECIFIED",
 }
-#: Where ``tfjob tune`` runs.
-TUNE_BACKENDS = ("local", "vertex")
 
 
 def parse_algorithm(text: str) -> str:
@@ -76,7 +78,12 @@ class Tuning:
         package, module: the trainer (as for :class:`tfjob.Job`).
         seed: makes a local search reproducible.
         max_trials, parallel_trials, max_failed_trials, algorithm: override the file.
+        store: the job store the study and its trials are recorded in (as for :class:`tfjob.Job`).
         **kwargs: anything :class:`tfjob.Job` takes (workers, ps, backend, dialect, …).
+
+    Tuning is a capability of the job's backend (:class:`tfjob.backends.base.Tuner`): the local
+    backend runs each trial as a local job, searched with Optuna; the Vertex AI backend creates a
+    ``HyperparameterTuningJob``.
 
     Raises:
         UsageError: the file or the job cannot be used; the backend cannot tune.
@@ -93,6 +100,7 @@ class Tuning:
         parallel_trials: int | None = None,
         max_failed_trials: int | None = None,
         algorithm: str | None = None,
+        store: JobStore | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(hparams, StudySpec):
@@ -114,95 +122,50 @@ class Tuning:
             max_failed_trials=max_failed_trials,
             algorithm=algorithm,
         )
-        self.job = Job.from_keywords(package, module, **{**config.job, **given})
-        if self.job.backend_name not in TUNE_BACKENDS:
-            raise UsageError(
-                f"--backend {self.job.backend_name} cannot tune; tfjob tune runs on --backend local (Optuna) or vertex"
-            )
+        self.job = Job.from_keywords(package, module, store=store, **{**config.job, **given})
+        self.tuner: Tuner = _tuner(self.job.backend)
 
     @property
     def backend_name(self) -> str:
         return self.job.backend_name
 
     def render(self, echo: Any = None) -> dict[str, Any]:
-        """What would run: the Vertex ``HyperparameterTuningJob`` body, or the local study and trial job."""
-        from .backends.vertex.render_tuning import describe_parameter, render_study_spec
-
-        if self.backend_name == "vertex":
-            from .backends.vertex.tuning import plan_tuning
-
-            plan, body = plan_tuning(self.study, self.job.spec, self.job.options, dry_run=True)
-            for note in plan.notes:
-                (echo or _say)(note)
-            (echo or _say)(f"dry run: would create this HyperparameterTuningJob in {plan.parent}")
-            return body
-        from .tuning.search import LOCAL_ALGORITHMS, plan_trial_count
-
-        count, _ = plan_trial_count(self.study)
-        return {
-            "backend": "local",
-            "studySpec": render_study_spec(self.study),
-            "maxTrialCount": count,
-            "parallelTrialCount": self.study.parallel_trials,
-            "maxFailedTrialCount": self.study.max_failed_trials,
-            "search": LOCAL_ALGORITHMS[self.study.algorithm],
-            "trialArgs": [describe_parameter(p) for p in self.study.parameters],
-            "trialJob": self.job.render(),
-        }
+        """What would run: the backend's study (a Vertex ``HyperparameterTuningJob`` body, or the
+        local study's plan and the job a trial runs)."""
+        self.job.build_image(push=False)
+        return self.tuner.render_study(self.study, self.job.spec, self.job.options, echo=echo or _say)
 
     def run(self, stream: TextIO | None | str = "stderr", *, cores: int | None = None, port_picker: Any = None) -> StudyResult:
         """Run the study to its end, showing its trials on ``stream`` (default stderr); return how it ended.
 
-        The result says FAILED or CANCELLED rather than raising; see :meth:`result`.
+        The result says FAILED or CANCELLED rather than raising; see :func:`check_result`.
         """
         if stream == "stderr":
             stream = sys.stderr
-        if self.backend_name == "vertex":
-            return self._run_vertex(stream)  # type: ignore[arg-type]
-        from .backends.local.tuning import LocalStudy
-
-        study = LocalStudy(
-            self.study, self.job.spec, self.job.options, seed=self.seed, cores=cores, stream=stream, port_picker=port_picker,  # type: ignore[arg-type]
-            store=self.job.store,
-        )
-        return study.run()
+        return self.tuner.run_study(
+            self.study, self.job.spec, self.job.options, stream=stream, seed=self.seed, cores=cores,  # type: ignore[arg-type]
+            port_picker=port_picker, echo=_say,
+        )  # fmt: skip
 
     def submit(self, echo: Any = None) -> str:
-        """Create the tuning job on Vertex AI and return its id at once."""
-        if self.backend_name != "vertex":
-            raise UsageError("a local study runs in this process to its end; drop --async (or use --backend vertex)")
-        from .backends.vertex.tuning import submit_tuning
+        """Start the study and return its id at once (a Vertex AI tuning job; a local study runs
+        in this process, so it cannot be submitted)."""
+        return self.tuner.submit_study(self.study, self.job.spec, self.job.options, echo=echo or _say)
 
-        return submit_tuning(
-            self.study, self.job.spec, self.job.options, echo=echo or _say, credentials=getattr(self.job.backend, "credentials", None),
-            store=self.job.store,
-        )
 
-    def _run_vertex(self, stream: TextIO | None) -> StudyResult:
-        from .model import JobState
-        from .tuning.trials import Trial, best_trial
-        from .backends.vertex.tuning import follow_tuning
-        from .tuning.view import TrialsView
+def _tuner(backend: Any) -> Tuner:
+    """The backend's tuning capability; a backend without one is a UsageError naming those that have it."""
+    tuner = tuner_of(backend)
+    if tuner is not None:
+        return tuner
+    from .backends import BACKENDS, get_backend
 
-        view = TrialsView(self.study, stream, quiet=self.job.options.quiet)
-        job_id = self.submit()
-        if not self.job.options.wait:
-            return StudyResult(job_id, JobState.QUEUED, "submitted")
-        final = follow_tuning(
-            job_id, self.job.options, on_trials=view.update, echo=_say, credentials=getattr(self.job.backend, "credentials", None),
-            store=self.job.store,
-        )
-        trials = [Trial.from_dict(t) for t in final.extra.get("trials", [])]
-        view.finish(trials, f"tuning job {job_id} {final.state.value}: {final.message or 'no message'}")
-        failed = [t for t in trials if t.failed]
-        return StudyResult(
-            job_id,
-            final.state,
-            final.message,
-            trials,
-            best_trial(trials, self.study.metric.maximize),
-            failed_trial=f"trial-{failed[-1].id}" if failed else None,
-        )
+    able = []
+    for name in BACKENDS:
+        other = tuner_of(get_backend(name))
+        if other is not None:
+            able.append(f"{name} ({other.study_search})" if other.study_search else name)
+    raise UsageError(f"--backend {backend.name} cannot tune; tfjob tune runs on --backend {' or '.join(able)}")
 
 
 def check_result(result: StudyResult) -> StudyResult:

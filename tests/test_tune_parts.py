@@ -228,3 +228,16 @@ def test_the_live_view_redraws_on_a_terminal_and_prints_news_elsewhere() -> None
     quiet = io.StringIO()
     TrialsView(study, quiet, quiet=True).update(done)
     assert quiet.getvalue() == ""
+
+
+def test_tuning_is_a_capability_a_backend_offers_not_a_branch_on_its_name() -> None:
+    import tfjob
+    from tfjob.backends import BACKENDS, get_backend
+    from tfjob.backends.base import tuner_of
+    from tfjob.tuning.trials import StudyResult
+
+    assert sorted(name for name in BACKENDS if tuner_of(get_backend(name)) is not None) == ["local", "vertex"]
+    front = (Path(__file__).resolve().parents[1] / "sdk" / "tune.py").read_text()
+    assert "backend_name ==" not in front and "backends.local" not in front and "backends.vertex" not in front
+    # The study's result is the shared model every tuning backend returns, public as tfjob.StudyResult.
+    assert tfjob.StudyResult is StudyResult and StudyResult.__module__ == "tfjob.tuning.trials"

@@ -13,7 +13,7 @@ submit, Ctrl-C, cancelling a job that has already ended — is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Iterator, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, TextIO, TypeVar, runtime_checkable
 
 from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
 from ..model import JobState, JobStatus, SubmitOptions, TaskStatus
@@ -21,10 +21,12 @@ from ..spec import JobSpec
 
 if TYPE_CHECKING:
     from ..store import JobStore
+    from ..study import StudySpec
+    from ..tuning.trials import StudyResult
 
 B = TypeVar("B", bound="Backend")
 
-__all__ = ["Backend", "GoogleCloudOptions", "JobState", "JobStatus", "SubmitOptions", "TaskStatus"]
+__all__ = ["Backend", "GoogleCloudOptions", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "Tuner", "tuner_of"]
 
 
 @dataclass
@@ -81,3 +83,32 @@ class Backend(Protocol):
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Known jobs, newest first."""
+
+
+@runtime_checkable
+class Tuner(Protocol):
+    """A capability a backend may offer: running a hyperparameter study whose trials are jobs of
+    that backend (:class:`tfjob.Tuning` asks the job's backend for it; ``tfjob tune`` on a backend
+    without it is one line, exit 2). The local backend searches with Optuna, each trial a local
+    job; the Vertex AI backend creates a ``HyperparameterTuningJob``.
+    """
+
+    #: What proposes the trials, as a user reads it ("Optuna"); "" for the platform's own search.
+    study_search: str
+
+    def render_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None]) -> dict[str, Any]:
+        """What the study would run (no credentials, nothing started)."""
+
+    def run_study(
+        self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, stream: TextIO | None, seed: int | None,
+        cores: int | None, port_picker: Any, echo: Callable[[str], None],
+    ) -> StudyResult:
+        """Run the study to its end (or submit it, without ``options.wait``), its trials shown on ``stream``."""
+
+    def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None]) -> str:
+        """Start the study and return its id at once (UsageError where a study runs in this process)."""
+
+
+def tuner_of(backend: object) -> Tuner | None:
+    """``backend`` as a :class:`Tuner`, or None when it cannot tune."""
+    return backend if isinstance(backend, Tuner) else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from ..model import JobState
 from ..study import StudySpec
 
 #: Trial states: a proposed trial is QUEUED; one that ended without reporting the
@@ -142,3 +143,26 @@ def render_study_status(extra: Mapping[str, Any]) -> str:
         render_best(study, best) if trials else "no trial has started yet",
     ]
     return "\n".join(lines)
+
+
+@dataclass
+class StudyResult:
+    """How a study ended, on any backend that tunes (:meth:`tfjob.Tuning.run` returns it).
+
+    Attributes:
+        id: the study's id in the job store (a Vertex AI tuning job's id there).
+        state: SUCCEEDED, FAILED or CANCELLED (QUEUED: submitted, not followed).
+        message: one line on why.
+        trials: every trial, in order.
+        best: the best trial, if any reported the metric.
+        failed_trial: the trial that failed last (its job shows why).
+        log_tail: the last lines of that trial's failing task.
+    """
+
+    id: str
+    state: JobState
+    message: str
+    trials: list[Trial] = field(default_factory=list)
+    best: Trial | None = None
+    failed_trial: str | None = None
+    log_tail: str = ""

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...errors import UsageError
 from ...spec import JobSpec
@@ -22,6 +22,10 @@ from ...lifecycle import Lifecycle
 from ...model import normalize_task, options_as
 from ..base import JobState, JobStatus, SubmitOptions
 from .options import LocalOptions
+
+if TYPE_CHECKING:
+    from ...study import StudySpec
+    from ...tuning.trials import StudyResult
 
 
 #: Up to this many tasks, ``render`` writes each task's environment in full.
@@ -261,6 +265,41 @@ class LocalBackend(Lifecycle):
         if store.pending_requests(record.id):
             raise BackendError(f"the launcher of job {record.id} did not take the preemption of {name} within {wait:g}s")
         return name
+
+    # -- tuning (tfjob.backends.base.Tuner): trials as local jobs, proposed by Optuna ----------
+    study_search = "Optuna"
+
+    def render_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None]) -> dict[str, Any]:
+        """The study's plan: its search, its counts, each trial's arguments and the job a trial runs."""
+        from ...tuning.render import describe_parameter, render_study_spec
+        from ...tuning.search import LOCAL_ALGORITHMS, plan_trial_count
+
+        count, _ = plan_trial_count(study)
+        return {
+            "backend": "local",
+            "studySpec": render_study_spec(study),
+            "maxTrialCount": count,
+            "parallelTrialCount": study.parallel_trials,
+            "maxFailedTrialCount": study.max_failed_trials,
+            "search": LOCAL_ALGORITHMS[study.algorithm],
+            "trialArgs": [describe_parameter(p) for p in study.parameters],
+            "trialJob": self.render(spec, options),
+        }
+
+    def run_study(
+        self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, stream: TextIO | None = None, seed: int | None = None,
+        cores: int | None = None, port_picker: Any = None, echo: Callable[[str], None] | None = None,
+    ) -> StudyResult:
+        """Run the study here to its end, recorded in this backend's store (see :mod:`.tuning`)."""
+        from .tuning import LocalStudy
+
+        local = LocalStudy(
+            study, spec, options_as(LocalOptions, options), seed=seed, cores=cores, stream=stream, port_picker=port_picker, store=self.store
+        )
+        return local.run()
+
+    def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
+        raise UsageError("a local study runs in this process to its end; drop --async (or use --backend vertex)")
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Local jobs, newest first."""

@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,36 +36,13 @@ from ...store import JobRecord, JobStore, TaskRecord, process_start_time
 from ...study import StudySpec
 from ...tuning.metrics import fetch_trial_metric
 from ...tuning.search import Search, plan_trial_count
-from ...tuning.trials import Trial, best_trial, render_best, render_trial_line
+from ...tuning.trials import StudyResult, Trial, best_trial, render_best, render_trial_line
 from ...tuning.view import TrialsView
 
 #: The trial's metrics file, as the platforms name it to the trainer.
 METRIC_FILE_ENV = "CLOUD_ML_HP_METRIC_FILE"
 _TRIAL_STATE = {"QUEUED": JobState.QUEUED, "RUNNING": JobState.RUNNING, "SUCCEEDED": JobState.SUCCEEDED,
                 "INFEASIBLE": JobState.FAILED, "FAILED": JobState.FAILED, "CANCELLED": JobState.CANCELLED}  # fmt: skip
-
-
-@dataclass
-class StudyResult:
-    """How a study ended.
-
-    Attributes:
-        id: the study's id in the job store.
-        state: SUCCEEDED, FAILED or CANCELLED.
-        message: one line on why.
-        trials: every trial, in order.
-        best: the best trial, if any reported the metric.
-        failed_trial: the trial that failed last (its job shows why).
-        log_tail: the last lines of that trial's failing task.
-    """
-
-    id: str
-    state: JobState
-    message: str
-    trials: list[Trial] = field(default_factory=list)
-    best: Trial | None = None
-    failed_trial: str | None = None
-    log_tail: str = ""
 
 
 def available_cores() -> int:

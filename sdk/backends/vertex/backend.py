@@ -13,13 +13,17 @@ Google libraries are imported inside the methods that talk to Google.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
 from ...model import options_as
 from ..base import JobStatus, SubmitOptions
 from .options import VertexOptions
+
+if TYPE_CHECKING:
+    from ...study import StudySpec
+    from ...tuning.trials import StudyResult
 
 
 class VertexBackend(Lifecycle):
@@ -88,6 +92,38 @@ class VertexBackend(Lifecycle):
         from .service import cancel_job
 
         cancel_job(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+
+    # -- tuning (tfjob.backends.base.Tuner): a HyperparameterTuningJob ----------------------
+    study_search = ""
+
+    def render_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None]) -> dict[str, Any]:
+        """The ``HyperparameterTuningJob`` body (no credentials, no network)."""
+        from .tuning import plan_tuning
+
+        plan, body = plan_tuning(study, spec, options_as(VertexOptions, options), dry_run=True)
+        for note in plan.notes:
+            echo(note)
+        echo(f"dry run: would create this HyperparameterTuningJob in {plan.parent}")
+        return body
+
+    def run_study(
+        self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, stream: TextIO | None = None, seed: int | None = None,
+        cores: int | None = None, port_picker: Any = None, echo: Callable[[str], None] | None = None,
+    ) -> StudyResult:
+        """Create the tuning job and follow it to its end (``options.wait``), its trials on ``stream``."""
+        from .tuning import run_tuning
+
+        return run_tuning(
+            study, spec, options_as(VertexOptions, options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store
+        )
+
+    def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
+        """Create the tuning job; return its id at once."""
+        from .tuning import submit_tuning
+
+        return submit_tuning(
+            study, spec, options_as(VertexOptions, options), echo=echo or self.echo, credentials=self.credentials, store=self.store
+        )
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Jobs tfjob submitted (the ``tfjob`` label) in the configured project and region, newest first."""

@@ -16,38 +16,10 @@ from typing import Any, Mapping, Sequence
 
 from ...model import SubmitOptions
 from ...spec import JobSpec
-from ...study import ParameterSpec, StudySpec
+from ...study import StudySpec
+from ...tuning.render import describe_parameter, render_parameter, render_study_spec
 
-def render_parameter(p: ParameterSpec) -> dict[str, Any]:
-    """One ``StudySpec.ParameterSpec``."""
-    body: dict[str, Any] = {"parameterId": p.name}
-    if p.type == "DOUBLE":
-        body["doubleValueSpec"] = {"minValue": float(p.min_value), "maxValue": float(p.max_value)}  # type: ignore[arg-type]
-    elif p.type == "INTEGER":
-        # int64 fields are strings in the API's JSON.
-        body["integerValueSpec"] = {"minValue": str(int(p.min_value)), "maxValue": str(int(p.max_value))}  # type: ignore[arg-type]
-    elif p.type == "CATEGORICAL":
-        body["categoricalValueSpec"] = {"values": [str(v) for v in p.values]}
-    else:
-        body["discreteValueSpec"] = {"values": [float(v) for v in p.values]}
-    if p.scale:
-        body["scaleType"] = p.scale
-    return body
-
-
-def render_study_spec(study: StudySpec) -> dict[str, Any]:
-    """The Vertex AI ``StudySpec`` of a study."""
-    body: dict[str, Any] = {
-        "metrics": [{"metricId": study.metric.tag, "goal": study.metric.goal}],
-        "parameters": [render_parameter(p) for p in study.parameters],
-    }
-    if study.algorithm != "ALGORITHM_UNSPECIFIED":
-        body["algorithm"] = study.algorithm
-    if study.observation_noise:
-        body["observationNoise"] = study.observation_noise
-    if study.measurement != "LAST_MEASUREMENT":
-        body["measurementSelectionType"] = study.measurement
-    return body
+__all__ = ["describe_parameter", "render_hyperparameter_tuning_job", "render_parameter", "render_study_spec", "wrap_tuning_job"]
 
 
 def wrap_tuning_job(study: StudySpec, custom_job: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,12 +69,3 @@ def render_hyperparameter_tuning_job(
         bootstrap_uri=bootstrap_uri,
     )  # fmt: skip
     return wrap_tuning_job(study, custom)
-
-
-def describe_parameter(p: ParameterSpec) -> str:
-    """``--learning_rate=<DOUBLE 0.0001..0.1 UNIT_LOG_SCALE>``: a trial argument before it has a value."""
-    if p.type in ("DOUBLE", "INTEGER"):
-        what = f"{p.type} {p.min_value:g}..{p.max_value:g}"  # type: ignore[str-format]
-    else:
-        what = f"{p.type} " + "|".join(p.format_value(v) for v in p.values)
-    return f"--{p.name}=<{what}{' ' + p.scale if p.scale else ''}>"

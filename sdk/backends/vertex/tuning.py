@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TextIO
 
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import AuthError, SpecError, UsageError
@@ -25,7 +25,7 @@ from ...lifecycle import Lifecycle
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ...study import StudySpec
-from ...tuning.trials import Trial, best_trial, render_best
+from ...tuning.trials import StudyResult, Trial, best_trial, render_best
 
 #: The backend name tuning jobs are recorded under.
 BACKEND_NAME = "vertex-tuning"
@@ -227,6 +227,34 @@ def submit_tuning(
         store.add(record)
     echo(f"submitted Vertex AI hyperparameter tuning job {job_id} ({spec.name}): {job['name']}")
     return job_id
+
+
+def run_tuning(
+    study: StudySpec, spec: JobSpec, options: SubmitOptions, stream: TextIO | None, *, echo: Echo = _quiet,
+    credentials: Any = None, store: JobStore | None = None,
+) -> StudyResult:
+    """Create the tuning job and, with ``options.wait``, follow it to its end showing its trials
+    on ``stream``; how it ended (QUEUED: submitted, not followed)."""
+    from ...tuning.view import TrialsView
+    from .service import resolve_store
+
+    store = resolve_store(store)
+    view = TrialsView(study, stream, quiet=options.quiet)
+    job_id = submit_tuning(study, spec, options, echo=echo, credentials=credentials, store=store)
+    if not options.wait:
+        return StudyResult(job_id, JobState.QUEUED, "submitted")
+    final = follow_tuning(job_id, options, on_trials=view.update, echo=echo, credentials=credentials, store=store)
+    trials = [Trial.from_dict(t) for t in final.extra.get("trials", [])]
+    view.finish(trials, f"tuning job {job_id} {final.state.value}: {final.message or 'no message'}")
+    failed = [t for t in trials if t.failed]
+    return StudyResult(
+        job_id,
+        final.state,
+        final.message,
+        trials,
+        best_trial(trials, study.metric.maximize),
+        failed_trial=f"trial-{failed[-1].id}" if failed else None,
+    )
 
 
 def _location(store: JobStore, job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
