@@ -253,6 +253,87 @@ def test_bad_configuration_through_the_real_console_script(tmp_path: Path) -> No
     )
 
 
+# --- the options: argparse only when the plain spellings do not do ------------------------------
+
+_TOKENS = [
+    "--module", "-m", "--script", "--package", "--strategy", "--job-dir", "--tf-config", "--check-port", "-h", "--help",
+    "--mod", "--module=trainer.task", "--strategy=auto", "--tf-config=tf2", "--check-port=1", "--job-dir=", "-mx",
+    "trainer.task", "run.py", "gs://b/t.whl", "module", "parameter-server", "auto", "multi-worker", "tf2", "platform",
+    "bogus", "", "-1", "-x", "--other", "--package=p.tar.gz",
+]  # fmt: skip
+
+
+def _argparse_reads(argv: list[str]) -> dict[str, object] | None:
+    from tfjob.container.bootstrap import _build_parser
+
+    try:
+        return vars(_build_parser().parse_args(argv))
+    except SystemExit:
+        return None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        # What the local launcher and every platform's request give (tfjob.cluster.dispatch.bootstrap_args).
+        ["--check-port", "--module", "triv.task", "--strategy", "multi-worker"],
+        ["--package", "/tfjob/packages/a.tar.gz", "--package", "b.whl", "--check-port", "--module", "t.task", "--strategy",
+         "parameter-server", "--tf-config", "tf2", "--job-dir", "gs://bucket/run"],
+        ["--script", "dist_mnist.py", "--job-dir=/out", "--tf-config=platform"],
+        ["-m", "trainer.task", "--job-dir", ""],
+    ],
+)  # fmt: skip
+def test_the_plain_options_are_read_without_argparse_as_argparse_reads_them(argv: list[str]) -> None:
+    from tfjob.container.bootstrap import _parse_fast
+
+    fast = _parse_fast(argv)
+    assert fast is not None and vars(fast) == _argparse_reads(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [[], ["--help"], ["--module", "a", "--script", "b"], ["--mod", "a"], ["--module"], ["--module", "-x"], ["-mx"],
+     ["--strategy", "bogus", "--module", "a"], ["--check-port=1", "--module", "a"], ["--module", "a", "extra"],
+     ["--module", "a", "--module", "b"], ["--check-port", "--check-port", "-m", "a"]],
+)  # fmt: skip
+def test_anything_else_is_left_to_argparse(argv: list[str]) -> None:
+    from tfjob.container.bootstrap import _parse_fast
+
+    assert _parse_fast(argv) is None
+
+
+def test_the_fast_reading_agrees_with_argparse_on_any_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hypothesis import given, strategies as st
+
+    from tfjob.container.bootstrap import _parse_fast
+
+    monkeypatch.delenv("TFJOB_TF_CONFIG_MODE", raising=False)
+
+    @given(st.lists(st.sampled_from(_TOKENS), max_size=8))
+    def agree(argv: list[str]) -> None:
+        fast = _parse_fast(argv)
+        if fast is not None:  # None: argparse reads them (and words the error)
+            assert vars(fast) == _argparse_reads(argv)
+
+    agree()
+
+
+def test_the_tf_config_default_comes_from_the_environment_unchecked_as_argparse_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfjob.container.bootstrap import _parse_fast
+
+    monkeypatch.setenv("TFJOB_TF_CONFIG_MODE", "tf2")
+    argv = ["--module", "a"]
+    assert vars(_parse_fast(argv) or {}) == _argparse_reads(argv)
+    assert _argparse_reads(argv)["tf_config"] == "tf2"  # type: ignore[index]
+
+
+def test_a_task_started_the_usual_way_imports_no_argparse(trainer_dir: Path) -> None:
+    env = _env(**render_task_env({"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "worker", 0, "vertex"))
+    used = _imported(["-m", "tfjob.container.bootstrap", "--module", "trainer.probe", "--strategy", "multi-worker"], trainer_dir, env)
+    assert "tfjob.cluster" in used and "argparse" not in used and "gettext" not in used
+    assert "argparse" in _imported(["-m", "tfjob.container.bootstrap", "--help"], trainer_dir, env)
+
+
 # --- --check-port ----------------------------------------------------------------------------
 
 

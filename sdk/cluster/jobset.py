@@ -21,10 +21,10 @@ variable on every backend. Stdlib only (the bootstrap imports it).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping  # not typing: ~3 ms of every task's start
 
 from ..errors import ClusterConfigError
+from ..lazy import LazyPattern
 from .render import ROLES, render_task_env
 
 #: Variables tfjob renders into every JobSet pod.
@@ -49,7 +49,7 @@ COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 #: Bounds: what a Kubernetes job can hold.
 MAX_TASKS_PER_ROLE = 2**31 - 1
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
+_NAME_RE = LazyPattern(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")  # compiled in a JobSet pod only
 
 
 def render_roles(counts: Mapping[str, int]) -> str:

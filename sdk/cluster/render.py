@@ -35,8 +35,6 @@ platforms' documentation and the Kubeflow training operator's source:
 
 from __future__ import annotations
 
-import json
-
 from ..errors import ClusterConfigError
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
@@ -88,6 +86,8 @@ def _check_task(cluster: dict[str, list[str]], role: str, index: int) -> None:
 
 def _dump(value: Any) -> str:
     # Google's services write TF_CONFIG with Python's default JSON separators.
+    import json  # here: the bootstrap imports this module and renders nothing
+
     return json.dumps(value)
 
 
@@ -95,6 +95,8 @@ def _dump_go(value: Any) -> str:
     # The Kubeflow operator is Go: encoding/json writes compact JSON, struct fields in
     # declaration order (callers build dicts in that order) and map keys sorted
     # (callers sort the cluster map).
+    import json
+
     return json.dumps(value, separators=(",", ":"))
 
 

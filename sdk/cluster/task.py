@@ -14,9 +14,7 @@ offending part; nothing else escapes (a property test feeds arbitrary JSON).
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
 from ..errors import ClusterConfigError
 from .render import ROLES
@@ -41,12 +39,15 @@ PARSED_DIALECTS: tuple[str, ...] = (
 
 #: A platform's task type → the canonical role.
 _ROLE_OF = {"chief": "chief", "master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
-_POOL_RE = re.compile(r"^workerpool([0-3])\Z")
+#: Vertex AI's worker pool names (a set, not a pattern: ``re`` costs every task's start).
+_POOLS = frozenset(f"workerpool{n}" for n in range(4))
 _QUOTE_LIMIT = 120
 
 
 def _quote(value: Any) -> str:
     """A short, printable rendering of the offending part for a one-line message."""
+    import json
+
     try:
         text = json.dumps(value, ensure_ascii=True)
     except (TypeError, ValueError):
@@ -159,6 +160,8 @@ def local_task(dialect: str = "none", *, source: str | None = None, job: Any = N
 
 
 def _load(variable: str, text: str) -> dict[str, Any]:
+    import json  # here, not at the top: a task that finds no TF_CONFIG never pays for it
+
     try:
         data = json.loads(text)
     except ValueError as e:  # JSONDecodeError; also lone surrogates and the like
@@ -357,7 +360,7 @@ def parse_cluster_spec(text: str, env: Mapping[str, str] | None = None) -> TaskI
         task = {}
     if not isinstance(task, dict):
         raise ClusterConfigError(f"CLUSTER_SPEC \"task\" must be an object with type and index: {_quote(task)}")
-    pools = [name for name in jobs if _POOL_RE.match(name)]
+    pools = [name for name in jobs if name in _POOLS]
     if pools:
         if len(pools) != len(jobs):
             others = [name for name in jobs if name not in pools]
@@ -471,6 +474,8 @@ def render_bootstrap_env(info: TaskInfo, env: Mapping[str, str] | None = None, m
     }
     if mode == "platform":
         return out
+    import json
+
     tf_config = info.tf_config()
     if tf_config is None:
         out["TF_CONFIG"] = None
@@ -494,6 +499,8 @@ def _extra_keys(text: str) -> dict[str, Any]:
     """The keys of a TF_CONFIG that :meth:`TaskInfo.tf_config` does not write (rpc_layer…)."""
     if not text.strip():
         return {}
+    import json
+
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
