@@ -13,7 +13,10 @@ from typing import Any, Iterable, Mapping
 
 from .config_doc import BOOTSTRAP, BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
 from .machines import did_you_mean
-from .spec import ROLES, SCHEDULING_STRATEGIES, check_boot_disk
+from .spec import ROLES, check_boot_disk
+
+#: Vertex AI ``scheduling.strategy`` values tfjob renders (STANDARD is on-demand VMs).
+SCHEDULING_STRATEGIES: tuple[str, ...] = ("STANDARD", "SPOT", "FLEX_START")
 
 CUSTOM_JOB_KEYS = ("displayName", "labels", "jobSpec", "encryptionSpec")
 CUSTOM_JOB_OUTPUT_ONLY = (

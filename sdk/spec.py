@@ -390,11 +390,7 @@ _TYPES = {
     "image": (str, type(None)),
     "job_dir": (str, os.PathLike, type(None)),
     "service_account": (str, type(None)),
-    "network": (str, type(None)),
     "region": (str, type(None)),
-    "tensorboard": (str, type(None)),
-    "experiment": (str, type(None)),
-    "experiment_run": (str, type(None)),
 }
 
 
@@ -478,60 +474,6 @@ def _check_labels(labels: Mapping[str, str]) -> None:
             )
 
 
-#: Vertex AI ``scheduling.strategy`` values tfjob renders (STANDARD is on-demand VMs).
-SCHEDULING_STRATEGIES: tuple[str, ...] = ("STANDARD", "SPOT", "FLEX_START")
-_KMS_KEY_RE = LazyPattern(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+\Z")
-_RESERVATION_RE = LazyPattern(r"^projects/[^/\s]+/zones/[^/\s]+/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-_RESOURCE_ID_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-_ATTACHMENT_RE = LazyPattern(r"^projects/[^/\s]+/regions/[^/\s]+/networkAttachments/[^/\s]+\Z")
-_IP_RANGE_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
-
-
-def _check_platform_knobs(spec: "JobSpec") -> None:
-    """Scheduling, reservations, encryption and networking (Vertex AI), checked as the API would."""
-    strategy = spec.scheduling_strategy
-    if strategy is not None and strategy not in SCHEDULING_STRATEGIES:
-        raise SpecError(
-            f"scheduling strategy {strategy!r} is not one of {', '.join(SCHEDULING_STRATEGIES)}"
-            f"{did_you_mean(str(strategy), SCHEDULING_STRATEGIES)} (--spot, --flex-start)"
-        )
-    if spec.max_wait is not None:
-        if isinstance(spec.max_wait, bool) or not isinstance(spec.max_wait, (int, float)) or not 0 < spec.max_wait < float("inf"):
-            raise SpecError(f"--max-wait {spec.max_wait!r} must be a positive duration (seconds, or 2h, 30m)")
-        if strategy != "FLEX_START":
-            raise SpecError("--max-wait is how long a Flex-start job waits for its machines; add --flex-start (or drop --max-wait)")
-    if spec.reservation is not None and spec.reservation not in ("any", "none") and not _RESERVATION_RE.match(str(spec.reservation)):
-        raise SpecError(
-            f"--reservation {spec.reservation!r} must be any, none, or a reservation's full name "
-            "(projects/PROJECT/zones/ZONE/reservations/NAME)"
-        )
-    if spec.reservation not in (None, "none") and strategy in ("SPOT", "FLEX_START"):
-        raise SpecError(f"--reservation cannot be combined with --{strategy.lower().replace('_', '-')}: reserved machines are on-demand")
-    if spec.persistent_resource_id is not None and not _RESOURCE_ID_RE.match(str(spec.persistent_resource_id)):
-        raise SpecError(
-            f"--persistent-resource {spec.persistent_resource_id!r} must be a persistent resource's id "
-            "(lower-case letters, digits and -, 1-63 characters)"
-        )
-    if spec.kms_key is not None and not _KMS_KEY_RE.match(str(spec.kms_key)):
-        raise SpecError(
-            f"--kms-key {spec.kms_key!r} must be a Cloud KMS key's full name "
-            "(projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY)"
-        )
-    for name in spec.reserved_ip_ranges:
-        if not isinstance(name, str) or not _IP_RANGE_RE.match(name):
-            raise SpecError(f"--reserved-ip-range {name!r} must be the name of a reserved range in the peered network")
-    if spec.reserved_ip_ranges and not spec.network:
-        raise SpecError("--reserved-ip-range names ranges of the peered VPC network: add --network")
-    if spec.network_attachment is not None:
-        if not _ATTACHMENT_RE.match(str(spec.network_attachment)):
-            raise SpecError(
-                f"--network-attachment {spec.network_attachment!r} must be a network attachment's full name "
-                "(projects/PROJECT/regions/REGION/networkAttachments/NAME)"
-            )
-        if spec.network:
-            raise SpecError("--network-attachment (Private Service Connect) and --network (VPC peering) are alternatives; give one")
-
-
 def check_job_name(name: str) -> None:
     """Raise SpecError unless Vertex AI would take ``name`` as a display name."""
     if not isinstance(name, str) or not name.strip():
@@ -561,19 +503,16 @@ class JobSpec:
         job_dir: where the trainer writes (passed as ``--job-dir``; Vertex ``baseOutputDirectory``).
         labels: labels for the cloud resource.
         service_account: the service account the tasks run as.
-        network: the VPC network to peer with.
         timeout: maximum running time in seconds.
-        restart_job_on_worker_restart: restart the whole job when a worker restarts.
         scale_tier: the tier the pools came from, if any.
         region: the region from a config file (flags and settings may override it).
         runtime_version, python_version: legacy AI Platform runtime settings.
         use_chief: name the primary task ``chief`` (True) or ``master`` (False) in the
             legacy AI Platform TF_CONFIG; None leaves it to the runtime version.
-        enable_web_access: Vertex interactive shell access to the tasks.
-        tensorboard: a Vertex TensorBoard resource name to stream to.
-        experiment: the Vertex AI Experiment the job is logged to (a name, or the context's
-            resource name ``projects/P/locations/R/metadataStores/default/contexts/NAME``).
-        experiment_run: the run of that experiment (a name, or the run context's resource name).
+
+    What only one platform has (Vertex AI's scheduling, encryption, networking, TensorBoard,
+    experiments; Kubernetes' namespace and pod template…) is not here: it is that backend's
+    options, declared and validated in its folder (:mod:`tfjob.knobs`).
     """
 
     name: str
@@ -588,27 +527,12 @@ class JobSpec:
     job_dir: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     service_account: str | None = None
-    network: str | None = None
     timeout: float | None = None
-    restart_job_on_worker_restart: bool = False
     scale_tier: ScaleTier | None = None
     region: str | None = None
     runtime_version: str | None = None
     python_version: str | None = None
     use_chief: bool | None = None
-    enable_web_access: bool = False
-    tensorboard: str | None = None
-    experiment: str | None = None
-    experiment_run: str | None = None
-    scheduling_strategy: str | None = None
-    max_wait: float | None = None
-    disable_retries: bool = False
-    reservation: str | None = None
-    persistent_resource_id: str | None = None
-    kms_key: str | None = None
-    reserved_ip_ranges: tuple[str, ...] = ()
-    network_attachment: str | None = None
-    enable_dashboard_access: bool = False
     requirements: str | None = None
     #: A container image's entrypoint, replaced (``--command``; image jobs without a module).
     command: tuple[str, ...] = ()
@@ -669,12 +593,10 @@ class JobSpec:
             from .limits import check_seconds
 
             object.__setattr__(self, "timeout", check_seconds(self.timeout, "--timeout"))
-        object.__setattr__(self, "reserved_ip_ranges", tuple(self.reserved_ip_ranges))
         if isinstance(self.requirements, os.PathLike):
             object.__setattr__(self, "requirements", os.fspath(self.requirements))
         if self.requirements is not None and has_image and not self.package:
             raise SpecError("--requirements lists a trainer directory's dependencies; an --image brings its own (install them in the image)")
-        _check_platform_knobs(self)
 
     # -- views -------------------------------------------------------------------
     def pool(self, role: str) -> Pool | None:
@@ -742,15 +664,26 @@ class JobSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "JobSpec":
         known = {f.name for f in dataclasses.fields(cls)}
+        # A record written before the Vertex AI knobs moved to the backends' options holds them
+        # (a record's spec is rebuilt for the local and Kubernetes backends, which never read them).
+        data = {k: v for k, v in data.items() if k not in _MOVED_TO_OPTIONS}
         unknown = set(data) - known
         if unknown:
             raise SpecError(f"unknown job spec fields: {', '.join(sorted(unknown))}")
         values = dict(data)
         values["pools"] = tuple(Pool.from_dict(p) for p in data["pools"])
-        for name in ("args", "packages", "reserved_ip_ranges", "command"):
+        for name in ("args", "packages", "command"):
             if name in values:
                 values[name] = tuple(values[name])
         return cls(**values)
+
+
+#: JobSpec fields that are now a backend's options (Vertex AI's, Google Cloud's).
+_MOVED_TO_OPTIONS = frozenset({
+    "network", "restart_job_on_worker_restart", "enable_web_access", "tensorboard", "experiment", "experiment_run",
+    "scheduling_strategy", "max_wait", "disable_retries", "reservation", "persistent_resource_id", "kms_key",
+    "reserved_ip_ranges", "network_attachment", "enable_dashboard_access",
+})  # fmt: skip
 
 
 def tier_pools(tier: ScaleTier) -> list[Pool]:
@@ -850,8 +783,6 @@ def build_spec(
     worker_boot_disk_size: int | None = None,
     ps_boot_disk_size: int | None = None,
     evaluator_boot_disk_size: int | None = None,
-    spot: bool = False,
-    flex_start: bool = False,
     chief_args: Sequence[str] | None = None,
     worker_args: Sequence[str] | None = None,
     ps_args: Sequence[str] | None = None,
@@ -875,8 +806,7 @@ def build_spec(
     such jobs; Vertex AI and AI Platform always have a chief and refuse them).
 
     ``boot_disk_type`` / ``boot_disk_size`` (GB) apply to every pool, the ``<role>_boot_disk_*``
-    options to one pool. ``spot`` and ``flex_start`` choose the scheduling strategy
-    (``scheduling_strategy`` names it directly: STANDARD, SPOT or FLEX_START).
+    options to one pool.
 
     ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
     """
@@ -982,13 +912,6 @@ def build_spec(
         )
         for p in pools
     ]
-    if spot or flex_start:
-        if spot and flex_start:
-            raise SpecError("--spot and --flex-start are two scheduling strategies; choose one")
-        chosen = "SPOT" if spot else "FLEX_START"
-        if settings.get("scheduling_strategy") not in (None, chosen):
-            raise SpecError(f"scheduling strategy {settings['scheduling_strategy']} and --{'spot' if spot else 'flex-start'} disagree; give one")
-        settings["scheduling_strategy"] = chosen
     return JobSpec(
         name=name,
         pools=tuple(pools),

@@ -70,7 +70,7 @@ def test_vertex_custom_job_spec_of_the_same_job_gives_the_same_pools() -> None:
     assert vertex.spec.package == "gs://census-bucket/staging/trainer-0.1.tar.gz"
     assert vertex.spec.args == ("--train-steps", "1000")
     assert vertex.spec.timeout == 7200.0
-    assert vertex.spec.restart_job_on_worker_restart is True
+    assert vertex.options.restart_job_on_worker_restart is True  # type: ignore[attr-defined]
     assert vertex.spec.job_dir == "gs://census-bucket/output"
     assert vertex.spec.service_account == "trainer@census-project.iam.gserviceaccount.com"
     assert vertex.options.executor_image == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest"
@@ -86,14 +86,16 @@ def test_vertex_custom_job_with_placeholder_pools_and_containers() -> None:
     assert values["image"] == "us-docker.pkg.dev/census-project/trainers/census:1"
     assert values["env"] == {"TF_CPP_MIN_LOG_LEVEL": "1"}
     assert "workers" not in values and "ps" not in values
-    spec = Job(config=str(CONFIGS / "vertex_custom_job.json")).spec
+    job = Job(config=str(CONFIGS / "vertex_custom_job.json"), backend="vertex")
+    spec, options = job.spec, job.options
     assert spec.pools == (
         Pool("chief", 1, Machine("n1-standard-8", Accelerator("NVIDIA_TESLA_T4", 2))),
         Pool("evaluator", 1, Machine("n1-standard-4")),
     )
     assert spec.module is None and spec.args == ("--epochs", "5")
-    assert (spec.network, spec.enable_web_access) == ("projects/12345/global/networks/default", True)
-    assert spec.tensorboard == "projects/12345/locations/us-central1/tensorboards/678"
+    # Vertex AI's own knobs are the Vertex options (a local run of the same file leaves them out).
+    assert (options.network, options.enable_web_access) == ("projects/12345/global/networks/default", True)  # type: ignore[attr-defined]
+    assert options.tensorboard == "projects/12345/locations/us-central1/tensorboards/678"  # type: ignore[attr-defined]
 
 
 def test_legacy_job_from_the_api_with_every_field() -> None:
@@ -110,7 +112,7 @@ def test_legacy_job_from_the_api_with_every_field() -> None:
     assert spec.args == ("--train-steps", "5000", "--verbosity", "DEBUG")
     assert (spec.runtime_version, spec.python_version, spec.use_chief) == ("2.11", "3.7", True)
     assert (spec.timeout, spec.job_dir, spec.labels) == (7200.0, "gs://census-bucket/output", {"team": "census"})
-    assert (spec.network, spec.service_account, spec.enable_web_access) == (
+    assert (job.options.network, spec.service_account, job.options.enable_web_access) == (  # type: ignore[attr-defined]
         "projects/12345/global/networks/default",
         "trainer@census-project.iam.gserviceaccount.com",
         True,

@@ -75,13 +75,13 @@ CASES: dict[str, Callable[[], tuple[JobSpec, GoogleCloudOptions]]] = {
             package="dist/trainer-0.2.tar.gz",
             packages=["gs://census-bucket/deps/utils-1.0.tar.gz", "wheels/extra-2.0-py3-none-any.whl"],
             args=["--verbosity", "DEBUG"],
-            network="projects/12345/global/networks/default",
             service_account="trainer@census-project.iam.gserviceaccount.com",
             use_chief=True,
-            enable_web_access=True,
             timeout=5400.5,
         ),
-        GoogleCloudOptions(region="us-east1", staging_bucket="gs://census-bucket/"),
+        GoogleCloudOptions(
+            region="us-east1", staging_bucket="gs://census-bucket/", network="projects/12345/global/networks/default", enable_web_access=True,
+        ),
     ),
     # A custom container job: the master's image for all, one role with its own; a Cloud TPU worker.
     "container_tpu": lambda: (
@@ -128,7 +128,8 @@ def test_every_rendered_body_reads_back_as_the_same_job(case: str) -> None:
     job_spec, options = CASES[case]()
     body = render_job(job_spec, options)
     values = parse_job_config(json.loads(json.dumps(body)), f"{case}.json").values
-    values.pop("region", None)  # a submission option, not part of the spec
+    for name in ("region", "network", "enable_web_access"):  # submission options, not part of the spec
+        assert (values.pop(name, None) or None) == (getattr(options, name, None) or None)
     again = build_spec(**values)
     assert again.pools == job_spec.pools
     assert (again.module, again.args, again.labels, again.timeout) == (job_spec.module, job_spec.args, job_spec.labels, job_spec.timeout)
@@ -177,13 +178,23 @@ def test_durations_are_google_duration_strings(seconds: float, text: str) -> Non
     ("kwargs", "flag"),
     [
         (dict(env={"A": "1"}), "--env"),
-        (dict(tensorboard="projects/1/locations/us-central1/tensorboards/2"), "--tensorboard"),
-        (dict(restart_job_on_worker_restart=True), "--restart-job-on-worker-restart"),
+        (dict(command=["python", "t.py"], image="gcr.io/p/t:1", module=None), "--command"),
     ],
 )
 def test_what_the_legacy_api_cannot_express_is_refused(kwargs: dict[str, Any], flag: str) -> None:
     with pytest.raises(SpecError, match=f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex"):
         render_job(spec(**kwargs), GoogleCloudOptions())
+
+
+@pytest.mark.parametrize(
+    ("keywords", "flag"),
+    [({"tensorboard": "projects/1/locations/us-central1/tensorboards/2"}, "tensorboard"), ({"restart_job_on_worker_restart": True}, "restart_job_on_worker_restart")],
+)
+def test_vertex_ais_own_knobs_are_not_the_legacy_backends(keywords: dict[str, Any], flag: str) -> None:
+    from tfjob.job import Job
+
+    with pytest.raises(SpecError, match=f"^{flag} is for the vertex backend, not ai-platform; leave it out, or choose backend='vertex'$"):
+        Job.from_keywords("gs://b/t.tar.gz", "trainer.task", backend="ai-platform", **keywords)
 
 
 def test_labels_are_left_out_when_there_are_none() -> None:

@@ -6,6 +6,7 @@ with ``TFJOB_UPDATE_GOLDEN=1 pytest tests/test_render_vertex.py`` and review the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -54,28 +55,30 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
         # The issue's own line: an H100 job on Spot VMs, 500 GB boot disks, a customer-managed key.
         build_spec(
             name="spot-job", module="trainer.task", workers=2, worker_machine_type="a3-highgpu-8g",
-            worker_accelerator="type=NVIDIA_H100_80GB,count=8", spot=True, boot_disk_size=500,
-            kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
+            worker_accelerator="type=NVIDIA_H100_80GB,count=8", boot_disk_size=500,
         ),  # fmt: skip
-        VertexOptions(region="us-central1"),
+        VertexOptions(region="us-central1", spot=True, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"),
         [PKG],
     ),
     "flex_start_reserved_psc": lambda: (
         build_spec(
-            name="flex-job", module="trainer.task", workers=1, ps=1, flex_start=True, max_wait=7200, disable_retries=True,
+            name="flex-job", module="trainer.task", workers=1, ps=1,
             ps_boot_disk_type="pd-standard", worker_boot_disk_type="hyperdisk-balanced", worker_boot_disk_size=200,
+        ),  # fmt: skip
+        VertexOptions(
+            region="us-central1", flex_start=True, max_wait=7200, disable_retries=True,
             network_attachment="projects/p/regions/us-central1/networkAttachments/att", enable_dashboard_access=True,
         ),  # fmt: skip
-        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "reservation_persistent_peered": lambda: (
         build_spec(
             name="reserved-job", module="trainer.task", workers=2,
-            reservation="projects/p/zones/us-central1-a/reservations/h100-pool", persistent_resource_id="team-pool",
+        ),  # fmt: skip
+        VertexOptions(
+            region="us-central1", reservation="projects/p/zones/us-central1-a/reservations/h100-pool", persistent_resource_id="team-pool",
             network="projects/123/global/networks/vpc", reserved_ip_ranges=("range-a", "range-b"),
         ),  # fmt: skip
-        VertexOptions(region="us-central1"),
         [PKG],
     ),
     "per_pool_args_env_command": lambda: (
@@ -147,14 +150,13 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
             job_dir="gs://b/runs/eval",
             labels={"team": "ml", "run": "a1"},
             service_account="trainer@p.iam.gserviceaccount.com",
-            network="projects/12345/global/networks/vpc",
             timeout=5400.5,
-            restart_job_on_worker_restart=True,
-            enable_web_access=True,
-            tensorboard="projects/p/locations/us-central1/tensorboards/42",
             env={"TF_CPP_MIN_LOG_LEVEL": "2"},
         ),
-        VertexOptions(executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21"),
+        VertexOptions(
+            executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21", network="projects/12345/global/networks/vpc",
+            restart_job_on_worker_restart=True, enable_web_access=True, tensorboard="projects/p/locations/us-central1/tensorboards/42",
+        ),
         [PKG],
     ),
     "per_pool_images": lambda: (
@@ -171,8 +173,8 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     ),
     "spot_never_retried": lambda: (
         # Issue 29: --restart-policy Never on Spot VMs is Vertex AI's disableRetries.
-        build_spec(name="spot-never", module="trainer.task", workers=2, ps=1, spot=True),
-        VertexOptions(region="us-central1", restart_policy=["Never"]),
+        build_spec(name="spot-never", module="trainer.task", workers=2, ps=1),
+        VertexOptions(region="us-central1", restart_policy=["Never"], spot=True),
         [PKG],
     ),
     "tier_basic_tpu": lambda: (
@@ -272,9 +274,10 @@ def test_duration_matches_protobuf(seconds: float) -> None:
     ],
 )
 def test_what_vertex_would_refuse(settings: dict[str, Any], match: str) -> None:
+    mine = {k: settings.pop(k) for k in list(settings) if k in {f.name for f in dataclasses.fields(VertexOptions)}}
     spec = build_spec(name="bad", module="trainer.task", **settings)
     with pytest.raises(SpecError, match=match):
-        render_custom_job(spec, package_uris=[PKG])
+        render_custom_job(spec, VertexOptions(**mine), package_uris=[PKG])
 
 
 def test_package_pool_without_package_uri() -> None:

@@ -306,19 +306,20 @@ def test_to_dict_from_dict_round_trip_of_a_full_spec() -> None:
         job_dir="gs://b/out",
         labels={"team": "ml"},
         service_account="sa@p.iam.gserviceaccount.com",
-        network="projects/1/global/networks/default",
         timeout=3600.0,
-        restart_job_on_worker_restart=True,
         region="us-central1",
         runtime_version="2.11",
         python_version="3.7",
         use_chief=False,
-        enable_web_access=True,
-        tensorboard="projects/1/locations/us-central1/tensorboards/2",
     )
     data = json.loads(json.dumps(spec.to_dict()))
     assert data["scale_tier"] == "CUSTOM" and data["args"] == ["--epochs", "3"]
     assert JobSpec.from_dict(data) == spec
+
+
+def test_a_record_written_before_the_vertex_knobs_moved_to_the_options_still_reads() -> None:
+    data = {**job().to_dict(), "network": None, "kms_key": None, "reserved_ip_ranges": [], "tensorboard": "projects/1/locations/r/tensorboards/2"}
+    assert JobSpec.from_dict(data) == job()
 
 
 def test_from_dict_rejects_unknown_fields() -> None:

@@ -108,7 +108,7 @@ def test_typed_and_flat_keywords_build_the_same_job() -> None:
         worker_boot_disk_size=200, ps=2, evaluators=1, evaluator_image="gcr.io/p/eval:1",
     )  # fmt: skip
     assert typed.spec == flat.spec and typed.options == flat.options and typed.backend_name == "vertex"
-    assert typed.spec.pool("worker").machine.accelerator.count == 1 and typed.spec.scheduling_strategy == "SPOT"
+    assert typed.spec.pool("worker").machine.accelerator.count == 1 and typed.options.scheduling_strategy == "SPOT"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -69,5 +69,5 @@ def test_a_config_files_experiment_keys_are_taken(tmp_path: Path) -> None:
         "experiment": f"{CTX}/census", "experimentRun": f"{CTX}/census-run-2",
     }))  # fmt: skip
     read = Job(config=str(config), backend=Vertex(**WHERE))
-    assert (read.spec.experiment, read.spec.experiment_run) == (f"{CTX}/census", f"{CTX}/census-run-2")
+    assert (read.options.experiment, read.options.experiment_run) == (f"{CTX}/census", f"{CTX}/census-run-2")
     assert strict_roundtrip(read.render())["jobSpec"]["experimentRun"] == f"{CTX}/census-run-2"

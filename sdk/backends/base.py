@@ -40,13 +40,15 @@ class GoogleCloudOptions(SubmitOptions):
     #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
     default_staging_bucket: str | None = None
 
-    #: What both services render: the VPC peering, the interactive shell, the runtime.
-    SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (
-        Knob("network", "VPC network to peer with (projects/N/global/networks/NAME).", config="network"),
-        Knob("enable_web_access", "Interactive shell into the tasks.", "switch", ("--enable-web-access/--no-enable-web-access",), "enableWebAccess"),
-        RUNTIME_VERSION,
-        PYTHON_VERSION,
+    #: The VPC network to peer with (``projects/N/global/networks/NET``).
+    network: str | None = knob("VPC network to peer with (projects/N/global/networks/NAME).", config="network")
+    #: Interactive shell access to the tasks.
+    enable_web_access: bool = knob(
+        "Interactive shell into the tasks.", default=False, kind="switch", flags=("--enable-web-access/--no-enable-web-access",), config="enableWebAccess"
     )
+
+    #: What both services render of the job description: the legacy runtime it names.
+    SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (RUNTIME_VERSION, PYTHON_VERSION)
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset(k.name for k in SPEC_KNOBS)
 
 

@@ -87,9 +87,6 @@ def _check_expressible(spec: JobSpec) -> None:
     """Refuse what the legacy API has no field for, rather than dropping it silently."""
     vertex_only = {
         "--env": bool(spec.env),
-        "--restart-job-on-worker-restart": spec.restart_job_on_worker_restart,
-        "--tensorboard": bool(spec.tensorboard),
-        "--experiment": bool(spec.experiment or spec.experiment_run),
         "per-pool args or env (<role>_args, <role>_env)": spec.per_pool,
         "--command": bool(spec.command),
     }
@@ -114,7 +111,8 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
 
     Raises:
         SpecError: the job uses something legacy AI Platform cannot express (env
-            variables, a TensorBoard, restart-on-worker-restart).
+            variables, per-pool args, a replaced entrypoint; Vertex AI's own knobs are
+            the Vertex options, which this backend does not take).
     """
     options = options_as(GoogleCloudOptions, options)
     _check_expressible(spec)
@@ -176,13 +174,13 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
     body.update({key: value for key, value in optional.items() if value})
     if spec.timeout is not None:
         body["scheduling"] = {"maxRunningTime": format_duration(spec.timeout)}
-    if spec.network:
-        body["network"] = spec.network
+    if options.network:
+        body["network"] = options.network
     if spec.service_account:
         body["serviceAccount"] = spec.service_account
     if spec.use_chief is not None:
         body["useChiefInTfConfig"] = spec.use_chief
-    if spec.enable_web_access:
+    if options.enable_web_access:
         body["enableWebAccess"] = True
     return body
 

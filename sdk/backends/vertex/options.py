@@ -1,11 +1,16 @@
-"""What ``--backend vertex`` takes beyond the job description: its knobs, typed, with defaults."""
+"""What ``--backend vertex`` takes beyond the job description: its knobs, typed, with defaults,
+each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI would check it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ...config_vertex import SCHEDULING_STRATEGIES
+from ...errors import SpecError
 from ...knobs import Knob, knob
+from ...lazy import LazyPattern
+from ...machines import did_you_mean
 from ..base import GoogleCloudOptions
 
 _ROLES = {"chief": "the chief's", "worker": "the workers'", "ps": "the parameter servers'", "evaluator": "the evaluators'"}
@@ -14,11 +19,16 @@ _BOOT_DISKS = tuple(
          config=f"workerPoolSpecs[{i}].diskSpec.bootDisk{'Type' if what == 'type' else 'SizeGb'}", cli=False)
     for i, (role, whose) in enumerate(_ROLES.items()) for what in ("type", "size")
 )  # fmt: skip
+_NOT_TUNED = {"tune": False}
 
 
 @dataclass
 class VertexOptions(GoogleCloudOptions):
-    """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials)."""
+    """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials).
+
+    Checked when made (:func:`check_vertex_options`): a value Vertex AI would refuse is one
+    :class:`~tfjob.errors.SpecError` naming the flag, the value and the fix.
+    """
 
     #: A regional or test endpoint (``https://us-central1-aiplatform.googleapis.com``).
     api_endpoint: str | None = knob("Vertex AI endpoint (default {region}-aiplatform.googleapis.com).")
@@ -26,41 +36,140 @@ class VertexOptions(GoogleCloudOptions):
     executor_image: str | None = knob("Vertex prebuilt training image for a Python package.", config="pythonPackageSpec.executorImageUri")
     #: Print the job's log lines inline while waiting.
     stream_logs: bool = knob(
-        "Print the job's log lines while waiting, as `tfjob logs --follow` does (local tasks always stream).", default=False, tune=False
+        "Print the job's log lines while waiting, as `tfjob logs --follow` does (local tasks always stream).", default=False, **_NOT_TUNED
     )
     #: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica whose VM was
     #: preempted or failed. It cannot say OnFailure, ExitCode, Always or a policy per role.
     restart_policy: Any = knob(
-        "Never (scheduling.disableRetries); without it a replica whose VM was preempted or failed is restarted.", kind="list", tune=False
+        "Never (scheduling.disableRetries); without it a replica whose VM was preempted or failed is restarted.", kind="list", **_NOT_TUNED
     )
     #: Submit the same ``CustomJob`` again (``NAME-attempt2``…), up to this many times, when it
     #: ended preempted or with a retryable platform error (:func:`.follow.retryable_failure`).
-    max_restarts: int | None = knob("Submit the job again when it ended preempted or with a retryable platform error.", tune=False)
+    max_restarts: int | None = knob("Submit the job again when it ended preempted or with a retryable platform error.", **_NOT_TUNED)
+    #: Restart every replica when one worker restarts (``scheduling.restartJobOnWorkerRestart``).
+    restart_job_on_worker_restart: bool = knob(
+        "Restart all tasks when a worker restarts.", default=False, kind="switch",
+        flags=("--restart-job-on-worker-restart/--no-restart-job-on-worker-restart",), config="scheduling.restartJobOnWorkerRestart",
+    )  # fmt: skip
+    #: A Vertex AI TensorBoard (``projects/P/locations/R/tensorboards/ID``) the job streams its logs to.
+    tensorboard: str | None = knob("Vertex TensorBoard resource to stream to.", config="tensorboard")
+    #: The Vertex AI Experiment the job is logged to (a name, or the context's resource name).
+    experiment: str | None = knob("Vertex AI Experiment to log the job to (a name, or its context resource name).", config="experiment")
+    #: The run of that experiment (a name, or the run context's resource name).
+    experiment_run: str | None = knob("Run of --experiment the job is (a name, or its context resource name).", config="experimentRun")
+    #: Spot VMs: ``scheduling.strategy`` SPOT.
+    spot: bool = knob("Run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted.", default=False, config="scheduling.strategy")
+    #: Flex-start: ``scheduling.strategy`` FLEX_START.
+    flex_start: bool = knob(
+        "Flex-start (Dynamic Workload Scheduler): wait for scarce GPUs/TPUs to be provisioned together.", default=False,
+        config="scheduling.strategy",
+    )  # fmt: skip
+    #: ``STANDARD``, ``SPOT`` or ``FLEX_START`` (what ``spot`` / ``flex_start`` set).
+    scheduling_strategy: str | None = knob("STANDARD, SPOT or FLEX_START, named directly.", config="scheduling.strategy", cli=False)
+    #: Seconds a FLEX_START job may wait for its machines.
+    max_wait: float | None = knob("How long a --flex-start job waits for its machines (2h, 30m, seconds).", kind="duration", config="scheduling.maxWaitDuration")
+    #: Fail the job at its first error instead of retrying.
+    disable_retries: bool = knob("Fail at the first error instead of retrying the job on platform errors.", default=False, config="scheduling.disableRetries")
+    #: ``any``, ``none`` or a reservation's full name (every pool's ``reservationAffinity``).
+    reservation: str | None = knob("Run on reserved machines: any, none, or projects/P/zones/Z/reservations/NAME.", config="machineSpec.reservationAffinity")
+    #: The persistent resource the job runs on.
+    persistent_resource_id: str | None = knob(
+        "Run on this persistent resource's machines (its id).", flags=("--persistent-resource", "--persistent-resource-id"), config="persistentResourceId"
+    )
+    #: The Cloud KMS key the job's resources are encrypted with.
+    kms_key: str | None = knob("Encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K).", config="encryptionSpec.kmsKeyName")
+    #: Reserved IP ranges of the peered ``network`` the job may use.
+    reserved_ip_ranges: tuple[str, ...] = knob("A reserved IP range of the --network to place the job in (repeat).", default=(), flags=("--reserved-ip-range",), config="reservedIpRanges")
+    #: A Private Service Connect interface: the network attachment's full name.
+    network_attachment: str | None = knob("Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.", config="pscInterfaceConfig.networkAttachment")
+    #: Let the training dashboard reach the tasks.
+    enable_dashboard_access: bool = knob("Let the training dashboard reach the tasks.", default=False, config="enableDashboardAccess")
 
-    #: The Vertex AI knobs of ``CustomJobSpec``, ``Scheduling`` and ``DiskSpec``.
+    #: The Vertex AI knobs of the job description: every pool's or one pool's ``DiskSpec``.
     SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (
         *GoogleCloudOptions.SPEC_KNOBS,
-        Knob("restart_job_on_worker_restart", "Restart all tasks when a worker restarts.", "switch",
-             ("--restart-job-on-worker-restart/--no-restart-job-on-worker-restart",), "scheduling.restartJobOnWorkerRestart"),
-        Knob("tensorboard", "Vertex TensorBoard resource to stream to.", config="tensorboard"),
-        Knob("experiment", "Vertex AI Experiment to log the job to (a name, or its context resource name).", config="experiment"),
-        Knob("experiment_run", "Run of --experiment the job is (a name, or its context resource name).", config="experimentRun"),
-        Knob("spot", "Run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted.", "flag", config="scheduling.strategy"),
-        Knob("flex_start", "Flex-start (Dynamic Workload Scheduler): wait for scarce GPUs/TPUs to be provisioned together.", "flag",
-             config="scheduling.strategy"),
-        Knob("scheduling_strategy", "STANDARD, SPOT or FLEX_START, named directly.", config="scheduling.strategy", cli=False),
-        Knob("max_wait", "How long a --flex-start job waits for its machines (2h, 30m, seconds).", "duration", config="scheduling.maxWaitDuration"),
-        Knob("disable_retries", "Fail at the first error instead of retrying the job on platform errors.", "flag", config="scheduling.disableRetries"),
-        Knob("reservation", "Run on reserved machines: any, none, or projects/P/zones/Z/reservations/NAME.", config="machineSpec.reservationAffinity"),
-        Knob("persistent_resource_id", "Run on this persistent resource's machines (its id).", flags=("--persistent-resource", "--persistent-resource-id"),
-             config="persistentResourceId"),
-        Knob("kms_key", "Encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K).", config="encryptionSpec.kmsKeyName"),
-        Knob("reserved_ip_ranges", "A reserved IP range of the --network to place the job in (repeat).", "list", ("--reserved-ip-range",), "reservedIpRanges"),
-        Knob("network_attachment", "Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.",
-             config="pscInterfaceConfig.networkAttachment"),
-        Knob("enable_dashboard_access", "Let the training dashboard reach the tasks.", "flag", config="enableDashboardAccess"),
         Knob("boot_disk_type", "Every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced.", config="diskSpec.bootDiskType"),
         Knob("boot_disk_size", "Every pool's boot disk size in GB (100-64000; default 100).", "int", config="diskSpec.bootDiskSizeGb"),
         *_BOOT_DISKS,
-    )  # fmt: skip
+    )
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset(k.name for k in SPEC_KNOBS)
+
+    def __post_init__(self) -> None:
+        check_vertex_options(self)
+
+
+_KMS_KEY_RE = LazyPattern(r"^projects/[^/\s]+/locations/[^/\s]+/keyRings/[^/\s]+/cryptoKeys/[^/\s]+\Z")
+_RESERVATION_RE = LazyPattern(r"^projects/[^/\s]+/zones/[^/\s]+/reservations/[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_RESOURCE_ID_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_ATTACHMENT_RE = LazyPattern(r"^projects/[^/\s]+/regions/[^/\s]+/networkAttachments/[^/\s]+\Z")
+_IP_RANGE_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+
+
+def _text(options: VertexOptions, name: str) -> None:
+    value = getattr(options, name)
+    if value is not None and not isinstance(value, str):
+        raise SpecError(f"{name}={value!r} must be str, not {type(value).__name__}")
+
+
+def check_vertex_options(options: VertexOptions) -> None:
+    """Scheduling, reservations, encryption and networking, checked as Vertex AI would; ``spot``
+    and ``flex_start`` become ``scheduling_strategy``.
+
+    Raises:
+        SpecError: naming the flag, the value and the fix.
+    """
+    for name in ("network", "tensorboard", "experiment", "experiment_run"):
+        _text(options, name)
+    if isinstance(options.reserved_ip_ranges, str):
+        raise SpecError(f"reserved_ip_ranges={options.reserved_ip_ranges!r} must be a list of range names, e.g. ['range-a']")
+    options.reserved_ip_ranges = tuple(options.reserved_ip_ranges or ())
+    if options.spot or options.flex_start:
+        if options.spot and options.flex_start:
+            raise SpecError("--spot and --flex-start are two scheduling strategies; choose one")
+        chosen = "SPOT" if options.spot else "FLEX_START"
+        if options.scheduling_strategy not in (None, chosen):
+            raise SpecError(f"scheduling strategy {options.scheduling_strategy} and --{'spot' if options.spot else 'flex-start'} disagree; give one")
+        options.scheduling_strategy = chosen
+    strategy = options.scheduling_strategy
+    if strategy is not None and strategy not in SCHEDULING_STRATEGIES:
+        raise SpecError(
+            f"scheduling strategy {strategy!r} is not one of {', '.join(SCHEDULING_STRATEGIES)}"
+            f"{did_you_mean(str(strategy), SCHEDULING_STRATEGIES)} (--spot, --flex-start)"
+        )
+    if options.max_wait is not None:
+        wait = options.max_wait
+        if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait < float("inf"):
+            raise SpecError(f"--max-wait {wait!r} must be a positive duration (seconds, or 2h, 30m)")
+        if strategy != "FLEX_START":
+            raise SpecError("--max-wait is how long a Flex-start job waits for its machines; add --flex-start (or drop --max-wait)")
+    reservation = options.reservation
+    if reservation is not None and reservation not in ("any", "none") and not _RESERVATION_RE.match(str(reservation)):
+        raise SpecError(
+            f"--reservation {reservation!r} must be any, none, or a reservation's full name "
+            "(projects/PROJECT/zones/ZONE/reservations/NAME)"
+        )
+    if reservation not in (None, "none") and strategy in ("SPOT", "FLEX_START"):
+        raise SpecError(f"--reservation cannot be combined with --{strategy.lower().replace('_', '-')}: reserved machines are on-demand")
+    if options.persistent_resource_id is not None and not _RESOURCE_ID_RE.match(str(options.persistent_resource_id)):
+        raise SpecError(
+            f"--persistent-resource {options.persistent_resource_id!r} must be a persistent resource's id "
+            "(lower-case letters, digits and -, 1-63 characters)"
+        )
+    if options.kms_key is not None and not _KMS_KEY_RE.match(str(options.kms_key)):
+        raise SpecError(
+            f"--kms-key {options.kms_key!r} must be a Cloud KMS key's full name "
+            "(projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY)"
+        )
+    for name in options.reserved_ip_ranges:
+        if not isinstance(name, str) or not _IP_RANGE_RE.match(name):
+            raise SpecError(f"--reserved-ip-range {name!r} must be the name of a reserved range in the peered network")
+    if options.reserved_ip_ranges and not options.network:
+        raise SpecError("--reserved-ip-range names ranges of the peered VPC network: add --network")
+    if options.network_attachment is not None:
+        if not _ATTACHMENT_RE.match(str(options.network_attachment)):
+            raise SpecError(
+                f"--network-attachment {options.network_attachment!r} must be a network attachment's full name "
+                "(projects/PROJECT/regions/REGION/networkAttachments/NAME)"
+            )
+        if options.network:
+            raise SpecError("--network-attachment (Private Service Connect) and --network (VPC peering) are alternatives; give one")

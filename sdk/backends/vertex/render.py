@@ -52,7 +52,7 @@ _CONTEXT_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/metadataStores/[^/]+/
 _EXPERIMENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}\Z")
 
 
-def experiment_contexts(spec: JobSpec, project: str | None, region: str | None) -> tuple[str | None, str | None]:
+def experiment_contexts(options: VertexOptions) -> tuple[str | None, str | None]:
     """``(experiment, experiment_run)`` as the resource names CustomJobSpec takes: a bare name
     is the context in the project's and region's default metadata store (a run's context is
     named EXPERIMENT-RUN, as the Vertex AI SDK names it).
@@ -61,7 +61,9 @@ def experiment_contexts(spec: JobSpec, project: str | None, region: str | None) 
         SpecError: a name Vertex AI would refuse, a run without an experiment, or a bare
             name without a project and region to place it in.
     """
-    if spec.experiment_run and not spec.experiment:
+    project, region = options.project, options.region
+    given, given_run = options.experiment, options.experiment_run
+    if given_run and not given:
         raise SpecError("--experiment-run needs --experiment: a run belongs to an experiment")
 
     def context(flag: str, value: str, name: str) -> str:
@@ -78,13 +80,13 @@ def experiment_contexts(spec: JobSpec, project: str | None, region: str | None) 
             raise SpecError(f"{flag} {value!r} needs --project and --region to name its context (or give the full resource name)")
         return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{name}"
 
-    experiment = context("--experiment", spec.experiment, spec.experiment) if spec.experiment else None
+    experiment = context("--experiment", given, given) if given else None
     run = None
-    if spec.experiment_run:
+    if given_run:
         base = experiment.rsplit("/", 1)[1] if experiment else ""
-        run = context("--experiment-run", spec.experiment_run, f"{base}-{spec.experiment_run}")
-        if "/" not in spec.experiment_run and len(run.rsplit("/", 1)[1]) > 128:
-            raise SpecError(f"--experiment {spec.experiment!r} with --experiment-run {spec.experiment_run!r} names a run context longer than 128 characters")
+        run = context("--experiment-run", given_run, f"{base}-{given_run}")
+        if "/" not in given_run and len(run.rsplit("/", 1)[1]) > 128:
+            raise SpecError(f"--experiment {given!r} with --experiment-run {given_run!r} names a run context longer than 128 characters")
     return experiment, run
 
 
@@ -213,10 +215,10 @@ def _pool_body(
     executor_image: str | None,
     tf_version: tuple[int, int] | None,
     region: str | None,
-    options: Any = None,
+    options: VertexOptions,
     bootstrap_uri: str | None = None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"machineSpec": _machine(pool, spec.reservation), "replicaCount": str(pool.replicas)}
+    body: dict[str, Any] = {"machineSpec": _machine(pool, options.reservation), "replicaCount": str(pool.replicas)}
     disk = _disk(pool)
     if disk is not None:
         body["diskSpec"] = disk
@@ -277,16 +279,17 @@ def render_labels(spec: JobSpec, submission_id: str | None, version: str) -> dic
     return dict(sorted(labels.items()))
 
 
-def check_vertex_spec(spec: JobSpec) -> None:
+def check_vertex_spec(spec: JobSpec, options: VertexOptions | None = None) -> None:
     """Raise SpecError for what Vertex AI would refuse about this job."""
+    options = options_as(VertexOptions, options)
     if spec.job_dir and not _GCS_RE.match(spec.job_dir):
         raise SpecError(
             f"--job-dir {spec.job_dir!r}: Vertex AI writes its output to Cloud Storage; give gs://BUCKET/PATH"
         )
-    if spec.tensorboard:
-        if not _TENSORBOARD_RE.match(spec.tensorboard):
+    if options.tensorboard:
+        if not _TENSORBOARD_RE.match(options.tensorboard):
             raise SpecError(
-                f"--tensorboard {spec.tensorboard!r} is not a TensorBoard resource name; "
+                f"--tensorboard {options.tensorboard!r} is not a TensorBoard resource name; "
                 "write projects/PROJECT/locations/REGION/tensorboards/ID"
             )
         if not spec.job_dir or not spec.service_account:
@@ -298,15 +301,16 @@ def check_vertex_spec(spec: JobSpec) -> None:
         )
 
 
-def check_regional(spec: JobSpec, region: str | None) -> None:
+def check_regional(options: VertexOptions) -> None:
     """A customer-managed key and a network attachment must be in the job's region."""
-    for flag, name in (("--kms-key", spec.kms_key), ("--network-attachment", spec.network_attachment)):
+    region = options.region
+    for flag, name in (("--kms-key", options.kms_key), ("--network-attachment", options.network_attachment)):
         where = name.split("/")[3] if name else None
         if where and region and where != region:
             raise SpecError(f"{flag} is in {where}, but the job runs in {region}: Vertex AI needs it in the job's region")
 
 
-def vertex_restart_policy(value: Any, spec: JobSpec | None = None) -> str | None:
+def vertex_restart_policy(value: Any, options: VertexOptions | None = None) -> str | None:
     """``--restart-policy`` as Vertex AI can say it: None (its own: a replica whose VM was
     preempted or failed is restarted), or ``Never`` (``scheduling.disableRetries``).
 
@@ -331,7 +335,7 @@ def vertex_restart_policy(value: Any, spec: JobSpec | None = None) -> str | None
             "whose VM was preempted or failed (the default, no --restart-policy) or nothing (--restart-policy Never); "
             "--restart-job-on-worker-restart restarts the whole job with it"
         )
-    if spec is not None and spec.restart_job_on_worker_restart:
+    if options is not None and options.restart_job_on_worker_restart:
         raise UsageError("--restart-policy Never turns Vertex AI's retries off (disableRetries), which --restart-job-on-worker-restart needs; give one")
     return policy
 
@@ -366,8 +370,8 @@ def render_custom_job(
     from ... import __version__
 
     options = options_as(VertexOptions, options)
-    check_vertex_spec(spec)
-    check_regional(spec, options.region)
+    check_vertex_spec(spec, options)
+    check_regional(options)
     pools: list[dict[str, Any]] = []
     used = [ROLES.index(p.role) for p in spec.pools]
     for position in range(max(used) + 1):
@@ -383,44 +387,44 @@ def render_custom_job(
     scheduling: dict[str, Any] = {}
     if spec.timeout:
         scheduling["timeout"] = render_duration(spec.timeout)
-    if spec.restart_job_on_worker_restart:
+    if options.restart_job_on_worker_restart:
         scheduling["restartJobOnWorkerRestart"] = True
-    if spec.scheduling_strategy is not None:
-        scheduling["strategy"] = spec.scheduling_strategy
-    if spec.max_wait is not None:
-        scheduling["maxWaitDuration"] = render_duration(spec.max_wait)
-    if spec.disable_retries or vertex_restart_policy(options.restart_policy, spec) == "Never":
+    if options.scheduling_strategy is not None:
+        scheduling["strategy"] = options.scheduling_strategy
+    if options.max_wait is not None:
+        scheduling["maxWaitDuration"] = render_duration(options.max_wait)
+    if options.disable_retries or vertex_restart_policy(options.restart_policy, options) == "Never":
         scheduling["disableRetries"] = True
     if scheduling:
         job_spec["scheduling"] = scheduling
-    if spec.persistent_resource_id:
-        job_spec["persistentResourceId"] = spec.persistent_resource_id
+    if options.persistent_resource_id:
+        job_spec["persistentResourceId"] = options.persistent_resource_id
     if spec.service_account:
         job_spec["serviceAccount"] = spec.service_account
-    if spec.network:
-        job_spec["network"] = spec.network
-    if spec.reserved_ip_ranges:
-        job_spec["reservedIpRanges"] = list(spec.reserved_ip_ranges)
-    if spec.network_attachment:
-        job_spec["pscInterfaceConfig"] = {"networkAttachment": spec.network_attachment}
+    if options.network:
+        job_spec["network"] = options.network
+    if options.reserved_ip_ranges:
+        job_spec["reservedIpRanges"] = list(options.reserved_ip_ranges)
+    if options.network_attachment:
+        job_spec["pscInterfaceConfig"] = {"networkAttachment": options.network_attachment}
     if spec.job_dir:
         job_spec["baseOutputDirectory"] = {"outputUriPrefix": spec.job_dir}
-    if spec.tensorboard:
-        job_spec["tensorboard"] = spec.tensorboard
-    experiment, experiment_run = experiment_contexts(spec, options.project, options.region)
+    if options.tensorboard:
+        job_spec["tensorboard"] = options.tensorboard
+    experiment, experiment_run = experiment_contexts(options)
     if experiment:
         job_spec["experiment"] = experiment
     if experiment_run:
         job_spec["experimentRun"] = experiment_run
-    if spec.enable_web_access:
+    if options.enable_web_access:
         job_spec["enableWebAccess"] = True
-    if spec.enable_dashboard_access:
+    if options.enable_dashboard_access:
         job_spec["enableDashboardAccess"] = True
     body: dict[str, Any] = {
         "displayName": spec.name,
         "jobSpec": job_spec,
         "labels": render_labels(spec, submission_id, version or __version__),
     }
-    if spec.kms_key:
-        body["encryptionSpec"] = {"kmsKeyName": spec.kms_key}
+    if options.kms_key:
+        body["encryptionSpec"] = {"kmsKeyName": options.kms_key}
     return body
