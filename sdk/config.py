@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .config_doc import ConfigDoc
 from .config_legacy import TRAINING_INPUT_KEYS, parse_legacy_job
@@ -40,6 +40,7 @@ from .config_vertex import (
 )
 from .documents import read_config_file
 from .errors import ConfigFileError
+from .knobs import Knob
 from .spec import ROLES, ScaleTier
 
 
@@ -72,7 +73,7 @@ _MISPLACED = {
 }
 
 
-def parse_job_config(data: Any, source: str = "config") -> JobConfig:
+def parse_job_config(data: Any, source: str = "config", knobs: Sequence[Knob] = ()) -> JobConfig:
     """Parse a configuration document (already read from YAML/JSON). Pure.
 
     Args:
@@ -80,6 +81,8 @@ def parse_job_config(data: Any, source: str = "config") -> JobConfig:
             ``CustomJobSpec`` (``workerPoolSpecs``) or ``CustomJob`` (``jobSpec``), or a
             Vertex ``HyperparameterTuningJob`` (``studySpec`` + ``trialJobSpec``).
         source: the file name, used in every message.
+        knobs: a backend's declared knobs whose plain ``CustomJobSpec`` keys are read from
+            their declaration (:func:`tfjob.config_vertex.declared_keys`).
 
     Raises:
         ConfigFileError: a key tfjob does not know or cannot honour, or a bad value.
@@ -93,11 +96,11 @@ def parse_job_config(data: Any, source: str = "config") -> JobConfig:
         values, tuning = parse_legacy_job(data, doc)
         return JobConfig(source, "ai-platform", values, tuning, "trainingInput.hyperparameters" if tuning is not None else None)
     if "workerPoolSpecs" in data:
-        return JobConfig(source, "vertex", parse_custom_job_spec(data, doc))
+        return JobConfig(source, "vertex", parse_custom_job_spec(data, doc, knobs=knobs))
     if "jobSpec" in data:
-        return JobConfig(source, "vertex", parse_vertex_job(data, doc, "jobSpec", CUSTOM_JOB_KEYS, CUSTOM_JOB_OUTPUT_ONLY))
+        return JobConfig(source, "vertex", parse_vertex_job(data, doc, "jobSpec", CUSTOM_JOB_KEYS, CUSTOM_JOB_OUTPUT_ONLY, knobs))
     if "studySpec" in data or "trialJobSpec" in data:
-        values = parse_vertex_job(data, doc, "trialJobSpec", TUNING_JOB_KEYS, TUNING_JOB_OUTPUT_ONLY)
+        values = parse_vertex_job(data, doc, "trialJobSpec", TUNING_JOB_KEYS, TUNING_JOB_OUTPUT_ONLY, knobs)
         tuning = {k: v for k, v in data.items() if k in TUNING_JOB_KEYS and k not in ("displayName", "labels", "trialJobSpec")}
         return JobConfig(source, "vertex", values, tuning, "studySpec")
     doc.check_keys(data, "", ("trainingInput", "workerPoolSpecs", "jobSpec"), hint=_MISPLACED)
@@ -134,17 +137,18 @@ def merge_config_values(file_values: Mapping[str, Any], explicit: Mapping[str, A
     return merged
 
 
-def load_job_config(path: str | Path) -> dict[str, Any]:
+def load_job_config(path: str | Path, knobs: Sequence[Knob] = ()) -> dict[str, Any]:
     """Read a ``--config`` file: keyword arguments of :class:`tfjob.Job`.
 
     Args:
         path: a legacy ``trainingInput`` or Vertex ``CustomJobSpec`` file, YAML or JSON.
+        knobs: as :func:`parse_job_config` takes them.
 
     Raises:
         ConfigFileError: the file cannot be read, has an unknown key or a bad value,
             or describes a hyperparameter-tuning job (use ``tfjob tune --hparams``).
     """
-    config = parse_job_config(read_config_file(path), str(path))
+    config = parse_job_config(read_config_file(path), str(path), knobs)
     if config.tuning is not None:
         raise ConfigFileError(
             f"{path}: {config.tuning_key} describes hyperparameter tuning, which `tfjob submit` does not run; "

@@ -9,9 +9,10 @@ pools. See :mod:`tfjob.config`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from .config_doc import BOOTSTRAP, BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
+from .knobs import Knob
 from .machines import did_you_mean
 from .spec import ROLES, check_boot_disk
 
@@ -175,9 +176,45 @@ def _parse_pool(
     return image
 
 
-def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "") -> dict[str, Any]:
-    """A Vertex ``CustomJobSpec`` → Job keyword arguments."""
-    doc.check_keys(data, path, CUSTOM_JOB_SPEC_KEYS)
+#: What tfjob reads by hand in a Vertex document (the keys, and the mappings holding them).
+_READ_BY_HAND = frozenset({
+    *CUSTOM_JOB_SPEC_KEYS, *CUSTOM_JOB_KEYS, *WORKER_POOL_KEYS, *MACHINE_SPEC_KEYS, *DISK_SPEC_KEYS, *CONTAINER_SPEC_KEYS,
+    *PYTHON_PACKAGE_KEYS, *VERTEX_SCHEDULING_KEYS, "trainingInput",
+})  # fmt: skip
+
+
+def declared_keys(knobs: Sequence[Knob]) -> dict[str, Knob]:
+    """The ``CustomJobSpec`` keys read from the declarations of ``knobs`` (a backend's, e.g. the
+    Vertex options' fields): each knob whose ``config`` spelling is a plain key tfjob does not
+    read by hand above. Adding such a knob in the backend's folder is all a config file needs."""
+    return {k.config: k for k in knobs if k.config and k.config.isidentifier() and k.config not in _READ_BY_HAND}
+
+
+def read_declared(doc: ConfigDoc, knob: Knob, value: Any, path: str) -> Any:
+    """``value`` at ``path`` as the kind ``knob`` declares (its own checks run where the options are made)."""
+    if knob.kind in ("flag", "switch"):
+        return doc.flag(value, path)
+    if knob.kind == "int":
+        return doc.count(value, path)
+    if knob.kind == "duration":
+        return doc.duration(value, path)
+    if knob.kind == "list":
+        return doc.strings(value, path)
+    if knob.kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise doc.error(path, f"{value!r} must be a number")
+        return float(value)
+    return doc.text(value, path)
+
+
+def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "", knobs: Sequence[Knob] = ()) -> dict[str, Any]:
+    """A Vertex ``CustomJobSpec`` → Job keyword arguments.
+
+    ``knobs``: declared knobs whose plain ``CustomJobSpec`` keys are read from their
+    declaration (:func:`declared_keys`; ``Job`` passes the Vertex options' knobs).
+    """
+    declared = declared_keys(knobs)
+    doc.check_keys(data, path, (*CUSTOM_JOB_SPEC_KEYS, *declared))
     at = f"{path}." if path else ""
     pools_path = f"{at}workerPoolSpecs"
     pools = data.get("workerPoolSpecs")
@@ -271,17 +308,22 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
     retries = doc.flag(scheduling.get("disableRetries"), f"{sched_path}.disableRetries")
     if retries is not None:
         values["disable_retries"] = retries
+    for key, knob in declared.items():
+        if data.get(key) is not None:
+            value = read_declared(doc, knob, data[key], f"{at}{key}")
+            if value is not None and value != []:
+                values[knob.name] = value
     return values
 
 
 def parse_vertex_job(
-    data: Mapping[str, Any], doc: ConfigDoc, spec_key: str, known: Iterable[str], ignored: Iterable[str]
+    data: Mapping[str, Any], doc: ConfigDoc, spec_key: str, known: Iterable[str], ignored: Iterable[str], knobs: Sequence[Knob] = ()
 ) -> dict[str, Any]:
     """A ``CustomJob`` (spec under ``jobSpec``) or tuning job (under ``trialJobSpec``)."""
     doc.check_keys(data, "", known, ignored=ignored)
     if spec_key not in data:
         raise doc.error(spec_key, "is missing; it holds the job's workerPoolSpecs")
-    values = parse_custom_job_spec(doc.mapping(data[spec_key], spec_key), doc, spec_key)
+    values = parse_custom_job_spec(doc.mapping(data[spec_key], spec_key), doc, spec_key, knobs)
     name = doc.text(data.get("displayName"), "displayName")
     if name:
         values["name"] = name

@@ -417,7 +417,8 @@ class Job:
         if config is not None:
             from .config import load_job_config, merge_config_values
 
-            values = merge_config_values(load_job_config(config), values)
+            # The declared knobs' plain CustomJobSpec keys are read from their declarations.
+            values = merge_config_values(load_job_config(config, tuple(knobs().values())), values)
         if package is not None:
             values["package"] = str(package)
         if module is not None:

@@ -176,6 +176,17 @@ def declared(cls: Any, backend: str) -> list[Knob]:
     return out
 
 
+def described_fields(cls: Any) -> str:
+    """The knob fields of ``cls`` as the ``Args:`` lines of a docstring (``help(tfjob.Vertex)``
+    lists the knobs declared in the backend's folder from their declarations)."""
+    lines = []
+    for f in dataclasses.fields(cls):
+        info = f.metadata.get(_METADATA)
+        if info is not None:
+            lines.append(f"        {f.name}: {info['help']}")
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
 def names(knobs: Iterable[Knob]) -> frozenset[str]:
     """The keywords of ``knobs``."""
     return frozenset(k.name for k in knobs)

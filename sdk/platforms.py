@@ -7,7 +7,9 @@ or a value of the wrong type (``workers="3"``) is an error a type checker report
 anything runs. Each settings class names the backend it selects (``BACKEND``); the values
 are checked when the :class:`tfjob.Job` is built, as the CLI's flags are.
 
-Stdlib only: these are plain values, importing them costs nothing.
+Plain values; the backend-only knobs of a settings class are declared once, in that backend's
+folder (``Vertex`` takes :class:`tfjob.backends.vertex.options.VertexKnobs`, light: no client
+library), and listed in the class's help from those declarations.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import dataclasses
 from dataclasses import dataclass
 from os import PathLike
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, Union
+
+from .backends.vertex.options import VertexKnobs
+from .knobs import described_fields
 
 if TYPE_CHECKING:
     from .spec import Accelerator
@@ -60,7 +65,7 @@ class Replicas:
         return {k: v for k, v in out.items() if v is not None}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class Platform:
     """The settings of one backend (a base class; use :class:`Local`, :class:`Vertex`…)."""
 
@@ -72,7 +77,7 @@ class Platform:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class Local(Platform):
     """Run the cluster on this machine: one process (or container, with ``image``) per task.
 
@@ -115,42 +120,22 @@ class Local(Platform):
     preempt_seed: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
-class Vertex(Platform):
+@dataclass(kw_only=True)
+class Vertex(Platform, VertexKnobs):
     """A Vertex AI ``CustomJob``: pool 0 the chief, then workers, parameter servers, evaluators.
+
+    Its Vertex AI knobs are declared once, in the Vertex backend's folder
+    (:class:`tfjob.backends.vertex.options.VertexKnobs`); they are listed after these.
 
     Args:
         project: the Google Cloud project (default: ``TFJOB_PROJECT``, gcloud's, the config file's).
         region: the region (default: ``TFJOB_REGION``, gcloud's ``ai/region``, the config file's).
         staging_bucket: ``gs://BUCKET[/PATH]`` for the trainer's packages (default: the
             ``job_dir`` bucket, then the configured one).
-        api_endpoint: a regional or test endpoint (``https://us-central1-aiplatform.googleapis.com``).
         credentials: ``google.auth`` credentials every call of the job's life uses
             (default: application-default credentials).
-        executor_image: the image a trainer package runs on, instead of the prebuilt TensorFlow image.
-        stream_logs: print the job's log lines inline while ``run()`` waits.
         network: the VPC network to peer with (``projects/N/global/networks/NET``).
         enable_web_access: interactive shell access to the tasks.
-        enable_dashboard_access: access to the tasks' dashboards.
-        tensorboard: a Vertex TensorBoard resource name to stream to.
-        experiment: the Vertex AI Experiment the job is logged to (a name, or the context's resource name).
-        experiment_run: the run of that experiment (a name, or the run context's resource name).
-        restart_job_on_worker_restart: restart the whole job when a worker restarts.
-        spot: run on Spot VMs (``scheduling.strategy`` SPOT).
-        flex_start: wait for capacity (``scheduling.strategy`` FLEX_START).
-        scheduling_strategy: ``STANDARD``, ``SPOT`` or ``FLEX_START``, named directly.
-        max_wait: seconds a FLEX_START job may wait for its resources.
-        disable_retries: fail the job at its first error instead of retrying.
-        restart_policy: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica
-            whose VM was preempted or failed.
-        max_restarts: submit the job again (the same spec, ``NAME-attempt2``…), up to this many
-            times, when it ended preempted or with a retryable platform error; the trainer's
-            own failure is not retried. The attempts are one tfjob job.
-        reservation: the Compute Engine reservation the pools consume.
-        persistent_resource_id: the persistent resource the job runs on.
-        kms_key: the Cloud KMS key the job's resources are encrypted with.
-        reserved_ip_ranges: the reserved IP ranges of the peered network the job may use.
-        network_attachment: the network attachment (Private Service Connect interface).
         boot_disk_type: every pool's boot disk type (``Replicas(boot_disk_type=…)`` for one pool).
         boot_disk_size: every pool's boot disk size in GB.
         runtime_version, python_version: the legacy AI Platform runtime a migrated job names.
@@ -160,29 +145,9 @@ class Vertex(Platform):
     project: str | None = None
     region: str | None = None
     staging_bucket: str | None = None
-    api_endpoint: str | None = None
     credentials: Any = None
-    executor_image: str | None = None
-    stream_logs: bool = False
     network: str | None = None
     enable_web_access: bool = False
-    enable_dashboard_access: bool = False
-    tensorboard: str | None = None
-    experiment: str | None = None
-    experiment_run: str | None = None
-    restart_job_on_worker_restart: bool = False
-    spot: bool = False
-    flex_start: bool = False
-    scheduling_strategy: str | None = None
-    max_wait: float | None = None
-    disable_retries: bool = False
-    restart_policy: str | None = None
-    max_restarts: int | None = None
-    reservation: str | None = None
-    persistent_resource_id: str | None = None
-    kms_key: str | None = None
-    reserved_ip_ranges: Sequence[str] = ()
-    network_attachment: str | None = None
     boot_disk_type: str | None = None
     boot_disk_size: int | None = None
     runtime_version: str | None = None
@@ -196,7 +161,10 @@ class Vertex(Platform):
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+Vertex.__doc__ = (Vertex.__doc__ or "").rstrip() + described_fields(VertexKnobs)
+
+
+@dataclass(kw_only=True)
 class AIPlatform(Platform):
     """Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
 
@@ -219,7 +187,7 @@ class AIPlatform(Platform):
     use_chief: bool | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class Kubernetes(Platform):
     """A job in a Kubernetes cluster; by itself a Kubeflow ``TFJob`` (see :class:`TFJob`,
     :class:`JobSet`, :class:`TrainJob` for the other resources).
@@ -265,7 +233,7 @@ class Kubernetes(Platform):
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class TFJob(Kubernetes):
     """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies.
 
@@ -282,14 +250,14 @@ class TFJob(Kubernetes):
     min_available: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class JobSet(Kubernetes):
     """A ``JobSet`` (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed."""
 
     BACKEND: ClassVar[str] = "jobset"
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class TrainJob(Kubernetes):
     """A Kubeflow Trainer v2 ``TrainJob`` with the TensorFlow runtime tfjob renders for it."""
 

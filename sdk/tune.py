@@ -108,7 +108,9 @@ class Tuning:
         elif isinstance(hparams, HparamsConfig):
             config = hparams
         else:
-            config = load_hparams(hparams)
+            from .backends import knobs
+
+            config = load_hparams(hparams, tuple(knobs().values()))
         given = {k: v for k, v in kwargs.items() if v is not None}
         if config.job and given.get("config"):
             raise UsageError(

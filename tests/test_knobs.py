@@ -143,3 +143,33 @@ def test_a_misplaced_flag_from_a_real_process_is_one_line_on_stderr() -> None:
     )  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == ["error: --namespace is for the kubeflow, jobset and trainjob backends, not vertex; leave it out, or choose --backend kubeflow"]
+
+
+def test_a_declared_knobs_plain_custom_job_spec_key_is_read_from_its_declaration() -> None:
+    from tfjob.config_doc import ConfigDoc
+    from tfjob.config_vertex import declared_keys, parse_custom_job_spec
+    from tfjob.errors import ConfigFileError
+
+    pools = [{"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": "gcr.io/p/t:1"}}]
+    new = Knob("artifact_place", "Where.", config="artifactPlace", backends=("vertex",))
+    hand_read = Knob("tensorboard_again", "Read by hand already.", config="tensorboard", backends=("vertex",))
+    assert "artifactPlace" in declared_keys([new, hand_read, *knobs().values()]) and "tensorboard" not in declared_keys([hand_read])
+    values = parse_custom_job_spec({"workerPoolSpecs": pools, "artifactPlace": "us-east1"}, ConfigDoc("job.yaml"), knobs=[new])
+    assert values["artifact_place"] == "us-east1"
+    with pytest.raises(ConfigFileError, match=r"^job.yaml: artifactPlace 3 must be text"):
+        parse_custom_job_spec({"workerPoolSpecs": pools, "artifactPlace": 3}, ConfigDoc("job.yaml"), knobs=[new])
+    with pytest.raises(ConfigFileError, match=r"^job.yaml: unknown key 'artifactPlace'"):
+        parse_custom_job_spec({"workerPoolSpecs": pools, "artifactPlace": "us-east1"}, ConfigDoc("job.yaml"))
+
+
+def test_the_vertex_settings_take_every_vertex_knob_and_list_it_in_their_help() -> None:
+    import pydoc
+
+    from tfjob import Vertex
+    from tfjob.backends.vertex.options import VertexKnobs, VertexOptions
+
+    mine = {f.name for f in dataclasses.fields(VertexKnobs)}
+    assert mine <= {f.name for f in dataclasses.fields(Vertex)} and mine <= {f.name for f in dataclasses.fields(VertexOptions)}
+    text = pydoc.render_doc(Vertex, renderer=pydoc.plaintext)
+    for f in dataclasses.fields(VertexKnobs):
+        assert f"{f.name}: {f.metadata['tfjob.knob']['help'][:30]}" in text, f.name

@@ -11,11 +11,12 @@ job are read by :func:`tfjob.config.parse_job_config`, the same reader as
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..config_doc import ConfigDoc
 from ..documents import read_config_file
 from ..errors import ConfigFileError
+from ..knobs import Knob
 from ..study import DEFAULT_METRIC_TAG, HparamsConfig, MetricSpec, ParameterSpec, StudySpec
 
 LEGACY_KEYS = (
@@ -219,8 +220,11 @@ def parse_vertex_study(study_spec: Any, counts: Mapping[str, Any], doc: _Doc, pa
         return StudySpec(metric, tuple(params), **options)
 
 
-def parse_document(data: Any, source: str = "hparams") -> HparamsConfig:
+def parse_document(data: Any, source: str = "hparams", knobs: Sequence[Knob] = ()) -> HparamsConfig:
     """Any accepted ``--hparams`` document → :class:`~tfjob.study.HparamsConfig`. Pure.
+
+    ``knobs``: declared knobs whose plain ``CustomJobSpec`` keys the trials' job may hold
+    (:func:`tfjob.config.parse_job_config`).
 
     Raises:
         ConfigFileError: naming the file, the key, the value and the fix.
@@ -233,7 +237,7 @@ def parse_document(data: Any, source: str = "hparams") -> HparamsConfig:
     if not isinstance(data, Mapping):
         raise ConfigFileError(f"{source}: expected a mapping (hyperparameters: or studySpec:), not {type(data).__name__}")
     if "trainingInput" in data:
-        config = parse_job_config(data, source)
+        config = parse_job_config(data, source, knobs)
         if config.tuning is None:
             raise ConfigFileError(
                 f"{source}: trainingInput has no hyperparameters: section; add one (goal, hyperparameterMetricTag, params…)"
@@ -241,7 +245,7 @@ def parse_document(data: Any, source: str = "hparams") -> HparamsConfig:
         study = parse_legacy_study(config.tuning, doc, "trainingInput.hyperparameters")
         return HparamsConfig(study, dict(config.values), "ai-platform", source)
     if "trialJobSpec" in data:
-        config = parse_job_config(data, source)
+        config = parse_job_config(data, source, knobs)
         tuning = config.tuning or {}
         if tuning.get("studySpec") is None:
             raise doc.error("studySpec", "is missing; it holds the metrics and parameters to tune")
@@ -274,11 +278,11 @@ def parse_hparams(path: str | Path) -> StudySpec:
     return load_hparams(path).study
 
 
-def load_hparams(path: str | Path) -> HparamsConfig:
+def load_hparams(path: str | Path, knobs: Sequence[Knob] = ()) -> HparamsConfig:
     """Read an ``--hparams`` file: its study and, if it has one, its cluster."""
     path = Path(path)
     # The bounded reader says what is wrong with the path: missing, a FIFO or device, too large.
-    return parse_hparams_config(read_config_file(path, "--hparams"), str(path))
+    return parse_hparams_config(read_config_file(path, "--hparams"), str(path), knobs)
 
 
 #: Parse an ``--hparams`` document already read from YAML/JSON (the name the API uses).

@@ -4,7 +4,7 @@ each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI woul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar, Sequence
 
 from ...config_vertex import SCHEDULING_STRATEGIES
 from ...errors import SpecError
@@ -22,13 +22,13 @@ _BOOT_DISKS = tuple(
 _NOT_TUNED = {"tune": False}
 
 
-@dataclass
-class VertexOptions(GoogleCloudOptions):
-    """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials).
-
-    Checked when made (:func:`check_vertex_options`): a value Vertex AI would refuse is one
-    :class:`~tfjob.errors.SpecError` naming the flag, the value and the fix.
-    """
+@dataclass(kw_only=True)
+class VertexKnobs:
+    """Every knob only Vertex AI takes, declared once: the fields of both the :class:`VertexOptions`
+    the backend reads and the :class:`tfjob.Vertex` settings users write (which adds the
+    project, region, bucket and network both Google services take). A knob added here is a
+    ``Vertex(...)`` field, a flag, a keyword, and a key of a ``--config`` CustomJobSpec (its
+    ``config`` spelling) at once; the render reads it from the options."""
 
     #: A regional or test endpoint (``https://us-central1-aiplatform.googleapis.com``).
     api_endpoint: str | None = knob("Vertex AI endpoint (default {region}-aiplatform.googleapis.com).")
@@ -40,19 +40,22 @@ class VertexOptions(GoogleCloudOptions):
     )
     #: ``Never`` (``disableRetries``); without it Vertex AI restarts a replica whose VM was
     #: preempted or failed. It cannot say OnFailure, ExitCode, Always or a policy per role.
-    restart_policy: Any = knob(
+    restart_policy: str | Sequence[str] | None = knob(
         "Never (scheduling.disableRetries); without it a replica whose VM was preempted or failed is restarted.", kind="list", **_NOT_TUNED
     )
     #: Submit the same ``CustomJob`` again (``NAME-attempt2``…), up to this many times, when it
     #: ended preempted or with a retryable platform error (:func:`.follow.retryable_failure`).
-    max_restarts: int | None = knob("Submit the job again when it ended preempted or with a retryable platform error.", **_NOT_TUNED)
+    max_restarts: int | None = knob(
+        "Submit the job again (NAME-attempt2…), up to N times, when it ended preempted or with a retryable platform error; "
+        "the trainer's own failure is not retried.", **_NOT_TUNED,
+    )  # fmt: skip
     #: Restart every replica when one worker restarts (``scheduling.restartJobOnWorkerRestart``).
     restart_job_on_worker_restart: bool = knob(
         "Restart all tasks when a worker restarts.", default=False, kind="switch",
         flags=("--restart-job-on-worker-restart/--no-restart-job-on-worker-restart",), config="scheduling.restartJobOnWorkerRestart",
     )  # fmt: skip
     #: A Vertex AI TensorBoard (``projects/P/locations/R/tensorboards/ID``) the job streams its logs to.
-    tensorboard: str | None = knob("Vertex TensorBoard resource to stream to.", config="tensorboard")
+    tensorboard: str | None = knob("Vertex TensorBoard resource to stream to (projects/P/locations/R/tensorboards/ID).", config="tensorboard")
     #: The Vertex AI Experiment the job is logged to (a name, or the context's resource name).
     experiment: str | None = knob("Vertex AI Experiment to log the job to (a name, or its context resource name).", config="experiment")
     #: The run of that experiment (a name, or the run context's resource name).
@@ -79,11 +82,21 @@ class VertexOptions(GoogleCloudOptions):
     #: The Cloud KMS key the job's resources are encrypted with.
     kms_key: str | None = knob("Encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K).", config="encryptionSpec.kmsKeyName")
     #: Reserved IP ranges of the peered ``network`` the job may use.
-    reserved_ip_ranges: tuple[str, ...] = knob("A reserved IP range of the --network to place the job in (repeat).", default=(), flags=("--reserved-ip-range",), config="reservedIpRanges")
+    reserved_ip_ranges: Sequence[str] = knob("A reserved IP range of the --network to place the job in (repeat).", default=(), flags=("--reserved-ip-range",), config="reservedIpRanges")
     #: A Private Service Connect interface: the network attachment's full name.
     network_attachment: str | None = knob("Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.", config="pscInterfaceConfig.networkAttachment")
     #: Let the training dashboard reach the tasks.
     enable_dashboard_access: bool = knob("Let the training dashboard reach the tasks.", default=False, config="enableDashboardAccess")
+
+
+@dataclass
+class VertexOptions(GoogleCloudOptions, VertexKnobs):
+    """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials): where it
+    goes (:class:`GoogleCloudOptions`) and every Vertex AI knob (:class:`VertexKnobs`).
+
+    Checked when made (:func:`check_vertex_options`): a value Vertex AI would refuse is one
+    :class:`~tfjob.errors.SpecError` naming the flag, the value and the fix.
+    """
 
     #: The Vertex AI knobs of the job description: every pool's or one pool's ``DiskSpec``.
     SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (
