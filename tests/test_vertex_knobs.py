@@ -143,3 +143,42 @@ def test_a_config_with_flex_start_and_disks_reads_as_keywords(tmp_path) -> None:
     assert options.reservation == "none" and options.persistent_resource_id == "team-pool" and options.enable_dashboard_access
     chief = spec.pool("chief")
     assert chief is not None and (chief.machine.boot_disk_type, chief.machine.boot_disk_size_gb) == ("pd-ssd", 250)
+
+
+def _location_in(body: dict[str, Any]) -> str:
+    """The rendered job's protectedArtifactLocationId, as the API's own CustomJob message reads it."""
+    from google.cloud import aiplatform_v1
+    from google.protobuf import json_format
+
+    message = aiplatform_v1.types.CustomJob()._pb
+    json_format.ParseDict(body, message)  # strictly: no unknown field
+    return str(message.job_spec.protected_artifact_location_id)
+
+
+def test_protected_artifact_location_reaches_the_custom_job_from_flag_settings_and_config(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """docs/architecture.md's knob-addition example: declared in backends/vertex alone."""
+    from tfjob import Vertex
+
+    cloud = ["--backend", "vertex", "--project", "p", "--region", "us-central1"]
+    flag = CliRunner().invoke(app, ["render", "--image", "gcr.io/p/t:1", *cloud, "--protected-artifact-location-id", "europe-west4"])
+    assert flag.exit_code == 0, flag.stderr
+    assert _location_in(json.loads(flag.stdout)) == "europe-west4"
+    typed = Job(image="gcr.io/p/t:1", backend=Vertex(project="p", region="us-central1", protected_artifact_location_id="europe-west4"))
+    assert _location_in(typed.render()) == "europe-west4"
+    config = tmp_path / "job.yaml"
+    config.write_text(
+        "workerPoolSpecs:\n  - machineSpec: {machineType: n1-standard-4}\n    containerSpec: {imageUri: gcr.io/p/t:1}\n"
+        "protectedArtifactLocationId: europe-west4\n"
+    )
+    from_file = Job(config=str(config), backend=Vertex(project="p", region="us-central1"))
+    assert _location_in(from_file.render()) == "europe-west4"
+    assert "protectedArtifactLocationId" not in Job(image="gcr.io/p/t:1", backend=Vertex(project="p", region="us-central1")).render()["jobSpec"]
+    # A wrong value is one error in each face's words; another backend refuses the flag.
+    with pytest.raises(SpecError, match=r"^protected_artifact_location_id='Europe' is not a Google Cloud region; give one such as europe-west4$"):
+        Job(image="gcr.io/p/t:1", backend=Vertex(protected_artifact_location_id="Europe"))
+    bad = CliRunner().invoke(app, ["render", "--image", "gcr.io/p/t:1", *cloud, "--protected-artifact-location-id", "Europe"])
+    assert bad.exit_code == 2 and bad.stderr.splitlines()[-1] == (
+        "error: --protected-artifact-location-id 'Europe' is not a Google Cloud region; give one such as europe-west4"
+    )
+    local = CliRunner().invoke(app, ["render", "--image", "gcr.io/p/t:1", "--backend", "local", "--protected-artifact-location-id", "europe-west4"])
+    assert local.exit_code == 2 and "--protected-artifact-location-id is for the vertex backend, not local" in local.stderr

@@ -87,6 +87,11 @@ class VertexKnobs:
     network_attachment: str | None = knob("Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.", config="pscInterfaceConfig.networkAttachment")
     #: Let the training dashboard reach the tasks.
     enable_dashboard_access: bool = knob("Let the training dashboard reach the tasks.", default=False, config="enableDashboardAccess")
+    #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
+    protected_artifact_location_id: str | None = knob(
+        "Keep the job's protected artifacts in this location (e.g. europe-west4) when it is not the job's region.",
+        config="protectedArtifactLocationId",
+    )
 
 
 @dataclass
@@ -116,6 +121,7 @@ _RESERVATION_RE = LazyPattern(r"^projects/[^/\s]+/zones/[^/\s]+/reservations/[a-
 _RESOURCE_ID_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _ATTACHMENT_RE = LazyPattern(r"^projects/[^/\s]+/regions/[^/\s]+/networkAttachments/[^/\s]+\Z")
 _IP_RANGE_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+_LOCATION_RE = LazyPattern(r"^[a-z]+(-[a-z]+)*[0-9]+\Z")
 
 
 def _text(options: VertexOptions, name: str) -> None:
@@ -186,3 +192,8 @@ def check_vertex_options(options: VertexOptions) -> None:
             )
         if options.network:
             raise SpecError("--network-attachment (Private Service Connect) and --network (VPC peering) are alternatives; give one")
+    location = options.protected_artifact_location_id
+    if location is not None and (not isinstance(location, str) or not _LOCATION_RE.match(location)):
+        raise SpecError(
+            field="protected_artifact_location_id", value=location, problem="is not a Google Cloud region", fix="give one such as europe-west4"
+        )

@@ -420,6 +420,8 @@ def render_custom_job(
         job_spec["enableWebAccess"] = True
     if options.enable_dashboard_access:
         job_spec["enableDashboardAccess"] = True
+    if options.protected_artifact_location_id:
+        job_spec["protectedArtifactLocationId"] = options.protected_artifact_location_id
     body: dict[str, Any] = {
         "displayName": spec.name,
         "jobSpec": job_spec,
