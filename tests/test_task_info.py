@@ -264,3 +264,45 @@ def test_any_input_gives_task_info_or_cluster_config_error(env: dict[str, str], 
     exported = render_tf2_env(info)
     if exported["TF_CONFIG"] is not None:
         assert json.loads(exported["TF_CONFIG"])["task"]["type"] == info.role
+
+
+# --- TF_CONFIG read without the json package, exactly as json.loads reads it ----------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+_space = st.text(alphabet=" \t\n\r\x0b\x0c\ufeff", max_size=3)
+
+
+def _loads_either(loads: Any, text: str) -> tuple[str, Any]:
+    try:
+        return "value", json.dumps(loads(text), sort_keys=True)  # NaN != NaN: compare the texts
+    except Exception as e:  # the same kind of error, with the same words and position
+        return "error", (type(e), str(e))
+
+
+@given(_space, _json_values, _space, st.sampled_from(["", "x", "}", "1", "//", ",{}"]))
+def test_tf_config_is_read_as_json_loads_reads_it(before: str, value: Any, after: str, tail: str) -> None:
+    from tfjob.cluster.task import _json_loads
+
+    for text in (before + json.dumps(value) + after + tail, before + json.dumps(value, indent=1) + after, json.dumps(value)[:-1]):
+        assert _loads_either(_json_loads, text) == _loads_either(json.loads, text)
+
+
+@given(st.text(max_size=40))
+def test_any_text_is_read_as_json_loads_reads_it(text: str) -> None:
+    from tfjob.cluster.task import _json_loads
+
+    assert _loads_either(_json_loads, text) == _loads_either(json.loads, text)
+
+
+def test_a_task_reads_its_tf_config_without_importing_json(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = render_task_env({"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}, "worker", 0, "vertex")
+    code = "import sys; from tfjob.cluster import task_info_from_env as t; i = t(); print(i.role, i.index, 'json' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin", **env}, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["worker", "0", "False"], done.stderr

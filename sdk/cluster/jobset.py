@@ -21,11 +21,15 @@ variable on every backend. Stdlib only (the bootstrap imports it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping  # not typing: ~3 ms of every task's start
-
 from ..errors import ClusterConfigError
 from ..lazy import LazyPattern
 from .render import ROLES, render_task_env
+
+# Not `from typing import TYPE_CHECKING` (~3 ms), nor collections.abc at run time: every
+# task's bootstrap imports this module.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 #: Variables tfjob renders into every JobSet pod.
 ROLES_VAR = "TFJOB_JOBSET_ROLES"
