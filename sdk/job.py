@@ -178,9 +178,10 @@ def _refuse_nul(values: dict[str, Any]) -> None:
 
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
     """``build=True`` needs a trainer directory and no image; a cloud backend needs a registry to pull from."""
-    if not getattr(options, "build", False):
-        for name in ("image_repo", "base_image", "cloud_build"):
-            if getattr(options, name, None) not in (None, False):
+    if not options.build:
+        given = {"image_repo": options.image_repo, "base_image": options.base_image, "cloud_build": options.cloud_build}
+        for name, value in given.items():
+            if value not in (None, False):
                 raise SpecError(f"--{name.replace('_', '-')} is for an image tfjob builds; add --build (or drop it)")
         return
     if spec.image or any(p.image for p in spec.pools):
@@ -196,7 +197,7 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         from .spec import check_image
 
         check_image(options.base_image, "--base")
-    if getattr(options, "cloud_build", False) and not options.image_repo:
+    if options.cloud_build and not options.image_repo:
         raise SpecError("--cloud-build pushes the image from Cloud Build: give --image-repo REGISTRY/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer)")
     if backend not in ("local",) and not options.image_repo and not options.dry_run:
         raise SpecError(

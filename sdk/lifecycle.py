@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .errors import JobCancelledError, JobTimeoutError
-from .model import JobState, JobStatus, SubmitOptions
+from .model import JobState, JobStatus, SubmitOptions, options_as
 from .spec import JobSpec
 
 if TYPE_CHECKING:
@@ -138,6 +139,9 @@ class Lifecycle:
     poll_interval: float = 2.0
     #: Longest pause between two polls (``JobHandle.wait`` uses it too).
     max_poll_interval: float = MAX_POLL_INTERVAL
+    #: The options this backend takes (its folder's ``options`` module); the registry's
+    #: :func:`tfjob.backends.options_type` names the same class.
+    options_class: type[SubmitOptions] = SubmitOptions
 
     def __init__(
         self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep, *, store: JobStore | None = None
@@ -185,6 +189,25 @@ class Lifecycle:
         raise NotImplementedError
 
     # -- what every backend shares ---------------------------------------------------------
+    def typed(self, options: SubmitOptions | None) -> Any:
+        """``options`` as this backend's :attr:`options_class`: the same object when it is
+        one; otherwise (a plain :class:`SubmitOptions`, another backend's options, None) the
+        values both declare, and this backend's defaults for the rest — where the settings
+        (``$TFJOB_PROJECT``, ``config.yaml``…) name a project, region, endpoint, namespace or
+        staging bucket, those, as :class:`tfjob.Job` fills them."""
+        if isinstance(options, self.options_class):
+            return options
+        typed = options_as(self.options_class, options)
+        from .settings import load_settings
+
+        settings = load_settings()
+        configured = {
+            "project": settings.project, "region": settings.region, "api_endpoint": settings.api_endpoint,
+            "namespace": settings.namespace, "default_staging_bucket": settings.staging_bucket,
+        }  # fmt: skip
+        own = vars(typed)
+        return replace(typed, **{k: v for k, v in configured.items() if v is not None and k in own and own[k] is None})
+
     def run(self, spec: JobSpec, options: SubmitOptions) -> str:
         """Submit, then follow the job to its end (``options.wait``); return its id.
 

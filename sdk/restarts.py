@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Protocol
 
 from .errors import UsageError
 
@@ -219,7 +219,28 @@ def _count(value: Any, flag: str, default: int) -> int:
     return value
 
 
-def build_rules(options: Any, task_names: Iterable[str] = ()) -> Rules:
+class RestartOptions(Protocol):
+    """What a local run's options say about restarts (``tfjob.backends.local.options.LocalOptions``)."""
+
+    @property
+    def dialect(self) -> str: ...
+    @property
+    def restart_policy(self) -> Any: ...
+    @property
+    def backoff_limit(self) -> int | None: ...
+    @property
+    def restart_delay(self) -> float | None: ...
+    @property
+    def max_restarts(self) -> int | None: ...
+    @property
+    def preempt(self) -> Any: ...
+    @property
+    def preempt_grace(self) -> float | None: ...
+    @property
+    def preempt_seed(self) -> int: ...
+
+
+def build_rules(options: RestartOptions, task_names: Iterable[str] = ()) -> Rules:
     """The restart rules of a local run from its options (``restart_policy``, ``backoff_limit``,
     ``restart_delay``, ``max_restarts``, ``preempt``, ``preempt_grace``, ``preempt_seed``,
     ``dialect``), checked; ``task_names``: the job's tasks, which ``--preempt`` must name.
@@ -228,25 +249,25 @@ def build_rules(options: Any, task_names: Iterable[str] = ()) -> Rules:
         UsageError: one line naming the flag and the fix.
     """
     names = set(task_names)
-    preemptions = tuple(parse_preemptions(getattr(options, "preempt", None)))
+    preemptions = tuple(parse_preemptions(options.preempt))
     for p in preemptions:
         if names and not p.every and p.task not in names:
             raise UsageError(f"--preempt {p.task}@…: the job has no task {p.task} (it has {', '.join(sorted(names))})")
         if names and p.every and p.task != "*" and not any(n.startswith(p.task + "-") for n in names):
             raise UsageError(f"--preempt random:{p.task}@…: the job has no {p.task} task")
-    delay = getattr(options, "restart_delay", None)
-    grace = getattr(options, "preempt_grace", None)
-    seed = getattr(options, "preempt_seed", 0) or 0
+    delay = options.restart_delay
+    grace = options.preempt_grace
+    seed = options.preempt_seed or 0
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise UsageError(f"--preempt-seed {seed!r} must be a whole number from 0 to 2**63-1")
     return Rules(
-        policies=parse_policies(getattr(options, "restart_policy", None)),
-        default=PLATFORM_DEFAULTS.get(str(getattr(options, "dialect", "vertex")), "ExitCode"),
-        backoff_limit=_count(getattr(options, "backoff_limit", None), "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
+        policies=parse_policies(options.restart_policy),
+        default=PLATFORM_DEFAULTS.get(str(options.dialect), "ExitCode"),
+        backoff_limit=_count(options.backoff_limit, "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
         delay=DEFAULT_RESTART_DELAY if delay is None else min(parse_seconds(delay, "--restart-delay"), MAX_RESTART_DELAY),
-        max_restarts=_count(getattr(options, "max_restarts", None) or 0, "--max-restarts", 0),
+        max_restarts=_count(options.max_restarts or 0, "--max-restarts", 0),
         preemptions=preemptions,
         grace=DEFAULT_PREEMPT_GRACE if grace is None else parse_seconds(grace, "--preempt-grace"),
         seed=seed,
-        restart_preempted=str(getattr(options, "dialect", "vertex")) in RESTARTS_PREEMPTED,
+        restart_preempted=str(options.dialect) in RESTARTS_PREEMPTED,
     )

@@ -1,10 +1,16 @@
 """The backend contract (issue 14): the same tests over every backend that runs jobs.
 
 Each platform is driven the way its users meet it — local jobs are real processes, Vertex
-AI is the REST stand-in reached through Google's client library, Kubeflow TFJobs and
-JobSets are the Kubernetes API stand-in reached through the official client, with a small
-"operator" here that moves a job along as its trainer module says (``trainer.ok`` ends
-well, ``trainer.fail`` fails its worker 0 with exit code 3, ``trainer.slow`` runs on).
+AI is the REST stand-in reached through Google's client library, Kubeflow TFJobs, JobSets
+and Trainer v2 TrainJobs are the Kubernetes API stand-in reached through the official
+client, with a small "operator" here that moves a job along as its trainer module says
+(``trainer.ok`` ends well, ``trainer.fail`` fails its worker 0 with exit code 3,
+``trainer.slow`` runs on).
+
+Every backend is met twice: placed by its typed settings (``backend=Vertex(project=…)``),
+and as a backend object built with its default options (``backend=VertexBackend()``,
+where the platform comes from the environment and the per-test job store), so a backend
+that needs a setting only its settings class gives fails here.
 
 A new backend gets a driver below and passes every test here, or it does not ship.
 """
@@ -29,7 +35,8 @@ from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 
-from tfjob import Job, JobSet, Local, TFJob, Vertex
+from tfjob import Job, JobSet, Local, TFJob, TrainJob, Vertex
+from tfjob.backends import get_backend
 from tfjob.platforms import Platform
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, UsageError
 from tfjob.job import JobHandle, get_job
@@ -80,6 +87,11 @@ class Driver:
     #: The typed settings that place a job on this backend.
     where: Platform
 
+    def defaults(self) -> None:
+        """Place jobs on a backend object built with its default options instead: nothing of
+        the typed settings reaches it, the platform comes from the environment."""
+        self.where = type(get_backend(self.name))()  # type: ignore[assignment]
+
     def job(self, outcome: str, **kw: Any) -> Job:
         raise NotImplementedError
 
@@ -97,8 +109,13 @@ class LocalDriver(Driver):
     unknown_id = "trainer-20260101-000000-0000"
 
     def __init__(self, trainer: Path) -> None:
+        from tfjob.store import JobStore
+
         self.trainer = trainer
         self.where = Local(grace=1.0)
+        # The store made (in WAL mode) before `running()` reads it from another thread while a
+        # job starts: two connections switching a new file to WAL at once is "database is locked".
+        JobStore().close()
 
     def job(self, outcome: str, **kw: Any) -> Job:
         return Job(str(self.trainer), f"trainer.{outcome}", workers=1, quiet=True, backend=self.where, **kw)
@@ -120,9 +137,16 @@ class VertexDriver(Driver):
     name = "vertex"
     unknown_id = "1234567890123456789"
 
-    def __init__(self, server: FakeVertex) -> None:
+    def __init__(self, server: FakeVertex, monkeypatch: pytest.MonkeyPatch) -> None:
         self.server = server
+        self.monkeypatch = monkeypatch
         self.where = Vertex(project="p", region="us-central1", api_endpoint=server.endpoint)
+
+    def defaults(self) -> None:
+        # The project, region and endpoint come from the environment (the fixture sets them),
+        # the stand-in's credentials from GOOGLE_APPLICATION_CREDENTIALS, as for any user.
+        super().defaults()
+        self.monkeypatch.setenv("TFJOB_STAGING_BUCKET", "gs://b")
 
     def job(self, outcome: str, **kw: Any) -> Job:
         self.outcome = outcome
@@ -150,36 +174,42 @@ class VertexDriver(Driver):
 
 
 class KubeDriver(Driver):
-    """TFJob (``kubeflow``) or JobSet (``jobset``) on the Kubernetes stand-in."""
+    """TFJob (``kubeflow``), JobSet (``jobset``) or TrainJob (``trainjob``) on the Kubernetes stand-in."""
 
     unknown_id = "default/no-such-job"
 
     def __init__(self, name: str, kube: FakeKube, kubeconfig: str) -> None:
         self.name = name
         self.kube = kube
-        self.where = {"kubeflow": TFJob, "jobset": JobSet}[name](kubeconfig=kubeconfig)
+        self.where = {"kubeflow": TFJob, "jobset": JobSet, "trainjob": TrainJob}[name](kubeconfig=kubeconfig)
         self.count = 0
 
     def job(self, outcome: str, **kw: Any) -> Job:
         self.count += 1
         name = kw.pop("name", f"{outcome}-{self.count}")
-        jobset = self.name == "jobset"
-        advance = self.kube.advance_jobset if jobset else self.kube.advance
-        done = "Completed" if jobset else "Succeeded"
+        kube = self.kube
+        # Each controller's own steps: the training operator, the JobSet controller, Kubeflow
+        # Trainer (which runs the workers as its `node` job: worker-0 is the pod node-0).
+        advance, done, worker = {
+            "kubeflow": (kube.advance, "Succeeded", "worker-0"),
+            "jobset": (kube.advance_jobset, "Completed", "worker-0"),
+            "trainjob": (kube.advance_trainjob, "Complete", "node-0"),
+        }[self.name]
+
+        def pod(task: str) -> str:
+            return kube.pod_name(name, task) if self.name == "kubeflow" else kube.jobset_pod_name(name, task)
 
         def operator() -> None:  # what the controller does by the first look at the job
             advance("default", name, "Created")
             advance("default", name, "Running")
-            pod = self.kube.jobset_pod_name(name, "chief-0") if jobset else self.kube.pod_name(name, "chief-0")
-            self.kube.write_log("default", pod, "hello from the trainer\n")
+            kube.write_log("default", pod("chief-0"), "hello from the trainer\n")
             if outcome == "ok":
                 advance("default", name, done)
             elif outcome == "fail":
-                advance("default", name, "Failed", failed_task="worker-0", exit_code=3)
+                advance("default", name, "Failed", failed_task=worker, exit_code=3)
             elif outcome == "missing":
-                worker = self.kube.jobset_pod_name(name, "worker-0") if jobset else self.kube.pod_name(name, "worker-0")
-                self.kube.write_log("default", worker, f"Traceback (most recent call last):\n{MISSING}\n")
-                advance("default", name, "Failed", failed_task="worker-0", exit_code=3)
+                kube.write_log("default", pod(worker), f"Traceback (most recent call last):\n{MISSING}\n")
+                advance("default", name, "Failed", failed_task=worker, exit_code=3)
 
         self.kube.script("default", name, operator)
         return Job(module=f"trainer.{outcome}", image="img:1", workers=1, name=name, quiet=True, backend=self.where, **kw)
@@ -188,28 +218,38 @@ class KubeDriver(Driver):
         return any(p.obj["status"]["phase"] == "Running" for p in list(self.kube.pods.values()))
 
     def cancel_calls(self) -> int:
-        return self.kube.count("DELETE", r"/(tfjobs|jobsets)/")
+        return self.kube.count("DELETE", r"/(tfjobs|jobsets|trainjobs)/")
 
 
-BACKENDS = ["local", "vertex", "kubeflow", "jobset"]
+BACKENDS = ["local", "vertex", "kubeflow", "jobset", "trainjob"]
+#: How a job is placed on its backend: by the typed settings, or on a backend object built
+#: with its default options (the platform from the environment).
+BUILT = ["settings", "defaults"]
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=[pytest.param((name, built), id=f"{name}-{built}") for built in BUILT for name in BACKENDS])
 def platform(request: pytest.FixtureRequest, trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Driver]:
-    if request.param == "local":
+    for driver in _drivers(request.param[0], trainer, tmp_path, monkeypatch):
+        if request.param[1] == "defaults":
+            driver.defaults()
+        yield driver
+
+
+def _drivers(name: str, trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Driver]:
+    if name == "local":
         yield LocalDriver(trainer)
-    elif request.param == "vertex":
+    elif name == "vertex":
         with FakeVertex() as server:
             server.use_as_google(monkeypatch, tmp_path)
             # `list` asks the configured project, as `tfjob list` does.
             for var, value in (("TFJOB_PROJECT", "p"), ("TFJOB_REGION", "us-central1"), ("TFJOB_API_ENDPOINT", server.endpoint)):
                 monkeypatch.setenv(var, value)
-            yield VertexDriver(server)
+            yield VertexDriver(server, monkeypatch)
     else:
         for kube in kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch):
             kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig", namespace="default"))
             monkeypatch.setenv("KUBECONFIG", kubeconfig)  # `list` asks the current context, as `tfjob list` does
-            yield KubeDriver(request.param, kube, kubeconfig)
+            yield KubeDriver(name, kube, kubeconfig)
 
 
 def _submit(platform: Driver, outcome: str, **kw: Any) -> JobHandle:
@@ -383,3 +423,34 @@ def test_a_missing_trainer_module_is_a_usage_error(platform: Driver, trainer: Pa
     with pytest.raises(UsageError, match="no trainer/nope.py") as refused:
         job.submit()
     assert refused.value.exit_code == 2
+
+
+def test_a_backend_given_plain_submit_options_uses_its_own_defaults(platform: Driver) -> None:
+    """``get_backend(NAME).submit(spec, SubmitOptions())``: what every backend takes is read from
+    the options given, what only this backend takes is at its defaults (never an AttributeError)."""
+    from tfjob.model import SubmitOptions
+
+    spec = platform.job("ok").spec
+    job_id = get_backend(platform.name).submit(spec, SubmitOptions(quiet=True, poll_interval=0.05))
+    if isinstance(platform, VertexDriver):
+        platform.on_created(job_id)
+    assert JobHandle(platform.name, job_id).wait(timeout=60).state is JobState.SUCCEEDED
+
+
+@pytest.mark.parametrize("name", BACKENDS + ["ai-platform"])
+def test_another_backends_options_are_read_as_this_backends(name: str) -> None:
+    """Options of another backend (a pipeline reusing one object) keep what every backend
+    takes — here the strategy — and leave this backend's own fields at their defaults."""
+    from tfjob.backends import options_type
+    from tfjob.backends.local.options import LocalOptions
+    from tfjob.backends.vertex.options import VertexOptions
+    from tfjob.spec import build_spec
+
+    backend = get_backend(name)
+    other = LocalOptions(strategy="parameter-server", dialect="kubeflow") if name != "local" else VertexOptions(strategy="parameter-server", project="p")
+    typed = backend.typed(other)
+    assert type(typed) is options_type(name) and typed.strategy == "parameter-server"
+    assert backend.typed(typed) is typed
+    spec = build_spec(name="j", module="trainer.task", image="gcr.io/p/trainer:1", workers=1, ps=1)
+    backend.render(spec, other)  # renders, with the strategy, as with the backend's own options
+    assert "parameter-server" in json.dumps(backend.render(spec, other))

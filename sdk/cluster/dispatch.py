@@ -25,7 +25,15 @@ from ..errors import UsageError
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Sequence
+    from typing import Any, Protocol, Sequence
+
+    class DispatchOptions(Protocol):
+        """What a job's options say about dispatch (every backend's options have both)."""
+
+        @property
+        def strategy(self) -> str | None: ...
+        @property
+        def tf_config(self) -> str | None: ...
 
 STRATEGIES: tuple[str, ...] = ("module", "parameter-server", "auto", "multi-worker")
 DEFAULT_STRATEGY = "module"
@@ -116,7 +124,7 @@ def trainer_args(spec: Any, role: str | None = None) -> list[str]:
     return list(spec.args_for(role) if role is not None else spec.args)
 
 
-def package_args(spec: Any, role: str, options: Any) -> list[str]:
+def package_args(spec: Any, role: str, options: DispatchOptions) -> list[str]:
     """A package replica's args: the bootstrap's (``--module M [...] --``) then the trainer's.
 
     The platform runs ``python -m tfjob.container.bootstrap ARGS``, which is what a local
@@ -124,17 +132,17 @@ def package_args(spec: Any, role: str, options: Any) -> list[str]:
     The bootstrap is never given ``--job-dir`` here: Vertex AI passes none (it sets
     ``AIP_MODEL_DIR``) and AI Platform appends its ``jobDir`` to the args itself.
     """
-    strategy = job_strategy(spec, getattr(options, "strategy", None))
-    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    strategy = job_strategy(spec, options.strategy)
+    tf_config = options.tf_config or "platform"
     return bootstrap_args(spec.module, trainer_args(spec, role), strategy=strategy, dialect="vertex", tf_config=tf_config)
 
 
-def bootstrap_command(spec: Any, options: Any, packages: Sequence[str] = ()) -> list[str]:
+def bootstrap_command(spec: Any, options: DispatchOptions, packages: Sequence[str] = ()) -> list[str]:
     """``tfjob-bootstrap [--package URI…] --module M [...] --``: a container's command (the args follow).
 
     ``packages``: archives the bootstrap pip-installs first (``--packages`` with ``--image``).
     """
-    strategy = job_strategy(spec, getattr(options, "strategy", None))
-    tf_config = getattr(options, "tf_config", "platform") or "platform"
+    strategy = job_strategy(spec, options.strategy)
+    tf_config = options.tf_config or "platform"
     installs = [arg for uri in packages for arg in ("--package", uri)]
     return [BOOTSTRAP, *installs, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]

@@ -15,7 +15,7 @@ from ...errors import BackendError
 from .render import render_job
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
-from ..base import JobStatus, SubmitOptions
+from ..base import GoogleCloudOptions, JobStatus, SubmitOptions
 
 #: The day the legacy service stopped running training jobs.
 SHUTDOWN_DATE = "2025-01-31"
@@ -33,6 +33,7 @@ class AIPlatformBackend(Lifecycle):
 
     name = "ai-platform"
     platform = "AI Platform Training"
+    options_class = GoogleCloudOptions
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The legacy ``Job`` body ``{"jobId", "trainingInput", "labels"}`` (pure)."""

@@ -25,6 +25,7 @@ from .shipment import Shipment, check_size, configmap_name, owner_reference, rai
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ..base import JobState, JobStatus, SubmitOptions
+from .options import TFJobOptions
 from ...lifecycle import Lifecycle, say
 
 #: What a ConfigMap key may be (the packages are its keys).
@@ -36,7 +37,7 @@ LOG_TAIL_LINES = 20
 JOB_NAME_LABEL = "tfjob.dev/job-name"
 
 
-def build_shipment(spec: JobSpec, options: Any) -> tuple[JobSpec, Shipment | None]:
+def build_shipment(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, Shipment | None]:
     """The spec with its packages taken out, and what ships them to the pods (None: nothing).
 
     A trainer directory is built into its sdist (the build cache reuses an unchanged one;
@@ -56,7 +57,7 @@ def build_shipment(spec: JobSpec, options: Any) -> tuple[JobSpec, Shipment | Non
 
     paths, uris = gather_packages(
         spec.package, spec.packages, module=spec.module, requirements=spec.requirements,
-        include_secrets=getattr(options, "include_secrets", False), quiet=getattr(options, "quiet", False),
+        include_secrets=options.include_secrets, quiet=options.quiet,
     )  # fmt: skip
     files: list[tuple[str, bytes]] = []
     for path in paths:
@@ -99,6 +100,7 @@ class KubeflowBackend(Lifecycle):
 
     name = "kubeflow"
     platform = "Kubernetes"
+    options_class: type[SubmitOptions] = TFJobOptions
 
     def __init__(
         self,
@@ -129,6 +131,7 @@ class KubeflowBackend(Lifecycle):
         Pure but for the trainer's build: a trainer directory given as PACKAGE_PATH is built
         into its sdist (from the build cache when unchanged), as a Vertex AI dry run does.
         """
+        options = self.typed(options)
         bare, shipment = build_shipment(spec, options)
         manifest = self._render(bare, options)
         if shipment is None:
@@ -137,7 +140,7 @@ class KubeflowBackend(Lifecycle):
         if not shipment.files:
             return manifest
         labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, JOB_NAME_LABEL: spec.name}
-        configmap = render_configmap(shipment, labels, getattr(options, "namespace", None))
+        configmap = render_configmap(shipment, labels, options.namespace)
         items = manifest["items"] if manifest.get("kind") == "List" else [manifest]
         return {"apiVersion": "v1", "kind": "List", "items": [configmap, *items]}
 
@@ -214,6 +217,7 @@ class KubeflowBackend(Lifecycle):
             AuthError: the cluster refused the credentials or the permission (401/403).
             BackendError: the TFJob CRD is not installed, or the API failed.
         """
+        options = self.typed(options)
         manifest, configmap = split_configmap(self.render(spec, options))
         client = self._connect(options.kubeconfig, options.context)
         try:

@@ -17,12 +17,14 @@ from .render_jobset import render_jobset
 from ...spec import JobSpec
 from ..base import JobState, JobStatus, SubmitOptions
 from .backend import KubeflowBackend
+from .options import KubernetesOptions
 
 
 class JobSetBackend(KubeflowBackend):
     """JobSets through the Kubernetes API (the kubeflow backend's lifecycle)."""
 
     name = "jobset"
+    options_class = KubernetesOptions
     kind = "JobSet"
     controller = "the JobSet controller"
 

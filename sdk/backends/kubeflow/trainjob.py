@@ -18,6 +18,7 @@ from .render_trainjob import NODE, render_trainjob_list, runtime_name, trainer_r
 from ...spec import JobSpec
 from ..base import JobState, JobStatus, SubmitOptions
 from .backend import KubeflowBackend
+from .options import KubernetesOptions
 
 
 def _resources() -> tuple[Any, Any]:
@@ -30,6 +31,7 @@ class TrainJobBackend(KubeflowBackend):
     """TrainJobs (Kubeflow Trainer v2) through the Kubernetes API."""
 
     name = "trainjob"
+    options_class = KubernetesOptions
     kind = "TrainJob"
     controller = "Kubeflow Trainer"
 

@@ -19,7 +19,7 @@ from ...errors import UsageError
 from ...spec import JobSpec
 from ...store import process_start_time
 from ...lifecycle import Lifecycle
-from ...model import normalize_task, options_as
+from ...model import normalize_task
 from ..base import JobState, JobStatus, SubmitOptions
 from .options import LocalOptions
 
@@ -42,6 +42,7 @@ class LocalBackend(Lifecycle):
 
     name = "local"
     platform = "this machine"
+    options_class = LocalOptions
     #: A local job's state is one SQLite read away: waiting polls at least this often.
     max_poll_interval = 0.5
 
@@ -51,7 +52,7 @@ class LocalBackend(Lifecycle):
         Ports are illustrative (from 27182, as ``gcloud ai-platform local train``);
         a real run picks free ones.
         """
-        options = options_as(LocalOptions, options)
+        options = self.typed(options)
         from ...cluster import GCLOUD_LOCAL_START_PORT
         from ...limits import check_local_tasks
         from ...cluster.dispatch import job_strategy
@@ -143,7 +144,7 @@ class LocalBackend(Lifecycle):
         from .ports import pick_ports
         from .runner import check_job, create_record, run_job
 
-        options = options_as(LocalOptions, options)
+        options = self.typed(options)
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)
@@ -163,7 +164,7 @@ class LocalBackend(Lifecycle):
         """Start the job under a detached supervisor process; return its id at once."""
         from .runner import check_job, create_record
 
-        options = options_as(LocalOptions, options)
+        options = self.typed(options)
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)
@@ -294,7 +295,7 @@ class LocalBackend(Lifecycle):
         from .tuning import LocalStudy
 
         local = LocalStudy(
-            study, spec, options_as(LocalOptions, options), seed=seed, cores=cores, stream=stream, port_picker=port_picker, store=self.store
+            study, spec, self.typed(options), seed=seed, cores=cores, stream=stream, port_picker=port_picker, store=self.store
         )
         return local.run()
 

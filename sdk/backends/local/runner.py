@@ -80,7 +80,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:
         raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
-    engine = find_engine(getattr(options, "container_engine", None))
+    engine = find_engine(options.container_engine)
     missing = [image for image in images if not engine.has_image(image)]
     if missing:
         raise UsageError(f"image {missing[0]} is not in {engine.name}'s store; build or pull it first ({engine.name} images lists them)")

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
-from ...model import options_as
 from ..base import JobStatus, SubmitOptions
 from .options import VertexOptions
 
@@ -43,6 +42,7 @@ class VertexBackend(Lifecycle):
 
     name = "vertex"
     platform = "Vertex AI"
+    options_class = VertexOptions
 
     def __init__(self, *, credentials: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -62,14 +62,15 @@ class VertexBackend(Lifecycle):
         """Stage the packages and create the job; return Vertex AI's job id."""
         from .service import submit_job
 
-        return submit_job(spec, options_as(VertexOptions, options), echo=self.echo, credentials=self.credentials, store=self.store)
+        return submit_job(spec, self.typed(options), echo=self.echo, credentials=self.credentials, store=self.store)
 
     def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
         """Follow the job to its end with one client (the store updated at each change);
         with ``options.stream_logs`` its log lines are printed as they arrive."""
         from .service import follow_job, stream_job
 
-        if getattr(options, "stream_logs", False):
+        options = self.typed(options)
+        if options.stream_logs:
             return stream_job(
                 job_id, options, echo=self.echo, out=lambda line: print(line, flush=True), credentials=self.credentials, store=self.store
             )
@@ -100,7 +101,7 @@ class VertexBackend(Lifecycle):
         """The ``HyperparameterTuningJob`` body (no credentials, no network)."""
         from .tuning import plan_tuning
 
-        plan, body = plan_tuning(study, spec, options_as(VertexOptions, options), dry_run=True)
+        plan, body = plan_tuning(study, spec, self.typed(options), dry_run=True)
         for note in plan.notes:
             echo(note)
         echo(f"dry run: would create this HyperparameterTuningJob in {plan.parent}")
@@ -114,7 +115,7 @@ class VertexBackend(Lifecycle):
         from .tuning import run_tuning
 
         return run_tuning(
-            study, spec, options_as(VertexOptions, options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store
+            study, spec, self.typed(options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store
         )
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
@@ -122,7 +123,7 @@ class VertexBackend(Lifecycle):
         from .tuning import submit_tuning
 
         return submit_tuning(
-            study, spec, options_as(VertexOptions, options), echo=echo or self.echo, credentials=self.credentials, store=self.store
+            study, spec, self.typed(options), echo=echo or self.echo, credentials=self.credentials, store=self.store
         )
 
     def list(self, limit: int | None = None) -> list[JobStatus]:

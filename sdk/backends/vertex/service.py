@@ -23,6 +23,7 @@ from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ...lifecycle import poll
 from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
+from .options import VertexOptions
 from .submission import DEFAULT_REGION
 
 
@@ -78,7 +79,7 @@ def make_client(
 
 # -- submit -----------------------------------------------------------------------------
 def submit_job(
-    spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None
+    spec: JobSpec, options: VertexOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None
 ) -> str:
     """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id."""
     store = resolve_store(store)
@@ -87,7 +88,7 @@ def submit_job(
 
     from ...restarts import _count
 
-    max_restarts = _count(getattr(options, "max_restarts", 0) or 0, "--max-restarts", 0)
+    max_restarts = _count(options.max_restarts or 0, "--max-restarts", 0)
     plan = plan_submission(spec, options, dry_run=False)
     for note in plan.notes:
         echo(note)
@@ -362,7 +363,7 @@ def interrupted(
 
 def stream_job(
     job_id: str,
-    options: SubmitOptions,
+    options: VertexOptions,
     *,
     echo: Echo = _quiet,
     out: Callable[[str], None] = print,
@@ -382,7 +383,7 @@ def stream_job(
 
 def follow_job(
     job_id: str,
-    options: SubmitOptions,
+    options: VertexOptions,
     *,
     echo: Echo = _quiet,
     client: Any = None,
@@ -406,7 +407,7 @@ def follow_job(
     from .follow import retryable_failure
 
     given = record.extra.get("max_restarts") if record is not None else None
-    max_restarts = _count(given if given is not None else (getattr(options, "max_restarts", 0) or 0), "--max-restarts", 0)
+    max_restarts = _count(given if given is not None else (options.max_restarts or 0), "--max-restarts", 0)
 
     def restarts_left() -> bool:
         current = store.get(job_id)
