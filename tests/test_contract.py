@@ -8,9 +8,10 @@ client, with a small "operator" here that moves a job along as its trainer modul
 ``trainer.slow`` runs on).
 
 Every backend is met twice: placed by its typed settings (``backend=Vertex(project=…)``),
-and as a backend object built with its default options (``backend=VertexBackend()``,
-where the platform comes from the environment and the per-test job store), so a backend
-that needs a setting only its settings class gives fails here.
+and as a backend object built with its default options and a temporary job store
+(``backend=VertexBackend(store=JobStore(tmp))``: the platform comes from the environment),
+so a backend that needs a setting only its settings class gives, or that records anywhere
+but in its store, fails here.
 
 A new backend gets a driver below and passes every test here, or it does not ship.
 """
@@ -40,6 +41,7 @@ from tfjob.backends import get_backend
 from tfjob.platforms import Platform
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, UsageError
 from tfjob.job import JobHandle, get_job
+from tfjob.store import JobStore
 from tfjob.model import JobState
 
 TRAINERS = {
@@ -86,11 +88,15 @@ class Driver:
     unknown_id: str
     #: The typed settings that place a job on this backend.
     where: Platform
+    #: The job store the backend records in: the user's ($TFJOB_HOME, the test's own).
+    store: JobStore
 
-    def defaults(self) -> None:
-        """Place jobs on a backend object built with its default options instead: nothing of
-        the typed settings reaches it, the platform comes from the environment."""
-        self.where = type(get_backend(self.name))()  # type: ignore[assignment]
+    def defaults(self, store: JobStore) -> None:
+        """Place jobs on a backend object built with its default options and a store of its
+        own instead: nothing of the typed settings reaches it, the platform comes from the
+        environment, and nothing reaches the user's store."""
+        self.store = store
+        self.where = type(get_backend(self.name))(store=store)  # type: ignore[assignment]
 
     def job(self, outcome: str, **kw: Any) -> Job:
         raise NotImplementedError
@@ -109,28 +115,28 @@ class LocalDriver(Driver):
     unknown_id = "trainer-20260101-000000-0000"
 
     def __init__(self, trainer: Path) -> None:
-        from tfjob.store import JobStore
-
         self.trainer = trainer
         self.where = Local(grace=1.0)
+        self.store = JobStore()
+        self._ready()
+
+    def defaults(self, store: JobStore) -> None:
+        super().defaults(store)
+        self._ready()
+
+    def _ready(self) -> None:
         # The store made (in WAL mode) before `running()` reads it from another thread while a
         # job starts: two connections switching a new file to WAL at once is "database is locked".
-        JobStore().close()
+        self.store.list(limit=1)
 
     def job(self, outcome: str, **kw: Any) -> Job:
         return Job(str(self.trainer), f"trainer.{outcome}", workers=1, quiet=True, backend=self.where, **kw)
 
     def running(self) -> bool:
-        from tfjob.store import JobStore
-
-        with JobStore() as store:
-            return any(r.state is JobState.RUNNING for r in store.list())
+        return any(r.state is JobState.RUNNING for r in self.store.list())
 
     def cancel_calls(self) -> int:
-        from tfjob.store import JobStore
-
-        with JobStore() as store:
-            return sum(1 for r in store.list() for e in store.events(r.id) if "cancel requested" in str(e))
+        return sum(1 for r in self.store.list() for e in self.store.events(r.id) if "cancel requested" in str(e))
 
 
 class VertexDriver(Driver):
@@ -140,12 +146,13 @@ class VertexDriver(Driver):
     def __init__(self, server: FakeVertex, monkeypatch: pytest.MonkeyPatch) -> None:
         self.server = server
         self.monkeypatch = monkeypatch
+        self.store = JobStore()
         self.where = Vertex(project="p", region="us-central1", api_endpoint=server.endpoint)
 
-    def defaults(self) -> None:
+    def defaults(self, store: JobStore) -> None:
         # The project, region and endpoint come from the environment (the fixture sets them),
         # the stand-in's credentials from GOOGLE_APPLICATION_CREDENTIALS, as for any user.
-        super().defaults()
+        super().defaults(store)
         self.monkeypatch.setenv("TFJOB_STAGING_BUCKET", "gs://b")
 
     def job(self, outcome: str, **kw: Any) -> Job:
@@ -181,6 +188,7 @@ class KubeDriver(Driver):
     def __init__(self, name: str, kube: FakeKube, kubeconfig: str) -> None:
         self.name = name
         self.kube = kube
+        self.store = JobStore()
         self.where = {"kubeflow": TFJob, "jobset": JobSet, "trainjob": TrainJob}[name](kubeconfig=kubeconfig)
         self.count = 0
 
@@ -231,7 +239,7 @@ BUILT = ["settings", "defaults"]
 def platform(request: pytest.FixtureRequest, trainer: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Driver]:
     for driver in _drivers(request.param[0], trainer, tmp_path, monkeypatch):
         if request.param[1] == "defaults":
-            driver.defaults()
+            driver.defaults(JobStore(tmp_path / "temporary-store" / "jobs.db"))
         yield driver
 
 
@@ -271,7 +279,7 @@ def test_a_job_runs_to_success_and_is_known_by_its_id(platform: Driver) -> None:
     handle = _submit(platform, "ok")
     assert handle.wait(timeout=60).state is JobState.SUCCEEDED
     assert handle.result().state is JobState.SUCCEEDED
-    again = get_job(handle.id)  # from the store alone, as another process would
+    again = get_job(handle.id, store=platform.store)  # from the store alone, as another process would
     assert again == handle and again.status().state is JobState.SUCCEEDED
     assert handle.id in [s.id for s in again._backend.list()]
 
@@ -280,10 +288,12 @@ def test_a_job_submitted_here_is_waited_for_from_another_process(platform: Drive
     # A pipeline's submit step and its wait step are two processes: the second knows the id only.
     handle = _submit(platform, "ok")
     code = (
-        "import sys; from tfjob import get_job; "
-        "s = get_job(sys.argv[1]).wait(timeout=60, poll_interval=0.05, max_interval=0.5); print(s.state.value, s.id)"
+        "import sys; from tfjob import get_job; from tfjob.store import JobStore; "
+        "s = get_job(sys.argv[1], store=JobStore(sys.argv[2])).wait(timeout=60, poll_interval=0.05, max_interval=0.5); "
+        "print(s.state.value, s.id)"
     )
-    done = subprocess.run([sys.executable, "-c", code, handle.id[:12]], capture_output=True, text=True, timeout=120)
+    where = [handle.id[:12], str(platform.store.path)]
+    done = subprocess.run([sys.executable, "-c", code, *where], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["SUCCEEDED", handle.id]
 
@@ -307,7 +317,7 @@ def test_a_failing_task_fails_the_job_and_is_named(platform: Driver) -> None:
     assert failed.value.exit_code_of_task == 3
     assert "worker-0" in str(failed.value)
     with pytest.raises(JobFailedError, match=f"^job {re.escape(failed.value.job_id)} FAILED: "):
-        get_job(failed.value.job_id).result()
+        get_job(failed.value.job_id, store=platform.store).result()
 
 
 def test_a_failing_tasks_log_is_diagnosed(platform: Driver) -> None:
@@ -323,7 +333,8 @@ def test_a_failing_tasks_log_is_diagnosed(platform: Driver) -> None:
         handle.result()
     assert [(d.code, d.task) for d in failed.value.diagnoses] == [("missing-module", "worker-0")]
     assert failed.value.diagnoses[0].evidence.endswith(MISSING)
-    shown = CliRunner().invoke(app, ["status", handle.id, "--json"])
+    # The CLI's store is $TFJOB_HOME's: the backend's own, wherever it is.
+    shown = CliRunner().invoke(app, ["status", handle.id, "--json"], env={"TFJOB_HOME": str(platform.store.path.parent)})
     assert shown.exit_code == 0, shown.output
     assert [d["code"] for d in json.loads(shown.stdout)["diagnoses"]] == ["missing-module"]
 
@@ -391,9 +402,8 @@ def test_ctrl_c_while_running(platform: Driver, cancel_on_interrupt: bool) -> No
         signal.signal(signal.SIGINT, previous)
     from tfjob.store import JobStore
 
-    with JobStore() as store:
-        (record,) = store.list()
-    handle = JobHandle(platform.name, record.id)
+    (record,) = platform.store.list()
+    handle = JobHandle(platform.name, record.id, store=platform.store)
     if keeps_running:
         assert not handle.status().state.is_terminal
         handle.cancel()
@@ -402,18 +412,18 @@ def test_ctrl_c_while_running(platform: Driver, cancel_on_interrupt: bool) -> No
 
 def test_unknown_and_ambiguous_ids_are_usage_errors(platform: Driver) -> None:
     with pytest.raises(JobNotFoundError, match=re.escape(platform.unknown_id)) as missing:
-        get_job(platform.unknown_id).status()
+        get_job(platform.unknown_id, store=platform.store).status()
     assert missing.value.exit_code == 2
     with pytest.raises(JobNotFoundError, match=re.escape(platform.unknown_id)):
-        JobHandle(platform.name, platform.unknown_id).status()
+        JobHandle(platform.name, platform.unknown_id, store=platform.store).status()
     first, second = _submit(platform, "ok"), _submit(platform, "ok")
     for handle in (first, second):
         handle.wait(timeout=60)
     common = os.path.commonprefix([first.id, second.id])
     with pytest.raises(UsageError, match="ambiguous") as ambiguous:
-        get_job(common)
+        get_job(common, store=platform.store)
     assert ambiguous.value.exit_code == 2
-    assert get_job(first.id) == first
+    assert get_job(first.id, store=platform.store) == first
 
 
 def test_a_missing_trainer_module_is_a_usage_error(platform: Driver, trainer: Path) -> None:
@@ -431,10 +441,10 @@ def test_a_backend_given_plain_submit_options_uses_its_own_defaults(platform: Dr
     from tfjob.model import SubmitOptions
 
     spec = platform.job("ok").spec
-    job_id = get_backend(platform.name).submit(spec, SubmitOptions(quiet=True, poll_interval=0.05))
+    job_id = get_backend(platform.name, store=platform.store).submit(spec, SubmitOptions(quiet=True, poll_interval=0.05))
     if isinstance(platform, VertexDriver):
         platform.on_created(job_id)
-    assert JobHandle(platform.name, job_id).wait(timeout=60).state is JobState.SUCCEEDED
+    assert JobHandle(platform.name, job_id, store=platform.store).wait(timeout=60).state is JobState.SUCCEEDED
 
 
 @pytest.mark.parametrize("name", BACKENDS + ["ai-platform"])
