@@ -400,8 +400,6 @@ def test_ctrl_c_while_running(platform: Driver, cancel_on_interrupt: bool) -> No
         stop.set()
         sender.join(5)
         signal.signal(signal.SIGINT, previous)
-    from tfjob.store import JobStore
-
     (record,) = platform.store.list()
     handle = JobHandle(platform.name, record.id, store=platform.store)
     if keeps_running:
@@ -457,7 +455,11 @@ def test_another_backends_options_are_read_as_this_backends(name: str) -> None:
     from tfjob.spec import build_spec
 
     backend = get_backend(name)
-    other = LocalOptions(strategy="parameter-server", dialect="kubeflow") if name != "local" else VertexOptions(strategy="parameter-server", project="p")
+    other = (
+        LocalOptions(strategy="parameter-server", dialect="kubeflow")
+        if name != "local"
+        else VertexOptions(strategy="parameter-server", project="p")
+    )
     typed = backend.typed(other)
     assert type(typed) is options_type(name) and typed.strategy == "parameter-server"
     assert backend.typed(typed) is typed

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         @property
         def tf_config(self) -> str | None: ...
 
+
 STRATEGIES: tuple[str, ...] = ("module", "parameter-server", "auto", "multi-worker")
 DEFAULT_STRATEGY = "module"
 #: The platforms that pass ``--job-dir`` to the trainer (legacy AI Platform and its
