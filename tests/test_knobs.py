@@ -173,3 +173,24 @@ def test_the_vertex_settings_take_every_vertex_knob_and_list_it_in_their_help() 
     text = pydoc.render_doc(Vertex, renderer=pydoc.plaintext)
     for f in dataclasses.fields(VertexKnobs):
         assert f"{f.name}: {f.metadata['tfjob.knob']['help'][:30]}" in text, f.name
+
+
+def test_the_knob_addition_diff_in_the_architecture_doc_touches_the_vertex_folder_and_a_test_and_is_in_the_code() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "docs" / "architecture.md").read_text()
+    section = text[text.index("## Adding a knob: the real diff") :]
+    section = section[: section.index("\n## ", 10)]
+    stat = re.findall(r"^ (\S+)\s+\|\s+\d+ \+*-*$", section, re.M)
+    assert stat and all(p.startswith("sdk/backends/vertex/") or p.startswith("tests/") for p in stat), stat
+    assert sum(p.startswith("tests/") for p in stat) == 1
+    diff = section[section.index("```diff") :]
+    files = re.findall(r"^\+\+\+ b/(\S+)$", diff, re.M)
+    assert files == stat
+    for chunk in re.split(r"^diff --git ", diff, flags=re.M)[1:]:
+        path = re.search(r"^\+\+\+ b/(\S+)$", chunk, re.M).group(1)  # type: ignore[union-attr]
+        now = (root / path).read_text()
+        for line in re.findall(r"^\+(?!\+\+ )(.*)$", chunk, re.M):
+            assert line in now, f"{path} no longer has: {line}"
