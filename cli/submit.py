@@ -46,8 +46,11 @@ def dump(data: Any, output: str) -> str:
 def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
     """The job options' values (named after :class:`tfjob.Job` keywords) as ``Job`` takes
     them, unset ones left out. Pure; shared by ``submit``, ``render`` and ``tune``."""
+    from tfjob.backends import knobs
     from tfjob.spec import parse_duration, parse_key_values
 
+    # A knob declared a duration (--timeout, --max-wait) takes 2h, 30m or seconds.
+    durations = {k.name: k.flag for k in knobs().values() if k.kind == "duration"}
     out: dict[str, Any] = {}
     for name, value in values.items():
         if isinstance(value, tuple):  # a repeatable option: () when not given
@@ -58,10 +61,8 @@ def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
             value = [p for item in value for p in item.split(",") if p] or None
         elif name in ("labels", "env"):
             value = parse_key_values(value, f"--{name}") or None
-        elif name == "timeout":
-            value = parse_duration(value)
-        elif name == "max_wait":
-            value = parse_duration(value, "--max-wait")
+        elif name in durations:
+            value = parse_duration(value, durations[name])
         if value is not None:
             out[name] = value
     return out
