@@ -24,6 +24,7 @@ from tfjob.errors import AuthError, BackendError, JobFailedError, JobNotFoundErr
 from tfjob.job import Job, get_job
 from tfjob.platforms import TFJob
 from tfjob.backends.kubeflow.client import KubeClient
+from tfjob.backends.kubeflow.kinds import TFJOB
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.spec import build_spec
 from tfjob.store import JobStore
@@ -92,9 +93,9 @@ def test_a_manifest_the_operator_would_refuse_is_never_sent(fake: FakeKube, kube
     no_tensorflow["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "main"
     client = KubeClient(kubeconfig)
     with pytest.raises(SpecError, match=r"at most one Chief or Master role"):
-        client.create_tfjob("default", two_chiefs)
+        client.create(TFJOB, "default", two_chiefs)
     with pytest.raises(SpecError, match=r"must have a container named 'tensorflow'"):
-        client.create_tfjob("default", no_tensorflow)
+        client.create(TFJOB, "default", no_tensorflow)
     assert fake.count("POST", ".") == 0 and fake.tfjobs == {}
 
 
@@ -277,7 +278,7 @@ def test_list_shows_the_tfjobs_tfjob_made_newest_first(
     fake.tfjobs[("default", "newer")]["metadata"]["creationTimestamp"] = "2026-01-02T10:00:00Z"
     foreign = render_tfjob(_spec("someone-elses"))
     del foreign["metadata"]["labels"]
-    KubeClient().create_tfjob("default", foreign)
+    KubeClient().create(TFJOB, "default", foreign)
     fake.advance("default", "newer", "Created")
     statuses = backend.list()
     assert [(s.id, s.state) for s in statuses] == [("default/newer", JobState.PENDING), ("default/older", JobState.PENDING)]

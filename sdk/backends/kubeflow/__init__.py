@@ -1,8 +1,9 @@
 """``--backend kubeflow`` (a Kubeflow ``TFJob``), ``jobset`` (a JobSet, the engine under
 Kubeflow Trainer v2) and ``trainjob`` (a Trainer v2 ``TrainJob``, render only).
 
-- :mod:`.backend` — the TFJob backend object, and the Kubernetes lifecycle the JobSet
-  backend shares (:data:`~.backend.BACKEND`); :mod:`.jobset`, :mod:`.trainjob` — the others;
+- :mod:`.backend` — the Kubernetes lifecycle (:class:`~.backend.KubeflowBackend`, a TFJob by
+  default); :mod:`.kinds` — TFJob, JobSet and TrainJob described as data (resource, render,
+  state, pods, companions); :mod:`.jobset`, :mod:`.trainjob` — the backends naming the others;
 - :mod:`.render`, :mod:`.render_jobset`, :mod:`.render_trainjob` — JobSpec → manifests (pure);
 - :mod:`.pod` — what every pod gets (resources, `--pod-spec` overlays);
 - :mod:`.shipment` — a trainer's packages in a ConfigMap of the job, mounted in every pod;

@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterator
 
 from ...errors import BackendError, JobNotFoundError, SpecError, UsageError
 from ...model import parse_time
-from .status import build_job_status, build_pod_selector, object_name, parse_job_id, parse_tfjob_state, pod_task_name
-from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name, render_tfjob
+from .kinds import TFJOB_KIND, JobKind
+from .status import build_job_status, object_name, parse_job_id, pod_task_name
+from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name
 from .shipment import MAX_BYTES as MAX_SHIPPED_BYTES
 from .shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
 from ...spec import JobSpec
@@ -101,6 +102,8 @@ class KubeflowBackend(Lifecycle):
     name = "kubeflow"
     platform = "Kubernetes"
     options_class: type[SubmitOptions] = TFJobOptions
+    #: What a job runs as on the cluster (the ``jobset`` and ``trainjob`` backends name theirs).
+    kind: JobKind = TFJOB_KIND
 
     def __init__(
         self,
@@ -119,11 +122,6 @@ class KubeflowBackend(Lifecycle):
         self.api_client = api_client
         self.namespace = namespace
 
-    #: What the job is on the cluster, in messages.
-    kind = "TFJob"
-    #: Who acts on a new job (the training operator, or the JobSet controller).
-    controller = "the training operator"
-
     # -- render ----------------------------------------------------------------------------
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The job's manifest; with packages to ship, a ``List`` of their ConfigMap and the job.
@@ -133,7 +131,7 @@ class KubeflowBackend(Lifecycle):
         """
         options = self.typed(options)
         bare, shipment = build_shipment(spec, options)
-        manifest = self._render(bare, options)
+        manifest = self.kind.render(bare, options)
         if shipment is None:
             return manifest
         ship_into(manifest, shipment)
@@ -144,35 +142,53 @@ class KubeflowBackend(Lifecycle):
         items = manifest["items"] if manifest.get("kind") == "List" else [manifest]
         return {"apiVersion": "v1", "kind": "List", "items": [configmap, *items]}
 
-    def _render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
-        """The TFJob manifest (see :func:`tfjob.backends.kubeflow.render.render_tfjob`)."""
-        return render_tfjob(spec, options)
-
-    # -- the resource (a subclass runs another kind of job the same way) ----------------------
-    @staticmethod
-    def _set_namespace(manifest: dict[str, Any], namespace: str) -> None:
-        manifest["metadata"]["namespace"] = namespace
-
+    # -- the job's resource, as its JobKind describes it ------------------------------------
     def _create(self, client: Any, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
-        return client.create_tfjob(namespace, manifest)
+        """Create the job (its companions first) in ``namespace``; return it as stored."""
+        *companions, job = manifest["items"] if manifest.get("kind") == "List" else [manifest]
+        for obj in companions:
+            companion = next(c for c in self.kind.companions if c.resource.kind == obj.get("kind"))
+            self._make_companion(client, companion.resource, obj)
+        job["metadata"]["namespace"] = namespace
+        return client.create(self.kind.resource, namespace, job)  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _make_companion(client: Any, resource: Any, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        try:
+            existing = client.get(resource, None, name)
+        except JobNotFoundError:
+            existing = None
+        if existing is None:
+            client.create(resource, None, obj)
+        elif existing.get("spec") != obj["spec"]:
+            raise UsageError(
+                f"{resource.kind} {name} exists with another spec (a job of this name ran with another shape or image); "
+                f"pick another --display-name, or delete it first (kubectl delete {resource.kind.lower()} {name})"
+            )
 
     def _get(self, client: Any, namespace: str, name: str) -> dict[str, Any]:
-        return client.get_tfjob(namespace, name)
+        return client.get(self.kind.resource, namespace, name)  # type: ignore[no-any-return]
 
     def _delete(self, client: Any, namespace: str, name: str) -> None:
-        client.delete_tfjob(namespace, name)
-
-    def _list_objects(self, client: Any, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return client.list_tfjobs(namespace, selector)
+        """Delete the job (its pods go with it), then its companions."""
+        client.delete(self.kind.resource, namespace, name)
+        for companion in self.kind.companions:
+            try:
+                client.delete(companion.resource, None, companion.name_of(name))
+            except JobNotFoundError:
+                pass  # already gone: nothing else used it
 
     def _selector(self, name: str, task: str | None = None, record: JobRecord | None = None) -> str:
-        return build_pod_selector(name, task)
+        spec = JobSpec.from_dict(record.spec) if task is not None and record is not None else None
+        return self.kind.pods(name, task, spec)
 
     def _state(self, client: Any, namespace: str, name: str) -> JobState:
-        return parse_tfjob_state(self._get(client, namespace, name))[0]
+        # Whether it ended is in the object's conditions; its pods only tell PENDING from RUNNING.
+        return self.kind.state(self._get(client, namespace, name))[0]
 
     def _status(self, job_id: str, obj: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
-        return build_job_status(job_id, obj, pods)
+        return build_job_status(job_id, obj, pods, backend=self.name)
 
     # -- plumbing --------------------------------------------------------------------------
     def _connect(self, kubeconfig: str | None, context: str | None) -> Any:
@@ -223,7 +239,6 @@ class KubeflowBackend(Lifecycle):
         try:
             namespace = options.namespace or client.namespace
             check_k8s_name(namespace, field="namespace", flag="--namespace")
-            self._set_namespace(manifest, namespace)
             created = self._create(client, namespace, manifest)
             if configmap is not None:
                 self._ship(client, namespace, spec.name, configmap, created)
@@ -238,7 +253,7 @@ class KubeflowBackend(Lifecycle):
             state=JobState.PENDING,
             spec=spec.to_dict(),
             options={"namespace": namespace, "kubeconfig": client.kubeconfig, "context": options.context},
-            message=f"{self.kind} created; waiting for {self.controller}",
+            message=f"{self.kind.name} created; waiting for {self.kind.controller}",
             created=parse_time(meta.get("creationTimestamp")) or time.time(),
             extra={"server": client.server, "uid": meta.get("uid")},
         )
@@ -325,7 +340,7 @@ class KubeflowBackend(Lifecycle):
             store.set_state(
                 record.id,
                 JobState.LOST,
-                f"the {self.kind} is no longer on the cluster (deleted outside tfjob, or removed after "
+                f"the {self.kind.name} is no longer on the cluster (deleted outside tfjob, or removed after "
                 "ttlSecondsAfterFinished) and its end was not seen",
             )
             record = store.get(record.id) or record
@@ -362,7 +377,7 @@ class KubeflowBackend(Lifecycle):
                 any_line = True
                 yield line
             if not any_line and not client.list_pods(namespace, selector):
-                what = f"task {task} of {self.kind}" if task else self.kind
+                what = f"task {task} of {self.kind.name}" if task else self.kind.name
                 raise BackendError(
                     f"no pods of {what} {namespace}/{name} to read logs from: they are not created yet, or were "
                     f"deleted when the job ended; `tfjob status {namespace}/{name}` shows the job"
@@ -396,14 +411,14 @@ class KubeflowBackend(Lifecycle):
         finally:
             client.close()
         if record is not None:
-            self.store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind} was deleted by tfjob cancel")
+            self.store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind.name} was deleted by tfjob cancel")
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """The TFJobs tfjob created in the current context's namespace, newest first."""
         client = self._connect(None, None)
         try:
             namespace = client.namespace
-            tfjobs = self._list_objects(client, namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
+            tfjobs = client.list(self.kind.resource, namespace, f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}")
         finally:
             client.close()
         statuses = [self._status(f"{namespace}/{object_name(j)}", j, []) for j in tfjobs]

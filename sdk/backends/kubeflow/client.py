@@ -18,8 +18,6 @@ Errors are translated here, one clear line each:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import json
 import os
 from pathlib import Path
@@ -27,7 +25,9 @@ from typing import Any, Iterator, Mapping
 
 from ...documents import read_config_file
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
-from .render import GROUP, PLURAL, VERSION, validate_tfjob
+from .kinds import CONFIGMAP, JOBSET, RUNTIME, TFJOB, TRAINJOB, Resource
+
+__all__ = ["CONFIGMAP", "JOBSET", "RUNTIME", "TFJOB", "TRAINJOB", "KubeClient", "Resource", "find_kubeconfig", "iter_stream_lines"]
 
 #: Seconds to wait for an answer to an ordinary request.
 REQUEST_TIMEOUT = 30.0
@@ -36,36 +36,6 @@ MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
 #: Seconds a followed log may stay silent (the client takes no "forever").
 FOLLOW_READ_TIMEOUT = 7 * 24 * 3600.0
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-@dataclass(frozen=True)
-class Resource:
-    """A custom resource tfjob creates: its API group, version, plural and kind."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-    install_hint: str
-
-
-JOBSET_INSTALL_HINT = (
-    "install JobSet (kubectl apply --server-side -f "
-    "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml)"
-)
-
-INSTALL_HINT = (
-    "install the Kubeflow training operator (kubectl apply --server-side -k "
-    '"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.0")'
-)
-TFJOB = Resource(GROUP, VERSION, PLURAL, "TFJob", INSTALL_HINT)
-JOBSET = Resource("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", JOBSET_INSTALL_HINT)
-TRAINER_INSTALL_HINT = (
-    "install Kubeflow Trainer v2 (kubectl apply --server-side -k "
-    '"github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.3.0")'
-)
-TRAINJOB = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", TRAINER_INSTALL_HINT)
-RUNTIME = Resource("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes", "ClusterTrainingRuntime", TRAINER_INSTALL_HINT)
-#: The core ConfigMap a job's shipped packages travel in (every cluster serves it).
-CONFIGMAP = Resource("", "v1", "configmaps", "ConfigMap", "")
 
 
 def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
@@ -269,50 +239,38 @@ class KubeClient:
             raise self._translate(e, f"discover {where}", "-") from e
         return any(r.name == resource.plural for r in resources.resources or [])
 
-    # -- cluster-scoped custom resources (a ClusterTrainingRuntime) -------------------------
-    def create_cluster_object(self, resource: Resource, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Create a cluster-scoped custom resource; return it as stored."""
+    # -- any custom resource: create, get, list, delete -----------------------------------------
+    def create(self, resource: Resource, namespace: str | None, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a custom resource (in ``namespace``, or cluster-wide for a cluster-scoped one);
+        return it as the API server stored it.
+
+        Raises:
+            SpecError: the manifest breaks the resource's admission rules (``Resource.check``);
+                nothing is sent.
+        """
+        if resource.check is not None:
+            resource.check(manifest)
         r, name = resource, manifest["metadata"]["name"]
         try:
-            return self._custom.create_cluster_custom_object(r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout)
-        except self._errors as e:
-            raise self._translate(e, f"create {r.kind} {name}", "-", name, r) from e
-
-    def get_cluster_object(self, resource: Resource, name: str) -> dict[str, Any]:
-        """The cluster-scoped custom resource ``name``."""
-        r = resource
-        try:
-            return self._custom.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
-        except self._errors as e:
-            raise self._translate(e, f"get {r.kind} {name}", "-", name, r) from e
-
-    def delete_cluster_object(self, resource: Resource, name: str) -> None:
-        """Delete the cluster-scoped custom resource ``name``."""
-        r = resource
-        try:
-            self._custom.delete_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
-        except self._errors as e:
-            raise self._translate(e, f"delete {r.kind} {name}", "-", name, r) from e
-
-    # -- any custom resource ---------------------------------------------------------------
-    def create(self, resource: Resource, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Create a custom resource; return it as the API server stored it."""
-        name = manifest["metadata"]["name"]
-        r = resource
-        try:
+            if r.cluster_scoped:
+                return self._custom.create_cluster_custom_object(r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout)
+            assert namespace is not None
             return self._custom.create_namespaced_custom_object(
                 r.group, r.version, namespace, r.plural, dict(manifest), _request_timeout=self.timeout
             )
         except self._errors as e:
-            raise self._translate(e, f"create {r.kind} {name}", namespace, name, r) from e
+            raise self._translate(e, f"create {r.kind} {name}", namespace or "-", name, r) from e
 
-    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
-        """The custom resource ``namespace/name``."""
+    def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any]:
+        """The custom resource ``namespace/name`` (``name``, cluster-scoped)."""
         r = resource
         try:
+            if r.cluster_scoped:
+                return self._custom.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+            assert namespace is not None
             return self._custom.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout)
         except self._errors as e:
-            raise self._translate(e, f"get {r.kind} {name}", namespace, name, r) from e
+            raise self._translate(e, f"get {r.kind} {name}", namespace or "-", name, r) from e
 
     def list(self, resource: Resource, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
         """The custom resources of a namespace (matching ``label_selector``)."""
@@ -325,57 +283,19 @@ class KubeClient:
             raise self._translate(e, f"list {r.kind}s", namespace, None, r) from e
         return list(answer.get("items") or [])
 
-    def delete(self, resource: Resource, namespace: str, name: str) -> None:
-        """Delete the custom resource; the garbage collector deletes what it owns."""
+    def delete(self, resource: Resource, namespace: str | None, name: str) -> None:
+        """Delete the custom resource; the garbage collector deletes what it owns (a job's pods)."""
         r = resource
         try:
+            if r.cluster_scoped:
+                self._custom.delete_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+                return
+            assert namespace is not None
             self._custom.delete_namespaced_custom_object(
                 r.group, r.version, namespace, r.plural, name, propagation_policy="Background", _request_timeout=self.timeout
             )
         except self._errors as e:
-            raise self._translate(e, f"delete {r.kind} {name}", namespace, name, r) from e
-
-    # -- TFJobs ----------------------------------------------------------------------------
-    def create_tfjob(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Create the TFJob; return it as the API server stored it.
-
-        Raises:
-            SpecError: the manifest breaks the operator's admission rules; nothing is sent.
-        """
-        validate_tfjob(manifest)
-        name = manifest["metadata"]["name"]
-        try:
-            return self._custom.create_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, dict(manifest), _request_timeout=self.timeout
-            )
-        except self._errors as e:
-            raise self._translate(e, f"create TFJob {name}", namespace, name) from e
-
-    def get_tfjob(self, namespace: str, name: str) -> dict[str, Any]:
-        """The TFJob ``namespace/name``."""
-        try:
-            return self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, _request_timeout=self.timeout)
-        except self._errors as e:
-            raise self._translate(e, f"get TFJob {name}", namespace, name) from e
-
-    def list_tfjobs(self, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
-        """The TFJobs of a namespace (matching ``label_selector``)."""
-        try:
-            answer = self._custom.list_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, label_selector=label_selector, _request_timeout=self.timeout
-            )
-        except self._errors as e:
-            raise self._translate(e, "list TFJobs", namespace) from e
-        return list(answer.get("items") or [])
-
-    def delete_tfjob(self, namespace: str, name: str) -> None:
-        """Delete the TFJob; the garbage collector then deletes its pods and services."""
-        try:
-            self._custom.delete_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Background", _request_timeout=self.timeout
-            )
-        except self._errors as e:
-            raise self._translate(e, f"delete TFJob {name}", namespace, name) from e
+            raise self._translate(e, f"delete {r.kind} {name}", namespace or "-", name, r) from e
 
     # -- ConfigMaps (a job's shipped packages) ----------------------------------------------
     def create_configmap(self, namespace: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
