@@ -136,8 +136,6 @@ class Vertex(Platform, VertexKnobs):
             (default: application-default credentials).
         network: the VPC network to peer with (``projects/N/global/networks/NET``).
         enable_web_access: interactive shell access to the tasks.
-        boot_disk_type: every pool's boot disk type (``Replicas(boot_disk_type=…)`` for one pool).
-        boot_disk_size: every pool's boot disk size in GB.
         runtime_version, python_version: the legacy AI Platform runtime a migrated job names.
     """
 
@@ -148,8 +146,6 @@ class Vertex(Platform, VertexKnobs):
     credentials: Any = None
     network: str | None = None
     enable_web_access: bool = False
-    boot_disk_type: str | None = None
-    boot_disk_size: int | None = None
     runtime_version: str | None = None
     python_version: str | None = None
 

@@ -205,13 +205,8 @@ class Machine:
     accelerator: Accelerator | None = None
     #: A TPU VM's slice shape (Vertex ``machineSpec.tpuTopology``, e.g. ``2x2``); TPU VMs only.
     tpu_topology: str | None = None
-    #: The boot disk (Vertex ``diskSpec``): ``pd-ssd``, ``pd-standard`` or ``hyperdisk-balanced``.
-    boot_disk_type: str | None = None
-    #: The boot disk's size in GB (Vertex ``diskSpec.bootDiskSizeGb``; the platform's default is 100).
-    boot_disk_size_gb: int | None = None
 
     def __post_init__(self) -> None:
-        check_boot_disk(self.boot_disk_type, self.boot_disk_size_gb)
         info = MACHINES.get(self.type)
         chips = tpu_chips(self.type)
         if self.tpu_topology is not None:
@@ -302,18 +297,15 @@ class Machine:
         out: dict[str, Any] = {"type": self.type}
         if self.accelerator is not None:
             out["accelerator"] = {"type": self.accelerator.type, "count": self.accelerator.count}
-        for name in ("tpu_topology", "boot_disk_type", "boot_disk_size_gb"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
+        if self.tpu_topology is not None:
+            out["tpu_topology"] = self.tpu_topology
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Machine":
         acc = data.get("accelerator")
-        return cls(
-            data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"),
-            data.get("boot_disk_type"), data.get("boot_disk_size_gb"),
-        )  # fmt: skip
+        # (A record from before the boot disks became Vertex AI options may name them: they are not the machine's.)
+        return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"))
 
 
 @dataclass(frozen=True)
@@ -711,10 +703,6 @@ def parse_key_values(items: Iterable[str] | str | None, flag: str) -> dict[str, 
     return out
 
 
-def _first(*values: Any) -> Any:
-    return next((v for v in values if v is not None), None)
-
-
 # A container image reference as registries, podman, docker and Kubernetes read it:
 # [host[:port]/]path[:tag][@digest], path components in lower case.
 _IMAGE_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])(?::[0-9]+)?"
@@ -773,16 +761,6 @@ def build_spec(
     evaluator_image: str | None = None,
     chief: bool = True,
     tpu_topology: str | None = None,
-    boot_disk_type: str | None = None,
-    boot_disk_size: int | None = None,
-    chief_boot_disk_type: str | None = None,
-    worker_boot_disk_type: str | None = None,
-    ps_boot_disk_type: str | None = None,
-    evaluator_boot_disk_type: str | None = None,
-    chief_boot_disk_size: int | None = None,
-    worker_boot_disk_size: int | None = None,
-    ps_boot_disk_size: int | None = None,
-    evaluator_boot_disk_size: int | None = None,
     chief_args: Sequence[str] | None = None,
     worker_args: Sequence[str] | None = None,
     ps_args: Sequence[str] | None = None,
@@ -805,8 +783,6 @@ def build_spec(
     TensorFlow's multi-worker tutorials and Kubeflow's examples (Kubeflow and JobSet run
     such jobs; Vertex AI and AI Platform always have a chief and refuse them).
 
-    ``boot_disk_type`` / ``boot_disk_size`` (GB) apply to every pool, the ``<role>_boot_disk_*``
-    options to one pool.
 
     ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
     """
@@ -881,12 +857,6 @@ def build_spec(
             dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p
             for p in pools
         ]
-    disks = {
-        "chief": (chief_boot_disk_type, chief_boot_disk_size),
-        "worker": (worker_boot_disk_type, worker_boot_disk_size),
-        "ps": (ps_boot_disk_type, ps_boot_disk_size),
-        "evaluator": (evaluator_boot_disk_type, evaluator_boot_disk_size),
-    }
     own = {
         "chief": (chief_args, chief_env), "worker": (worker_args, worker_env),
         "ps": (ps_args, ps_env), "evaluator": (evaluator_args, evaluator_env),
@@ -896,20 +866,6 @@ def build_spec(
             raise SpecError(f"{role}_args/{role}_env is set but the job has no {role} pool")
     pools = [
         dataclasses.replace(p, args=own[p.role][0] if own[p.role][0] is not None else p.args, env={**p.env, **(own[p.role][1] or {})})
-        for p in pools
-    ]
-    for role, (disk_type, disk_size) in disks.items():
-        if (disk_type is not None or disk_size is not None) and role not in [p.role for p in pools]:
-            raise SpecError(f"{role}_boot_disk_* is set but the job has no {role} pool")
-    pools = [
-        dataclasses.replace(
-            p,
-            machine=dataclasses.replace(
-                p.machine,
-                boot_disk_type=_first(disks[p.role][0], boot_disk_type, p.machine.boot_disk_type),
-                boot_disk_size_gb=_first(disks[p.role][1], boot_disk_size, p.machine.boot_disk_size_gb),
-            ),
-        )
         for p in pools
     ]
     return JobSpec(

@@ -55,18 +55,18 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
         # The issue's own line: an H100 job on Spot VMs, 500 GB boot disks, a customer-managed key.
         build_spec(
             name="spot-job", module="trainer.task", workers=2, worker_machine_type="a3-highgpu-8g",
-            worker_accelerator="type=NVIDIA_H100_80GB,count=8", boot_disk_size=500,
+            worker_accelerator="type=NVIDIA_H100_80GB,count=8",
         ),  # fmt: skip
-        VertexOptions(region="us-central1", spot=True, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"),
+        VertexOptions(region="us-central1", spot=True, boot_disk_size=500, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"),
         [PKG],
     ),
     "flex_start_reserved_psc": lambda: (
         build_spec(
             name="flex-job", module="trainer.task", workers=1, ps=1,
-            ps_boot_disk_type="pd-standard", worker_boot_disk_type="hyperdisk-balanced", worker_boot_disk_size=200,
         ),  # fmt: skip
         VertexOptions(
             region="us-central1", flex_start=True, max_wait=7200, disable_retries=True,
+            ps_boot_disk_type="pd-standard", worker_boot_disk_type="hyperdisk-balanced", worker_boot_disk_size=200,
             network_attachment="projects/p/regions/us-central1/networkAttachments/att", enable_dashboard_access=True,
         ),  # fmt: skip
         [PKG],

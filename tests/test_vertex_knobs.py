@@ -98,10 +98,11 @@ def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> Non
 )
 def test_what_vertex_would_refuse_is_one_error(kwargs: dict[str, Any], message: str) -> None:
     # The Vertex AI knobs are the Vertex options, checked there; the pools' disks are the job's.
+    # The Vertex AI knobs are the Vertex options, checked there; a pool's disk is checked against the job's pools at render.
     mine = {k: v for k, v in kwargs.items() if k in {f.name for f in dataclasses.fields(VertexOptions)}}
     with pytest.raises(SpecError, match=message):
-        VertexOptions(**mine)
-        build_spec(name="j", module="trainer.task", workers=1, **{k: v for k, v in kwargs.items() if k not in mine})
+        options = VertexOptions(**mine)
+        render_custom_job(build_spec(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=1), options)
 
 
 def test_a_key_or_attachment_in_another_region_is_refused_before_submitting() -> None:
@@ -141,8 +142,7 @@ def test_a_config_with_flex_start_and_disks_reads_as_keywords(tmp_path) -> None:
     assert isinstance(options, VertexOptions)
     assert options.scheduling_strategy == "FLEX_START" and options.max_wait == 1800 and options.disable_retries
     assert options.reservation == "none" and options.persistent_resource_id == "team-pool" and options.enable_dashboard_access
-    chief = spec.pool("chief")
-    assert chief is not None and (chief.machine.boot_disk_type, chief.machine.boot_disk_size_gb) == ("pd-ssd", 250)
+    assert spec.pool("chief") is not None and options.boot_disk("chief") == ("pd-ssd", 250)
 
 
 def _location_in(body: dict[str, Any]) -> str:

@@ -4,21 +4,16 @@ each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI woul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import Sequence
 
 from ...config_vertex import SCHEDULING_STRATEGIES
 from ...errors import SpecError
-from ...knobs import Knob, knob
+from ...knobs import knob
 from ...lazy import LazyPattern
 from ...machines import did_you_mean
+from ...spec import check_boot_disk
 from ..base import GoogleCloudOptions
 
-_ROLES = {"chief": "the chief's", "worker": "the workers'", "ps": "the parameter servers'", "evaluator": "the evaluators'"}
-_BOOT_DISKS = tuple(
-    Knob(f"{role}_boot_disk_{what}", f"{whose} boot disk {'type' if what == 'type' else 'size in GB'}.", "text" if what == "type" else "int",
-         config=f"workerPoolSpecs[{i}].diskSpec.bootDisk{'Type' if what == 'type' else 'SizeGb'}", cli=False)
-    for i, (role, whose) in enumerate(_ROLES.items()) for what in ("type", "size")
-)  # fmt: skip
 _NOT_TUNED = {"tune": False}
 
 
@@ -87,6 +82,9 @@ class VertexKnobs:
     network_attachment: str | None = knob("Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.", config="pscInterfaceConfig.networkAttachment")
     #: Let the training dashboard reach the tasks.
     enable_dashboard_access: bool = knob("Let the training dashboard reach the tasks.", default=False, config="enableDashboardAccess")
+    #: Every pool's boot disk (``diskSpec``); ``Replicas(boot_disk_type=…)`` sets one pool's.
+    boot_disk_type: str | None = knob("Every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced.", config="diskSpec.bootDiskType")
+    boot_disk_size: int | None = knob("Every pool's boot disk size in GB (100-64000; default 100).", config="diskSpec.bootDiskSizeGb")
     #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
     protected_artifact_location_id: str | None = knob(
         "Keep the job's protected artifacts in this location (e.g. europe-west4) when it is not the job's region.",
@@ -103,14 +101,26 @@ class VertexOptions(GoogleCloudOptions, VertexKnobs):
     :class:`~tfjob.errors.SpecError` naming the flag, the value and the fix.
     """
 
-    #: The Vertex AI knobs of the job description: every pool's or one pool's ``DiskSpec``.
-    SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (
-        *GoogleCloudOptions.SPEC_KNOBS,
-        Knob("boot_disk_type", "Every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced.", config="diskSpec.bootDiskType"),
-        Knob("boot_disk_size", "Every pool's boot disk size in GB (100-64000; default 100).", "int", config="diskSpec.bootDiskSizeGb"),
-        *_BOOT_DISKS,
-    )
-    SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset(k.name for k in SPEC_KNOBS)
+    #: One pool's boot disk, over ``boot_disk_type`` / ``boot_disk_size`` (``Replicas(boot_disk_…)``,
+    #: a config file's ``workerPoolSpecs[N].diskSpec``).
+    chief_boot_disk_type: str | None = knob("The chief's boot disk type.", config="workerPoolSpecs[0].diskSpec.bootDiskType", cli=False)
+    chief_boot_disk_size: int | None = knob("The chief's boot disk size in GB.", config="workerPoolSpecs[0].diskSpec.bootDiskSizeGb", cli=False)
+    worker_boot_disk_type: str | None = knob("The workers' boot disk type.", config="workerPoolSpecs[1].diskSpec.bootDiskType", cli=False)
+    worker_boot_disk_size: int | None = knob("The workers' boot disk size in GB.", config="workerPoolSpecs[1].diskSpec.bootDiskSizeGb", cli=False)
+    ps_boot_disk_type: str | None = knob("The parameter servers' boot disk type.", config="workerPoolSpecs[2].diskSpec.bootDiskType", cli=False)
+    ps_boot_disk_size: int | None = knob("The parameter servers' boot disk size in GB.", config="workerPoolSpecs[2].diskSpec.bootDiskSizeGb", cli=False)
+    evaluator_boot_disk_type: str | None = knob("The evaluators' boot disk type.", config="workerPoolSpecs[3].diskSpec.bootDiskType", cli=False)
+    evaluator_boot_disk_size: int | None = knob("The evaluators' boot disk size in GB.", config="workerPoolSpecs[3].diskSpec.bootDiskSizeGb", cli=False)
+
+    def own_disk_roles(self) -> list[str]:
+        """The roles given a boot disk of their own (``<role>_boot_disk_type`` / ``_size``)."""
+        given = vars(self)
+        return [r for r in ("chief", "worker", "ps", "evaluator") if (given[f"{r}_boot_disk_type"], given[f"{r}_boot_disk_size"]) != (None, None)]
+
+    def boot_disk(self, role: str) -> tuple[str | None, int | None]:
+        """The boot disk type and size of ``role``'s pool: its own, else every pool's (None: the platform's)."""
+        own_type, own_size = getattr(self, f"{role}_boot_disk_type"), getattr(self, f"{role}_boot_disk_size")
+        return (own_type if own_type is not None else self.boot_disk_type, own_size if own_size is not None else self.boot_disk_size)
 
     def __post_init__(self) -> None:
         check_vertex_options(self)
@@ -139,6 +149,8 @@ def check_vertex_options(options: VertexOptions) -> None:
     """
     for name in ("network", "tensorboard", "experiment", "experiment_run"):
         _text(options, name)
+    for role in ("", "chief_", "worker_", "ps_", "evaluator_"):
+        check_boot_disk(getattr(options, f"{role}boot_disk_type"), getattr(options, f"{role}boot_disk_size"))
     if isinstance(options.reserved_ip_ranges, str):
         raise SpecError(f"reserved_ip_ranges={options.reserved_ip_ranges!r} must be a list of range names, e.g. ['range-a']")
     options.reserved_ip_ranges = tuple(options.reserved_ip_ranges or ())

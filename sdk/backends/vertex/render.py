@@ -172,12 +172,13 @@ def _machine(pool: Pool, reservation: str | None = None) -> dict[str, Any]:
     return spec
 
 
-def _disk(pool: Pool) -> dict[str, Any] | None:
+def _disk(pool: Pool, options: VertexOptions) -> dict[str, Any] | None:
     disk: dict[str, Any] = {}
-    if pool.machine.boot_disk_type is not None:
-        disk["bootDiskType"] = pool.machine.boot_disk_type
-    if pool.machine.boot_disk_size_gb is not None:
-        disk["bootDiskSizeGb"] = pool.machine.boot_disk_size_gb
+    disk_type, size_gb = options.boot_disk(pool.role)
+    if disk_type is not None:
+        disk["bootDiskType"] = disk_type
+    if size_gb is not None:
+        disk["bootDiskSizeGb"] = size_gb
     return disk or None
 
 
@@ -219,7 +220,7 @@ def _pool_body(
     bootstrap_uri: str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"machineSpec": _machine(pool, options.reservation), "replicaCount": str(pool.replicas)}
-    disk = _disk(pool)
+    disk = _disk(pool, options)
     if disk is not None:
         body["diskSpec"] = disk
     args = trainer_args(spec, pool.role)
@@ -294,6 +295,9 @@ def check_vertex_spec(spec: JobSpec, options: VertexOptions | None = None) -> No
             )
         if not spec.job_dir or not spec.service_account:
             raise SpecError("--tensorboard needs --job-dir gs://… and --service-account: Vertex AI streams the logs it writes there")
+    for role in options.own_disk_roles():
+        if spec.pool(role) is None:
+            raise SpecError(f"{role}_boot_disk_* is set but the job has no {role} pool")
     if spec.count("chief") != 1:
         raise SpecError(
             "Vertex AI always runs a chief in worker pool 0, so a job without one (--no-chief) cannot run there; "
