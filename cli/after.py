@@ -1,7 +1,7 @@
 """``tfjob outputs / metrics / report / tensorboard``: what a job left behind, on any backend.
 
-Each command works from a job id (or a unique prefix) through :func:`tfjob.job.get_job` and
-calls one SDK method; results go to stdout (``--json`` for machines), notes to stderr.
+Each command works from a job id (or a unique prefix) through :func:`tfjob.get_job` and
+calls one method of its handle (the public API only); results go to stdout (``--json`` for machines), notes to stderr.
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ def _when(ts: float | None) -> str:
 def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     """List what a job wrote under its job dir: the SavedModel, checkpoints, metrics files and
     TensorBoard logs, with sizes and times (a local path or gs://)."""
-    from tfjob.errors import UsageError
-    from tfjob.job import get_job
-    from tfjob.outputs import download, human_size
+    from tfjob import get_job, human_size
 
     handle = get_job(job_id)
     found = handle.outputs()
@@ -50,9 +48,7 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     if found.note:
         click.echo(found.note, err=True)
     if download_dir is not None:
-        if not found.reachable:
-            raise UsageError(found.note)
-        written = download(found, download_dir, client=handle._storage() if (found.root or "").startswith("gs://") else None)
+        written = handle.download(download_dir, found)
         click.echo(f"downloaded {len(written)} files to {download_dir}", err=True)
 
 
@@ -63,22 +59,15 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
 def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     """Print the last value of each scalar a job logged for TensorBoard, per run (train,
     validation…), read from its event files (local or gs://)."""
-    from tfjob.errors import UsageError
-    from tfjob.job import get_job
-    from tfjob.metrics import metrics_figure, render_final, save_figure
+    from tfjob import UsageError, get_job, metrics_figure, render_metrics, save_figure
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
-    from tfjob.store import JobStore
-
     handle = get_job(job_id)
-    with JobStore() as store:
-        record = store.get(handle.id)
-    if record is not None and record.extra.get("kind") == "study":  # a tuning study: its trials, and their plots
-        from tfjob.metrics import study_figure
+    if handle.is_study():  # a tuning study: its trials, and their plots
+        from tfjob import render_study_status, study_figure
 
         status = handle.status()
-        from tfjob.tuning.trials import render_study_status
 
         if as_json:
             click.echo(json.dumps({**handle.metrics().to_dict(), "trials": status.extra.get("trials", [])}, indent=2))
@@ -92,7 +81,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(found.to_dict(), indent=2))
     else:
-        table = render_final(found)
+        table = render_metrics(found)
         if table:
             click.echo(f"log dir  {found.log_dir}")
             click.echo(table)
@@ -110,11 +99,10 @@ def report(job_id: str, output: str | None) -> None:
     """Write one self-contained HTML page about a job: its spec, a timeline of its tasks,
     its diagnosis, its metric curves (or its study's plots), its outputs and the last lines
     of a failing task. Nothing in it is fetched from the network."""
-    from tfjob.job import get_job
-    from tfjob.report import gather, render_report
+    from tfjob import get_job
 
     handle = get_job(job_id)
-    page = render_report(gather(handle))
+    page = handle.report()
     path = output or f"report-{handle.id.replace('/', '-')}.html"
     with open(path, "w", encoding="utf-8") as f:
         f.write(page)
@@ -130,8 +118,7 @@ def tensorboard(job_id: str, port: int, host: str) -> None:
     this command's process, so it ends with it (Ctrl-C)."""
     import threading
 
-    from tfjob.errors import BackendUnavailableError, UsageError
-    from tfjob.job import get_job
+    from tfjob import BackendUnavailableError, UsageError, get_job
 
     handle = get_job(job_id)
     found = handle.outputs()
@@ -150,17 +137,14 @@ def tensorboard(job_id: str, port: int, host: str) -> None:
         if log_dir.startswith("gs://"):
             # The bucket's event files are mirrored here (and refreshed), so TensorBoard needs no
             # TensorFlow Cloud Storage file system; the mirror goes with the command.
-            from tfjob.metrics import mirror_event_files
-
-            client = handle._storage()
-            seen = mirror_event_files(log_dir, mirror, client)
+            seen = handle.mirror_event_files(log_dir, mirror)
             served = mirror
 
             def refresh() -> None:
                 nonlocal seen
                 while not stop.wait(30):
                     try:
-                        seen = mirror_event_files(log_dir, mirror, client, seen)
+                        seen = handle.mirror_event_files(log_dir, mirror, seen)
                     except Exception as e:  # a passing outage: keep serving what is there
                         click.echo(f"tfjob: could not refresh {log_dir}: {e}", err=True)
 

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 import click
 
 from tfjob import __version__
-from tfjob.errors import TfjobError
+from tfjob import TfjobError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -28,7 +28,7 @@ class OneLineErrors(click.Group):
         try:
             rv = super().main(args, prog_name, *a, **kw)
         except TfjobError as e:
-            from tfjob.backends import flag_words
+            from tfjob import flag_words
 
             click.echo(f"error: {e.worded('cli', flag_words)}", err=True)
             sys.exit(e.exit_code)

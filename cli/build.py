@@ -11,7 +11,7 @@ import json
 
 import click
 
-from tfjob.errors import UsageError
+from tfjob import UsageError
 
 from .app import CONTEXT_SETTINGS, app
 
@@ -42,26 +42,25 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
           requirements: str | None, include_secrets: bool, no_push: bool, cloud_build: bool, project: str | None,
           staging_bucket: str | None, api_endpoint: str | None, dry_run: bool, output: str) -> None:  # fmt: skip
     """Build the image of trainer DIR: its sdist and requirements.txt on the base image, or DIR's own Dockerfile."""
-    from tfjob.images import Progress, build_image
+    from tfjob import BuildProgress, build_image
 
     if output not in ("text", "json"):
         raise UsageError(f"--output {output!r} must be text or json")
     if base_image is not None:
-        from tfjob.spec import check_image
+        from tfjob import check_image
 
         check_image(base_image, "--base")
     cloud = None
     if dry_run and not cloud_build:
         raise UsageError("--dry-run prints the Cloud Build request: add --cloud-build (a local build has no request to show; --no-push builds without pushing)")
     if cloud_build:
-        from tfjob.images.cloudbuild import check_target
-        from tfjob.settings import load_settings
+        from tfjob import cloud_build_target, load_settings
 
         settings = load_settings(project=project, staging_bucket=staging_bucket, api_endpoint=api_endpoint)
-        cloud = check_target(settings.project, settings.staging_bucket, settings.api_endpoint)
+        cloud = cloud_build_target(settings.project, settings.staging_bucket, settings.api_endpoint)
     built = build_image(
         directory, module=module, base=base_image, image_repo=image_repo, engine=container_engine, push=not (no_push or dry_run),
-        include_secrets=include_secrets, requirements=requirements, progress=Progress.auto(quiet=output == "json" or dry_run), cloud=cloud,
+        include_secrets=include_secrets, requirements=requirements, progress=BuildProgress.auto(quiet=output == "json" or dry_run), cloud=cloud,
     )  # fmt: skip
     if dry_run:
         click.echo(json.dumps(built.build_request, indent=2))

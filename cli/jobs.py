@@ -1,8 +1,9 @@
 """``tfjob list / status / logs / cancel / wait``: the life of a submitted job, on any backend.
 
 Every command works from a job id (or a unique prefix of one) through
-:func:`tfjob.job.get_job`, so it does not matter which process or backend started
-the job. Results go to stdout (``--json`` for machines); progress to stderr.
+:func:`tfjob.get_job`, so it does not matter which process or backend started
+the job; ``tfjob list`` is :func:`tfjob.list_jobs`. Like every command, only the public
+API (``tfjob``'s names) is used. Results go to stdout (``--json`` for machines); progress to stderr.
 """
 
 from __future__ import annotations
@@ -15,13 +16,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import click
 
-from tfjob.errors import JobFailedError
+from tfjob import JobFailedError
 
 from .app import CONTEXT_SETTINGS, app
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
-    from tfjob.model import JobState, JobStatus
-    from tfjob.results import Diagnosis
+    from tfjob import Diagnosis, JobState, JobStatus
 
 
 @contextlib.contextmanager
@@ -40,7 +40,7 @@ def _when(ts: float | None) -> str:
 
 def render_duration(status: JobStatus, now: float | None = None) -> str:
     """How long the job ran (so far, while it runs); ``-`` before it started. Pure."""
-    from tfjob.backends.local.logs import format_duration
+    from tfjob import format_duration
 
     if status.started is None:
         return "-"
@@ -70,8 +70,6 @@ def render_status(
     diagnoses: list[Diagnosis] | None = None,
 ) -> str:
     """The ``tfjob status`` text: the job, its history, its tasks and why it failed. Pure."""
-    from tfjob.backends.local.logs import SummaryRow, render_summary
-
     lines = [
         f"job       {status.id}",
         f"name      {status.name}",
@@ -105,36 +103,24 @@ def render_status(
         for ts, state, message in events:
             lines.append(f"  {_when(ts)}  {state.value}" + (f"  {message}" if message else ""))
     if status.extra.get("kind") == "study":
-        from tfjob.tuning.trials import render_study_status
+        from tfjob import render_study_status
 
         lines.append("trials")
         lines += ["  " + line for line in render_study_status(status.extra).splitlines()]
     elif status.tasks:
-        rows = [
-            SummaryRow(
-                t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None,
-                t.reason, t.restarts,
-            )
-            for t in status.tasks
-        ]
+        from tfjob import render_tasks
+
         lines.append("tasks")
-        lines += ["  " + line for line in render_summary(rows).splitlines()]
+        lines += ["  " + line for line in render_tasks(status.tasks, now).splitlines()]
     tail = status.extra.get("log_tail")
     if tail and status.failed_task:
         lines.append(f"last lines of {status.failed_task}")
         lines += ["  " + line for line in str(tail).splitlines()]
     if diagnoses:
-        from tfjob.diagnosis import explain
+        from tfjob import explain
 
         lines += explain(diagnoses).splitlines()
     return "\n".join(lines)
-
-
-def _events(job_id: str) -> list[tuple[float, JobState, str]]:
-    from tfjob.store import JobStore
-
-    with JobStore() as store:
-        return store.events(job_id)
 
 
 JOB_ID = click.argument("job_id", metavar="JOB_ID")
@@ -152,21 +138,11 @@ def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> N
     job whose supervisor died shows as LOST). With --remote --backend vertex|kubeflow,
     the jobs carrying tfjob's label as the service sees them now.
     """
-    from tfjob.backends import get_backend
-    from tfjob.errors import UsageError
-    from tfjob.store import JobStore
+    from tfjob import UsageError, list_jobs
 
-    if backend is not None:
-        chosen = get_backend(backend)  # a misspelt backend is a usage error, not an empty list
-    if remote:
-        if backend is None:
-            raise UsageError("--remote needs --backend vertex or --backend kubeflow")
-        statuses = chosen.list(limit=limit)
-    else:
-        from tfjob.backends.local.reap import reap_lost  # a local job whose launcher died is LOST
-
-        with JobStore() as store:
-            statuses = [reap_lost(store, r).to_status() for r in store.list(limit=limit, backend=backend)]
+    if remote and backend is None:
+        raise UsageError("--remote needs --backend vertex or --backend kubeflow")
+    statuses = list_jobs(limit, backend, remote=remote)  # a misspelt backend is a usage error, not an empty list
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
     elif statuses:
@@ -178,7 +154,7 @@ def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> N
 def _after(handle: Any, data: dict[str, Any]) -> None:
     """What an ended job left, for ``status --json``: where its outputs are (not every file)
     and the final value of each metric; what cannot be read is said in ``*_note``."""
-    from tfjob.errors import TfjobError
+    from tfjob import TfjobError
 
     try:
         outputs = handle.outputs()
@@ -204,11 +180,11 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
     and what tfjob recognises of why.
 
     JOB_ID is the job's id, or a unique prefix of it."""
-    from tfjob.job import get_job
+    from tfjob import get_job
 
     handle = get_job(job_id)
     current = handle.status()
-    events = _events(handle.id)
+    events = handle.events()
     diagnoses = handle.diagnose(current)
     if as_json or output == "json":
         data: dict[str, Any] = current.to_dict()
@@ -243,7 +219,7 @@ def failure_of(status: JobStatus) -> dict[str, Any] | None:
 @click.option("--tail", type=click.IntRange(min=0), help="Start with only the last N lines.")
 def logs(job_id: str, task: str | None, follow: bool, tail: int | None) -> None:
     """Print a job's log lines, prefixed [chief-0], [worker-1]…"""
-    from tfjob.job import get_job
+    from tfjob import get_job
 
     handle = get_job(job_id)
     with _keeps_running(handle.id, again=f"tfjob logs {handle.id} --follow"):
@@ -255,7 +231,7 @@ def logs(job_id: str, task: str | None, follow: bool, tail: int | None) -> None:
 @JOB_ID
 def cancel(job_id: str) -> None:
     """Cancel a job: its tasks are stopped and it ends as CANCELLED (`tfjob wait` to see it end)."""
-    from tfjob.job import get_job
+    from tfjob import get_job
 
     handle = get_job(job_id)
     current = handle.status()
@@ -272,7 +248,7 @@ def cancel(job_id: str) -> None:
 @click.option("--grace", help="Seconds between SIGTERM and SIGKILL (30s, 500ms; default: the job's --preempt-grace, else 30s).")
 def preempt(job_id: str, task: str, grace: str | None) -> None:
     """Preempt TASK of a running local job as a Spot VM is reclaimed: SIGTERM, the grace period, then SIGKILL; its restart policy acts."""
-    from tfjob.job import get_job
+    from tfjob import get_job
 
     handle = get_job(job_id)
     name = handle.preempt(task, grace)
@@ -284,8 +260,7 @@ def preempt(job_id: str, task: str, grace: str | None) -> None:
 @click.option("--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running.")
 def wait(job_id: str, timeout: str | None) -> None:
     """Wait for a job to end. Exit 0 if it SUCCEEDED, 1 if it failed or was lost, 130 if cancelled."""
-    from tfjob.job import get_job
-    from tfjob.spec import parse_duration
+    from tfjob import get_job, parse_duration
 
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)

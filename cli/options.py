@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterable
 
 import click
 
-from tfjob.backends import knobs
-from tfjob.knobs import Knob
+from tfjob import Knob
+from tfjob import job_knobs as knobs
 
 def option_of(knob: Knob) -> Callable[[Any], Any]:
     """The click option of a knob: its flags, its kind, its help with the backends that take it."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from tfjob.errors import UsageError
+from tfjob import UsageError
 
 from . import options as opts
 from .app import CONTEXT_SETTINGS, app
@@ -46,8 +46,8 @@ def dump(data: Any, output: str) -> str:
 def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
     """The job options' values (named after :class:`tfjob.Job` keywords) as ``Job`` takes
     them, unset ones left out. Pure; shared by ``submit``, ``render`` and ``tune``."""
-    from tfjob.backends import knobs
-    from tfjob.spec import parse_duration, parse_key_values
+    from tfjob import job_knobs as knobs
+    from tfjob import parse_duration, parse_key_values
 
     # A knob declared a duration (--timeout, --max-wait) takes 2h, 30m or seconds.
     durations = {k.name: k.flag for k in knobs().values() if k.kind == "duration"}
@@ -98,7 +98,7 @@ def submit(
     PACKAGE_PATH is the trainer's source directory (a Python package, or a project holding
     one); with --package-path, the job's name, as gcloud takes it.
     """
-    from tfjob.job import Job
+    from tfjob import Job
 
     display_name, packages = job_options.get("name"), job_options.get("packages")
     stream_logs, detach, backend = job_options.get("stream_logs"), job_options.get("detach"), job_options.get("backend")
@@ -128,7 +128,7 @@ def submit(
     job_options["name"] = display_name
     values = job_keywords(job_options)
     if worker_pool_spec:
-        from tfjob.pool_flags import pool_spec_keywords
+        from tfjob import pool_spec_keywords
 
         values.update(pool_spec_keywords(worker_pool_spec, values))
         if "package" in values:

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from tfjob.errors import UsageError
+from tfjob import UsageError
 
 from . import options as opts
 from . import submit as submit_command
@@ -59,7 +59,8 @@ def tune(ctx: click.Context, package_path: str | None, package_path_opt: str | N
     task's TF_CONFIG, its own --job-dir JOB_DIR/<trial>, and reports its metric with
     tfjob.report_metric (or cloudml-hypertune). `tfjob status STUDY` shows the trials.
     """
-    from tfjob.tune import Tuning, check_result
+    from tfjob import Tuning
+    from tfjob import check_study_result as check_result
 
     study_options = {name: options.pop(name) for name in _STUDY_KEYS}
     output = study_options.pop("output")

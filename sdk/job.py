@@ -732,6 +732,38 @@ class JobHandle:
         client = self._storage() if job_dir and job_dir.startswith("gs://") else None
         return job_outputs(self.id, self.backend_name, job_dir, client=client)
 
+    def download(self, dest: StrPath, outputs: JobOutputs | None = None) -> list[Path]:
+        """Copy the job's outputs (``outputs``, default :meth:`outputs`) into ``dest``, their
+        layout kept (``gs://`` with this backend's credentials); return the files written.
+
+        Raises:
+            UsageError: the job dir cannot be reached from here (a Kubernetes job's path).
+        """
+        from .errors import UsageError
+        from .outputs import download
+
+        found = outputs if outputs is not None else self.outputs()
+        if not found.reachable:
+            raise UsageError(found.note or f"job {self.id}'s outputs cannot be reached from here")
+        client = self._storage() if (found.root or "").startswith("gs://") else None
+        return download(found, Path(dest), client=client)
+
+    def mirror_event_files(self, log_dir: str, dest: StrPath, seen: dict[str, int] | None = None) -> dict[str, int]:
+        """Copy the TensorBoard event files under the job's ``gs://`` ``log_dir`` into ``dest``
+        (those changed since ``seen``), for a TensorBoard without Cloud Storage support; return
+        the sizes now seen."""
+        from .metrics import mirror_event_files
+
+        return mirror_event_files(log_dir, str(dest), self._storage(), seen)
+
+    def report(self) -> str:
+        """One self-contained HTML page about the job (``tfjob report``): its spec, a timeline of
+        its tasks, its diagnosis, its metric curves (or its study's plots), its outputs and the
+        last lines of a failing task; nothing in it is fetched from the network."""
+        from .report import gather, render_report
+
+        return render_report(gather(self))
+
     def metrics(self) -> JobMetrics:
         """The scalars the job logged for TensorBoard, per run (``train``, ``validation``…),
         read with TensorBoard's own reader (no TensorFlow import); ``.final`` holds the last
@@ -848,6 +880,40 @@ def bind_store(backend: Any, store: JobStore) -> Any:
 
 #: The longest job id taken (a Kubernetes ``NAMESPACE/NAME`` is at most 63 + 1 + 253).
 MAX_JOB_ID = 512
+
+
+def list_jobs(
+    limit: int | None = 20, backend: str | None = None, *, remote: bool = False, store: JobStore | None = None
+) -> list[JobStatus]:
+    """Jobs, newest first (``tfjob list``).
+
+    Args:
+        limit: at most this many (None: all).
+        backend: only this backend's (a name; a misspelt one is a UsageError).
+        remote: ask the backend's service instead of the job store (needs ``backend``: Vertex
+            AI's configured project and region, the Kubernetes context's namespace).
+        store: the job store read (default: the user's, ``$TFJOB_HOME/jobs.db``).
+
+    From the store, each job is shown as its own backend reads its record offline (a local job
+    whose launcher died is LOST); last-seen states otherwise.
+    """
+    from .errors import UsageError
+
+    store = _the_store(store)
+    chosen = get_backend(backend, store) if backend is not None else None  # a misspelt name is a usage error
+    if remote:
+        if chosen is None:
+            raise UsageError("list_jobs(remote=True) needs backend= (vertex or kubeflow): which service to ask")
+        listed: list[JobStatus] = chosen.list(limit=limit)
+        return listed
+    owners: dict[str, Any] = {}
+    statuses = []
+    for record in store.list(limit=limit, backend=backend):
+        if record.backend not in owners:
+            owners[record.backend] = get_backend(record.backend, store) if record.backend in BACKENDS else None
+        owner = owners[record.backend]
+        statuses.append(owner.recorded(record) if owner is not None and hasattr(owner, "recorded") else record.to_status())
+    return statuses
 
 
 def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) -> JobHandle:

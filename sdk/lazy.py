@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any], list[str]]:
     """The ``__getattr__`` and ``__all__`` of ``package``, whose name N is ``N`` of the module
-    ``where[N]`` (absolute, or relative to ``package``), imported when N is first asked for."""
+    ``where[N]`` (absolute, or relative to ``package``), imported when N is first asked for;
+    ``"module:other"`` names ``other`` of that module N."""
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)
@@ -24,7 +25,8 @@ def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any
         import importlib
         import sys
 
-        value = getattr(importlib.import_module(module, package), name)
+        module, _, attribute = module.partition(":")
+        value = getattr(importlib.import_module(module, package), attribute or name)
         setattr(sys.modules[package], name, value)  # asked once
         return value
 

@@ -34,7 +34,7 @@ from .model import JobState, JobStatus, SubmitOptions, options_as
 from .spec import JobSpec
 
 if TYPE_CHECKING:
-    from .store import JobStore
+    from .store import JobRecord, JobStore
 
 T = TypeVar("T")
 L = TypeVar("L", bound="Lifecycle")
@@ -176,6 +176,12 @@ class Lifecycle:
         other = copy.copy(self)
         other._store = store
         return other
+
+    def recorded(self, record: JobRecord) -> JobStatus:
+        """One of this backend's jobs as its store record says, without asking the platform
+        (``tfjob list``); a backend that can tell more from this machine says it here (the local
+        backend records a job whose launcher died LOST)."""
+        return record.to_status()
 
     # -- what a backend implements ---------------------------------------------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:

@@ -196,3 +196,71 @@ def parse_time(text: str | None) -> float | None:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
         return None
+
+
+# -- the job written for people: durations and the task table (pure) ------------------------
+@dataclass
+class SummaryRow:
+    """One task in the summary table."""
+
+    task: str
+    state: str
+    exit_code: int | None
+    signal: int | None
+    duration: float | None
+    #: Why the task is not running (Unschedulable, ImagePullBackOff…); a WHY column when any has one.
+    reason: str | None = None
+    #: How many times the task was started again; a RESTARTS column when any was.
+    restarts: int = 0
+
+
+def describe_exit(exit_code: int | None, sig: int | None) -> str:
+    """``0``, ``3`` or ``SIGKILL``; ``-`` while unknown."""
+    import signal
+
+    if sig is not None:
+        try:
+            return signal.Signals(sig).name
+        except ValueError:
+            return f"signal {sig}"
+    return "-" if exit_code is None else str(exit_code)
+
+
+def format_duration(seconds: float | None) -> str:
+    """``0.4s``, ``12.0s``, ``3m04s``, ``2h05m``."""
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def render_summary(rows: list[SummaryRow]) -> str:
+    """The summary table (task, state, exit code, duration), one line per task."""
+    table = [("TASK", "STATE", "EXIT", "DURATION")]
+    table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
+    if any(r.restarts for r in rows):
+        table = [(*table[0], "RESTARTS")] + [(*row, str(r.restarts)) for row, r in zip(table[1:], rows)]
+    if any(r.reason for r in rows):
+        table = [(*table[0], "WHY")] + [(*row, r.reason or "") for row, r in zip(table[1:], rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
+
+
+def render_tasks(tasks: list[TaskStatus], now: float | None = None) -> str:
+    """The task table of a job's status (``tfjob status``): task, state, exit, duration, and
+    restarts and why a task waits where any has them. Pure (``now`` ends a running task's time)."""
+    import time
+
+    rows = [
+        SummaryRow(
+            t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None,
+            t.reason, t.restarts,
+        )
+        for t in tasks
+    ]
+    return render_summary(rows)

@@ -18,7 +18,7 @@ from local_helpers import (
 )
 from click.testing import CliRunner
 
-from tfjob.backends.base import JobState, JobStatus, TaskStatus
+from tfjob.model import JobState, JobStatus, TaskStatus
 from tfjob.cli.jobs import render_job_list, render_status
 from tfjob.cli.main import app
 from tfjob.store import JobStore

@@ -16,7 +16,7 @@ from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster o
 from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wait_for_reports
 
 from tfjob import Job, JobHandle, Local, get_job
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
 from tfjob.store import JobStore, process_start_time
 

@@ -17,7 +17,7 @@ import pytest
 
 from helpers import CRDS
 from fakes.kube_api import FakeKube, kube_fixture
-from tfjob.backends import JobState
+from tfjob.model import JobState
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.backends.kubeflow.backend import KubeflowBackend
 from tfjob.errors import AuthError, BackendError, JobFailedError, JobNotFoundError, SpecError, UsageError

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tfjob.backends import JobState
+from tfjob.model import JobState
 from tfjob.errors import UsageError
 from tfjob.backends.kubeflow.client import find_kubeconfig
 from tfjob.model import parse_time

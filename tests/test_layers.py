@@ -111,3 +111,70 @@ def test_packaging_is_a_package_of_its_concerns_each_importing_only_those_before
     ]
     assert not wrong, "\n".join(wrong)
     assert {p.stem for p in (ROOT / "sdk" / "packaging").glob("*.py")} == {"__init__", *PACKAGING_ORDER}
+
+
+CLI = ROOT / "cli"
+
+
+def cli_wrong_imports(path: Path) -> list[str]:
+    """What ``path`` (a CLI module) imports of tfjob beyond the public API: ``from tfjob import N``
+    with N in ``tfjob.__all__``, and the CLI's own modules."""
+    import tfjob
+
+    public = set(tfjob.__all__)
+    wrong = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level or (node.module or "").startswith("tfjob.cli"):
+                continue  # the CLI's own modules
+            if node.module == "tfjob":
+                wrong += [f"{path.name}:{node.lineno} imports tfjob.{a.name}, which tfjob does not export" for a in node.names if a.name not in public]
+            elif (node.module or "").split(".")[0] == "tfjob":
+                wrong.append(f"{path.name}:{node.lineno} imports from {node.module}")
+        elif isinstance(node, ast.Import):
+            wrong += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names if a.name.split(".")[0] == "tfjob" and not a.name.startswith("tfjob.cli")]
+    return wrong
+
+
+def test_the_cli_uses_only_the_public_api() -> None:
+    # docs/architecture.md: the CLI is a shell over what `tfjob` exports, so what it needs is
+    # public, documented API (a handle's method, tfjob.list_jobs…), never a backend's internals.
+    wrong = [w for path in sorted(CLI.glob("*.py")) for w in cli_wrong_imports(path)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_cli_check_sees_an_internal_import(tmp_path: Path) -> None:
+    fake = tmp_path / "x.py"
+    fake.write_text(
+        "from tfjob import Job, get_job\nfrom .app import app\nfrom tfjob.cli.options import JOB_OPTIONS\n"
+        "def f():\n    from tfjob.backends.local.reap import reap_lost\n    from tfjob import reap_lost\n    import tfjob.store\n"
+    )
+    assert cli_wrong_imports(fake) == [
+        "x.py:5 imports from tfjob.backends.local.reap", "x.py:6 imports tfjob.reap_lost, which tfjob does not export", "x.py:7 imports tfjob.store",
+    ]
+
+
+def test_every_public_name_is_documented_and_the_job_model_has_one_home() -> None:
+    import tfjob
+    import tfjob.backends
+    import tfjob.backends.base
+    import tfjob.model
+
+    for name in tfjob.__all__:
+        if name != "__version__":
+            assert (getattr(tfjob, name).__doc__ or "").strip(), f"tfjob.{name} has no docstring"
+    model = ("JobState", "JobStatus", "TaskStatus", "SubmitOptions")
+    for name in model:
+        assert getattr(tfjob.model, name).__module__ == "tfjob.model"
+        assert not hasattr(tfjob.backends, name) and not hasattr(tfjob.backends.base, name), name
+    assert all(getattr(tfjob, n) is getattr(tfjob.model, n) for n in model if n in tfjob.__all__)
+    # And no module reaches for it elsewhere.
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for folder in ("sdk", "cli", "tests", "bench")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for line, text in enumerate(path.read_text().splitlines(), 1)
+        if text.lstrip().startswith(("from tfjob.backends import", "from tfjob.backends.base import", "from ..base import", "from .base import"))
+        and any(f" {n}" in text or f",{n}" in text for n in model)
+    ]
+    assert not wrong, wrong

@@ -32,7 +32,7 @@ from local_helpers import (
 from click.testing import CliRunner
 
 from tfjob import Job
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.cli.main import app
 from tfjob.backends.local.ports import pick_ports
 from tfjob.store import JobStore

@@ -176,7 +176,7 @@ def test_local_packages_are_installed_next_to_the_trainer(trainer: Path, tmp_pat
 def test_local_render_grows_linearly_with_the_task_count(trainer: Path) -> None:
     import json
 
-    from tfjob.backends.base import SubmitOptions
+    from tfjob.model import SubmitOptions
     from tfjob.backends.local.backend import LocalBackend
     from tfjob.spec import build_spec
 

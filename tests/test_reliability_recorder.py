@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 from reliability import Reliability
 
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.store import JobRecord, JobStore, TaskRecord, process_alive, process_start_time
 
 

@@ -17,7 +17,7 @@ import pytest
 from reliability import Reliability
 
 from fakes.vertex_api import FakeVertex
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import BackendError
 from tfjob.backends.vertex.client import VertexClient

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfjob.backends.base import SubmitOptions
+from tfjob.model import SubmitOptions
 from tfjob.engine import Engine
 from tfjob.backends.local.plan import build_cluster, build_task_plans
 from tfjob.cluster.dispatch import job_strategy

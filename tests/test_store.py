@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.errors import JobNotFoundError, UsageError
 from tfjob.store import (
     JobRecord,
@@ -248,7 +248,7 @@ def test_an_older_database_gains_the_new_columns(tmp_path: Path) -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from tfjob.backends.base import JobState
+    from tfjob.model import JobState
     from tfjob.store import JobRecord, JobStore
     store = JobStore(sys.argv[1])
     for i in range(40):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.cli.main import app
 from tfjob.spec import build_spec
 from tfjob.store import JobRecord, JobStore

@@ -18,7 +18,7 @@ import pytest
 from helpers import ROOT
 from local_helpers import assert_no_survivors, job_processes
 
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.job import get_job
 from tfjob.store import JobStore
 from tfjob.study import MetricSpec, ParameterSpec, StudySpec

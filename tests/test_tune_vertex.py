@@ -21,7 +21,7 @@ from reliability import Reliability
 from click.testing import CliRunner
 
 from fakes.vertex_tuning import FakeTuning
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.backends.vertex.render import render_custom_job

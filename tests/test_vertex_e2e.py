@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from fakes.vertex_api import FakeVertex
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.cli.main import app
 from tfjob.store import JobStore
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fakes.vertex_api import DEFAULT_SCRIPT, FakeVertex
 from test_vertex_e2e import emulator  # noqa: F401  (gcp-storage-emulator with bucket b)
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.backends.vertex.follow import retryable_failure
 from tfjob.cli.main import app
 from tfjob.store import JobStore

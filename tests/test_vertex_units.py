@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from fakes.vertex_api import FakeVertex
-from tfjob.backends.base import JobState
+from tfjob.model import JobState
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import UsageError
 from tfjob.backends.vertex.auth import is_google_endpoint, resolve_credentials

@@ -23,7 +23,8 @@ from .. import errors
 from ..errors import NOTHING, UsageError
 from ..knobs import Knob
 from ..machines import did_you_mean
-from .base import Backend, JobState, JobStatus, SubmitOptions, TaskStatus
+from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
+from .base import Backend
 
 if TYPE_CHECKING:
     from ..store import JobStore
@@ -61,7 +62,7 @@ def get_backend(name: str, store: JobStore | None = None) -> Backend:
     return backend if store is None else backend.with_store(store)
 
 
-def options_type(name: str) -> type[SubmitOptions]:
+def options_type(name: str) -> type[_SubmitOptions]:
     """The class of the options the backend called ``name`` takes (without importing the backend)."""
     module, cls = _check_name(name)[1].split(":")
     return getattr(importlib.import_module(module), cls)
@@ -74,7 +75,7 @@ def backend_keywords(name: str) -> frozenset[str]:
     import dataclasses
 
     cls = options_type(name)
-    common = {f.name for f in dataclasses.fields(SubmitOptions)}
+    common = {f.name for f in dataclasses.fields(_SubmitOptions)}
     return frozenset({f.name for f in dataclasses.fields(cls)} - common) | cls.SPEC_KEYWORDS
 
 
@@ -116,7 +117,7 @@ def flag_words(name: str, value: Any = NOTHING) -> str:
 
 
 __all__ = [
-    "BACKENDS", "Backend", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "backend_keywords", "find_knob", "flag_of",
+    "BACKENDS", "Backend", "backend_keywords", "find_knob", "flag_of",
     "flag_words",
     "get_backend", "knobs", "options_type",
 ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""The backend protocol (the job model it speaks is :mod:`tfjob.model`, re-exported here).
+"""The backend protocol (the job model it speaks is :mod:`tfjob.model`, its one home).
 
 A backend renders a :class:`~tfjob.spec.JobSpec` into its native request (a pure
 function), submits it and answers for a job id: ``status``, ``logs``, ``cancel`` and
@@ -16,21 +16,22 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, TextIO, TypeVar, runtime_checkable
 
 from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
-from ..model import JobState, JobStatus, SubmitOptions, TaskStatus
+from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
 from ..spec import JobSpec
 
 if TYPE_CHECKING:
+    from ..model import JobStatus, SubmitOptions
     from ..store import JobStore
     from ..study import StudySpec
     from ..tuning.trials import StudyResult
 
 B = TypeVar("B", bound="Backend")
 
-__all__ = ["Backend", "GoogleCloudOptions", "JobState", "JobStatus", "SubmitOptions", "TaskStatus", "Tuner", "tuner_of"]
+__all__ = ["Backend", "GoogleCloudOptions", "Tuner", "tuner_of"]
 
 
 @dataclass
-class GoogleCloudOptions(SubmitOptions):
+class GoogleCloudOptions(_SubmitOptions):
     """Where a Google Cloud job goes: what Vertex AI and legacy AI Platform both take (their knobs)."""
 
     project: str | None = knob("Google Cloud project (else GOOGLE_CLOUD_PROJECT / config).")

@@ -15,7 +15,8 @@ from ...errors import BackendError
 from .render import render_job
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
-from ..base import GoogleCloudOptions, JobStatus, SubmitOptions
+from ..base import GoogleCloudOptions
+from ...model import JobStatus, SubmitOptions
 
 #: The day the legacy service stopped running training jobs.
 SHUTDOWN_DATE = "2025-01-31"

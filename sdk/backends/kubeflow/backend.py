@@ -25,7 +25,7 @@ from .shipment import MAX_BYTES as MAX_SHIPPED_BYTES
 from .shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
-from ..base import JobState, JobStatus, SubmitOptions
+from ...model import JobState, JobStatus, SubmitOptions
 from .options import TFJobOptions
 from ...lifecycle import Lifecycle, say
 

@@ -19,11 +19,11 @@ from ...errors import UsageError
 from ...spec import JobSpec
 from ...store import process_start_time
 from ...lifecycle import Lifecycle
-from ...model import normalize_task
-from ..base import JobState, JobStatus, SubmitOptions
+from ...model import JobState, JobStatus, SubmitOptions, normalize_task
 from .options import LocalOptions
 
 if TYPE_CHECKING:
+    from ...store import JobRecord
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
 
@@ -301,6 +301,13 @@ class LocalBackend(Lifecycle):
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
         raise UsageError("a local study runs in this process to its end; drop --async (or use --backend vertex)")
+
+    def recorded(self, record: JobRecord) -> JobStatus:
+        """The job as recorded; one whose launcher died unrecorded is recorded LOST (and what is
+        left of it stopped) first."""
+        from .reap import reap_lost
+
+        return reap_lost(self.store, record).to_status()
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Local jobs, newest first."""

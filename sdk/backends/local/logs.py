@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO
+
+# The summary table is the job model's (every backend's `tfjob status` shows it); named here too
+# for the launcher and the runner, which write it at a job's end.
+from ...model import SummaryRow, describe_exit, format_duration, render_summary  # noqa: F401
 
 #: The combined, prefixed log of a job.
 JOB_LOG = "job.log"
@@ -170,57 +172,6 @@ class LogRouter:
     def close(self) -> None:
         self._job_log.close()
         self._reserve.unlink(missing_ok=True)
-
-
-# -- the summary ---------------------------------------------------------------------------
-@dataclass
-class SummaryRow:
-    """One task in the summary table."""
-
-    task: str
-    state: str
-    exit_code: int | None
-    signal: int | None
-    duration: float | None
-    #: Why the task is not running (Unschedulable, ImagePullBackOff…); a WHY column when any has one.
-    reason: str | None = None
-    #: How many times the task was started again; a RESTARTS column when any was.
-    restarts: int = 0
-
-
-def describe_exit(exit_code: int | None, sig: int | None) -> str:
-    """``0``, ``3`` or ``SIGKILL``; ``-`` while unknown."""
-    if sig is not None:
-        try:
-            return signal.Signals(sig).name
-        except ValueError:
-            return f"signal {sig}"
-    return "-" if exit_code is None else str(exit_code)
-
-
-def format_duration(seconds: float | None) -> str:
-    """``0.4s``, ``12.0s``, ``3m04s``, ``2h05m``."""
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
-
-
-def render_summary(rows: list[SummaryRow]) -> str:
-    """The summary table (task, state, exit code, duration), one line per task."""
-    table = [("TASK", "STATE", "EXIT", "DURATION")]
-    table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
-    if any(r.restarts for r in rows):
-        table = [(*table[0], "RESTARTS")] + [(*row, str(r.restarts)) for row, r in zip(table[1:], rows)]
-    if any(r.reason for r in rows):
-        table = [(*table[0], "WHY")] + [(*row, r.reason or "") for row, r in zip(table[1:], rows)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in table)
 
 
 # -- reading back --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
-from ..base import JobStatus, SubmitOptions
+from ...model import JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
