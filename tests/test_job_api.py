@@ -144,7 +144,7 @@ def test_install_runs_the_trainer_from_its_sdist_in_a_throwaway_venv(tmp_path: P
     job_id = job.backend.run(job.spec, job.options, console=console, summary=console)
     handle = get_job(job_id)
     assert handle.state is JobState.SUCCEEDED, console.getvalue()
-    install_dir = Path(os.environ["TFJOB_HOME"]) / "jobs" / job_id / "install"
+    install_dir = job.store.jobs_dir / job_id / "install"  # the job's files are beside its store
     for report in reports(tmp_path / "out").values():
         assert report["module_file"].startswith(str(install_dir / "venv"))  # the installed copy, not the source
         assert "site-packages" in report["module_file"] and report["cwd"] == str(install_dir)

@@ -6,7 +6,6 @@ through JobHandle, the CLI and a pipeline's view (model URI and final metrics)."
 from __future__ import annotations
 
 import json
-import os
 import sys
 import textwrap
 import threading
@@ -22,6 +21,7 @@ from tfjob.cli.main import app
 from tfjob.errors import JobFailedError
 from tfjob.job import Job, get_job
 from tfjob.platforms import Local
+from tfjob.store import JobStore
 from tfjob.metrics import read_metrics
 from tfjob.outputs import download, job_outputs, list_local
 
@@ -62,13 +62,11 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
     (trainer / "__init__.py").write_text("")
     (trainer / "task.py").write_text(textwrap.dedent(TRAINER))
     home, job_dir = root / "home", root / "out"
-    saved = {k: os.environ.get(k) for k in ("TFJOB_HOME", "TF_CPP_MIN_LOG_LEVEL")}
-    os.environ.update(TFJOB_HOME=str(home), TF_CPP_MIN_LOG_LEVEL="2")
-    try:
-        handle = Job(str(root / "t"), "trainer.task", job_dir=str(job_dir), args=["--job-dir", str(job_dir)], quiet=True, backend=Local(python=sys.executable)).run()
-    finally:
-        for k, v in saved.items():
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    # Recorded in a store of its own (the tests below read it as TFJOB_HOME); no environment patched.
+    handle = Job(
+        str(root / "t"), "trainer.task", job_dir=str(job_dir), args=["--job-dir", str(job_dir)], quiet=True,
+        env={"TF_CPP_MIN_LOG_LEVEL": "2"}, backend=Local(python=sys.executable), store=JobStore(home / "jobs.db"),
+    ).run()  # fmt: skip
     yield home, handle.id, job_dir
 
 

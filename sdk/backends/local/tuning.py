@@ -95,7 +95,7 @@ class LocalStudy:
         live: redraw the table in place (default: when ``stream`` is a terminal).
         poll: seconds between looks at a cancel request.
         port_picker: picks free ports for the trials' tasks (tests).
-        store: the job store the study and its trials are recorded in (default: the user's).
+        store: the job store the study and its trials are recorded in (the backend's).
     """
 
     def __init__(
@@ -110,10 +110,10 @@ class LocalStudy:
         live: bool | None = None,
         poll: float = 0.2,
         port_picker: Any = None,
-        store: JobStore | None = None,
+        store: JobStore,
     ) -> None:
-        #: The job store the study and each trial's job are recorded in.
-        self.store = store if store is not None else JobStore()
+        #: The job store the study and each trial's job are recorded in (its backend's).
+        self.store = store
         self.study = study
         self.spec = spec
         self.options = dataclasses.replace(options, wait=True, detach=False)
