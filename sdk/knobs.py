@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable
+from os import PathLike
+from typing import Any, Iterable, Union
 
 from .errors import NOTHING, flag_words
+
+#: A file or directory: text or a path object.
+StrPath = Union[str, "PathLike[str]"]
 
 #: The kinds of value a knob takes, and so the flag the CLI makes for it:
 #: ``text``; ``int``; ``float``; ``flag`` (``--spot``, True when given); ``switch``

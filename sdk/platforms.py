@@ -8,26 +8,26 @@ anything runs. Each settings class names the backend it selects (``BACKEND``); t
 are checked when the :class:`tfjob.Job` is built, as the CLI's flags are.
 
 Plain values; the backend-only knobs of a settings class are declared once, in that backend's
-folder (``Vertex`` takes :class:`tfjob.backends.vertex.options.VertexKnobs`, light: no client
-library), and listed in the class's help from those declarations.
+folder (``Local`` takes :class:`tfjob.backends.local.options.LocalKnobs`, ``Vertex``
+:class:`tfjob.backends.vertex.options.VertexKnobs`, ``Kubernetes`` and its kinds
+:class:`tfjob.backends.kubeflow.options.KubernetesKnobs`: light modules, no client library),
+which the backend's options class derives from too; each class's help lists them from their
+declarations.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from os import PathLike
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
+from .backends.kubeflow.options import KubernetesKnobs, TFJobKnobs
+from .backends.local.options import LocalKnobs
 from .backends.vertex.options import VertexKnobs
-from .knobs import described_fields
+from .knobs import StrPath, described_fields
 
 if TYPE_CHECKING:
     from .spec import Accelerator
-
-#: A file or directory: text or a path object.
-StrPath = Union[str, "PathLike[str]"]
-
 
 @dataclass(frozen=True)
 class Replicas:
@@ -78,46 +78,26 @@ class Platform:
 
 
 @dataclass(kw_only=True)
-class Local(Platform):
+class Local(Platform, LocalKnobs):
     """Run the cluster on this machine: one process (or container, with ``image``) per task.
 
+    Its own knobs are declared once, in the local backend's folder
+    (:class:`tfjob.backends.local.options.LocalKnobs`); they are listed after these.
+
     Args:
-        dialect: whose ``TF_CONFIG`` / ``CLUSTER_SPEC`` the tasks see: ``vertex``
-            (default), ``ai-platform``, ``kubeflow`` or ``gcloud-local``.
         use_chief: with ``dialect="ai-platform"``: name the primary task ``chief``
             (True) or ``master`` (False); default: as the runtime version does.
         runtime_version: the AI Platform runtime version imitated (checked against the trainer).
         python_version: the Python version imitated (checked against the interpreter).
-        python: the interpreter the tasks run (default: this one).
-        install: install the trainer's sdist in a throw-away venv first, as the platforms do.
-        grace: seconds between SIGTERM and SIGKILL when the cluster is torn down.
-        detach: return at once; a supervisor process runs the job.
-        restart_policy: ``Never``, ``OnFailure``, ``ExitCode`` or ``Always``, or ``ROLE=POLICY``
-            entries; default: what the ``dialect``'s platform does.
-        backoff_limit: restarts of tasks (all together) before the job fails (default 3).
-        restart_delay: seconds before a task's first restart, doubled for each further one (default 1).
-        max_restarts: restarts of the whole job after it failed from a lost task (a preemption, a signal).
-        preempt: preemptions to rehearse: ``TASK@TIME`` (``worker-1@30s``) or ``random@MEAN``, or a list of them.
-        preempt_grace: seconds between a preemption's SIGTERM and its SIGKILL (default 30, as Spot VMs).
-        preempt_seed: the seed of ``random@…`` preemptions (the same seed, the same tasks at the same times).
     """
 
     BACKEND: ClassVar[str] = "local"
-    dialect: str = "vertex"
     use_chief: bool | None = None
     runtime_version: str | None = None
     python_version: str | None = None
-    python: StrPath | None = None
-    install: bool = False
-    grace: float = 5.0
-    detach: bool = False
-    restart_policy: str | Sequence[str] | None = None
-    backoff_limit: int | None = None
-    restart_delay: float | None = None
-    max_restarts: int | None = None
-    preempt: str | Sequence[str] | None = None
-    preempt_grace: float | None = None
-    preempt_seed: int = 0
+
+
+Local.__doc__ = (Local.__doc__ or "").rstrip() + described_fields(LocalKnobs)
 
 
 @dataclass(kw_only=True)
@@ -184,44 +164,19 @@ class AIPlatform(Platform):
 
 
 @dataclass(kw_only=True)
-class Kubernetes(Platform):
+class Kubernetes(Platform, KubernetesKnobs):
     """A job in a Kubernetes cluster; by itself a Kubeflow ``TFJob`` (see :class:`TFJob`,
     :class:`JobSet`, :class:`TrainJob` for the other resources).
 
+    Its knobs are declared once, in the Kubernetes backends' folder
+    (:class:`tfjob.backends.kubeflow.options.KubernetesKnobs`); they are listed after this one.
+
     Args:
-        namespace: the namespace (default: ``TFJOB_NAMESPACE``, the kubeconfig context's, ``default``).
-        kubeconfig: the kubeconfig file (default: ``$KUBECONFIG``, ``~/.kube/config``, or in-cluster).
-        context: the kubeconfig context (default: its current one).
         api_client: a ``kubernetes.client.ApiClient`` to use instead of the kubeconfig.
-        cpu, memory, gpu: explicit resources: one value for every role, ``ROLE=VALUE``
-            entries, or ``{role: value}``.
-        pod_template: a YAML pod template (or role → pod template) merged into every replica.
-        restart_policy: ``Never``, ``OnFailure``, ``ExitCode`` or ``Always``, or ``ROLE=POLICY``
-            entries, or ``{role: policy}``: a TFJob's ``restartPolicy`` per replica, a JobSet's
-            Job pods (through a ``podFailurePolicy``).
-        backoff_limit: retries before the job is failed.
-        max_restarts: restarts of the whole job (a JobSet's or TrainJob's ``failurePolicy.maxRestarts``;
-            default: ``backoff_limit``); a TFJob restarts replicas, not the whole job.
-        ttl_seconds_after_finished: seconds after which the finished job is deleted.
-        suspend: create the job suspended (a queue admits it).
-        queue: Kueue's LocalQueue.
     """
 
     BACKEND: ClassVar[str] = "kubeflow"
-    namespace: str | None = None
-    kubeconfig: StrPath | None = None
-    context: str | None = None
     api_client: Any = None
-    cpu: str | Sequence[str] | Mapping[str, str] | None = None
-    memory: str | Sequence[str] | Mapping[str, str] | None = None
-    gpu: str | int | Sequence[str] | Mapping[str, Any] | None = None
-    pod_template: StrPath | Mapping[str, StrPath] | None = None
-    restart_policy: str | Sequence[str] | Mapping[str, str] | None = None
-    backoff_limit: int | None = None
-    max_restarts: int | None = None
-    ttl_seconds_after_finished: int | None = None
-    suspend: bool = False
-    queue: str | None = None
 
     def keywords(self) -> dict[str, Any]:
         out = super().keywords()
@@ -229,21 +184,22 @@ class Kubernetes(Platform):
         return out
 
 
+Kubernetes.__doc__ = (Kubernetes.__doc__ or "").rstrip() + described_fields(KubernetesKnobs)
+
+
 @dataclass(kw_only=True)
-class TFJob(Kubernetes):
-    """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies.
+class TFJob(Kubernetes, TFJobKnobs):
+    """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies
+    (:class:`tfjob.backends.kubeflow.options.TFJobKnobs`, listed below) and every
+    :class:`Kubernetes` setting.
 
     Args:
-        clean_pod_policy: ``None``, ``Running`` or ``All``.
-        priority_class: the gang's PriorityClass.
-        min_available: the gang's minimum size.
-        (and every :class:`Kubernetes` setting)
     """
 
     BACKEND: ClassVar[str] = "kubeflow"
-    clean_pod_policy: str | None = None
-    priority_class: str | None = None
-    min_available: int | None = None
+
+
+TFJob.__doc__ = (TFJob.__doc__ or "").rstrip() + described_fields(TFJobKnobs)
 
 
 @dataclass(kw_only=True)
@@ -263,4 +219,4 @@ class TrainJob(Kubernetes):
 #: Every settings class a :class:`tfjob.Job` takes as ``backend=``.
 PLATFORMS: tuple[type[Platform], ...] = (Local, Vertex, AIPlatform, Kubernetes, TFJob, JobSet, TrainJob)
 
-__all__ = ["AIPlatform", "JobSet", "Kubernetes", "Local", "PLATFORMS", "Platform", "Replicas", "TFJob", "TrainJob", "Vertex"]
+__all__ = ["AIPlatform", "JobSet", "Kubernetes", "Local", "PLATFORMS", "Platform", "Replicas", "StrPath", "TFJob", "TrainJob", "Vertex"]
