@@ -21,6 +21,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
+from .backends.base import GoogleCloudKnobs
 from .backends.kubeflow.options import KubernetesKnobs, TFJobKnobs
 from .backends.local.options import LocalKnobs
 from .backends.vertex.options import VertexKnobs
@@ -101,31 +102,21 @@ Local.__doc__ = (Local.__doc__ or "").rstrip() + described_fields(LocalKnobs)
 
 
 @dataclass(kw_only=True)
-class Vertex(Platform, VertexKnobs):
+class Vertex(Platform, GoogleCloudKnobs, VertexKnobs):
     """A Vertex AI ``CustomJob``: pool 0 the chief, then workers, parameter servers, evaluators.
 
-    Its Vertex AI knobs are declared once, in the Vertex backend's folder
-    (:class:`tfjob.backends.vertex.options.VertexKnobs`); they are listed after these.
+    Its knobs are declared once, in the backends' folders (Google Cloud's,
+    :class:`tfjob.backends.base.GoogleCloudKnobs`, and Vertex AI's,
+    :class:`tfjob.backends.vertex.options.VertexKnobs`); they are listed after these.
 
     Args:
-        project: the Google Cloud project (default: ``TFJOB_PROJECT``, gcloud's, the config file's).
-        region: the region (default: ``TFJOB_REGION``, gcloud's ``ai/region``, the config file's).
-        staging_bucket: ``gs://BUCKET[/PATH]`` for the trainer's packages (default: the
-            ``job_dir`` bucket, then the configured one).
         credentials: ``google.auth`` credentials every call of the job's life uses
             (default: application-default credentials).
-        network: the VPC network to peer with (``projects/N/global/networks/NET``).
-        enable_web_access: interactive shell access to the tasks.
         runtime_version, python_version: the legacy AI Platform runtime a migrated job names.
     """
 
     BACKEND: ClassVar[str] = "vertex"
-    project: str | None = None
-    region: str | None = None
-    staging_bucket: str | None = None
     credentials: Any = None
-    network: str | None = None
-    enable_web_access: bool = False
     runtime_version: str | None = None
     python_version: str | None = None
 
@@ -137,30 +128,27 @@ class Vertex(Platform, VertexKnobs):
         return out
 
 
-Vertex.__doc__ = (Vertex.__doc__ or "").rstrip() + described_fields(VertexKnobs)
+Vertex.__doc__ = (Vertex.__doc__ or "").rstrip() + described_fields(GoogleCloudKnobs) + described_fields(VertexKnobs)
 
 
 @dataclass(kw_only=True)
-class AIPlatform(Platform):
+class AIPlatform(Platform, GoogleCloudKnobs):
     """Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
 
+    Its Google Cloud knobs (:class:`tfjob.backends.base.GoogleCloudKnobs`) are listed after these.
+
     Args:
-        project, region, staging_bucket: as for :class:`Vertex`.
-        network: the VPC network to peer with.
-        enable_web_access: interactive shell access to the tasks.
         runtime_version, python_version: the runtime the job runs on.
         use_chief: name the primary task ``chief`` (True) or ``master`` (False) in TF_CONFIG.
     """
 
     BACKEND: ClassVar[str] = "ai-platform"
-    project: str | None = None
-    region: str | None = None
-    staging_bucket: str | None = None
-    network: str | None = None
-    enable_web_access: bool = False
     runtime_version: str | None = None
     python_version: str | None = None
     use_chief: bool | None = None
+
+
+AIPlatform.__doc__ = (AIPlatform.__doc__ or "").rstrip() + described_fields(GoogleCloudKnobs)
 
 
 @dataclass(kw_only=True)

@@ -30,23 +30,32 @@ B = TypeVar("B", bound="Backend")
 __all__ = ["Backend", "GoogleCloudOptions", "Tuner", "tuner_of"]
 
 
-@dataclass
-class GoogleCloudOptions(_SubmitOptions):
-    """Where a Google Cloud job goes: what Vertex AI and legacy AI Platform both take (their knobs)."""
+@dataclass(kw_only=True)
+class GoogleCloudKnobs:
+    """Where a Google Cloud job goes: the knobs Vertex AI and legacy AI Platform both take,
+    declared once for their options (:class:`GoogleCloudOptions`) and their settings
+    (:class:`tfjob.Vertex`, :class:`tfjob.AIPlatform`)."""
 
-    project: str | None = knob("Google Cloud project (else GOOGLE_CLOUD_PROJECT / config).")
-    region: str | None = knob("Google Cloud region, e.g. us-central1.", config="trainingInput.region")
+    #: The Google Cloud project.
+    project: str | None = knob("Google Cloud project (default: TFJOB_PROJECT, GOOGLE_CLOUD_PROJECT, gcloud's, the config file's).")
+    #: The region.
+    region: str | None = knob("Google Cloud region, e.g. us-central1 (default: TFJOB_REGION, gcloud's ai/region, the config file's).", config="trainingInput.region")
     #: ``gs://BUCKET[/PATH]`` for the trainer's packages (``--staging-bucket``).
-    staging_bucket: str | None = knob("gs://BUCKET for the trainer package.")
-    #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
-    default_staging_bucket: str | None = None
-
+    staging_bucket: str | None = knob("gs://BUCKET[/PATH] for the trainer's packages (default: the --job-dir bucket, then the configured one).")
     #: The VPC network to peer with (``projects/N/global/networks/NET``).
     network: str | None = knob("VPC network to peer with (projects/N/global/networks/NAME).", config="network")
     #: Interactive shell access to the tasks.
     enable_web_access: bool = knob(
         "Interactive shell into the tasks.", default=False, kind="switch", flags=("--enable-web-access/--no-enable-web-access",), config="enableWebAccess"
     )
+
+
+@dataclass
+class GoogleCloudOptions(_SubmitOptions, GoogleCloudKnobs):
+    """Where a Google Cloud job goes (:class:`GoogleCloudKnobs`): what Vertex AI and legacy AI Platform both take."""
+
+    #: The bucket from the environment or $TFJOB_HOME/config.yaml, used after the --job-dir bucket.
+    default_staging_bucket: str | None = None
 
     #: What both services render of the job description: the legacy runtime it names.
     SPEC_KNOBS: ClassVar[tuple[Knob, ...]] = (RUNTIME_VERSION, PYTHON_VERSION)
