@@ -27,7 +27,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from .errors import JobCancelledError, JobTimeoutError
 from .model import JobState, JobStatus, SubmitOptions, options_as
@@ -84,6 +84,73 @@ def poll(
         pause = interval if deadline is None else max(0.0, min(interval, deadline - clock()))
         sleep(pause)
         interval = min(interval * 1.5, max_interval)
+
+
+class LineFeed:
+    """Where a followed job's log lines come from: a backend's log entries, read as they arrive.
+
+    :func:`follow_lines` is the one loop that follows a log; a backend gives it a feed —
+    a log file read from where it stopped (local), Cloud Logging entries read again since the
+    last one (Vertex AI), the pods' log streams (Kubernetes).
+    """
+
+    def read(self, look: bool, final: bool) -> list[str]:
+        """The lines that arrived since the last read.
+
+        Args:
+            look: it is time to look for new sources (a pod that started; once per interval).
+            final: the job has ended: nothing is kept back (a line without its end is given).
+        """
+        raise NotImplementedError
+
+    def wait(self, seconds: float) -> bool:
+        """Wait until more may be there, at most ``seconds``; True when the whole pause passed
+        (a look is due), False when a feed that streams returned early because lines came (it
+        keeps the rest of the pause for its next wait)."""
+        time.sleep(seconds)
+        return True
+
+    def drained(self) -> bool:
+        """After the job ended: True once nothing more will arrive (a feed that streams waits
+        for its open streams to close)."""
+        return True
+
+    def close(self) -> None:
+        """Stop reading (open streams are closed)."""
+
+
+def follow_lines(
+    feed: LineFeed,
+    ended: Callable[[], bool],
+    *,
+    interval: float,
+    drain: float = 0.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[str]:
+    """The lines of a job's log as they are written, until the job has ended and its feed is
+    drained (or ``drain`` seconds passed since the end): the one loop every backend's
+    ``logs(follow=True)`` runs.
+
+    Once per ``interval`` the job's state is read — before the feed, so what was written before
+    the end is read after it — and the feed looks for new sources; a feed that streams gives
+    its lines as they come between looks.
+    """
+    ended_at: float | None = None
+    due = True
+    try:
+        while True:
+            look = ended_at is None and due
+            if look and ended():
+                ended_at = clock()
+            yield from feed.read(look, ended_at is not None)
+            if ended_at is None:
+                due = feed.wait(interval)
+            elif feed.drained() or clock() - ended_at >= drain:
+                return
+            else:
+                feed.wait(min(interval, max(0.0, ended_at + drain - clock())))
+    finally:
+        feed.close()
 
 
 def interrupted(

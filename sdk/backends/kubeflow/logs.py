@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from ...lifecycle import LineFeed, follow_lines
 from .render import CONTAINER_NAME
 from .client import KubeClient, iter_stream_lines
 from .status import object_name, pod_has_logs, pod_restarts, pod_task_name, sort_pods
@@ -70,6 +71,72 @@ class _Reader(threading.Thread):
                 pass
 
 
+class StreamFeed(LineFeed):
+    """The job's pods' log streams: one reader thread per container puts its lines in a queue;
+    a look lists the pods and opens a stream for each new one (or restarted container)."""
+
+    def __init__(self, client: KubeClient, namespace: str, selector: str, tail: int | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.client, self.namespace, self.selector, self.tail, self.clock = client, namespace, selector, tail, clock
+        self.lines: "queue.Queue[Any]" = queue.Queue()
+        self.readers: dict[tuple[str, int], _Reader] = {}
+        self.finished: set[tuple[str, int]] = set()
+        self.seen: set[str] = set()
+        self.held: list[Any] = []
+        self.until: float | None = None
+
+    def read(self, look: bool, final: bool) -> list[str]:
+        if look:
+            for pod in sort_pods(self.client.list_pods(self.namespace, self.selector)):
+                key = (object_name(pod), pod_restarts(pod))
+                if key in self.readers or not pod_has_logs(pod):
+                    continue
+                # A restarted container starts a fresh log: read it whole.
+                first = key[0] not in self.seen
+                self.seen.add(key[0])
+                reader = _Reader(self.client, self.namespace, key[0], f"[{pod_task_name(pod)}] ", self.tail if first else None, self.lines)
+                self.readers[key] = reader
+                reader.start()
+        items, self.held = self.held, []
+        while True:
+            try:
+                items.append(self.lines.get_nowait())
+            except queue.Empty:
+                break
+        out: list[str] = []
+        for item in items:
+            if not isinstance(item, _Reader):
+                out.append(item)
+                continue
+            if item.error is not None:
+                raise item.error
+            key = (item.pod, next(k[1] for k, r in self.readers.items() if r is item))
+            if item.retry and not final:
+                # The log could not be opened yet (container not started): a later look opens it.
+                del self.readers[key]
+                if not any(name == item.pod for name, _ in self.readers):
+                    self.seen.discard(item.pod)
+            else:
+                self.finished.add(key)
+        return out
+
+    def wait(self, seconds: float) -> bool:
+        if self.until is None:
+            self.until = self.clock() + seconds
+        try:
+            self.held.append(self.lines.get(timeout=max(0.0, self.until - self.clock())))
+        except queue.Empty:
+            self.until = None
+            return True
+        return False  # lines came before the pause was over: the rest of it is for the next wait
+
+    def drained(self) -> bool:
+        return self.finished.issuperset(self.readers) and self.lines.empty() and not self.held
+
+    def close(self) -> None:
+        for reader in self.readers.values():
+            reader.close()
+
+
 def follow_logs(
     client: KubeClient,
     namespace: str,
@@ -80,7 +147,8 @@ def follow_logs(
     drain_seconds: float = DRAIN_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[str]:
-    """Yield log lines of the matching pods as they are written, until the job ends.
+    """Yield log lines of the matching pods as they are written, until the job ends
+    (:func:`tfjob.lifecycle.follow_lines` over a :class:`StreamFeed`).
 
     Args:
         client: the cluster.
@@ -92,50 +160,5 @@ def follow_logs(
         drain_seconds: after the job ended, how long open streams may still finish.
         clock: injected for tests.
     """
-    lines: "queue.Queue[Any]" = queue.Queue()
-    readers: dict[tuple[str, int], _Reader] = {}
-    finished: set[tuple[str, int]] = set()
-    seen: set[str] = set()
-    ended_at: float | None = None
-    try:
-        while True:
-            if ended_at is None:
-                # Read the state first: a pod listed after the job ended has nothing new to say.
-                ended = job_ended()
-                for pod in sort_pods(client.list_pods(namespace, selector)):
-                    key = (object_name(pod), pod_restarts(pod))
-                    if key in readers or not pod_has_logs(pod):
-                        continue
-                    # A restarted container starts a fresh log: read it whole.
-                    first = key[0] not in seen
-                    seen.add(key[0])
-                    reader = _Reader(client, namespace, key[0], f"[{pod_task_name(pod)}] ", tail if first else None, lines)
-                    readers[key] = reader
-                    reader.start()
-                if ended:
-                    ended_at = clock()
-            deadline = clock() + poll_interval
-            while True:
-                if ended_at is not None and finished.issuperset(readers) and lines.empty():
-                    return
-                try:
-                    item = lines.get(timeout=max(0.0, deadline - clock()))
-                except queue.Empty:
-                    break
-                if isinstance(item, _Reader):
-                    if item.error is not None:
-                        raise item.error
-                    key = (item.pod, next(k[1] for k, r in readers.items() if r is item))
-                    if item.retry and ended_at is None:
-                        del readers[key]
-                        if not any(name == item.pod for name, _ in readers):
-                            seen.discard(item.pod)
-                    else:
-                        finished.add(key)
-                    continue
-                yield item
-            if ended_at is not None and clock() - ended_at > drain_seconds:
-                return
-    finally:
-        for reader in readers.values():
-            reader.close()
+    feed = StreamFeed(client, namespace, selector, tail, clock)
+    return follow_lines(feed, job_ended, interval=poll_interval, drain=drain_seconds, clock=clock)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO
 
+from ...lifecycle import LineFeed, follow_lines
 # The summary table is the job model's (every backend's `tfjob status` shows it); named here too
 # for the launcher and the runner, which write it at a job's end.
 from ...model import SummaryRow, describe_exit, format_duration, render_summary  # noqa: F401
@@ -199,6 +200,54 @@ def read_tail(path: Path, n: int, end: int | None = None, block: int = 8192) -> 
     return lines[-n:]
 
 
+class FileFeed(LineFeed):
+    """A log file read from where the last read stopped (a missing file is empty: the task has
+    not started); the lines of :func:`read_lines`."""
+
+    def __init__(self, path: Path, *, prefix: str = "", tail: int | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.path, self.prefix, self.tail, self._sleep = path, prefix, tail, sleep
+        self.offset = 0
+        self.pending = b""
+        self.started = False
+
+    def read(self, look: bool, final: bool) -> list[str]:
+        out: list[str] = []
+        if not self.started:
+            self.started = True
+            if self.tail is not None:
+                try:
+                    self.offset = self.path.stat().st_size
+                except FileNotFoundError:
+                    self.offset = 0
+                out += [self.prefix + line for line in read_tail(self.path, self.tail, end=self.offset)]
+        while True:
+            chunk = b""
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(self.offset)
+                    chunk = f.read(READ_CHUNK)
+            except FileNotFoundError:
+                pass
+            self.offset += len(chunk)
+            lines = (self.pending + chunk).split(b"\n")
+            self.pending = lines.pop()
+            if len(self.pending) > MAX_LINE:
+                # A line without an end (a progress bar, a binary dump) is shown in pieces.
+                lines.append(self.pending)
+                self.pending = b""
+            out += [self.prefix + line.decode("utf-8", "replace") for line in lines]
+            if len(chunk) < READ_CHUNK:
+                break  # all that is there now
+        if final and self.pending:
+            out.append(self.prefix + self.pending.decode("utf-8", "replace"))
+            self.pending = b""
+        return out
+
+    def wait(self, seconds: float) -> bool:
+        self._sleep(seconds)
+        return True
+
+
 def read_lines(
     path: Path,
     *,
@@ -212,7 +261,8 @@ def read_lines(
     """Lines of a log file, optionally only the last ``tail``, optionally following it.
 
     Following stops once ``is_done()`` is true and the file holds nothing new: the
-    writer has finished. A missing file counts as empty (the task has not started).
+    writer has finished (:func:`tfjob.lifecycle.follow_lines`). A missing file counts as
+    empty (the task has not started).
 
     Args:
         path: the log file.
@@ -223,42 +273,8 @@ def read_lines(
         poll_interval: how long to wait for more when following.
         sleep: injected for tests.
     """
-    offset = 0
-    if tail is not None:
-        try:
-            offset = path.stat().st_size
-        except FileNotFoundError:
-            offset = 0
-        for line in read_tail(path, tail, end=offset):
-            yield prefix + line
-    pending = b""
-    while True:
-        chunk = b""
-        try:
-            with open(path, "rb") as f:
-                f.seek(offset)
-                chunk = f.read(READ_CHUNK)
-        except FileNotFoundError:
-            pass
-        offset += len(chunk)
-        buf = pending + chunk
-        lines = buf.split(b"\n")
-        pending = lines.pop()
-        if len(pending) > MAX_LINE:
-            # A line without an end (a progress bar, a binary dump) is shown in pieces.
-            lines.append(pending)
-            pending = b""
-        for line in lines:
-            yield prefix + line.decode("utf-8", "replace")
-        if len(chunk) == READ_CHUNK:
-            continue  # more is there now: read on before deciding anything
-        if not follow:
-            break
-        if not chunk:
-            if is_done():
-                # One more read: lines written between the last read and the end.
-                follow = False
-                continue
-            sleep(poll_interval)
-    if pending:
-        yield prefix + pending.decode("utf-8", "replace")
+    feed = FileFeed(path, prefix=prefix, tail=tail, sleep=sleep)
+    if not follow:
+        yield from feed.read(True, True)
+        return
+    yield from follow_lines(feed, is_done, interval=poll_interval)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ...errors import UsageError, missing_extra
+from ...lifecycle import LineFeed
 from ...model import normalize_task
 from ...spec import ROLES
 
@@ -107,40 +108,36 @@ def read_entries(
     return list(client.list_entries(resource_names=resource, filter_=filter_, order_by=cloud_logging.ASCENDING, page_size=1000))
 
 
-def follow_entries(
-    read: Callable[[str | None], list[Any]],
-    is_done: Callable[[], bool],
-    *,
-    poll_interval: float,
-    sleep: Callable[[float], None] = time.sleep,
-    first: list[Any] | None = None,
-) -> Iterator[Any]:
-    """Entries as they arrive, until ``is_done()``; then the last ones, and stop.
+class EntryFeed(LineFeed):
+    """A job's Cloud Logging entries as ``[worker-1] …`` lines: read again since the last one
+    each time (an entry of the same second is read twice and given once)."""
 
-    Args:
-        read: entries at or after a timestamp (None: from the start), oldest first.
-        is_done: True once the job has ended.
-        poll_interval: pause between reads.
-        first: entries already read (e.g. a ``tail``), shown first.
-    """
-    seen: set[str] = set()
-    since: str | None = None
-    batch = first if first is not None else read(None)
-    while True:
+    def __init__(self, read: Callable[[str | None], list[Any]], *, first: list[Any], sleep: Callable[[float], None] = time.sleep) -> None:
+        """``read``: entries at or after a timestamp (None: from the start), oldest first;
+        ``first``: entries already read (e.g. a ``tail``), given first."""
+        self._read, self._first, self._sleep = read, first, sleep
+        self.seen: set[str] = set()
+        self.since: str | None = None
+
+    def read(self, look: bool, final: bool) -> list[str]:
+        first, self._first = self._first, None
+        lines = self._new(first if first is not None else self._read(self.since))
+        if first is not None and final:
+            # The job has ended: what it wrote last may still be arriving, read once more.
+            lines += self._new(self._read(self.since))
+        return lines
+
+    def _new(self, batch: list[Any]) -> list[str]:
+        lines = []
         for entry in batch:
             key = getattr(entry, "insert_id", None) or f"{_stamp(entry)}|{entry_line(entry)}"
-            if key in seen:
+            if key in self.seen:
                 continue  # the same second is read again: entries at the boundary repeat
-            seen.add(key)
-            since = _stamp(entry) or since
-            yield entry
-        if is_done():
-            # The job ended: what it wrote last may still be arriving, read once more.
-            for entry in read(since):
-                key = getattr(entry, "insert_id", None) or f"{_stamp(entry)}|{entry_line(entry)}"
-                if key not in seen:
-                    seen.add(key)
-                    yield entry
-            return
-        sleep(poll_interval)
-        batch = read(since)
+            self.seen.add(key)
+            self.since = _stamp(entry) or self.since
+            lines.append(entry_line(entry))
+        return lines
+
+    def wait(self, seconds: float) -> bool:
+        self._sleep(seconds)
+        return True

@@ -520,7 +520,8 @@ def fetch_logs(
     from .auth import ready_credentials
     from .client import is_translatable
     from .errors import translate
-    from .logs import build_filter, entry_line, follow_entries, format_time, logging_client, read_entries
+    from ...lifecycle import follow_lines
+    from .logs import EntryFeed, build_filter, entry_line, format_time, logging_client, read_entries
 
     store = resolve_store(store)
     record, project, region, endpoint = locate(job_id, store=store)
@@ -550,5 +551,4 @@ def fetch_logs(
     def is_done() -> bool:
         return fetch_status(job_id, client=vertex, store=store).state.is_terminal
 
-    for entry in follow_entries(read, is_done, poll_interval=interval or poll_interval(), sleep=sleep, first=first):
-        yield entry_line(entry)
+    yield from follow_lines(EntryFeed(read, first=first, sleep=sleep), is_done, interval=interval or poll_interval())
