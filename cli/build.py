@@ -49,7 +49,7 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
     if base_image is not None:
         from tfjob import check_image
 
-        check_image(base_image, "--base")
+        check_image(base_image, "base_image")
     cloud = None
     if dry_run and not cloud_build:
         raise UsageError("--dry-run prints the Cloud Build request: add --cloud-build (a local build has no request to show; --no-push builds without pushing)")

@@ -50,7 +50,7 @@ def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
     from tfjob import parse_duration, parse_key_values
 
     # A knob declared a duration (--timeout, --max-wait) takes 2h, 30m or seconds.
-    durations = {k.name: k.flag for k in knobs().values() if k.kind == "duration"}
+    durations = {k.name for k in knobs().values() if k.kind == "duration"}
     out: dict[str, Any] = {}
     for name, value in values.items():
         if isinstance(value, tuple):  # a repeatable option: () when not given
@@ -60,9 +60,9 @@ def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
         if name in ("packages", "command"):
             value = [p for item in value for p in item.split(",") if p] or None
         elif name in ("labels", "env"):
-            value = parse_key_values(value, f"--{name}") or None
+            value = parse_key_values(value, name) or None
         elif name in durations:
-            value = parse_duration(value, durations[name])
+            value = parse_duration(value, name)
         if value is not None:
             out[name] = value
     return out

@@ -13,7 +13,7 @@ import re
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping
 
-from .errors import ConfigFileError, SpecError
+from .errors import NOTHING, ConfigFileError, SpecError
 from .machines import did_you_mean
 from .cluster.dispatch import BOOTSTRAP, BOOTSTRAP_MODULE  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
 from .spec import Accelerator, Machine, parse_duration
@@ -46,9 +46,10 @@ class ConfigDoc:
     def __init__(self, source: str) -> None:
         self.source = source
 
-    def error(self, path: str, message: str) -> ConfigFileError:
-        """``{file}: {path} {message}``, to raise."""
-        return ConfigFileError(f"{self.source}: {path} {message}")
+    def error(self, path: str, message: str = "", *, value: Any = NOTHING, problem: str = "", fix: str = "") -> ConfigFileError:
+        """An error naming the file and the key (``{file}: {path} {message}``), to raise: the
+        value given, the problem and the fix, or a message in one piece."""
+        return ConfigFileError(file=self.source, key=path, value=value, problem=message or problem, fix=fix)
 
     @contextmanager
     def at(self, path: str) -> Iterator[None]:
@@ -58,7 +59,7 @@ class ConfigDoc:
         except ConfigFileError:
             raise
         except SpecError as e:
-            raise ConfigFileError(f"{self.source}: {path}: {e}") from None
+            raise ConfigFileError.at(self.source, path, e) from None
 
     def check_keys(
         self,
@@ -163,10 +164,9 @@ class ConfigDoc:
         """Seconds from a Google Duration (``"7200s"``) or a number."""
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise self.error(path, f"{value!r} must be a duration such as '7200s'")
-        try:
-            return parse_duration(value, flag=f"{self.source}: {path}")
-        except SpecError as e:  # its message already names the file and the key
-            raise ConfigFileError(str(e)) from None
+        with self.at(path):
+            return parse_duration(value)
+        raise AssertionError("unreachable")  # mypy: the with block returns or raises
 
     def machine(self, value: Any, path: str, accelerator: Accelerator | None) -> str:
         """A machine type (Compute Engine or legacy name), checked with its accelerator."""

@@ -44,9 +44,9 @@ MAX_INTEGER_DIGITS = 4300
 _INTEGER_CEILING = 10**MAX_INTEGER_DIGITS
 
 
-def _read_bounded(path: Path, flag: str, max_bytes: int, what: str) -> str:
+def _read_bounded(path: Path, field: str, max_bytes: int, what: str) -> str:
     """The text of a regular file of at most ``max_bytes``, never blocking on a FIFO."""
-    return read_bounded_text(path, flag, max_bytes, what)
+    return read_bounded_text(path, field, max_bytes, what)
 
 
 def _too_deep(where: str) -> ConfigFileError:
@@ -241,7 +241,7 @@ def parse_document(text: str, where: str, *, as_json: bool = False, max_size: in
 
 def read_config_file(
     path: str | Path,
-    flag: str = "--config",
+    field: str = "config",
     *,
     max_bytes: int = MAX_DOCUMENT_BYTES,
     what: str = "a YAML or JSON file (a job or study file is a few KiB)",
@@ -256,6 +256,6 @@ def read_config_file(
     Errors start with ``where`` (the path).
     """
     path = Path(path)
-    text = _read_bounded(path, flag, max_bytes, what)
+    text = _read_bounded(path, field, max_bytes, what)
     json_file = path.suffix.lower() == ".json" if as_json is None else as_json
     return parse_document(text, str(path) if where is None else where, as_json=json_file, max_size=EXPANSION * max_bytes)

@@ -112,6 +112,12 @@ def _is_name(text: str) -> bool:
     return bool(text) and text.replace("_", "a").isalnum() and text.isascii() and not text[0].isdigit() and text.islower()
 
 
+def subject_of(label: str) -> "dict[str, str]":
+    """The keywords that make ``label`` an error's subject: ``{"field": label}`` for a knob's
+    name (``timeout``), else ``{"what": label}`` for text (``maxTrials``, ``the ignore file``)."""
+    return {"field": label} if _is_name(label) else {"what": label}
+
+
 def fill(template: str, spell: "Callable[[str, Any], str]") -> str:
     """``template`` with each ``{name}`` / ``{name=value}`` spelt by ``spell``; other braces
     (``{'key': 'value'}``) are left as they are."""
@@ -152,26 +158,44 @@ class SpecError(UsageError, ValueError):
         problem: what is wrong, after the field and value (a ``:`` or ``,`` at its start
             follows them directly); ``{name}`` in it names another knob.
         fix: what to do instead (after ``; ``), with ``{name}`` likewise.
+        what: the subject without a field (``machine type``), when the check does not
+            know the knob (its caller names it: :meth:`for_field`).
     """
 
     def __init__(
-        self, message: str = "", *, field: str | None = None, value: object = NOTHING, problem: str = "", fix: str = ""
-    ) -> None:
+        self, message: str = "", *, field: str | None = None, value: object = NOTHING, problem: str = "", fix: str = "",
+        what: str | None = None,
+    ) -> None:  # fmt: skip
         self.field = field
         self.value = value
         self.problem = problem
         self.fix = fix
+        self.what = what
+        if message and (problem or field or what or fix):
+            raise TypeError("SpecError takes a message in one piece or in parts (problem=…), not both")
         super().__init__(self.worded() if self._parts() else message)
 
     def _parts(self) -> bool:
         """Whether the error words itself from parts (else its message is plain text)."""
-        return bool(self.problem or self.field)
+        return bool(self.problem or self.field or self.what)
 
     def __str__(self) -> str:
         return self.worded() if self._parts() else super().__str__()
 
     def _subject(self, spell: "Callable[[str, Any], str]") -> str:
-        return spell(self.field, self.value) if self.field else ""
+        if self.field:
+            return spell(self.field, self.value)
+        if self.what:
+            return self.what if self.value is NOTHING else f"{self.what} {shown(self.value)}"
+        return ""
+
+    def for_field(self, field: str) -> "SpecError":
+        """This error as said of knob ``field`` (raise it ``from None``): a check that does not
+        know which knob its value came from (a machine type, an accelerator, a duration)
+        names what it checked (``what="machine type"``); its caller knows the knob."""
+        if self.field or not (self.problem or self.what):
+            return self
+        return SpecError(field=field, value=self.value, problem=self.problem, fix=self.fix)
 
     def worded(self, face: str = "api", flag: "Callable[[str, Any], str] | None" = None) -> str:
         """The message in ``face``'s words: ``api`` spells knobs as keywords (``workers=0``),
@@ -202,14 +226,14 @@ class ConfigFileError(SpecError):
 
     def __init__(
         self, message: str = "", *, file: str | None = None, key: str | None = None, value: object = NOTHING, problem: str = "",
-        fix: str = "", field: str | None = None,
+        fix: str = "", field: str | None = None, what: str | None = None,
     ) -> None:  # fmt: skip
         self.file = file
         self.key = key
-        super().__init__(message, field=field, value=value, problem=problem, fix=fix)
+        super().__init__(message, field=field, value=value, problem=problem, fix=fix, what=what)
 
     def _parts(self) -> bool:
-        return bool(self.problem or self.field or self.file or self.key)
+        return bool(self.problem or self.field or self.what or self.file or self.key)
 
     def _subject(self, spell: "Callable[[str, Any], str]") -> str:
         where = ": ".join(part for part in (self.file, self.key) if part)
@@ -220,9 +244,16 @@ class ConfigFileError(SpecError):
     @classmethod
     def at(cls, file: str, key: str, error: SpecError) -> "ConfigFileError":
         """``error``, raised while checking ``key`` of ``file``, as naming the file and key
-        instead of a knob: its value, problem and fix kept."""
-        if error.problem or error.field:
+        instead of a knob (``job.yaml: workerCount 0 must be ≥ 1``): its value, problem and
+        fix kept; a subject that is no knob stays after the key (``job.yaml: masterType:
+        machine type 'x' is not known``)."""
+        if error.field:
             return cls(file=file, key=key, value=error.value, problem=error.problem, fix=error.fix)
+        if error.problem or error.what:
+            subject = error._subject(keyword_words)
+            problem = fill(error.problem, lambda name, value: "{" + name + ("" if value is NOTHING else f"={value}") + "}")
+            joined = subject + (problem if not subject or problem[:1] in ":,;" else " " + problem)
+            return cls(file=file, key=key, problem=": " + joined, fix=error.fix)
         return cls(file=file, key=key, problem=": " + str(error))
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .backends import BACKENDS, Backend, backend_keywords, flag_of, get_backend, knobs, options_type
+from .backends import BACKENDS, Backend, backend_keywords, get_backend, knobs, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .results import Diagnosis, JobMetrics, JobOutputs
 from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
@@ -65,11 +65,10 @@ def check_backend_keywords(backend: str, given: Any) -> None:
         allowed = only.get(key)
         if allowed is None or backend in allowed:
             continue
-        flag = flag_of(key)
         names = " and ".join([", ".join(allowed[:-1]), allowed[-1]] if len(allowed) > 1 else allowed)
         raise SpecError(
-            f"{flag} is for the {names} backend{'s' if len(allowed) > 1 else ''}, "
-            f"not {backend}; leave it out, or choose --backend {allowed[0]}"
+            field=key, problem=f"is for the {names} backend{'s' if len(allowed) > 1 else ''}, not {backend}",
+            fix=f"leave it out, or choose {{backend={allowed[0]}}}",
         )
 
 
@@ -151,9 +150,9 @@ def _check_kinds(values: dict[str, Any]) -> None:
         if value is None:
             continue
         if key in text and not (isinstance(value, str) or (key in _PATH_KEYWORDS and isinstance(value, Path))):
-            raise SpecError(f"{key}={value!r:.60} must be text")
+            raise SpecError(field=key, value=value, problem="must be text")
         if key in accelerators and not isinstance(value, (str, Accelerator)):
-            raise SpecError(f"{key}={value!r:.60} must be an accelerator, such as 'type=NVIDIA_TESLA_T4,count=1'")
+            raise SpecError(field=key, value=value, problem="must be an accelerator, such as 'type=NVIDIA_TESLA_T4,count=1'")
 
 
 def _refuse_nul(values: dict[str, Any]) -> None:
@@ -168,7 +167,7 @@ def _refuse_nul(values: dict[str, Any]) -> None:
             seen.add(id(item))
             if isinstance(item, str):
                 if "\0" in item:
-                    raise SpecError(f"{key} holds a NUL character (\\x00), which no path, argument, environment value or label can carry")
+                    raise SpecError(field=key, problem="holds a NUL character (\\x00), which no path, argument, environment value or label can carry")
             elif isinstance(item, dict):
                 stack.extend(item.keys())
                 stack.extend(item.values())
@@ -182,13 +181,13 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         given = {"image_repo": options.image_repo, "base_image": options.base_image, "cloud_build": options.cloud_build}
         for name, value in given.items():
             if value not in (None, False):
-                raise SpecError(f"--{name.replace('_', '-')} is for an image tfjob builds; add --build (or drop it)")
+                raise SpecError(field=name, problem="is for an image tfjob builds", fix="add {build} (or drop it)")
         return
     if spec.image or any(p.image for p in spec.pools):
-        raise SpecError("--build makes the job's image from the trainer directory; drop --image (or drop --build)")
+        raise SpecError(field="build", problem="makes the job's image from the trainer directory", fix="drop {image} (or drop {build})")
     package = spec.package
     if not package or package.startswith("gs://") or not Path(package).expanduser().is_dir():
-        raise SpecError(f"--build needs the trainer directory as PACKAGE_PATH (got {package!r}); an image is built from a directory")
+        raise SpecError(field="build", problem=f"needs the trainer directory as the package (got {package!r}); an image is built from a directory")
     if options.image_repo is not None:
         from .images.registry import parse_repository
 
@@ -196,13 +195,15 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
     if options.base_image is not None:
         from .spec import check_image
 
-        check_image(options.base_image, "--base")
+        check_image(options.base_image, "base_image")
     if options.cloud_build and not options.image_repo:
-        raise SpecError("--cloud-build pushes the image from Cloud Build: give --image-repo REGISTRY/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer)")
+        raise SpecError(
+            field="cloud_build", problem="pushes the image from Cloud Build: give {image_repo=REGISTRY/PATH} (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer)"
+        )
     if backend not in ("local",) and not options.image_repo and not options.dry_run:
         raise SpecError(
-            f"--build on the {backend} backend needs --image-repo REGISTRY/PATH (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer): "
-            "the platform pulls the image from a registry"
+            field="build", problem=f"on the {backend} backend needs {{image_repo=REGISTRY/PATH}} (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer): "
+            "the platform pulls the image from a registry",
         )
 
 
@@ -431,8 +432,8 @@ class Job:
         self.backend_name = _chosen_backend(self.settings)
         if self.backend_name not in BACKENDS:
             raise SpecError(
-                f"{self.settings.source('backend')} {self.backend_name!r} is not a backend"
-                f"{did_you_mean(self.backend_name, BACKENDS)}; choose one of {', '.join(BACKENDS)}"
+                **self.settings.subject("backend"), value=self.backend_name,
+                problem=f"is not a backend{did_you_mean(self.backend_name, BACKENDS)}", fix=f"choose one of {', '.join(BACKENDS)}",
             )
         options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
@@ -456,7 +457,7 @@ class Job:
             if name in values:
                 if not isinstance(values[name], (list, tuple)):
                     example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
-                    raise SpecError(f"{name}={values[name]!r} must be a list of strings, e.g. {name}={example}")
+                    raise SpecError(field=name, value=values[name], problem="must be a list of strings", fix=f"e.g. {name}={example}")
                 values[name] = tuple(values[name])
         self.spec: JobSpec = build_spec(**values)
         self.built_image: Any = None
@@ -537,7 +538,7 @@ class Job:
         if timeout is not None:
             from .limits import check_seconds
 
-            timeout = check_seconds(timeout, "timeout=", zero=True)
+            timeout = check_seconds(timeout, "timeout", zero=True)
             handle = self.submit()
             try:
                 handle.wait(timeout)
@@ -632,7 +633,7 @@ class JobHandle:
         if timeout is not None:
             from .limits import check_seconds
 
-            timeout = check_seconds(timeout, "timeout=", zero=True)
+            timeout = check_seconds(timeout, "timeout", zero=True)
 
         def changed(status: JobStatus, state: JobState) -> None:
             if on_change is not None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import SpecError
+from .errors import SpecError, subject_of
 
 #: The largest replica or trial count any platform's API can carry (int32).
 INT32_MAX = 2**31 - 1
@@ -28,35 +28,32 @@ LOCAL_MAX_TASKS = 512
 MAX_TIMEOUT_SECONDS = 365 * 86400
 
 
-def check_platform_count(what: str, value: int) -> None:
-    """Refuse a count no platform's API can carry (``what`` names it as the user wrote it)."""
+def check_platform_count(field: str, value: int) -> None:
+    """Refuse a count no platform's API can carry (``field`` names its knob, or is the text naming it)."""
     if value > INT32_MAX:
         raise SpecError(
-            f"{what} {value} is more than any platform takes: Vertex AI and Kubernetes counts are "
-            f"32-bit, at most {INT32_MAX}"
+            **subject_of(field), value=value, problem=f"is more than any platform takes: Vertex AI and Kubernetes counts are 32-bit, at most {INT32_MAX}"
         )
 
 
-def check_seconds(value: object, what: str, *, zero: bool = False, given: str | None = None) -> float:
+def check_seconds(value: object, field: str, *, zero: bool = False, given: object = None) -> float:
     """``value`` as seconds of a timeout: a finite number above 0 (or 0 with ``zero``), at
-    most :data:`MAX_TIMEOUT_SECONDS`; ``what`` names it and ``given`` is what the user typed
-    (default: the value)."""
+    most :data:`MAX_TIMEOUT_SECONDS`; ``field`` names its knob and ``given`` is what the user
+    typed (default: the value)."""
     import math
 
-    label = what if what.endswith("=") else what + " "
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SpecError(f"{label}{value!r:.60} must be a number of seconds")
+        raise SpecError(field=field, value=value, problem="must be a number of seconds")
     try:
         seconds = float(value)
     except OverflowError:  # an int beyond any float
         seconds = math.inf
     if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not zero):
-        raise SpecError(f"{label}{value!r:.60} must be {'a number of seconds ≥ 0' if zero else 'a positive number of seconds'}")
+        raise SpecError(field=field, value=value, problem=f"must be {'a number of seconds ≥ 0' if zero else 'a positive number of seconds'}")
     if seconds > MAX_TIMEOUT_SECONDS:
-        shown = given if given is not None else f"{value:.6g}" if isinstance(value, float) else str(value)
-        shown = shown if len(shown) <= 30 else shown[:27] + "…"
+        shown = given if given is not None else float(f"{value:.6g}") if isinstance(value, float) else value
         raise SpecError(
-            f"{label}{shown} is more than a year ({MAX_TIMEOUT_SECONDS} s), the longest tfjob runs or waits for a job"
+            field=field, value=shown, problem=f"is more than a year ({MAX_TIMEOUT_SECONDS} s), the longest tfjob runs or waits for a job"
         )
     return seconds
 
@@ -65,14 +62,15 @@ def check_local_tasks(tasks: int, what: str = "this job") -> None:
     """Refuse more tasks than one machine runs at once."""
     if tasks > LOCAL_MAX_TASKS:
         raise SpecError(
-            f"{what} has {tasks} tasks; the local backend runs at most {LOCAL_MAX_TASKS} on one machine "
-            "(each task is a process with its own port): use fewer --workers/--ps, or a cloud backend"
+            problem=f"{what} has {tasks} tasks; the local backend runs at most {LOCAL_MAX_TASKS} on one machine "
+            "(each task is a process with its own port)",
+            fix="use fewer {workers}/{ps}, or a cloud backend",
         )
 
 
 def read_bounded_text(
     path: "str | os.PathLike[str]",
-    flag: str,
+    field: str,
     max_bytes: int,
     what: str,
     *,
@@ -85,32 +83,35 @@ def read_bounded_text(
 
     Raises:
         ConfigFileError: missing, unreadable, not a regular file, too large, or not UTF-8
-            (one line naming ``flag``, the path and what such a file is: ``what``).
+            (one line naming knob ``field`` — or, if it is no knob's name, that text — the
+            path and what such a file is: ``what``).
     """
     import os
     import stat
 
     from .errors import ConfigFileError
 
+    about = subject_of(field)
+    given = str(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow_links else getattr(os, "O_NOFOLLOW", 0))
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        raise ConfigFileError(f"{flag} {str(path)!r}: no such file") from None
+        raise ConfigFileError(**about, value=given, problem=": no such file") from None
     except ValueError:  # "embedded null byte"
-        raise ConfigFileError(f"{flag} {str(path)!r}: a path cannot hold a NUL character") from None
+        raise ConfigFileError(**about, value=given, problem=": a path cannot hold a NUL character") from None
     except OSError as e:
-        raise ConfigFileError(f"{flag} {str(path)!r}: cannot read it: {e.strerror or e}") from None
+        raise ConfigFileError(**about, value=given, problem=f": cannot read it: {e.strerror or e}") from None
     # Checked on the descriptor, before a file object: fdopen itself refuses a directory
     # with IsADirectoryError, and a directory ('', '.') is no file either.
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise ConfigFileError(f"{flag} {str(path)!r} is not a regular file; give {what}")
+        raise ConfigFileError(**about, value=given, problem="is not a regular file", fix=f"give {what}")
     with os.fdopen(fd, "rb") as f:
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise ConfigFileError(f"{flag} {str(path)!r} is larger than {max_bytes // 1024} KiB; {what} is smaller")
+        raise ConfigFileError(**about, value=given, problem=f"is larger than {max_bytes // 1024} KiB; {what} is smaller")
     try:
         return data.decode("utf-8-sig", errors)
     except UnicodeDecodeError as e:
-        raise ConfigFileError(f"{flag} {str(path)!r}: not UTF-8 text: {e.reason} at byte {e.start}") from None
+        raise ConfigFileError(**about, value=given, problem=f": not UTF-8 text: {e.reason} at byte {e.start}") from None

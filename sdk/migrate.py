@@ -88,7 +88,7 @@ def import_tfjob(document: Any, *, backend: str = "trainjob", source: str = "the
         SpecError: not a TFJob v1, or a job tfjob cannot run as written (one line naming the field).
     """
     if backend not in _BACKENDS:
-        raise SpecError(f"--backend {backend!r}: a TFJob imports to one of {', '.join(_BACKENDS)}")
+        raise SpecError(field="backend", value=backend, problem=f": a TFJob imports to one of {', '.join(_BACKENDS)}")
     doc = _where(source, document, dict, "a TFJob manifest (a mapping)")
     if doc.get("kind") != "TFJob" or not str(doc.get("apiVersion", "")).startswith("kubeflow.org/"):
         raise SpecError(f"{source} is a {doc.get('apiVersion')}/{doc.get('kind')}, not a Kubeflow TFJob (kubeflow.org/v1, kind: TFJob)")

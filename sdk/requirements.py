@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .errors import UsageError
+from .errors import SpecError, UsageError, subject_of
 
 #: The file looked for in a bare trainer directory.
 REQUIREMENTS_FILE = "requirements.txt"
@@ -31,7 +31,7 @@ MAX_BYTES = 256 * 1024
 MAX_REQUIREMENTS = 1000
 
 
-def read_requirements(path: str | os.PathLike[str], flag: str = "--requirements") -> list[str]:
+def read_requirements(path: str | os.PathLike[str], field: str = "requirements") -> list[str]:
     """The requirement lines of ``path``, each checked as PEP 508.
 
     Raises:
@@ -43,7 +43,7 @@ def read_requirements(path: str | os.PathLike[str], flag: str = "--requirements"
     from .limits import read_bounded_text
 
     file = Path(path).expanduser()
-    text = read_bounded_text(file, flag, MAX_BYTES, "a requirements file (one package per line)", follow_links=False)
+    text = read_bounded_text(file, field, MAX_BYTES, "a requirements file (one package per line)", follow_links=False)
     out: list[str] = []
     logical = ""
     for number, raw in enumerate(text.splitlines(), 1):
@@ -67,7 +67,7 @@ def read_requirements(path: str | os.PathLike[str], flag: str = "--requirements"
         _check_marker(requirement, where)
         out.append(line)
         if len(out) > MAX_REQUIREMENTS:
-            raise UsageError(f"{flag} {str(path)!r} lists more than {MAX_REQUIREMENTS} requirements")
+            raise SpecError(**subject_of(field), value=str(path), problem=f"lists more than {MAX_REQUIREMENTS} requirements")
     return out
 
 
@@ -98,18 +98,18 @@ def trainer_requirements(package: str | None, explicit: str | None, project: boo
     """
     if explicit is not None:
         if project:
-            raise UsageError(
-                "--requirements is for a bare trainer directory: a project declares its dependencies in "
-                "pyproject.toml (dependencies) or setup.py (install_requires)"
+            raise SpecError(
+                field="requirements", problem="is for a bare trainer directory: a project declares its dependencies in "
+                "pyproject.toml (dependencies) or setup.py (install_requires)",
             )
         if not package or package.startswith("gs://") or Path(package).expanduser().is_file():
-            raise UsageError("--requirements needs a trainer directory to package (PACKAGE_PATH)")
+            raise SpecError(field="requirements", problem="needs a trainer directory to package (PACKAGE_PATH)")
         return read_requirements(explicit)
     if not package or project or package.startswith("gs://"):
         return []
     found = Path(package).expanduser() / REQUIREMENTS_FILE
     if found.is_file() and not found.is_symlink():
-        return read_requirements(found, flag=str(Path(package) / REQUIREMENTS_FILE))
+        return read_requirements(found, field=str(Path(package) / REQUIREMENTS_FILE))
     return []
 
 

@@ -48,6 +48,11 @@ class Settings:
         """Where setting ``name`` came from, as a message names it (default: its flag)."""
         return self.sources.get(name, "--" + name.replace("_", "-"))
 
+    def subject(self, name: str) -> dict[str, str]:
+        """Where setting ``name`` came from, as an error's subject (:class:`tfjob.errors.SpecError`):
+        the variable or the settings file's key, else the knob (a flag or a keyword)."""
+        return {"what": self.sources[name]} if name in self.sources else {"field": name}
+
 
 #: The settings a flag, a variable or the config file sets.
 SETTING_NAMES = tuple(f.name for f in fields(Settings) if f.name != "sources")

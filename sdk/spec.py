@@ -22,7 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import SpecError
+from .errors import SpecError, Word
 from .lazy import LazyPattern
 from .limits import check_platform_count
 from .machines import (
@@ -45,15 +45,8 @@ from .machines import (
 #: The canonical roles, in the order of Vertex worker pools 0..3.
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
 
-#: The CLI flag that sets each role's replica count (used in messages).
-COUNT_FLAGS = {"chief": "--chief", "worker": "--workers", "ps": "--ps", "evaluator": "--evaluators"}
-#: The CLI flag that sets each role's machine type (used in messages).
-MACHINE_FLAGS = {
-    "chief": "--chief-machine-type",
-    "worker": "--worker-machine-type",
-    "ps": "--ps-machine-type",
-    "evaluator": "--evaluator-machine-type",
-}
+#: The knob that sets each role's replica count (named in messages).
+COUNT_FIELDS = {"chief": "chief", "worker": "workers", "ps": "ps", "evaluator": "evaluators"}
 
 # \Z, not $: "$" would also match before a trailing newline, which the platforms refuse.
 # What `python -m` takes: dot-separated names of files and directories (`multi_worker-with-keras`
@@ -91,8 +84,7 @@ class ScaleTier(str, Enum):
         except ValueError:
             names = [t.value for t in cls]
             raise SpecError(
-                f"--scale-tier {value!r} is not a scale tier{did_you_mean(key, names)}; "
-                f"choose one of {', '.join(names)}"
+                field="scale_tier", value=value, problem=f"is not a scale tier{did_you_mean(key, names)}", fix=f"choose one of {', '.join(names)}"
             ) from None
 
 
@@ -133,47 +125,46 @@ class Accelerator:
     def __post_init__(self) -> None:
         name = normalize_accelerator(self.type)
         if name in RETIRED_ACCELERATORS:
-            raise SpecError(
-                f"accelerator {self.type!r} is retired on Google Cloud; "
-                f"use {RETIRED_ACCELERATORS[name]} instead"
-            )
+            raise SpecError(what="accelerator", value=self.type, problem="is retired on Google Cloud", fix=f"use {RETIRED_ACCELERATORS[name]} instead")
         if name not in ACCELERATORS:
             raise SpecError(
-                f"accelerator {self.type!r} is not known{did_you_mean(name, ACCELERATORS)}; "
-                f"choose one of {', '.join(ACCELERATORS)}"
+                what="accelerator", value=self.type, problem=f"is not known{did_you_mean(name, ACCELERATORS)}", fix=f"choose one of {', '.join(ACCELERATORS)}"
             )
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
-            raise SpecError(f"accelerator count {self.count!r} must be a whole number ≥ 1")
+            raise SpecError(what="accelerator", value=self.type, problem=f": count {self.count!r} must be a whole number ≥ 1")
         object.__setattr__(self, "type", name)
 
     @classmethod
-    def parse(cls, text: str) -> "Accelerator":
-        """Parse gcloud's ``type=nvidia-tesla-t4,count=2``, ``NVIDIA_TESLA_T4:2`` or just ``NVIDIA_TESLA_T4``."""
-        text = text.strip()
+    def parse(cls, text: str, field: str = "accelerator") -> "Accelerator":
+        """Parse gcloud's ``type=nvidia-tesla-t4,count=2``, ``NVIDIA_TESLA_T4:2`` or just
+        ``NVIDIA_TESLA_T4``, given as knob ``field`` (which an error names)."""
+        given, text = text, text.strip()
+        form = "write it as type=NVIDIA_TESLA_T4,count=1"
         if not text:
-            raise SpecError("--accelerator is empty; write it as type=NVIDIA_TESLA_T4,count=1")
-        if "=" not in text:
-            kind, colon, count_text = text.partition(":")
-            if not colon:
-                return cls(text, 1)
-            if not (count_text.strip().isascii() and count_text.strip().isdigit()):
-                raise SpecError(f"--accelerator {text!r}: count {count_text!r} is not a whole number ≥ 1")
-            return cls(kind.strip(), int(count_text))
-        fields: dict[str, str] = {}
-        for part in text.split(","):
-            key, sep, value = part.partition("=")
-            key = key.strip().lower()
-            if not sep or key not in ("type", "count") or key in fields:
-                raise SpecError(
-                    f"--accelerator {text!r}: cannot read {part!r}; write it as type=NVIDIA_TESLA_T4,count=1"
-                )
-            fields[key] = value.strip()
-        if "type" not in fields:
-            raise SpecError(f"--accelerator {text!r} has no type=; write it as type=NVIDIA_TESLA_T4,count=1")
-        count_text = fields.get("count", "1")
-        if not (count_text.isascii() and count_text.isdigit()):  # "²".isdigit() too, but int() refuses it
-            raise SpecError(f"--accelerator {text!r}: count={count_text!r} is not a whole number ≥ 1")
-        return cls(fields["type"], int(count_text))
+            raise SpecError(field=field, problem="is empty", fix=form)
+        try:
+            if "=" not in text:
+                kind, colon, count_text = text.partition(":")
+                if not colon:
+                    return cls(text, 1)
+                if not (count_text.strip().isascii() and count_text.strip().isdigit()):
+                    raise SpecError(field=field, value=given, problem=f": count {count_text!r} is not a whole number ≥ 1")
+                return cls(kind.strip(), int(count_text))
+            fields: dict[str, str] = {}
+            for part in text.split(","):
+                key, sep, value = part.partition("=")
+                key = key.strip().lower()
+                if not sep or key not in ("type", "count") or key in fields:
+                    raise SpecError(field=field, value=given, problem=f": cannot read {part!r}", fix=form)
+                fields[key] = value.strip()
+            if "type" not in fields:
+                raise SpecError(field=field, value=given, problem="has no type=", fix=form)
+            count_text = fields.get("count", "1")
+            if not (count_text.isascii() and count_text.isdigit()):  # "²".isdigit() too, but int() refuses it
+                raise SpecError(field=field, value=given, problem=f": count={count_text!r} is not a whole number ≥ 1")
+            return cls(fields["type"], int(count_text))
+        except SpecError as e:
+            raise e.for_field(field) from None
 
 
 #: Boot disk types Vertex AI takes (``diskSpec.bootDiskType``).
@@ -187,11 +178,11 @@ def check_boot_disk(disk_type: Any, size_gb: Any) -> None:
     """Refuse a boot disk type or size Vertex AI would refuse, naming the flag."""
     if disk_type is not None and disk_type not in BOOT_DISK_TYPES:
         raise SpecError(
-            f"--boot-disk-type {disk_type!r} is not one of {', '.join(BOOT_DISK_TYPES)}{did_you_mean(str(disk_type), BOOT_DISK_TYPES)}"
+            field="boot_disk_type", value=disk_type, problem=f"is not one of {', '.join(BOOT_DISK_TYPES)}{did_you_mean(str(disk_type), BOOT_DISK_TYPES)}"
         )
     low, high = BOOT_DISK_SIZE_GB
     if size_gb is not None and (isinstance(size_gb, bool) or not isinstance(size_gb, int) or not low <= size_gb <= high):
-        raise SpecError(f"--boot-disk-size {size_gb!r} must be a whole number of GB from {low} to {high}")
+        raise SpecError(field="boot_disk_size", value=size_gb, problem=f"must be a whole number of GB from {low} to {high}")
 
 
 @dataclass(frozen=True)
@@ -211,22 +202,24 @@ class Machine:
         chips = tpu_chips(self.type)
         if self.tpu_topology is not None:
             if chips is None:
-                raise SpecError(f"--tpu-topology {self.tpu_topology!r} is for TPU VM machine types (ct5lp-hightpu-4t, ct6e-standard-4t…), not {self.type}")
+                raise SpecError(
+                    field="tpu_topology", value=self.tpu_topology, problem=f"is for TPU VM machine types (ct5lp-hightpu-4t, ct6e-standard-4t…), not {self.type}"
+                )
             if not isinstance(self.tpu_topology, str) or not _TOPOLOGY_RE.match(self.tpu_topology):
-                raise SpecError(f"--tpu-topology {self.tpu_topology!r} must be a shape like 2x2 or 2x2x4")
+                raise SpecError(field="tpu_topology", value=self.tpu_topology, problem="must be a shape like 2x2 or 2x2x4")
         if info is None:
             if not well_formed_machine_type(self.type):
                 raise SpecError(
-                    f"machine type {self.type!r} is not known"
-                    f"{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}; "
-                    "use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)"
+                    what="machine type", value=self.type, problem=f"is not known{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}",
+                    fix="use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)",
                 )
             series = self.type.split("-")[1]
             if family_of(self.type) in FAMILIES and series not in SERIES:
                 family = [m for m in [*MACHINES, *LEGACY_MACHINES] if family_of(m) == family_of(self.type)]
                 raise SpecError(
-                    f"machine type {self.type!r} is not known{did_you_mean(self.type, family or MACHINES)}: "
-                    f"{series!r} is not a series of Compute Engine types (standard, highmem, highcpu…; see `tfjob machines`)"
+                    what="machine type", value=self.type,
+                    problem=f"is not known{did_you_mean(self.type, family or MACHINES)}: "
+                    f"{series!r} is not a series of Compute Engine types (standard, highmem, highcpu…; see `tfjob machines`)",
                 )
             if family_of(self.type) not in FAMILIES:
                 import warnings
@@ -237,17 +230,17 @@ class Machine:
                     stacklevel=2,
                 )
             if self.accelerator is not None and chips is not None:
-                raise SpecError(f"{self.type} is a TPU VM: its chips come with it; drop the accelerator (set --tpu-topology instead)")
+                raise SpecError(problem=f"{self.type} is a TPU VM: its chips come with it", fix="drop the accelerator (set {tpu_topology} instead)")
             gpu_families = ("n1", "a2", "a3", "a4", "a4x", "g2", "g4")
             if self.accelerator is not None and family_of(self.type) not in gpu_families and family_of(self.type) in FAMILIES:
                 raise SpecError(
-                    f"machine type {self.type!r} cannot take accelerator {self.accelerator.type}: GPUs attach to n1-* "
-                    "types; accelerator-optimized types (a2, a3, a4, g2, g4) come with theirs"
+                    what="machine type", value=self.type, problem=f"cannot take accelerator {self.accelerator.type}: GPUs attach to n1-* types",
+                    fix="accelerator-optimized types (a2, a3, a4, g2, g4) come with theirs",
                 )
             return  # an unlisted size: the platform checks it
         acc = self.accelerator
         if chips is not None and acc is not None:
-            raise SpecError(f"{self.type} is a TPU VM: its chips come with it; drop the accelerator (set --tpu-topology instead)")
+            raise SpecError(problem=f"{self.type} is a TPU VM: its chips come with it", fix="drop the accelerator (set {tpu_topology} instead)")
         if acc is None:
             if info.builtin is not None:
                 # A2/A3/G2 machines always carry their GPUs; Vertex wants them spelt out.
@@ -264,7 +257,7 @@ class Machine:
                 else "use an n1-* machine type (e.g. n1-standard-8) for NVIDIA T4/P4/P100/V100, "
                 "or an accelerator-optimized type (a2-highgpu-1g, g2-standard-8)"
             )
-            raise SpecError(f"machine type {self.type!r} cannot take accelerator {acc.type}: {fix}")
+            raise SpecError(what="machine type", value=self.type, problem=f"cannot take accelerator {acc.type}: {fix}")
         if acc.count not in counts:
             raise SpecError(
                 f"{self.type} takes {acc.type} in counts of {', '.join(map(str, counts))}, not {acc.count}"
@@ -331,22 +324,17 @@ class Pool:
     def __post_init__(self) -> None:
         if self.args is not None:
             if isinstance(self.args, str) or not all(isinstance(a, (str, int, float)) for a in self.args):
-                raise SpecError(f"{self.role}_args {self.args!r} must be a list of arguments")
+                raise SpecError(field=f"{self.role}_args", value=self.args, problem="must be a list of arguments")
             object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         if not isinstance(self.env, Mapping):
-            raise SpecError(f"{self.role}_env {self.env!r} must be a mapping of names to values")
+            raise SpecError(field=f"{self.role}_env", value=self.env, problem="must be a mapping of names to values")
         check_env(self.env, f"{self.role}_env")
         object.__setattr__(self, "env", dict(self.env))
         if self.role not in ROLES:
             raise SpecError(f"pool role {self.role!r} is not one of {', '.join(ROLES)}{did_you_mean(self.role, ROLES)}")
-        flag = COUNT_FLAGS[self.role]
-        if isinstance(self.replicas, bool) or not isinstance(self.replicas, int):
-            raise SpecError(f"{flag} {self.replicas!r} must be a whole number")
-        if self.replicas < 1:
-            raise SpecError(f"{flag} {self.replicas} must be ≥ 1; leave {flag} out for a job without that role")
-        check_platform_count(flag, self.replicas)
+        check_count(COUNT_FIELDS[self.role], self.replicas)
         if self.role == "chief" and self.replicas != 1:
-            raise SpecError(f"the chief runs exactly 1 replica, not {self.replicas}; add the others as --workers")
+            raise SpecError(problem=f"the chief runs exactly 1 replica, not {self.replicas}", fix="add the others as {workers}")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "replicas": self.replicas, "machine": self.machine.to_dict()}
@@ -392,36 +380,37 @@ def _check_types(spec: "JobSpec") -> None:
         value = getattr(spec, name)
         if not isinstance(value, types):
             want = " or ".join(t.__name__ for t in types if t is not type(None) and t is not os.PathLike)
-            raise SpecError(f"{name}={value!r} must be {want}, not {type(value).__name__}")
+            raise SpecError(field=name, value=value, problem=f"must be {want}, not {type(value).__name__}")
     for name in ("args", "packages"):
         value = getattr(spec, name)
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
             example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
-            raise SpecError(f"{name}={value!r} must be a list of strings, e.g. {name}={example}")
+            raise SpecError(field=name, value=value, problem="must be a list of strings", fix=f"e.g. {name}={example}")
         bad = [v for v in value if isinstance(v, bool) or not isinstance(v, (str, int, float, os.PathLike))]
         if bad:
-            raise SpecError(f"{name}: {bad[0]!r} is not text")
+            raise SpecError(field=name, problem=f": {bad[0]!r} is not text")
     for name in ("env", "labels"):
         value = getattr(spec, name)
         if not isinstance(value, Mapping):
-            raise SpecError(f"{name}={value!r} must be a mapping, e.g. {name}={{'key': 'value'}}")
+            raise SpecError(field=name, value=value, problem="must be a mapping", fix=f"e.g. {name}={{'key': 'value'}}")
     if spec.timeout is not None and (isinstance(spec.timeout, bool) or not isinstance(spec.timeout, (int, float))):
-        raise SpecError(f"timeout={spec.timeout!r} must be a number of seconds")
+        raise SpecError(field="timeout", value=spec.timeout, problem="must be a number of seconds")
 
 
-def check_env(env: Mapping[str, Any], flag: str) -> None:
-    """Names a shell takes, not reserved for the platform or tfjob, and text values."""
+def check_env(env: Mapping[str, Any], field: str = "env") -> None:
+    """Names a shell takes, not reserved for the platform or tfjob, and text values (knob ``field``)."""
     for key in env:
         if not isinstance(key, str) or not _ENV_RE.match(key):
-            raise SpecError(f"{flag} {key!r} is not a valid environment variable name")
+            raise SpecError(field=field, value=key, problem="is not a valid environment variable name")
         if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
             raise SpecError(
-                f"{flag} {key} is set by the platform and by tfjob in every task (reserved: "
-                f"{', '.join(RESERVED_ENV)}, {', '.join(p + '*' for p in RESERVED_ENV_PREFIXES)}); "
-                "choose another name, or pick the dialect with --dialect"
+                field=field, value=Word(key),
+                problem=f"is set by the platform and by tfjob in every task (reserved: "
+                f"{', '.join(RESERVED_ENV)}, {', '.join(p + '*' for p in RESERVED_ENV_PREFIXES)})",
+                fix="choose another name, or pick the dialect with {dialect}",
             )
         if not isinstance(env[key], str):
-            raise SpecError(f"{flag} {key}: the value {env[key]!r} must be text")
+            raise SpecError(field=field, value=Word(key), problem=f": the value {env[key]!r} must be text")
 
 
 #: A Kubernetes label key with a prefix (``app.kubernetes.io/part-of``, ``kueue.x-k8s.io/queue-name``)
@@ -442,39 +431,38 @@ def check_cloud_labels(spec: "JobSpec", platform: str) -> None:
     for key in spec.labels:
         if is_kubernetes_label_key(key):
             raise SpecError(
-                f"label key {key!r} is a Kubernetes label: {platform} label keys are lower-case letters, digits, '_' "
-                "and '-' without a prefix; use a plain key, or --backend kubeflow / jobset / trainjob"
+                what="label key", value=key, problem=f"is a Kubernetes label: {platform} label keys are lower-case letters, digits, '_' and '-' without a prefix",
+                fix="use a plain key, or {backend=kubeflow} / jobset / trainjob",
             )
 
 
 def _check_labels(labels: Mapping[str, str]) -> None:
     if len(labels) > 64:
-        raise SpecError(f"--labels has {len(labels)} labels; Vertex AI and Kubernetes allow at most 64")
+        raise SpecError(field="labels", problem=f"has {len(labels)} labels; Vertex AI and Kubernetes allow at most 64")
     for key, value in labels.items():
         if is_kubernetes_label_key(key):
             if not isinstance(value, str) or not _K8S_LABEL_VALUE_RE.match(value):
-                raise SpecError(f"label {key}={value!r}: a Kubernetes label value is up to 63 letters, digits, '-', '_' or '.'")
+                raise SpecError(what="label", problem=f"{key}={value!r}: a Kubernetes label value is up to 63 letters, digits, '-', '_' or '.'")
             continue
         if not isinstance(key, str) or not _LABEL_KEY_RE.match(key):
             raise SpecError(
-                f"label key {key!r} is not valid: start with a lower-case letter, then up to 62 "
-                "lower-case letters, digits, '_' or '-' (or, for Kubernetes, a prefixed key such as app.kubernetes.io/part-of)"
+                what="label key", value=key, problem="is not valid",
+                fix="start with a lower-case letter, then up to 62 lower-case letters, digits, '_' or '-' "
+                "(or, for Kubernetes, a prefixed key such as app.kubernetes.io/part-of)",
             )
         if not isinstance(value, str) or not _LABEL_VALUE_RE.match(value):
-            raise SpecError(
-                f"label {key}={value!r}: values are up to 63 lower-case letters, digits, '_' or '-'"
-            )
+            raise SpecError(what="label", problem=f"{key}={value!r}: values are up to 63 lower-case letters, digits, '_' or '-'")
 
 
 def check_job_name(name: str) -> None:
     """Raise SpecError unless Vertex AI would take ``name`` as a display name."""
     if not isinstance(name, str) or not name.strip():
-        raise SpecError("the job name is empty; pass --display-name NAME")
+        raise SpecError(field="name", value=name, problem="is empty", fix="give the job a name ({name=NAME})")
     if len(name) > MAX_NAME_LENGTH:
-        raise SpecError(f"job name {name[:20]!r}… has {len(name)} characters; Vertex AI allows at most {MAX_NAME_LENGTH}")
+        raise SpecError(field="name", value=name, problem=f"has {len(name)} characters; Vertex AI allows at most {MAX_NAME_LENGTH}")
     bad = [c for c in name if ord(c) < 32 or ord(c) == 127]
     if bad:
-        raise SpecError(f"job name {name!r} contains control characters; use letters, digits, '-' and '_'")
+        raise SpecError(field="name", value=name, problem="contains control characters", fix="use letters, digits, '-' and '_'")
 
 
 @dataclass(frozen=True)
@@ -538,11 +526,11 @@ class JobSpec:
                 what = "two chiefs" if role == "chief" else f"two {role} pools"
                 raise SpecError(f"the job has {what}; give each role one pool")
         if "chief" not in roles and "worker" not in roles:
-            raise SpecError("the job has no chief and no workers; give it a chief (Vertex worker pool 0) or, with --no-chief, workers")
+            raise SpecError(problem="the job has no chief and no workers", fix="give it a chief (Vertex worker pool 0) or, with {chief=False}, workers")
         pools = tuple(sorted(pools, key=lambda p: ROLES.index(p.role)))
         object.__setattr__(self, "pools", pools)
         if "ps" in roles and "worker" not in roles:
-            raise SpecError("--ps needs --workers ≥ 1: a parameter-server job has no one to serve")
+            raise SpecError(field="ps", problem="needs {workers} ≥ 1: a parameter-server job has no one to serve")
         _check_types(self)
         for name in ("package", "job_dir"):
             if isinstance(getattr(self, name), os.PathLike):
@@ -553,42 +541,41 @@ class JobSpec:
         object.__setattr__(self, "labels", dict(self.labels))
         if self.scale_tier is not None:
             object.__setattr__(self, "scale_tier", ScaleTier.parse(self.scale_tier))
-        check_image(self.image, "--image")
+        check_image(self.image, "image")
         for pool in pools:
-            check_image(pool.image, f"--{pool.role}-image")
+            check_image(pool.image, f"{pool.role}_image")
         has_image = bool(self.image) or all(p.image for p in pools)
         if self.module is not None and self.script is not None:
-            raise SpecError("give the trainer once: --module-name (run as python -m) or --script (run as python PATH), not both")
+            raise SpecError(problem="give the trainer once: {module} (run as python -m) or {script} (run as python PATH), not both")
         if self.module is None and self.script is None and not has_image:
-            raise SpecError("--module-name is required to run a trainer package (or --script PATH, or --image for a container)")
+            raise SpecError(field="module", problem="is required to run a trainer package (or {script}, or {image} for a container)")
         if self.script is not None and (not isinstance(self.script, str) or not self.script.strip() or "\0" in self.script):
-            raise SpecError(f"--script {self.script!r} must be the path of a Python file, e.g. dist_mnist.py")
+            raise SpecError(field="script", value=self.script, problem="must be the path of a Python file, e.g. dist_mnist.py")
         if self.module is not None and not _MODULE_RE.match(self.module):
             raise SpecError(
-                f"--module-name {self.module!r} is not a module `python -m` can run (dotted names like trainer.task; "
-                "for a file path use --script)"
+                field="module", value=self.module, problem="is not a module `python -m` can run (dotted names like trainer.task; for a file path use {script})"
             )
-        check_env(self.env, "--env")
+        check_env(self.env, "env")
         if not isinstance(self.command, (tuple, list)) or not all(isinstance(c, str) and c for c in self.command):
-            raise SpecError(f"--command {self.command!r} must be a list of non-empty strings (the container's entrypoint)")
+            raise SpecError(field="command", value=self.command, problem="must be a list of non-empty strings (the container's entrypoint)")
         object.__setattr__(self, "command", tuple(self.command))
         if self.command and (self.module is not None or self.script is not None or not has_image):
             raise SpecError(
-                "--command replaces a container image's entrypoint; a --module-name or --script job starts through "
-                "tfjob-bootstrap instead (drop --command, or give --image without --module-name)"
+                field="command", problem="replaces a container image's entrypoint; a {module} or {script} job starts through tfjob-bootstrap instead",
+                fix="drop {command}, or give {image} without {module}",
             )
         _check_labels(self.labels)
         for key in self.labels:
             if key in RESERVED_LABELS:
-                raise SpecError(f"label {key!r} is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)}); choose another key")
+                raise SpecError(what="label", value=key, problem=f"is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)})", fix="choose another key")
         if self.timeout is not None:
             from .limits import check_seconds
 
-            object.__setattr__(self, "timeout", check_seconds(self.timeout, "--timeout"))
+            object.__setattr__(self, "timeout", check_seconds(self.timeout, "timeout"))
         if isinstance(self.requirements, os.PathLike):
             object.__setattr__(self, "requirements", os.fspath(self.requirements))
         if self.requirements is not None and has_image and not self.package:
-            raise SpecError("--requirements lists a trainer directory's dependencies; an --image brings its own (install them in the image)")
+            raise SpecError(field="requirements", problem="lists a trainer directory's dependencies; an {image} brings its own (install them in the image)")
 
     # -- views -------------------------------------------------------------------
     def pool(self, role: str) -> Pool | None:
@@ -661,7 +648,7 @@ class JobSpec:
         data = {k: v for k, v in data.items() if k not in _MOVED_TO_OPTIONS}
         unknown = set(data) - known
         if unknown:
-            raise SpecError(f"unknown job spec fields: {', '.join(sorted(unknown))}")
+            raise SpecError(f"unknown job spec fields: {', '.join(sorted(unknown))[:200]}")
         values = dict(data)
         values["pools"] = tuple(Pool.from_dict(p) for p in data["pools"])
         for name in ("args", "packages", "command"):
@@ -676,6 +663,21 @@ _MOVED_TO_OPTIONS = frozenset({
     "scheduling_strategy", "max_wait", "disable_retries", "reservation", "persistent_resource_id", "kms_key",
     "reserved_ip_ranges", "network_attachment", "enable_dashboard_access",
 })  # fmt: skip
+def check_count(field: str, n: Any) -> None:
+    """A replica count given as knob ``field``: a whole number ≥ 1 a platform can carry."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise SpecError(field=field, value=n, problem="must be a whole number")
+    if n < 1:
+        raise SpecError(field=field, value=n, problem="must be ≥ 1", fix=f"leave {{{field}}} out for a job without that role")
+    check_platform_count(field, n)
+
+
+def _machine(role: str, name: str | None, accelerator: Accelerator | None) -> Machine:
+    """Role ``role``'s machine: ``name`` (its ``<role>_machine_type``, which an error names) or the default."""
+    try:
+        return Machine.resolve(name or DEFAULT_MACHINE, accelerator)
+    except SpecError as e:
+        raise (e.for_field(f"{role}_machine_type") if name else e) from None
 
 
 def tier_pools(tier: ScaleTier) -> list[Pool]:
@@ -687,18 +689,18 @@ def tier_pools(tier: ScaleTier) -> list[Pool]:
     return pools
 
 
-def parse_key_values(items: Iterable[str] | str | None, flag: str) -> dict[str, str]:
-    """``["a=1,b=2", "c=3"]`` → ``{"a": "1", "b": "2", "c": "3"}`` for --labels / --env."""
+def parse_key_values(items: Iterable[str] | str | None, field: str) -> dict[str, str]:
+    """``["a=1,b=2", "c=3"]`` → ``{"a": "1", "b": "2", "c": "3"}`` for knob ``field`` (labels, env)."""
     if items is None:
         return {}
     if isinstance(items, str):
         items = [items]
     out: dict[str, str] = {}
     for item in items:
-        for part in item.split(",") if flag == "--labels" else [item]:
+        for part in item.split(",") if field == "labels" else [item]:
             key, sep, value = part.partition("=")
             if not sep or not key.strip():
-                raise SpecError(f"{flag} {part!r} must be KEY=VALUE")
+                raise SpecError(field=field, value=part, problem="must be KEY=VALUE")
             out[key.strip()] = value
     return out
 
@@ -716,22 +718,22 @@ _IMAGE_RE = LazyPattern(
 MAX_IMAGE_LENGTH = 512
 
 
-def check_image(image: str | None, flag: str = "--image") -> None:
+def check_image(image: str | None, field: str = "image") -> None:
     """Refuse what no registry or container engine takes as an image reference: an empty
     name, spaces or control characters, upper case in the path, or a leading ``-`` (which
     a container engine would read as an option of its own).
 
     Raises:
-        SpecError: naming the flag and the form expected.
+        SpecError: naming the knob ``field`` and the form expected.
     """
     if image is None:
         return
     if not isinstance(image, str) or not image.strip():
-        raise SpecError(f"{flag} is empty; give an image such as us-docker.pkg.dev/my-project/trainers/census:1")
+        raise SpecError(field=field, problem="is empty", fix="give an image such as us-docker.pkg.dev/my-project/trainers/census:1")
     if len(image) > MAX_IMAGE_LENGTH or not _IMAGE_RE.fullmatch(image):
         raise SpecError(
-            f"{flag} {image[:100]!r} is not an image reference: write [REGISTRY/]NAME[:TAG][@sha256:DIGEST], "
-            "the name in lower case (e.g. us-docker.pkg.dev/my-project/trainers/census:1)"
+            field=field, value=image, problem="is not an image reference",
+            fix="write [REGISTRY/]NAME[:TAG][@sha256:DIGEST], the name in lower case (e.g. us-docker.pkg.dev/my-project/trainers/census:1)",
         )
 
 
@@ -796,63 +798,63 @@ def build_spec(
     }
     images = {"chief": chief_image, "worker": worker_image, "ps": ps_image, "evaluator": evaluator_image}
 
-    def as_acc(value: Accelerator | str | None) -> Accelerator | None:
-        return Accelerator.parse(value) if isinstance(value, str) else value
+    def as_acc(value: Accelerator | str | None, field: str) -> Accelerator | None:
+        return Accelerator.parse(value, field) if isinstance(value, str) else value
 
-    shared = as_acc(accelerator)
+    shared = as_acc(accelerator, "accelerator")
     accs = {
-        "chief": as_acc(chief_accelerator) or shared,
-        "worker": as_acc(worker_accelerator) or shared,
-        "ps": as_acc(ps_accelerator),
-        "evaluator": as_acc(evaluator_accelerator) or shared,
+        "chief": as_acc(chief_accelerator, "chief_accelerator") or shared,
+        "worker": as_acc(worker_accelerator, "worker_accelerator") or shared,
+        "ps": as_acc(ps_accelerator, "ps_accelerator"),
+        "evaluator": as_acc(evaluator_accelerator, "evaluator_accelerator") or shared,
     }
     for role, n in counts.items():
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
-            raise SpecError(f"{COUNT_FLAGS[role]} {n!r} must be a whole number")
-        if n is not None and n < 1:
-            raise SpecError(f"{COUNT_FLAGS[role]} {n} must be ≥ 1; leave {COUNT_FLAGS[role]} out for a job without that role")
         if n is not None:
-            check_platform_count(COUNT_FLAGS[role], n)
+            check_count(COUNT_FIELDS[role], n)
 
     if tier is not None and tier is not ScaleTier.CUSTOM:
-        given = [COUNT_FLAGS[r] for r, n in counts.items() if n is not None]
-        given += [MACHINE_FLAGS[r] for r, m in machines.items() if m is not None]
-        given += ["--accelerator"] if any(accs.values()) else []
+        given = [COUNT_FIELDS[r] for r, n in counts.items() if n is not None]
+        given += [f"{r}_machine_type" for r, m in machines.items() if m is not None]
+        given += ["accelerator"] if any(accs.values()) else []
         if given:
             raise SpecError(
-                f"--scale-tier {tier.value} fixes the cluster, so {', '.join(given)} cannot be set; "
-                "use --scale-tier CUSTOM to choose counts and machine types"
+                field="scale_tier", value=Word(tier.value),
+                problem=f"fixes the cluster, so {', '.join('{' + g + '}' for g in given)} cannot be set",
+                fix="use {scale_tier=CUSTOM} to choose counts and machine types",
             )
         pools = [dataclasses.replace(p, image=images[p.role]) for p in tier_pools(tier)]
     else:
         if tier is ScaleTier.CUSTOM:
             if machines["chief"] is None:
-                raise SpecError("--scale-tier CUSTOM needs --chief-machine-type (alias --master-machine-type)")
+                raise SpecError(field="scale_tier", value=Word("CUSTOM"), problem="needs {chief_machine_type}")
             for role, n in counts.items():
                 if n is not None and machines[role] is None:
                     raise SpecError(
-                        f"--scale-tier CUSTOM with {COUNT_FLAGS[role]} {n} needs {MACHINE_FLAGS[role]}"
+                        field="scale_tier", value=Word("CUSTOM"), problem=f"with {{{COUNT_FIELDS[role]}={n}}} needs {{{role}_machine_type}}"
                     )
         else:
             for role, machine in machines.items():
                 if role != "chief" and machine is not None and counts[role] is None:
-                    raise SpecError(f"{MACHINE_FLAGS[role]} {machine} is set but {COUNT_FLAGS[role]} is not")
-        pools = [Pool("chief", 1, Machine.resolve(machines["chief"] or DEFAULT_MACHINE, accs["chief"]), images["chief"])]
+                    raise SpecError(field=f"{role}_machine_type", value=Word(machine), problem=f"is set but {{{COUNT_FIELDS[role]}}} is not")
+        pools = [Pool("chief", 1, _machine("chief", machines["chief"], accs["chief"]), images["chief"])]
         if not chief:
-            given = [f for f, v in (("--chief-machine-type", machines["chief"]), ("--chief-accelerator", chief_accelerator), ("--chief-image", images["chief"])) if v]
+            given = [f for f, v in (("chief_machine_type", machines["chief"]), ("chief_accelerator", chief_accelerator), ("chief_image", images["chief"])) if v]
             if given or tier is not None:
-                raise SpecError(f"--no-chief leaves the chief out, so {', '.join(given) or '--scale-tier'} cannot be set")
+                given = given or ["scale_tier"]
+                raise SpecError(field="chief", value=False, problem=f"leaves the chief out, so {', '.join('{' + g + '}' for g in given)} cannot be set")
             if not counts["worker"]:
-                raise SpecError("--no-chief needs --workers ≥ 1: worker 0 is then the chief")
+                raise SpecError(field="chief", value=False, problem="needs {workers} ≥ 1: worker 0 is then the chief")
             pools = []
         for role, n in counts.items():
             if n is not None:
-                machine = Machine.resolve(machines[role] or DEFAULT_MACHINE, accs[role])
+                machine = _machine(role, machines[role], accs[role])
                 pools.append(Pool(role, n, machine, images[role]))
     if tpu_topology is not None:
         tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
         if not tpu_pools:
-            raise SpecError(f"--tpu-topology {tpu_topology} needs a TPU VM machine type (e.g. --worker-machine-type ct5lp-hightpu-4t)")
+            raise SpecError(
+                field="tpu_topology", value=Word(tpu_topology), problem="needs a TPU VM machine type (e.g. {worker_machine_type=ct5lp-hightpu-4t})"
+            )
         pools = [
             dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p
             for p in pools
@@ -863,7 +865,7 @@ def build_spec(
     }  # fmt: skip
     for role, (args, env) in own.items():
         if (args is not None or env) and role not in [p.role for p in pools]:
-            raise SpecError(f"{role}_args/{role}_env is set but the job has no {role} pool")
+            raise SpecError(field=f"{role}_args" if args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool")
     pools = [
         dataclasses.replace(p, args=own[p.role][0] if own[p.role][0] is not None else p.args, env={**p.env, **(own[p.role][1] or {})})
         for p in pools
@@ -885,8 +887,8 @@ _DURATION_RE = LazyPattern(r"([0-9]+(?:\.[0-9]+)?)\s*([dhms]?)", re.IGNORECASE)
 _DURATION_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "": 1.0}
 
 
-def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
-    """``"7200"``, ``"7200s"`` (Google's Duration), ``"2h"``, ``"1h30m"`` → seconds."""
+def parse_duration(text: str | float | int, field: str = "timeout") -> float:
+    """``"7200"``, ``"7200s"`` (Google's Duration), ``"2h"``, ``"1h30m"`` → seconds, for knob ``field``."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         try:
             value = float(text)
@@ -898,16 +900,16 @@ def parse_duration(text: str | float | int, flag: str = "--timeout") -> float:
         while pos < len(s):
             m = _DURATION_RE.match(s, pos)
             if not m or m.end() == pos:
-                raise SpecError(f"{flag} {text!r} is not a duration; write seconds (3600) or 1h30m, 45m, 90s")
+                raise SpecError(field=field, value=text, problem="is not a duration", fix="write seconds (3600) or 1h30m, 45m, 90s")
             value += float(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
             pos = m.end()
         if not s:
-            raise SpecError(f"{flag} is empty; write seconds (3600) or 1h30m, 45m, 90s")
+            raise SpecError(field=field, problem="is empty", fix="write seconds (3600) or 1h30m, 45m, 90s")
     if not value > 0:  # NaN too
-        raise SpecError(f"{flag} {text!r} must be longer than 0 seconds")
+        raise SpecError(field=field, value=text, problem="must be longer than 0 seconds")
     from .limits import check_seconds
 
-    return check_seconds(value, flag, given=repr(text) if isinstance(text, str) else None)
+    return check_seconds(value, field, given=text)
 
 
 def module_exists(base: Path, module: str) -> bool:

@@ -44,7 +44,7 @@ def parse_algorithm(text: str) -> str:
         return ALGORITHM_NAMES[key.lower()]
     if key.upper() in ALGORITHM_NAMES.values():
         return key.upper()
-    raise SpecError(f"--algorithm {text!r} is not known; choose grid, random or bayesian (tpe locally)")
+    raise SpecError(field="algorithm", value=text, problem="is not known", fix="choose grid, random or bayesian (tpe locally)")
 
 
 def apply_overrides(

@@ -8,10 +8,12 @@ backend's in local_helpers.py).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -41,3 +43,16 @@ def need_in_ci(condition: bool, reason: str) -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run the container tests: {reason}")
     pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def cli_words() -> Iterator[None]:
+    """A :class:`~tfjob.errors.SpecError` raised inside, in the words the CLI prints (flags):
+    for matching a message as ``tfjob`` says it, without going through the CLI."""
+    from tfjob.backends import flag_words
+    from tfjob.errors import SpecError
+
+    try:
+        yield
+    except SpecError as e:
+        raise type(e)(e.worded("cli", flag_words)) from e

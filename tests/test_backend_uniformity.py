@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from helpers import BIN
 
+from tfjob.backends import flag_words
+
 TFJOB = str(BIN / "tfjob")
 
 
@@ -77,7 +79,7 @@ def test_a_job_gets_its_backends_own_typed_options(backend: str, cls: str, own: 
     assert not hasattr(job.options, other)
     with pytest.raises(SpecError, match=rf"^{other} is for the .* not {backend}; leave it out, or choose backend='[a-z-]+'$") as caught:
         Job.from_keywords(module="trainer.task", image="img:1", backend=backend, **{other: "x"})
-    assert caught.value.cli_message.startswith(f"--{other.replace('_', '-')} is for the ")  # what the CLI prints
+    assert caught.value.worded("cli", flag_words).startswith(f"--{other.replace('_', '-')} is for the ")  # what the CLI prints
 
 
 def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes() -> None:
@@ -109,7 +111,7 @@ def test_a_job_speaks_in_keywords_and_the_cli_in_flags(trainer: Path, given: dic
     with pytest.raises(SpecError, match="^" + re.escape(api)) as caught:
         Job.from_keywords(package=str(trainer / "trainer"), module="trainer.task", **given)
     assert str(caught.value).startswith(api) and "--" not in str(caught.value)
-    assert caught.value.cli_message.startswith(cli)
+    assert caught.value.worded("cli", flag_words).startswith(cli)
     flags = [arg for key, value in given.items() for arg in ("--" + key.replace("_", "-"), str(value))]
     done = _run("render", str(trainer / "trainer"), "-m", "trainer.task", *flags)
     assert done.returncode == 2 and done.stderr.startswith(f"error: {cli}") and done.stderr.count("\n") == 1, done.stderr

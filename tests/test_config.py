@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tfjob import Job
+from tfjob.backends import flag_words
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.config import JobConfig, load_job_config, parse_job_config, read_config_file
 from tfjob.errors import ConfigFileError, SpecError
@@ -213,7 +214,7 @@ BAD_CONFIGS = [
     ("workerPoolSpecs:\n  - {replicaCount: 1, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].machineSpec has no machineType"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}}\n", r"workerPoolSpecs\[0\] has neither containerSpec nor pythonPackageSpec"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i, command: [tfjob-bootstrap, --modul, t.task]}}\n", r"containerSpec.command \['tfjob-bootstrap', '--modul', 't.task'\] is not supported: .*\[tfjob-bootstrap, --module, MODULE, --\]"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].diskSpec.bootDiskSizeGb: --boot-disk-size 10 must be a whole number of GB from 100 to 64000"),
+    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].diskSpec.bootDiskSizeGb 10 must be a whole number of GB from 100 to 64000"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T9}, containerSpec: {imageUri: i}}\n", r"acceleratorType: accelerator 'NVIDIA_TESLA_T9' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, pythonPackageSpec: {pythonModule: a.b}}\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 2, pythonPackageSpec: {pythonModule: a.c}}\n", r"workerPoolSpecs\[1\].pythonPackageSpec.pythonModule 'a.c' differs from workerPoolSpecs\[0\].pythonPackageSpec.pythonModule 'a.b'"),
     ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\n  - {}\n  - {}\n  - {}\n  - {}\n", r"workerPoolSpecs has 5 pools; tfjob takes at most 4"),
@@ -240,7 +241,7 @@ def test_bad_config_names_the_file_the_key_and_the_fix(tmp_path: Path, text: str
 def test_bad_json_and_missing_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigFileError, match=r"config.json: not valid JSON"):
         load_job_config(write(tmp_path, '{"trainingInput": ', "config.json"))
-    with pytest.raises(ConfigFileError, match=r"--config '.*nowhere.yaml': no such file"):
+    with pytest.raises(ConfigFileError, match=r"^config='.*nowhere.yaml': no such file$"):
         load_job_config(tmp_path / "nowhere.yaml")
 
 
@@ -256,9 +257,9 @@ def test_config_errors_are_spec_errors_and_usage_errors() -> None:
 def test_cross_field_rules_are_checked_after_flags_are_merged(tmp_path: Path) -> None:
     # A file may leave out what a flag supplies: CUSTOM without masterType, completed on the command line.
     path = write(tmp_path, "trainingInput:\n  scaleTier: CUSTOM\n  workerType: n1-highcpu-8\n  workerCount: 2\n  pythonModule: trainer.task\n")
-    with pytest.raises(SpecError, match=r"^scale_tier CUSTOM needs chief_machine_type") as caught:
+    with pytest.raises(SpecError, match=r"^scale_tier='CUSTOM' needs chief_machine_type$") as caught:
         Job(config=str(path))
-    assert caught.value.cli_message.startswith("--scale-tier CUSTOM needs --chief-machine-type")
+    assert caught.value.worded("cli", flag_words) == "--scale-tier CUSTOM needs --chief-machine-type"  # what the CLI prints
     assert Job.from_keywords(config=str(path), chief_machine_type="n1-highcpu-16").spec.pool("chief").machine.type == "n1-highcpu-16"
 
 

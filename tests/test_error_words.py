@@ -103,3 +103,96 @@ def test_an_error_survives_pickling_with_its_parts() -> None:
 def test_it_is_still_a_value_error(cls: type[SpecError]) -> None:
     with pytest.raises(ValueError, match=r"^workers=0 must be ≥ 1$"):
         raise cls(field="workers", value=0, problem="must be ≥ 1")
+
+
+# -- the same mistake through the CLI and through Job(...) ---------------------------------------
+
+IMAGE = "gcr.io/p/t:1"
+
+
+def _cli_line(argv: list[str]) -> str:
+    """The one error line ``tfjob`` prints (exit 2), without its ``error: ``."""
+    from click.testing import CliRunner
+
+    from tfjob.cli.main import app
+
+    result = CliRunner().invoke(app, argv)
+    lines = result.stderr.splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0][len("error: ") :]
+
+
+def _api_message(make: object) -> str:
+    from tfjob.errors import SpecError
+
+    with pytest.raises(SpecError, match=r"\S") as caught:
+        make()  # type: ignore[operator]
+    return str(caught.value)
+
+
+def _cases() -> list[tuple[str, list[str], object, str, str]]:
+    """(what, CLI argv, the same through the API, the CLI's words, the API's words)."""
+    from tfjob import Job, Kubernetes, Vertex
+
+    return [
+        (
+            "a count",
+            ["render", "--image", IMAGE, "--backend", "vertex", "--workers", "0"],
+            lambda: Job(image=IMAGE, workers=0, backend="vertex"),
+            "--workers 0 must be ≥ 1; leave --workers out for a job without that role",
+            "workers=0 must be ≥ 1; leave workers out for a job without that role",
+        ),
+        (
+            "a machine type",
+            ["render", "--image", IMAGE, "--backend", "vertex", "--workers", "2", "--worker-machine-type", "bogus"],
+            lambda: Job.from_keywords(image=IMAGE, workers=2, worker_machine_type="bogus", backend="vertex"),
+            "--worker-machine-type 'bogus' is not known; use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)",
+            "worker_machine_type='bogus' is not known; use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)",
+        ),
+        (
+            "a Vertex setting",
+            ["render", "--image", IMAGE, "--backend", "vertex", "--kms-key", "my-key"],
+            lambda: Job(image=IMAGE, backend=Vertex(kms_key="my-key")),
+            "--kms-key 'my-key' must be a Cloud KMS key's full name; write projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
+            "kms_key='my-key' must be a Cloud KMS key's full name; write projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
+        ),
+        (
+            "a Kubernetes setting",
+            ["render", "--image", IMAGE, "--backend", "kubeflow", "--namespace", "ML_Team"],
+            lambda: Job(image=IMAGE, backend=Kubernetes(namespace="ML_Team")).render(),
+            "--namespace 'ML_Team' is not a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, not ending "
+            "with '-'), as Kubernetes requires for a TFJob; use --namespace ml-team",
+            "namespace='ML_Team' is not a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, not ending "
+            "with '-'), as Kubernetes requires for a TFJob; use namespace='ml-team'",
+        ),
+        (
+            "a setting its backend does not take",
+            ["render", "--image", IMAGE, "--backend", "kubeflow", "--spot"],
+            lambda: Job.from_keywords(image=IMAGE, backend="kubeflow", spot=True),
+            "--spot is for the vertex backend, not kubeflow; leave it out, or choose --backend vertex",
+            "spot is for the vertex backend, not kubeflow; leave it out, or choose backend='vertex'",
+        ),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("index", range(5), ids=["count", "machine", "vertex", "kubernetes", "misplaced"])
+def test_the_cli_says_flags_and_a_job_says_keywords(index: int) -> None:
+    _, argv, make, cli, api = _cases()[index]
+    assert _cli_line(argv) == cli
+    assert _api_message(make) == api
+    assert "--" not in api.split(";")[0]  # the field and the problem name no flag
+
+
+def test_a_config_file_error_names_the_file_and_key_on_both_faces(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tfjob import Job
+
+    config = tmp_path / "job.yaml"
+    config.write_text("trainingInput:\n  scaleTier: GOLD\n  masterConfig: {imageUri: gcr.io/p/t:1}\n")
+    words = f"{config}: trainingInput.scaleTier 'GOLD' is not a scale tier; choose one of BASIC, STANDARD_1, PREMIUM_1, BASIC_GPU, BASIC_TPU, CUSTOM"
+    assert _cli_line(["render", "--config", str(config), "--backend", "vertex"]) == words
+    assert _api_message(lambda: Job(config=str(config), backend="vertex")) == words
+    # A knob's check, made on a file's key, names the key, not the knob's flag or keyword.
+    config.write_text("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n")
+    words = f"{config}: workerPoolSpecs[0].diskSpec.bootDiskSizeGb 10 must be a whole number of GB from 100 to 64000"
+    assert _cli_line(["render", "--config", str(config), "--backend", "vertex"]) == words
+    assert _api_message(lambda: Job(config=str(config), backend="vertex")) == words

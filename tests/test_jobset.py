@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import CRDS
+from helpers import CRDS, cli_words
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
@@ -164,13 +164,13 @@ def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str
     ],
 )
 def test_tfjob_only_run_policies_are_refused(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(SpecError, match=message):
+    with pytest.raises(SpecError, match=message), cli_words():
         render_jobset(build_spec(name="j", module="trainer.task", image=IMAGE, workers=1), TFJobOptions(**options))
 
 
 def test_a_name_too_long_for_the_pod_hostnames_is_refused_with_a_fix() -> None:
     spec = build_spec(name="a" * 52, module="trainer.task", image=IMAGE, workers=12)
-    with pytest.raises(SpecError, match=r"too long for its pods' hostnames .* use --display-name a{51}$"):
+    with pytest.raises(SpecError, match=r"too long for its pods' hostnames .* use --display-name a{51}$"), cli_words():
         render_jobset(spec, TFJobOptions())
 
 

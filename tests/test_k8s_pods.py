@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import cli_words
 from click.testing import CliRunner
 
 from tfjob.backends.kubeflow.options import TFJobOptions
@@ -41,7 +42,7 @@ def test_explicit_resources_replace_the_machine_types_amounts_by_role() -> None:
 
 def test_a_machine_type_without_known_amounts_runs_with_explicit_ones() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, chief_machine_type="c4-standard-6")
-    with pytest.raises(TfjobError, match="or give --cpu and --memory"):
+    with pytest.raises(TfjobError, match="or give --cpu and --memory"), cli_words():
         render_tfjob(spec, TFJobOptions())
     manifest = render_tfjob(spec, TFJobOptions(cpu="8", memory="30Gi"))
     assert _container(manifest, "Chief")["resources"]["limits"] == {"cpu": "8", "memory": "30Gi"}
@@ -105,7 +106,7 @@ def test_a_bad_pod_template_is_one_error_naming_the_key(tmp_path: Path, template
     ],
 )
 def test_bad_kubernetes_options_are_one_error(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(TfjobError, match=message):
+    with pytest.raises(TfjobError, match=message), cli_words():
         _job(**options)
 
 

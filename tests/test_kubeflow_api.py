@@ -85,7 +85,7 @@ def test_submit_to_another_namespace_and_a_named_context(fake: FakeKube, tmp_pat
 
 
 def test_a_manifest_the_operator_would_refuse_is_never_sent(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
-    with pytest.raises(SpecError, match=r"job name 'Census_PS' is not a DNS-1035 label"):
+    with pytest.raises(SpecError, match=r"^name='Census_PS' is not a DNS-1035 label"):
         backend.submit(_spec("Census_PS"), TFJobOptions(kubeconfig=kubeconfig))
     two_chiefs = render_tfjob(_spec())
     two_chiefs["spec"]["tfReplicaSpecs"]["Master"] = copy.deepcopy(two_chiefs["spec"]["tfReplicaSpecs"]["Chief"])
@@ -323,7 +323,7 @@ def test_no_kubeconfig_a_missing_file_and_an_unknown_context_are_usage_errors(
 ) -> None:
     with pytest.raises(UsageError, match=r"^no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"):
         backend.submit(_spec(), TFJobOptions())
-    with pytest.raises(UsageError, match=r"^--kubeconfig '.*/absent' does not exist; give the path of a kubeconfig file$"):
+    with pytest.raises(UsageError, match=r"^kubeconfig='.*/absent' does not exist; give the path of a kubeconfig file$"):
         backend.submit(_spec(), TFJobOptions(kubeconfig=str(tmp_path / "absent")))
     with pytest.raises(UsageError, match=r"^--context 'prod' is not in .*kubeconfig; its contexts are fake$"):
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig, context="prod"))
@@ -399,13 +399,13 @@ def test_a_kubeconfig_that_is_no_file_or_too_large_is_one_line(tmp_path: Path) -
     from tfjob.backends.kubeflow.client import MAX_KUBECONFIG_BYTES
     from tfjob.errors import ConfigFileError
 
-    with pytest.raises(UsageError, match=r"^--kubeconfig '/dev/null' is not a regular file"):
+    with pytest.raises(UsageError, match=r"^kubeconfig='/dev/null' is not a regular file; give the path of a kubeconfig file$"):
         KubeClient("/dev/null")
     with pytest.raises(UsageError, match=r"does not exist"):
         KubeClient(str(tmp_path / "none"))
     big = tmp_path / "big"
     big.write_text("# padding\n" * (MAX_KUBECONFIG_BYTES // 10 + 1))
-    with pytest.raises(ConfigFileError, match=r"^kubeconfig '.*big' is larger than 16384 KiB"):
+    with pytest.raises(ConfigFileError, match=r"^kubeconfig='.*big' is larger than 16384 KiB"):
         KubeClient(str(big))
 
 

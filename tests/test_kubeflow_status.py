@@ -142,7 +142,7 @@ def test_the_kubeconfig_is_the_flag_then_kubeconfig_then_home(tmp_path: Path) ->
     assert find_kubeconfig(str(a), {**env, "KUBECONFIG": str(b)}) == str(a)
     assert find_kubeconfig(None, {"HOME": str(tmp_path / "nobody")}) is None
     assert find_kubeconfig(None, {"HOME": str(tmp_path), "KUBECONFIG": str(tmp_path / "missing")}) is None
-    with pytest.raises(UsageError, match=r"^--kubeconfig '.*/missing' does not exist; give the path of a kubeconfig file$"):
+    with pytest.raises(UsageError, match=r"^kubeconfig='.*/missing' does not exist; give the path of a kubeconfig file$"):
         find_kubeconfig(str(tmp_path / "missing"), env)
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import cli_words
 
 from tfjob.backends.local.options import LocalOptions
 from tfjob.backends.local.backend import BACKEND
@@ -133,15 +134,15 @@ def test_job_info_per_dialect() -> None:
 
 def test_dialect_and_strategy_are_checked() -> None:
     assert check_dialect("ai-platform") == "ai-platform"
-    with pytest.raises(SpecError, match="--dialect 'vertx' is not known.*vertex"):
+    with pytest.raises(SpecError, match="--dialect 'vertx' is not known.*vertex"), cli_words():
         check_dialect("vertx")
     assert job_strategy(_spec(), None) == "module"  # the default: every task runs the module
     assert job_strategy(_spec(), "auto") == "parameter-server"
     assert job_strategy(_spec(ps=None), "auto") == "module"
     assert job_strategy(_spec(), "multi-worker") == "module"
-    with pytest.raises(UsageError, match="--strategy 'ps' is not known"):
+    with pytest.raises(UsageError, match="--strategy 'ps' is not known"), cli_words():
         job_strategy(_spec(), "ps")
-    with pytest.raises(UsageError, match="parameter-server .* needs --workers ≥ 1 and --ps ≥ 1"):
+    with pytest.raises(UsageError, match="parameter-server .* needs --workers ≥ 1 and --ps ≥ 1"), cli_words():
         job_strategy(_spec(ps=None), "parameter-server")
 
 

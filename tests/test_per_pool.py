@@ -121,12 +121,12 @@ def test_a_tuning_trial_appends_its_parameters_to_every_pools_args() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        (dict(module="trainer.task", image=IMAGE, command=("python",)), "--command replaces a container image's entrypoint"),
-        (dict(module="trainer.task", command=("python",)), "--command replaces a container image's entrypoint"),
+        (dict(module="trainer.task", image=IMAGE, command=("python",)), "^command replaces a container image's entrypoint"),
+        (dict(module="trainer.task", command=("python",)), "^command replaces a container image's entrypoint"),
         (dict(image=IMAGE, command=("",)), "must be a list of non-empty strings"),
-        (dict(module="trainer.task", ps_args=("--x",)), "ps_args/ps_env is set but the job has no ps pool"),
-        (dict(module="trainer.task", workers=1, worker_env={"TF_CONFIG": "{}"}), "worker_env TF_CONFIG is set by the platform"),
-        (dict(module="trainer.task", workers=1, worker_args="--x"), "worker_args '--x' must be a list of arguments"),
+        (dict(module="trainer.task", ps_args=("--x",)), "^ps_args is set but the job has no ps pool$"),
+        (dict(module="trainer.task", workers=1, worker_env={"TF_CONFIG": "{}"}), "^worker_env='TF_CONFIG' is set by the platform"),
+        (dict(module="trainer.task", workers=1, worker_args="--x"), "^worker_args='--x' must be a list of arguments$"),
     ],
 )
 def test_mistakes_are_one_error(kwargs: dict[str, Any], message: str) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from helpers import cli_words
 
 from tfjob.backends import get_backend
 from tfjob.backends.base import GoogleCloudOptions
@@ -182,7 +183,7 @@ def test_durations_are_google_duration_strings(seconds: float, text: str) -> Non
     ],
 )
 def test_what_the_legacy_api_cannot_express_is_refused(kwargs: dict[str, Any], flag: str) -> None:
-    with pytest.raises(SpecError, match=f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex"):
+    with pytest.raises(SpecError, match=f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex"), cli_words():
         render_job(spec(**kwargs), GoogleCloudOptions())
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from helpers import CRDS, ROOT
+from helpers import CRDS, ROOT, cli_words
 from tfjob.backends import get_backend
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cli.main import app
@@ -233,14 +233,14 @@ def test_restart_policy_defaults_to_exit_code_and_accepts_any_case() -> None:
     assert {r["restartPolicy"] for r in default["spec"]["tfReplicaSpecs"].values()} == {"ExitCode"}
     always = render_tfjob(spec, TFJobOptions(restart_policy="always"))
     assert {r["restartPolicy"] for r in always["spec"]["tfReplicaSpecs"].values()} == {"Always"}
-    with pytest.raises(UsageError, match=r"--restart-policy 'Nevr' is not a restart policy \(did you mean 'Never'\?\); choose one of Never, OnFailure, ExitCode, Always"):
+    with pytest.raises(UsageError, match=r"--restart-policy 'Nevr' is not a restart policy \(did you mean 'Never'\?\); choose one of Never, OnFailure, ExitCode, Always"), cli_words():
         render_tfjob(spec, TFJobOptions(restart_policy="Nevr"))
 
 
 # -- what cannot be a TFJob -----------------------------------------------------------
 def test_without_an_image_the_error_says_to_pass_one() -> None:
     spec = build_spec(name="j", module="trainer.task", package="trainer/", workers=1)
-    with pytest.raises(SpecError, match=r"--backend kubeflow runs container images, and the chief and worker pools have none: pass --image"):
+    with pytest.raises(SpecError, match=r"--backend kubeflow runs container images, and the chief and worker pools have none: pass --image"), cli_words():
         render_tfjob(spec)
 
 
@@ -253,7 +253,7 @@ def test_the_manifest_alone_does_not_ship_a_package() -> None:
 
 def test_tpus_are_a_usage_error() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, scale_tier="BASIC_TPU")
-    with pytest.raises(SpecError, match=r"the worker pool asks for TPU_V2 on cloud-tpu: Cloud TPUs cannot run in a Kubeflow TFJob; use --backend vertex"):
+    with pytest.raises(SpecError, match=r"the worker pool asks for TPU_V2 on cloud-tpu: Cloud TPUs cannot run in a Kubeflow TFJob; use --backend vertex"), cli_words():
         render_tfjob(spec)
 
 
@@ -269,7 +269,7 @@ def test_tpus_are_a_usage_error() -> None:
 )
 def test_a_name_kubernetes_refuses_gets_a_suggestion_that_works(name: str, suggestion: str) -> None:
     spec = build_spec(name=name, module="m", image=IMAGE)
-    with pytest.raises(SpecError, match=rf"job name '{name[:20]}.*use --display-name {suggestion}$"):
+    with pytest.raises(SpecError, match=rf"--display-name '{name[:20]}.*use --display-name {suggestion}$"), cli_words():
         render_tfjob(spec)
     assert suggest_k8s_name(name, 55) == suggestion
     render_tfjob(build_spec(name=suggestion, module="m", image=IMAGE))
@@ -279,13 +279,13 @@ def test_a_name_too_long_for_the_task_services_is_refused() -> None:
     # The operator names a service per task, {job}-{type}-{index}: it must fit 63 characters too.
     name = "n" * 54
     render_tfjob(build_spec(name=name, module="m", image=IMAGE, workers=2))
-    with pytest.raises(SpecError, match=r"too long for its task services \(n{54}-evaluator-0 has 66 characters.*use --display-name n{51}$"):
+    with pytest.raises(SpecError, match=r"too long for its task services \(n{54}-evaluator-0 has 66 characters.*use --display-name n{51}$"), cli_words():
         render_tfjob(build_spec(name=name, module="m", image=IMAGE, evaluators=1))
 
 
 def test_a_google_service_account_is_refused_with_the_fix() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE, service_account="sa@proj.iam.gserviceaccount.com")
-    with pytest.raises(SpecError, match=r"--service-account 'sa@proj.iam.gserviceaccount.com' is not a Kubernetes service account name"):
+    with pytest.raises(SpecError, match=r"--service-account 'sa@proj.iam.gserviceaccount.com' is not a Kubernetes service account name"), cli_words():
         render_tfjob(spec)
 
 
@@ -297,9 +297,9 @@ def test_labels_must_end_alphanumeric_on_kubernetes() -> None:
 
 def test_a_bad_namespace_or_strategy_is_a_usage_error() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE)
-    with pytest.raises(SpecError, match=r"--namespace 'ML_Team' is not a DNS-1035 label.*; use --namespace ml-team$"):
+    with pytest.raises(SpecError, match=r"--namespace 'ML_Team' is not a DNS-1035 label.*; use --namespace ml-team$"), cli_words():
         render_tfjob(spec, TFJobOptions(namespace="ML_Team"))
-    with pytest.raises(UsageError, match=r"--strategy 'mirrored' is not known.*; choose one of module, parameter-server, auto, multi-worker$"):
+    with pytest.raises(UsageError, match=r"--strategy 'mirrored' is not known.*; choose one of module, parameter-server, auto, multi-worker$"), cli_words():
         render_tfjob(spec, TFJobOptions(strategy="mirrored"))
 
 
@@ -415,6 +415,6 @@ def test_cli_render_as_a_real_process(tfjob_exe: str, tmp_path: Path) -> None:
     )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert bad.stderr.strip() == (
-        "error: job name 'Bad_Name' is not a DNS-1035 label (lower-case letters, digits and '-', starting with a "
+        "error: --display-name 'Bad_Name' is not a DNS-1035 label (lower-case letters, digits and '-', starting with a "
         "letter, not ending with '-'), as Kubernetes requires for a TFJob; use --display-name bad-name"
     )

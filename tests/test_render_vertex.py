@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from helpers import cli_words
 
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import SpecError
@@ -276,7 +277,7 @@ def test_duration_matches_protobuf(seconds: float) -> None:
 def test_what_vertex_would_refuse(settings: dict[str, Any], match: str) -> None:
     mine = {k: settings.pop(k) for k in list(settings) if k in {f.name for f in dataclasses.fields(VertexOptions)}}
     spec = build_spec(name="bad", module="trainer.task", **settings)
-    with pytest.raises(SpecError, match=match):
+    with pytest.raises(SpecError, match=match), cli_words():
         render_custom_job(spec, VertexOptions(**mine), package_uris=[PKG])
 
 

@@ -200,7 +200,7 @@ def test_vertex_errors(doc: object, pattern: str) -> None:
 
 
 def test_file_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigFileError, match=r"--hparams '.*nope\.yaml': no such file"):
+    with pytest.raises(ConfigFileError, match=r"^hparams='.*nope\.yaml': no such file$"):
         load_hparams(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("studySpec: [unclosed\n")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from helpers import cli_words
 
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
@@ -82,11 +83,11 @@ def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> Non
         (dict(spot=True, flex_start=True), r"--spot and --flex-start are two scheduling strategies; choose one"),
         (dict(max_wait=600.0), r"--max-wait is how long a Flex-start job waits .* add --flex-start"),
         (dict(flex_start=True, max_wait=float("inf")), r"--max-wait inf must be a positive duration"),
-        (dict(scheduling_strategy="SPOTT"), r"scheduling strategy 'SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)"),
+        (dict(scheduling_strategy="SPOTT"), r"scheduling_strategy='SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)"),
         (dict(boot_disk_size=50), r"--boot-disk-size 50 must be a whole number of GB from 100 to 64000"),
         (dict(boot_disk_size=True), r"--boot-disk-size True must be a whole number"),
         (dict(boot_disk_type="pd-ssdd"), r"--boot-disk-type 'pd-ssdd' is not one of pd-ssd, pd-standard, hyperdisk-balanced \(did you mean 'pd-ssd'\?\)"),
-        (dict(ps_boot_disk_size=200), r"ps_boot_disk_\* is set but the job has no ps pool"),
+        (dict(ps_boot_disk_size=200), r"^ps_boot_disk_\* is set but the job has no ps pool$"),
         (dict(reservation="h100-pool"), r"--reservation 'h100-pool' must be any, none, or a reservation's full name"),
         (dict(reservation="any", spot=True), r"--reservation cannot be combined with --spot"),
         (dict(persistent_resource_id="Team_Pool"), r"--persistent-resource 'Team_Pool' must be a persistent resource's id"),
@@ -100,14 +101,14 @@ def test_what_vertex_would_refuse_is_one_error(kwargs: dict[str, Any], message: 
     # The Vertex AI knobs are the Vertex options, checked there; the pools' disks are the job's.
     # The Vertex AI knobs are the Vertex options, checked there; a pool's disk is checked against the job's pools at render.
     mine = {k: v for k, v in kwargs.items() if k in {f.name for f in dataclasses.fields(VertexOptions)}}
-    with pytest.raises(SpecError, match=message):
+    with pytest.raises(SpecError, match=message), cli_words():  # as the CLI says them
         options = VertexOptions(**mine)
         render_custom_job(build_spec(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=1), options)
 
 
 def test_a_key_or_attachment_in_another_region_is_refused_before_submitting() -> None:
     spec = build_spec(name="j", module="trainer.task", image="i")
-    with pytest.raises(SpecError, match=r"--kms-key is in us-central1, but the job runs in europe-west4"):
+    with pytest.raises(SpecError, match=r"--kms-key is in us-central1, but the job runs in europe-west4"), cli_words():
         render_custom_job(spec, VertexOptions(region="europe-west4", kms_key=KEY))
 
 

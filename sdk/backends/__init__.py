@@ -113,6 +113,8 @@ def flag_words(name: str, value: Any = NOTHING) -> str:
     """Knob ``name`` given ``value`` in the command line's words, as declared (``--ttl 5``,
     ``--no-chief``): how the CLI words an error (``error.worded("cli", flag_words)``)."""
     k = find_knob(name)
+    if k is not None and not k.cli:  # a keyword and config key only (worker_boot_disk_size): no flag to name
+        return errors.keyword_words(name, value)
     return k.words(value) if k is not None else errors.flag_words(name, value)
 
 

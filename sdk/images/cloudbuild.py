@@ -70,7 +70,7 @@ def remote_base(ref: str, credentials: Any = None) -> tuple[str, str]:
     last = name.rsplit("/", 1)[-1]
     repo_part, tag = (name.rsplit(":", 1) if ":" in last else (name, "latest"))
     try:
-        repo = parse_repository(repo_part, "--base")
+        repo = parse_repository(repo_part, "base_image")
     except Exception:
         raise UsageError(
             f"--cloud-build pulls the base image from a registry: give --base REGISTRY/PATH:TAG (not {ref!r}), "

@@ -62,7 +62,7 @@ class Repository:
         return is_google_registry(self.host)
 
 
-def parse_repository(repo: str, flag: str = "--image-repo") -> Repository:
+def parse_repository(repo: str, field: str = "image_repo") -> Repository:
     """``REGISTRY/PATH`` (no tag, no digest) as a :class:`Repository`.
 
     Raises:
@@ -70,15 +70,17 @@ def parse_repository(repo: str, flag: str = "--image-repo") -> Repository:
     """
     from ..spec import check_image
 
-    check_image(repo, flag)
+    check_image(repo, field)
     last = repo.rsplit("/", 1)[-1]
     if "@" in repo or ":" in last:
-        raise SpecError(f"{flag} {repo!r} names a tag or digest; give the repository alone (REGISTRY/PATH), tfjob tags the image by its content")
+        raise SpecError(
+            field=field, value=repo, problem="names a tag or digest", fix="give the repository alone (REGISTRY/PATH), tfjob tags the image by its content"
+        )
     first, _, rest = repo.partition("/")
     if not rest or not ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
         raise SpecError(
-            f"{flag} {repo!r} names no registry; give REGISTRY/PATH, e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer "
-            "or 127.0.0.1:5000/trainer"
+            field=field, value=repo, problem="names no registry",
+            fix="give REGISTRY/PATH, e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer or 127.0.0.1:5000/trainer",
         )
     return Repository(first, rest)
 

@@ -310,12 +310,12 @@ def gather_packages(
         UsageError: a package path that does not exist.
         SpecError: two packages share a file name (they land in one directory).
     """
-    from ..errors import SpecError, UsageError
+    from ..errors import SpecError, Word, subject_of
 
     files: list[Path] = []
     uris: list[str] = []
     for i, item in enumerate(p for p in (package, *packages) if p):
-        flag = "PACKAGE_PATH" if i == 0 and package else "--packages"
+        flag = "PACKAGE_PATH" if i == 0 and package else "packages"
         if item.startswith("gs://"):
             uris.append(item)
             continue
@@ -329,8 +329,8 @@ def gather_packages(
             path = built.path
         elif not path.is_file():
             problem = "is neither a directory nor a regular file" if path.exists() else "no such file or directory"
-            raise UsageError(f"{flag} {item}: {problem}; give a trainer directory, a built package or a gs:// URI")
+            raise SpecError(**subject_of(flag), value=Word(item), problem=f": {problem}", fix="give a trainer directory, a built package or a gs:// URI")
         if any(f.name == path.name for f in files):
-            raise SpecError(f"{flag} {item}: two packages are named {path.name}; rename one")
+            raise SpecError(**subject_of(flag), value=Word(item), problem=f": two packages are named {path.name}", fix="rename one")
         files.append(path.resolve())
     return files, uris

@@ -232,7 +232,7 @@ def _read(handle: Any, uri: str) -> str:
         from ..limits import read_bounded_text
 
         try:
-            return read_bounded_text(uri, "metrics", _MAX_METRICS_BYTES, "a metrics JSON file", errors="replace")
+            return read_bounded_text(uri, "the metrics file", _MAX_METRICS_BYTES, "a metrics JSON file", errors="replace")
         except TfjobError:
             return ""
     from ..outputs import split_gs

@@ -282,7 +282,7 @@ def load_hparams(path: str | Path, knobs: Sequence[Knob] = ()) -> HparamsConfig:
     """Read an ``--hparams`` file: its study and, if it has one, its cluster."""
     path = Path(path)
     # The bounded reader says what is wrong with the path: missing, a FIFO or device, too large.
-    return parse_hparams_config(read_config_file(path, "--hparams"), str(path), knobs)
+    return parse_hparams_config(read_config_file(path, "hparams"), str(path), knobs)
 
 
 #: Parse an ``--hparams`` document already read from YAML/JSON (the name the API uses).

@@ -16,7 +16,7 @@ from pathlib import PurePath
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...errors import SpecError
+from ...errors import SpecError, Word
 from ...model import options_as
 from ..base import GoogleCloudOptions
 from ...spec import BUILT_PACKAGE_SUFFIXES, ROLES, JobSpec, ScaleTier, check_cloud_labels
@@ -86,15 +86,18 @@ def _bootstrap_command(spec: JobSpec, options: GoogleCloudOptions) -> list[str]:
 def _check_expressible(spec: JobSpec) -> None:
     """Refuse what the legacy API has no field for, rather than dropping it silently."""
     vertex_only = {
-        "--env": bool(spec.env),
+        "{env}": bool(spec.env),
         "per-pool args or env (<role>_args, <role>_env)": spec.per_pool,
-        "--command": bool(spec.command),
+        "{command}": bool(spec.command),
     }
-    for flag, used in vertex_only.items():
+    for knob, used in vertex_only.items():
         if used:
-            raise SpecError(f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex")
+            raise SpecError(problem=f"{knob} has no equivalent in legacy AI Platform Training", fix="leave it out, or render with {backend=vertex}")
     if not spec.has_chief:
-        raise SpecError("AI Platform Training always runs a master, so a job without a chief (--no-chief) cannot run there; drop --no-chief, or use --backend kubeflow")
+        raise SpecError(
+            problem="AI Platform Training always runs a master, so a job without a chief ({chief=False}) cannot run there",
+            fix="drop {chief=False}, or use {backend=kubeflow}",
+        )
 
 
 def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, Any]:
@@ -142,8 +145,8 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             body[f"{prefix}Config"] = config
     if spec.script is not None and not spec.image:
         raise SpecError(
-            f"--script {spec.script}: an AI Platform package job runs a Python module of the package; "
-            "give --module-name, or run the script in an --image"
+            field="script", value=Word(spec.script), problem=": an AI Platform package job runs a Python module of the package",
+            fix="give {module}, or run the script in an {image}",
         )
     if spec.module is not None and not spec.image:
         if spec.package and "://" not in spec.package and Path(spec.package).expanduser().is_dir():

@@ -64,8 +64,9 @@ def build_shipment(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, Ship
     for path in paths:
         if not _CONFIGMAP_KEY_RE.fullmatch(path.name) or len(path.name) > 253:
             raise SpecError(
-                f"--packages {str(path)!r}: a ConfigMap key is letters, digits, '-', '_' and '.' (at most 253), "
-                f"so {path.name!r} cannot be shipped to the pods; rename the file"
+                field="packages", value=str(path),
+                problem=f": a ConfigMap key is letters, digits, '-', '_' and '.' (at most 253), so {path.name!r} cannot be shipped to the pods",
+                fix="rename the file",
             )
         if path.stat().st_size > MAX_SHIPPED_BYTES:  # refused without reading it
             raise_too_big([*files, (path.name, b"")], path.stat().st_size)
@@ -238,7 +239,7 @@ class KubeflowBackend(Lifecycle):
         client = self._connect(options.kubeconfig, options.context)
         try:
             namespace = options.namespace or client.namespace
-            check_k8s_name(namespace, field="namespace", flag="--namespace")
+            check_k8s_name(namespace, field="namespace")
             created = self._create(client, namespace, manifest)
             if configmap is not None:
                 self._ship(client, namespace, spec.name, configmap, created)

@@ -52,7 +52,7 @@ def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None
         path = Path(kubeconfig).expanduser()
         if not path.is_file():
             missing = "is not a regular file" if path.exists() else "does not exist"
-            raise UsageError(f"--kubeconfig {kubeconfig!r} {missing}; give the path of a kubeconfig file")
+            raise SpecError(field="kubeconfig", value=kubeconfig, problem=missing, fix="give the path of a kubeconfig file")
         return str(path.resolve())
     listed = env.get("KUBECONFIG")
     if listed:

@@ -24,7 +24,7 @@ import copy
 import re
 from typing import Any, Iterable, Mapping
 
-from ...errors import SpecError, UsageError
+from ...errors import SpecError, UsageError, Word
 from ...spec import ROLES
 
 #: Keys of a replica's pod template tfjob accepts at the top.
@@ -39,11 +39,11 @@ _PREFIXED_KEY_RE = re.compile(
 _LABEL_VALUE_RE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 
 
-def parse_role_values(values: Any, flag: str) -> dict[str, str]:
-    """``["4", "worker=8"]`` (or ``"4"``, or ``{"worker": "8"}``) → ``{"default": "4", "worker": "8"}``.
+def parse_role_values(values: Any, field: str) -> dict[str, str]:
+    """``["4", "worker=8"]`` (or ``"4"``, or ``{"worker": "8"}``) → ``{"default": "4", "worker": "8"}``, for knob ``field``.
 
     Raises:
-        UsageError: an unknown role, or a role given twice.
+        SpecError: an unknown role, or a role given twice.
     """
     if values is None:
         return {}
@@ -60,9 +60,12 @@ def parse_role_values(values: Any, flag: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for role, value in items:
         if role not in (*ROLES, "default"):
-            raise UsageError(f"{flag} {role}={value}: {role!r} is not a role; use VALUE for every role or ROLE=VALUE ({', '.join(ROLES)})")
+            raise SpecError(
+                field=field, value=Word(f"{role}={value}"), problem=f": {role!r} is not a role",
+                fix=f"use VALUE for every role or ROLE=VALUE ({', '.join(ROLES)})",
+            )
         if role in out:
-            raise UsageError(f"{flag} is given twice for {'every role' if role == 'default' else role}")
+            raise SpecError(field=field, problem=f"is given twice for {'every role' if role == 'default' else role}")
         out[role] = str(value)
     return out
 
@@ -77,23 +80,23 @@ def kubelet_literal(arg: Any) -> str:
     return str(arg).replace("$", "$$")
 
 
-def check_quantity(value: str, flag: str) -> str:
+def check_quantity(value: str, field: str) -> str:
     if isinstance(value, bool) or not _QUANTITY_RE.match(str(value)) or len(str(value)) > 32:
-        raise UsageError(f"{flag} {value!r} is not a Kubernetes quantity (e.g. 500m or 2 CPUs, 16Gi of memory)")
+        raise SpecError(field=field, value=value, problem="is not a Kubernetes quantity (e.g. 500m or 2 CPUs, 16Gi of memory)")
     return str(value)
 
 
 def role_resources(role: str, cpu: Mapping[str, str], memory: Mapping[str, str], gpu: Mapping[str, str]) -> dict[str, Any]:
     """The explicit amounts for ``role`` (empty: none given)."""
     out: dict[str, Any] = {}
-    for key, given, flag in (("cpu", cpu, "--cpu"), ("memory", memory, "--memory")):
+    for key, given in (("cpu", cpu), ("memory", memory)):
         value = given.get(role, given.get("default"))
         if value is not None:
-            out[key] = check_quantity(value, flag)
+            out[key] = check_quantity(value, key)
     count = gpu.get(role, gpu.get("default"))
     if count is not None:
         if not (str(count).isascii() and str(count).isdigit()) or len(str(count)) > 4:
-            raise UsageError(f"--gpu {count!r} must be a whole number of GPUs")
+            raise SpecError(field="gpu", value=count, problem="must be a whole number of GPUs")
         out["nvidia.com/gpu"] = int(count)
     return out
 
@@ -112,7 +115,7 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
     """
     from ...documents import read_config_file
 
-    data = read_config_file(path, "--pod-template")
+    data = read_config_file(path, "pod_template")
     if not isinstance(data, Mapping) or not data:
         raise UsageError(f"--pod-template {path!r} must be a pod template (metadata, spec) or a mapping of roles to pod templates")
     if set(data) <= set(TEMPLATE_KEYS):
@@ -281,10 +284,10 @@ def gke_accelerator_label(accelerator: str) -> str:
     return accelerator.lower().replace("_", "-")
 
 
-def known_roles(values: Iterable[Mapping[str, Any]], pools: Iterable[str], flag: str) -> None:
-    """Refuse a per-role value for a role the job does not have."""
+def known_roles(values: Iterable[Mapping[str, Any]], pools: Iterable[str], knobs: str) -> None:
+    """Refuse a per-role value for a role the job does not have (``knobs`` names the knobs that take one, as ``{cpu} or {gpu}``)."""
     present = set(pools)
     for given in values:
         for role in given:
             if role != "default" and role not in present:
-                raise SpecError(f"{flag} names {role}, but the job has no {role} pool")
+                raise SpecError(problem=f"{knobs} names {role}, but the job has no {role} pool")

@@ -23,7 +23,7 @@ import re
 from typing import Any, Mapping
 
 from ...cluster.dispatch import bootstrap_args, job_strategy
-from ...errors import SpecError, UsageError
+from ...errors import SpecError, Word
 from ...machines import did_you_mean, machine_info, tpu_chips
 from ...model import options_as
 from ...spec import JobSpec, Pool
@@ -90,14 +90,8 @@ def suggest_k8s_name(name: str, max_length: int = MAX_NAME_LENGTH) -> str:
     return stem[:max_length].rstrip("-")
 
 
-def check_k8s_name(
-    name: str,
-    field: str = "job name",
-    max_length: int = MAX_NAME_LENGTH,
-    suggest_length: int | None = None,
-    flag: str = "--display-name",
-) -> None:
-    """Raise SpecError unless ``name`` is a DNS-1035 label of at most ``max_length`` characters.
+def check_k8s_name(name: str, field: str = "name", max_length: int = MAX_NAME_LENGTH, suggest_length: int | None = None) -> None:
+    """Raise SpecError unless ``name`` (knob ``field``) is a DNS-1035 label of at most ``max_length`` characters.
 
     The message suggests a valid name (of at most ``suggest_length`` characters).
     """
@@ -109,8 +103,8 @@ def check_k8s_name(
         else "is not a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, not ending with '-')"
     )
     raise SpecError(
-        f"{field} {name!r} {why}, as Kubernetes requires for a TFJob; "
-        f"use {flag} {suggest_k8s_name(name, suggest_length or max_length)}"
+        field=field, value=name, problem=f"{why}, as Kubernetes requires for a TFJob",
+        fix=f"use {{{field}={suggest_k8s_name(name, suggest_length or max_length)}}}",
     )
 
 
@@ -126,9 +120,9 @@ def check_restart_policy(value: str | None) -> str:
     for policy in RESTART_POLICIES:
         if value.strip().lower() == policy.lower():
             return policy
-    raise UsageError(
-        f"--restart-policy {value!r} is not a restart policy{did_you_mean(value, RESTART_POLICIES)}; "
-        f"choose one of {', '.join(RESTART_POLICIES)}"
+    raise SpecError(
+        field="restart_policy", value=value, problem=f"is not a restart policy{did_you_mean(value, RESTART_POLICIES)}",
+        fix=f"choose one of {', '.join(RESTART_POLICIES)}",
     )
 
 
@@ -147,16 +141,17 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
     acc = pool.machine.accelerator
     if acc is not None and acc.type.startswith("TPU_"):
         raise SpecError(
-            f"the {pool.role} pool asks for {acc.type} on {pool.machine.type}: Cloud TPUs cannot run in a "
-            "Kubeflow TFJob; use --backend vertex for TPUs, or a GPU accelerator (type=NVIDIA_TESLA_T4,count=1)"
+            problem=f"the {pool.role} pool asks for {acc.type} on {pool.machine.type}: Cloud TPUs cannot run in a Kubeflow TFJob",
+            fix="use {backend=vertex} for TPUs, or a GPU accelerator (type=NVIDIA_TESLA_T4,count=1)",
         )
     amounts: dict[str, Any] = {k: explicit[k] for k in ("cpu", "memory") if k in explicit}
     if len(amounts) < 2:  # what --cpu/--memory leave out comes from the machine type
         info = machine_info(pool.machine.type)
         if info is None or not info.vcpus or tpu_chips(pool.machine.type) is not None:
             raise SpecError(
-                f"the {pool.role} pool's machine type {pool.machine.type} has no CPU and memory tfjob knows, or is a TPU VM: "
-                "a Kubeflow pod needs them; choose a listed type (`tfjob machines`), or give --cpu and --memory"
+                field=f"{pool.role}_machine_type", value=Word(pool.machine.type),
+                problem="has no CPU and memory tfjob knows, or is a TPU VM: a Kubeflow pod needs them",
+                fix="choose a listed type (`tfjob machines`), or give {cpu} and {memory}",
             )
         amounts = {"cpu": str(info.vcpus), "memory": f"{int(round(info.memory_gb * 1024))}Mi", **amounts}
     resources: dict[str, Any] = {"requests": dict(amounts), "limits": dict(amounts)}
@@ -200,7 +195,7 @@ def render_container(spec: JobSpec, pool: Pool, options: KubernetesOptions) -> d
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
 
     explicit = role_resources(
-        pool.role, *(parse_role_values(value, f"--{name}") for name, value in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))
+        pool.role, *(parse_role_values(value, name) for name, value in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))
     )
     container["resources"] = render_resources(pool, explicit)
     return container
@@ -213,9 +208,9 @@ def check_name_room(name: str, suffix: str, what: str) -> None:
     check_k8s_name(name, suggest_length=room)
     if len(name) > room:
         raise SpecError(
-            f"job name {name!r} is too long for its {what} ({name}{suffix} has "
-            f"{len(name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH}); "
-            f"use --display-name {suggest_k8s_name(name, room)}"
+            field="name", value=name,
+            problem=f"is too long for its {what} ({name}{suffix} has {len(name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH})",
+            fix=f"use {{name={suggest_k8s_name(name, room)}}}",
         )
 
 
@@ -225,21 +220,21 @@ def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
     if missing:
         pools = f"{' and '.join(missing)} pool{'s have' if len(missing) > 1 else ' has'}"
         raise SpecError(
-            f"--backend kubeflow runs container images, and the {pools} none: pass --image "
-            "(a trainer image built FROM the tfjob base image, or the base image itself with PACKAGE_PATH)"
+            field="backend", value=Word("kubeflow"),
+            problem=f"runs container images, and the {pools} none: pass {{image}} (a trainer image built FROM the tfjob base image, or the base image itself with PACKAGE_PATH)",
         )
     if spec.package or spec.packages:
-        what = "PACKAGE_PATH" if spec.package else "--packages"
+        what = "PACKAGE_PATH" if spec.package else "{packages}"
         raise SpecError(
-            f"the manifest alone cannot ship {what}: the Kubernetes backends do (tfjob render/submit --backend "
+            problem=f"the manifest alone cannot ship {what}: the Kubernetes backends do (tfjob render/submit --backend "
             "kubeflow puts the packages in a ConfigMap the pods install from)"
         )
     if spec.service_account and not (
         len(spec.service_account) <= 253 and _DNS1123_SUBDOMAIN_RE.match(spec.service_account)
     ):
         raise SpecError(
-            f"--service-account {spec.service_account!r} is not a Kubernetes service account name; on Kubeflow "
-            "give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail"
+            field="service_account", value=spec.service_account, problem="is not a Kubernetes service account name",
+            fix="on Kubeflow give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail",
         )
     from ...spec import is_kubernetes_label_key
     from .pod import reserved_label
@@ -267,9 +262,8 @@ def check_queue(queue: Any) -> None:
     if queue is None or queue == "":
         return
     if not isinstance(queue, str) or len(queue) > 63 or not _DNS1123_SUBDOMAIN_RE.match(queue):
-        raise UsageError(
-            f"--queue {queue!r:.80} is not a queue name: a LocalQueue's name, lower-case letters, digits, '-' and '.', "
-            "at most 63 characters"
+        raise SpecError(
+            field="queue", value=queue, problem="is not a queue name: a LocalQueue's name, lower-case letters, digits, '-' and '.', at most 63 characters"
         )
 
 
@@ -293,23 +287,23 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     _check_spec(spec, options)
     from .pod import parse_role_values
 
-    restart_policy = check_restart_policy(parse_role_values(options.restart_policy, "--restart-policy").get("default"))
+    restart_policy = check_restart_policy(parse_role_values(options.restart_policy, "restart_policy").get("default"))
     labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY_VALUE}
     metadata: dict[str, Any] = {"name": spec.name}
     namespace = options.namespace
     if namespace:
-        check_k8s_name(namespace, field="--namespace", flag="--namespace")
+        check_k8s_name(namespace, field="namespace")
         metadata["namespace"] = namespace
     metadata["labels"] = labels
 
     from .pod import known_roles, load_pod_template, parse_role_values
 
     templates = load_pod_template(options.pod_template) if options.pod_template else {}
-    policies = parse_role_values(options.restart_policy, "--restart-policy")
+    policies = parse_role_values(options.restart_policy, "restart_policy")
     known_roles(
-        [templates, policies, *(parse_role_values(v, f"--{n}") for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
+        [templates, policies, *(parse_role_values(v, n) for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
         [p.role for p in spec.pools],
-        "--pod-template, --restart-policy, --cpu, --memory or --gpu",
+        "{pod_template}, {restart_policy}, {cpu}, {memory} or {gpu}",
     )
     replica_specs: dict[str, Any] = {}
     for pool in spec.pools:
@@ -377,8 +371,8 @@ def _job_dir_volume(job_dir: str, pod_spec: dict[str, Any], role: str) -> None:
     """
     if not job_dir.startswith("/"):
         raise SpecError(
-            f"--job-dir {job_dir}: on Kubernetes the job dir is a path in every pod; give an absolute path on a shared "
-            "volume (e.g. /job) or gs://BUCKET/PATH"
+            field="job_dir", value=Word(job_dir), problem=": on Kubernetes the job dir is a path in every pod",
+            fix="give an absolute path on a shared volume (e.g. /job) or gs://BUCKET/PATH",
         )
     target = job_dir.rstrip("/") or "/"
     mounts = [
@@ -389,9 +383,10 @@ def _job_dir_volume(job_dir: str, pod_spec: dict[str, Any], role: str) -> None:
     ]
     if not any(target == m or target.startswith(m.rstrip("/") + "/") for m in mounts if m != "/"):
         raise SpecError(
-            f"--job-dir {job_dir}: no volume is mounted there in the {role} pods, so each pod would write its own "
-            "filesystem and the others could not read it; mount a shared volume (a ReadWriteMany "
-            f"PersistentVolumeClaim) at {target} with --pod-template (volumes and volumeMounts), or give --job-dir gs://BUCKET/PATH"
+            field="job_dir", value=Word(job_dir),
+            problem=f": no volume is mounted there in the {role} pods, so each pod would write its own filesystem and the others could not read it",
+            fix=f"mount a shared volume (a ReadWriteMany PersistentVolumeClaim) at {target} with {{pod_template}} (volumes and volumeMounts), "
+            "or give {job_dir=gs://BUCKET/PATH}",
         )
     security = pod_spec.setdefault("securityContext", {})
     security.setdefault("fsGroup", IMAGE_GID)
@@ -404,19 +399,20 @@ def render_run_policy(spec: JobSpec, options: TFJobOptions) -> dict[str, Any]:
     if clean is not None:
         match = [p for p in CLEAN_POD_POLICIES if p.lower() == str(clean).strip().lower()]
         if not match:
-            raise UsageError(
-                f"--clean-pod-policy {clean!r} is not one of {', '.join(CLEAN_POD_POLICIES)}{did_you_mean(str(clean), CLEAN_POD_POLICIES)}"
+            raise SpecError(
+                field="clean_pod_policy", value=clean,
+                problem=f"is not one of {', '.join(CLEAN_POD_POLICIES)}{did_you_mean(str(clean), CLEAN_POD_POLICIES)}",
             )
         clean = match[0]
     if options.max_restarts is not None:
-        raise UsageError(
-            "--max-restarts: a TFJob restarts its replicas (--restart-policy, up to --backoff-limit), not the whole job; "
-            "--backend jobset restarts the whole set (failurePolicy.maxRestarts)"
+        raise SpecError(
+            field="max_restarts", problem=": a TFJob restarts its replicas ({restart_policy}, up to {backoff_limit}), not the whole job",
+            fix="{backend=jobset} restarts the whole set (failurePolicy.maxRestarts)",
         )
     run_policy: dict[str, Any] = {
         "cleanPodPolicy": clean or DEFAULT_CLEAN_POD_POLICY,
-        "backoffLimit": _whole(options.backoff_limit, "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
-        "ttlSecondsAfterFinished": _whole(options.ttl_seconds_after_finished, "--ttl", DEFAULT_TTL_SECONDS),
+        "backoffLimit": _whole(options.backoff_limit, "backoff_limit", DEFAULT_BACKOFF_LIMIT),
+        "ttlSecondsAfterFinished": _whole(options.ttl_seconds_after_finished, "ttl_seconds_after_finished", DEFAULT_TTL_SECONDS),
     }
     if spec.timeout is not None:
         run_policy["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
@@ -430,25 +426,25 @@ def render_run_policy(spec: JobSpec, options: TFJobOptions) -> dict[str, Any]:
     priority = options.priority_class
     if priority:
         if len(priority) > 253 or not _DNS1123_SUBDOMAIN_RE.match(priority):
-            raise UsageError(f"--priority-class {priority!r} is not a PriorityClass name")
+            raise SpecError(field="priority_class", value=priority, problem="is not a PriorityClass name")
         scheduling["priorityClass"] = priority
     min_available = options.min_available
     if min_available is not None:
         total = len(spec.tasks())
-        value = _whole(min_available, "--min-available", 0)
+        value = _whole(min_available, "min_available", 0)
         if not 1 <= value <= total:
-            raise UsageError(f"--min-available {value} must be from 1 to the job's {total} tasks (gang scheduling)")
+            raise SpecError(field="min_available", value=value, problem=f"must be from 1 to the job's {total} tasks (gang scheduling)")
         scheduling["minAvailable"] = value
     if scheduling:
         run_policy["schedulingPolicy"] = scheduling
     return run_policy
 
 
-def _whole(value: Any, flag: str, default: int) -> int:
+def _whole(value: Any, field: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
-        raise UsageError(f"{flag} {value!r} must be a whole number from 0 to {2**31 - 1}")
+        raise SpecError(field=field, value=value, problem=f"must be a whole number from 0 to {2**31 - 1}")
     return value
 
 

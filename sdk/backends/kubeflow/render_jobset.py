@@ -40,7 +40,7 @@ from ...cluster.jobset import (
     ROLES_VAR,
     render_roles,
 )
-from ...errors import SpecError
+from ...errors import SpecError, Word
 from ...model import options_as
 from ...spec import JobSpec
 from .options import KubernetesOptions, TFJobOptions
@@ -98,21 +98,21 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         given = {"clean_pod_policy": options.clean_pod_policy, "priority_class": options.priority_class, "min_available": options.min_available}
         for name, value in given.items():
             if value is not None:
-                raise SpecError(f"--{name.replace('_', '-')} is a TFJob run policy; a JobSet has none (use --backend kubeflow)")
+                raise SpecError(field=name, problem="is a TFJob run policy; a JobSet has none", fix="use {backend=kubeflow}")
     from ...restarts import parse_policies, policy_for
 
     policies = parse_policies(options.restart_policy)
     if "Always" in policies.values():
         raise SpecError(
-            "--restart-policy Always: the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes); "
-            "use --backend kubeflow for Always"
+            field="restart_policy", value=Word("Always"), problem=": the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes)",
+            fix="use {backend=kubeflow} for Always",
         )
-    backoff = _whole(options.backoff_limit, "--backoff-limit", DEFAULT_BACKOFF_LIMIT)
+    backoff = _whole(options.backoff_limit, "backoff_limit", DEFAULT_BACKOFF_LIMIT)
     templates = load_pod_template(options.pod_template) if options.pod_template else {}
     known_roles(
-        [templates, *(parse_role_values(v, f"--{n}") for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
+        [templates, *(parse_role_values(v, n) for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
         [p.role for p in spec.pools],
-        "--pod-template, --cpu, --memory or --gpu",
+        "{pod_template}, {cpu}, {memory} or {gpu}",
     )
     counts = {pool.role: pool.replicas for pool in spec.pools}
     cluster_env = [
@@ -127,8 +127,8 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         clash = sorted(set(spec.env_for(pool.role)) & {str(e["name"]) for e in cluster_env})
         if clash:
             raise SpecError(
-                f"--env {clash[0]} is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it); "
-                "choose another name"
+                field="env", value=Word(clash[0]), problem="is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it)",
+                fix="choose another name",
             )
         container = render_container(spec, pool, options)
         container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
@@ -152,15 +152,15 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": spec.name}
     namespace = options.namespace
     if namespace:
-        check_k8s_name(namespace, field="--namespace", flag="--namespace")
+        check_k8s_name(namespace, field="namespace")
         metadata["namespace"] = namespace
     metadata["labels"] = job_labels(spec, options)
     body: dict[str, Any] = {
         "network": {"enableDNSHostnames": True},
         "successPolicy": {"operator": "All", "targetReplicatedJobs": ["chief" if spec.has_chief else "worker"]},
-        "failurePolicy": {"maxRestarts": _whole(options.max_restarts, "--max-restarts", backoff)},
+        "failurePolicy": {"maxRestarts": _whole(options.max_restarts, "max_restarts", backoff)},
         "replicatedJobs": replicated,
-        "ttlSecondsAfterFinished": _whole(options.ttl_seconds_after_finished, "--ttl", DEFAULT_TTL_SECONDS),
+        "ttlSecondsAfterFinished": _whole(options.ttl_seconds_after_finished, "ttl_seconds_after_finished", DEFAULT_TTL_SECONDS),
     }
     if options.suspend:
         body["suspend"] = True

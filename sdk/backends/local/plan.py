@@ -62,7 +62,7 @@ def task_name(role: str, index: int) -> str:
 def check_dialect(dialect: str) -> str:
     """The dialect if known; else a SpecError that lists the known ones."""
     if dialect not in DIALECTS:
-        raise SpecError(f"--dialect {dialect!r} is not known{did_you_mean(dialect, DIALECTS)}; choose one of {', '.join(DIALECTS)}")
+        raise SpecError(field="dialect", value=dialect, problem=f"is not known{did_you_mean(dialect, DIALECTS)}", fix=f"choose one of {', '.join(DIALECTS)}")
     return dialect
 
 
@@ -70,8 +70,9 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
     """A job without a chief runs locally only in the dialect of a platform that runs one (Kubeflow)."""
     if not spec.has_chief and dialect != "kubeflow":
         raise SpecError(
-            f"--no-chief (worker 0 as the chief) runs on Kubeflow, not on {dialect}, whose primary replica is always "
-            "the chief or master: add --dialect kubeflow to run it as Kubeflow would"
+            field="chief", value=False,
+            problem=f"(worker 0 as the chief) runs on Kubeflow, not on {dialect}, whose primary replica is always the chief or master",
+            fix="add {dialect=kubeflow} to run it as Kubeflow would",
         )
 
 
@@ -234,7 +235,7 @@ def build_task_plans(
     from ...cluster.dispatch import bootstrap_args
 
     if spec.module is None and spec.script is None and not spec.image:
-        raise SpecError("--module-name (or --script) is required to run a trainer locally")
+        raise SpecError(field="module", problem="(or {script}) is required to run a trainer locally")
     base = base_environment(environ)
     base.update(spec.env)
     base["PYTHONUNBUFFERED"] = "1"  # live logs: a pipe would make Python buffer by blocks
@@ -267,7 +268,7 @@ def build_task_plans(
         image = spec.image_for(role)
         if image:
             if engine is None:
-                raise SpecError("--image runs locally through a container engine (podman or docker)")
+                raise SpecError(field="image", problem="runs locally through a container engine (podman or docker)")
             # What the platform gives a replica, and the user's --env: nothing else of this machine's.
             names = sorted({*spec.env_for(role), *platform, "PYTHONUNBUFFERED", "TF_CPP_MIN_LOG_LEVEL", "TFJOB_JOB_ID",
                             *(["CLOUD_ML_TRIAL_ID"] if trial is not None else [])})  # fmt: skip

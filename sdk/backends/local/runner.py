@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, TextIO
 
 from ...model import JobState, SubmitOptions
 from .options import LocalOptions
-from ...errors import SpecError, TfjobError, UsageError
+from ...errors import SpecError, TfjobError, UsageError, Word
 from ...limits import check_local_tasks
 from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec
 from ...store import JobRecord, JobStore, process_start_time
@@ -57,9 +57,9 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     from ...engine import find_engine
 
     if spec.image_for("chief" if spec.has_chief else "worker") is None or any(not spec.image_for(r) for r, _ in spec.tasks()):
-        raise SpecError("locally, a job runs either every task as a container (--image for every pool) or none")
+        raise SpecError(problem="locally, a job runs either every task as a container ({image} for every pool) or none")
     if options.install or options.python:
-        raise SpecError("--image runs the trainer inside the image: leave out --install and --python")
+        raise SpecError(field="image", problem="runs the trainer inside the image", fix="leave out {install} and {python}")
     shipped: tuple[str, ...] = ()
     if spec.package or spec.packages:
         # The package runs on the image, as on Kubernetes and Vertex AI: its sdist is
@@ -79,7 +79,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:
-        raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
+        raise SpecError(field="grace", value=options.grace, problem=f"must be a number of seconds from 0 to {MAX_GRACE:g}")
     engine = find_engine(options.container_engine)
     missing = [image for image in images if not engine.has_image(image)]
     if missing:
@@ -106,42 +106,42 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     if images:
         return _check_container_job(spec, options, images)
     if spec.module is None and spec.script is None:
-        raise SpecError("--module-name is required: the trainer module every task runs, e.g. trainer.task (or --script PATH)")
+        raise SpecError(field="module", problem="is required: the trainer module every task runs, e.g. trainer.task (or {script})")
     if spec.script is not None and options.install:
-        raise UsageError("--script runs a file of the trainer directory, which --install does not keep; use --module-name with --install")
+        raise SpecError(field="script", problem="runs a file of the trainer directory, which {install} does not keep", fix="use {module} with {install}")
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
     build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
-        raise SpecError(f"--grace {options.grace!r} must be a number of seconds from 0 to {MAX_GRACE:g}")
+        raise SpecError(field="grace", value=options.grace, problem=f"must be a number of seconds from 0 to {MAX_GRACE:g}")
     python = options.python or sys.executable
     if os.sep not in python:
         python = shutil.which(python) or python
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise UsageError(f"--python {options.python!r} is not an executable interpreter; give a path like /usr/bin/python3")
+        raise SpecError(field="python", value=options.python, problem="is not an executable interpreter", fix="give a path like /usr/bin/python3")
     if options.python:
         probe = subprocess.run([python, "-c", "import tfjob.container.bootstrap"], capture_output=True)
         if probe.returncode != 0:
-            raise UsageError(
-                f"--python {options.python!r} cannot import tfjob (needed for the bootstrap in every task); "
-                f"install it there: {python} -m pip install --no-deps tfjob"
+            raise SpecError(
+                field="python", value=options.python, problem="cannot import tfjob (needed for the bootstrap in every task)",
+                fix=f"install it there: {python} -m pip install --no-deps tfjob",
             )
     from ...packaging import check_built_package
 
     for extra in spec.packages:
         if "://" in extra:
-            raise UsageError(f"--packages {extra!r}: the local backend installs local files only; download it first")
+            raise SpecError(field="packages", value=extra, problem=": the local backend installs local files only", fix="download it first")
         check_built_package(extra)
     if spec.packages and not options.install:
-        raise UsageError(
-            "--packages are installed next to the trainer, as the cloud does: add --install to run the job "
-            "from a throw-away venv that has them"
+        raise SpecError(
+            field="packages", problem="are installed next to the trainer, as the cloud does",
+            fix="add {install} to run the job from a throw-away venv that has them",
         )
     package = spec.package
     if package and package.endswith(BUILT_PACKAGE_SUFFIXES) and not options.install:
-        raise UsageError(f"package {package!r} is a built archive; add --install to run it from a throw-away venv")
+        raise SpecError(what="package", value=package, problem="is a built archive", fix="add {install} to run it from a throw-away venv")
     changes: dict[str, Any] = {}
     if spec.job_dir and "://" not in spec.job_dir:
         changes["job_dir"] = os.path.abspath(os.path.expanduser(spec.job_dir))
@@ -150,16 +150,16 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         source_root = str(Path(package or ".").expanduser().resolve())
         script = Path(source_root, spec.script)
         if not script.is_file():
-            raise UsageError(f"--script {spec.script!r} is not a file in the trainer directory {package or '.'!r}")
+            raise SpecError(field="script", value=spec.script, problem=f"is not a file in the trainer directory {package or '.'!r}")
     elif not options.install:
         source_root = find_source_root(package, spec.module)
         from ...spec import module_exists
 
         if not module_exists(Path(source_root), spec.module):
             # The same check, and the same exit code (2), as packaging for the cloud.
-            raise UsageError(
-                f"--module-name {spec.module}: no {spec.module.replace('.', '/')}.py in {source_root}; "
-                "check the module name or add the file"
+            raise SpecError(
+                field="module", value=Word(spec.module), problem=f": no {spec.module.replace('.', '/')}.py in {source_root}",
+                fix="check the module name or add the file",
             )
     elif package and not package.endswith(BUILT_PACKAGE_SUFFIXES):
         changes["package"] = str(Path(package).expanduser().resolve())
@@ -183,7 +183,7 @@ def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None
     directory = package or "."
     if directory.endswith(BUILT_PACKAGE_SUFFIXES) or not Path(directory).expanduser().is_dir():
         if spec.requirements is not None:
-            raise UsageError("--requirements needs a trainer directory to package (PACKAGE_PATH)")
+            raise SpecError(field="requirements", problem="needs a trainer directory to package (PACKAGE_PATH)")
         return
     root = Path(directory).expanduser()
     project = (root / "pyproject.toml").is_file() or (root / "setup.py").is_file()

@@ -137,7 +137,7 @@ _LOCATION_RE = LazyPattern(r"^[a-z]+(-[a-z]+)*[0-9]+\Z")
 def _text(options: VertexOptions, name: str) -> None:
     value = getattr(options, name)
     if value is not None and not isinstance(value, str):
-        raise SpecError(f"{name}={value!r} must be str, not {type(value).__name__}")
+        raise SpecError(field=name, value=value, problem=f"must be str, not {type(value).__name__}")
 
 
 def check_vertex_options(options: VertexOptions) -> None:
@@ -152,58 +152,60 @@ def check_vertex_options(options: VertexOptions) -> None:
     for role in ("", "chief_", "worker_", "ps_", "evaluator_"):
         check_boot_disk(getattr(options, f"{role}boot_disk_type"), getattr(options, f"{role}boot_disk_size"))
     if isinstance(options.reserved_ip_ranges, str):
-        raise SpecError(f"reserved_ip_ranges={options.reserved_ip_ranges!r} must be a list of range names, e.g. ['range-a']")
+        raise SpecError(field="reserved_ip_ranges", value=options.reserved_ip_ranges, problem="must be a list of range names", fix="e.g. ['range-a']")
     options.reserved_ip_ranges = tuple(options.reserved_ip_ranges or ())
     if options.spot or options.flex_start:
         if options.spot and options.flex_start:
-            raise SpecError("--spot and --flex-start are two scheduling strategies; choose one")
+            raise SpecError(field="spot", value=True, problem="and {flex_start=True} are two scheduling strategies", fix="choose one")
         chosen = "SPOT" if options.spot else "FLEX_START"
         if options.scheduling_strategy not in (None, chosen):
-            raise SpecError(f"scheduling strategy {options.scheduling_strategy} and --{'spot' if options.spot else 'flex-start'} disagree; give one")
+            raise SpecError(
+                field="scheduling_strategy", value=options.scheduling_strategy,
+                problem=f"and {{{'spot' if options.spot else 'flex_start'}=True}} disagree", fix="give one",
+            )
         options.scheduling_strategy = chosen
     strategy = options.scheduling_strategy
     if strategy is not None and strategy not in SCHEDULING_STRATEGIES:
         raise SpecError(
-            f"scheduling strategy {strategy!r} is not one of {', '.join(SCHEDULING_STRATEGIES)}"
-            f"{did_you_mean(str(strategy), SCHEDULING_STRATEGIES)} (--spot, --flex-start)"
+            field="scheduling_strategy", value=strategy,
+            problem=f"is not one of {', '.join(SCHEDULING_STRATEGIES)}{did_you_mean(str(strategy), SCHEDULING_STRATEGIES)} ({{spot}}, {{flex_start}})",
         )
     if options.max_wait is not None:
         wait = options.max_wait
         if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait < float("inf"):
-            raise SpecError(f"--max-wait {wait!r} must be a positive duration (seconds, or 2h, 30m)")
+            raise SpecError(field="max_wait", value=wait, problem="must be a positive duration (seconds, or 2h, 30m)")
         if strategy != "FLEX_START":
-            raise SpecError("--max-wait is how long a Flex-start job waits for its machines; add --flex-start (or drop --max-wait)")
+            raise SpecError(field="max_wait", problem="is how long a Flex-start job waits for its machines; add {flex_start=True} (or drop {max_wait})")
     reservation = options.reservation
     if reservation is not None and reservation not in ("any", "none") and not _RESERVATION_RE.match(str(reservation)):
         raise SpecError(
-            f"--reservation {reservation!r} must be any, none, or a reservation's full name "
-            "(projects/PROJECT/zones/ZONE/reservations/NAME)"
+            field="reservation", value=reservation, problem="must be any, none, or a reservation's full name (projects/PROJECT/zones/ZONE/reservations/NAME)"
         )
     if reservation not in (None, "none") and strategy in ("SPOT", "FLEX_START"):
-        raise SpecError(f"--reservation cannot be combined with --{strategy.lower().replace('_', '-')}: reserved machines are on-demand")
+        raise SpecError(field="reservation", problem=f"cannot be combined with {{{strategy.lower()}=True}}: reserved machines are on-demand")
     if options.persistent_resource_id is not None and not _RESOURCE_ID_RE.match(str(options.persistent_resource_id)):
         raise SpecError(
-            f"--persistent-resource {options.persistent_resource_id!r} must be a persistent resource's id "
-            "(lower-case letters, digits and -, 1-63 characters)"
+            field="persistent_resource_id", value=options.persistent_resource_id,
+            problem="must be a persistent resource's id (lower-case letters, digits and -, 1-63 characters)",
         )
     if options.kms_key is not None and not _KMS_KEY_RE.match(str(options.kms_key)):
         raise SpecError(
-            f"--kms-key {options.kms_key!r} must be a Cloud KMS key's full name "
-            "(projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY)"
+            field="kms_key", value=options.kms_key, problem="must be a Cloud KMS key's full name",
+            fix="write projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
         )
     for name in options.reserved_ip_ranges:
         if not isinstance(name, str) or not _IP_RANGE_RE.match(name):
-            raise SpecError(f"--reserved-ip-range {name!r} must be the name of a reserved range in the peered network")
+            raise SpecError(field="reserved_ip_ranges", value=name, problem="must be the name of a reserved range in the peered network")
     if options.reserved_ip_ranges and not options.network:
-        raise SpecError("--reserved-ip-range names ranges of the peered VPC network: add --network")
+        raise SpecError(field="reserved_ip_ranges", problem="names ranges of the peered VPC network: add {network}")
     if options.network_attachment is not None:
         if not _ATTACHMENT_RE.match(str(options.network_attachment)):
             raise SpecError(
-                f"--network-attachment {options.network_attachment!r} must be a network attachment's full name "
-                "(projects/PROJECT/regions/REGION/networkAttachments/NAME)"
+                field="network_attachment", value=options.network_attachment,
+                problem="must be a network attachment's full name (projects/PROJECT/regions/REGION/networkAttachments/NAME)",
             )
         if options.network:
-            raise SpecError("--network-attachment (Private Service Connect) and --network (VPC peering) are alternatives; give one")
+            raise SpecError(field="network_attachment", problem="(Private Service Connect) and {network} (VPC peering) are alternatives", fix="give one")
     location = options.protected_artifact_location_id
     if location is not None and (not isinstance(location, str) or not _LOCATION_RE.match(location)):
         raise SpecError(

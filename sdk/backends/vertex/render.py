@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
-from ...errors import SpecError
+from ...errors import SpecError, Word
 from ...spec import ROLES, JobSpec, Pool, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP_MODULE, bootstrap_command, package_args, trainer_args
 from ...config_vertex import RESERVATION_KEY
@@ -64,29 +64,33 @@ def experiment_contexts(options: VertexOptions) -> tuple[str | None, str | None]
     project, region = options.project, options.region
     given, given_run = options.experiment, options.experiment_run
     if given_run and not given:
-        raise SpecError("--experiment-run needs --experiment: a run belongs to an experiment")
+        raise SpecError(field="experiment_run", problem="needs {experiment}: a run belongs to an experiment")
 
-    def context(flag: str, value: str, name: str) -> str:
+    def context(field: str, value: str, name: str) -> str:
         if "/" in value:
             if not _CONTEXT_RE.match(value):
                 raise SpecError(
-                    f"{flag} {value!r} is not an experiment context; write a name (lower-case letters, digits, '-') "
-                    "or projects/PROJECT/locations/REGION/metadataStores/default/contexts/NAME"
+                    field=field, value=value, problem="is not an experiment context",
+                    fix="write a name (lower-case letters, digits, '-') or projects/PROJECT/locations/REGION/metadataStores/default/contexts/NAME",
                 )
             return value
         if not _EXPERIMENT_NAME_RE.match(value):
-            raise SpecError(f"{flag} {value!r}: Vertex AI Experiments take lower-case letters, digits and '-' (at most 128), starting with a letter or digit")
+            raise SpecError(
+                field=field, value=value, problem=": Vertex AI Experiments take lower-case letters, digits and '-' (at most 128), starting with a letter or digit"
+            )
         if not project or not region:
-            raise SpecError(f"{flag} {value!r} needs --project and --region to name its context (or give the full resource name)")
+            raise SpecError(field=field, value=value, problem="needs {project} and {region} to name its context (or give the full resource name)")
         return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{name}"
 
-    experiment = context("--experiment", given, given) if given else None
+    experiment = context("experiment", given, given) if given else None
     run = None
     if given_run:
         base = experiment.rsplit("/", 1)[1] if experiment else ""
-        run = context("--experiment-run", given_run, f"{base}-{given_run}")
+        run = context("experiment_run", given_run, f"{base}-{given_run}")
         if "/" not in given_run and len(run.rsplit("/", 1)[1]) > 128:
-            raise SpecError(f"--experiment {given!r} with --experiment-run {given_run!r} names a run context longer than 128 characters")
+            raise SpecError(
+                field="experiment", value=given, problem=f"with {{experiment_run}} {given_run!r} names a run context longer than 128 characters"
+            )
     return experiment, run
 
 
@@ -234,8 +238,8 @@ def _pool_body(
             container["command"] = list(spec.command)
         elif package_uris:
             raise SpecError(
-                "--packages with an --image that keeps its own entrypoint cannot be installed by tfjob; "
-                "give --module-name (tfjob-bootstrap installs them first), or build them into the image"
+                field="packages", problem="with an {image} that keeps its own entrypoint cannot be installed by tfjob",
+                fix="give {module} (tfjob-bootstrap installs them first), or build them into the image",
             )
         if args:
             container["args"] = args
@@ -245,13 +249,13 @@ def _pool_body(
     else:
         if not package_uris:
             raise SpecError(
-                f"the {pool.role} pool runs the trainer package, but no package URI was given; "
-                "pass the trainer directory (PACKAGE_PATH) or --image"
+                problem=f"the {pool.role} pool runs the trainer package, but no package URI was given",
+                fix="pass the trainer directory (PACKAGE_PATH) or {image}",
             )
         if spec.script is not None:
             raise SpecError(
-                f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
-                "give --module-name, or run the script in an --image"
+                field="script", value=Word(spec.script), problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
+                fix="give {module}, or run the script in an {image}",
             )
         package: dict[str, Any] = {
             "executorImageUri": executor_image or prebuilt_image(tf_version, _has_gpu(pool), region),
@@ -284,34 +288,32 @@ def check_vertex_spec(spec: JobSpec, options: VertexOptions | None = None) -> No
     """Raise SpecError for what Vertex AI would refuse about this job."""
     options = options_as(VertexOptions, options)
     if spec.job_dir and not _GCS_RE.match(spec.job_dir):
-        raise SpecError(
-            f"--job-dir {spec.job_dir!r}: Vertex AI writes its output to Cloud Storage; give gs://BUCKET/PATH"
-        )
+        raise SpecError(field="job_dir", value=spec.job_dir, problem=": Vertex AI writes its output to Cloud Storage", fix="give gs://BUCKET/PATH")
     if options.tensorboard:
         if not _TENSORBOARD_RE.match(options.tensorboard):
             raise SpecError(
-                f"--tensorboard {options.tensorboard!r} is not a TensorBoard resource name; "
-                "write projects/PROJECT/locations/REGION/tensorboards/ID"
+                field="tensorboard", value=options.tensorboard, problem="is not a TensorBoard resource name",
+                fix="write projects/PROJECT/locations/REGION/tensorboards/ID",
             )
         if not spec.job_dir or not spec.service_account:
-            raise SpecError("--tensorboard needs --job-dir gs://… and --service-account: Vertex AI streams the logs it writes there")
+            raise SpecError(field="tensorboard", problem="needs {job_dir=gs://…} and {service_account}: Vertex AI streams the logs it writes there")
     for role in options.own_disk_roles():
         if spec.pool(role) is None:
-            raise SpecError(f"{role}_boot_disk_* is set but the job has no {role} pool")
+            raise SpecError(what=f"{role}_boot_disk_*", problem=f"is set but the job has no {role} pool")
     if spec.count("chief") != 1:
         raise SpecError(
-            "Vertex AI always runs a chief in worker pool 0, so a job without one (--no-chief) cannot run there; "
-            "drop --no-chief, or use --backend kubeflow"
+            problem="Vertex AI always runs a chief in worker pool 0, so a job without one ({chief=False}) cannot run there",
+            fix="drop {chief=False}, or use {backend=kubeflow}",
         )
 
 
 def check_regional(options: VertexOptions) -> None:
     """A customer-managed key and a network attachment must be in the job's region."""
     region = options.region
-    for flag, name in (("--kms-key", options.kms_key), ("--network-attachment", options.network_attachment)):
+    for field, name in (("kms_key", options.kms_key), ("network_attachment", options.network_attachment)):
         where = name.split("/")[3] if name else None
         if where and region and where != region:
-            raise SpecError(f"{flag} is in {where}, but the job runs in {region}: Vertex AI needs it in the job's region")
+            raise SpecError(field=field, problem=f"is in {where}, but the job runs in {region}: Vertex AI needs it in the job's region")
 
 
 def vertex_restart_policy(value: Any, options: VertexOptions | None = None) -> str | None:
@@ -319,28 +321,31 @@ def vertex_restart_policy(value: Any, options: VertexOptions | None = None) -> s
     preempted or failed is restarted), or ``Never`` (``scheduling.disableRetries``).
 
     Raises:
-        UsageError: a policy Vertex AI cannot express, in one line.
+        SpecError: a policy Vertex AI cannot express, in one line.
     """
-    from ...errors import UsageError
     from ...restarts import parse_policies
 
     policies = parse_policies(value)
     if not policies:
         return None
     if set(policies) != {"default"}:
-        raise UsageError(
-            "--restart-policy ROLE=POLICY: Vertex AI has one retry setting for the whole job; "
-            "give --restart-policy Never, or none (a preempted replica is restarted)"
+        raise SpecError(
+            field="restart_policy", value=Word("ROLE=POLICY"), problem=": Vertex AI has one retry setting for the whole job",
+            fix="give {restart_policy=Never}, or none (a preempted replica is restarted)",
         )
     policy = policies["default"]
     if policy != "Never":
-        raise UsageError(
-            f"--restart-policy {policy}: Vertex AI cannot restart a replica by its exit code; it restarts a replica "
-            "whose VM was preempted or failed (the default, no --restart-policy) or nothing (--restart-policy Never); "
-            "--restart-job-on-worker-restart restarts the whole job with it"
+        raise SpecError(
+            field="restart_policy", value=Word(policy),
+            problem=": Vertex AI cannot restart a replica by its exit code; it restarts a replica whose VM was preempted or failed "
+            "(the default, no {restart_policy}) or nothing ({restart_policy=Never})",
+            fix="{restart_job_on_worker_restart=True} restarts the whole job with it",
         )
     if options is not None and options.restart_job_on_worker_restart:
-        raise UsageError("--restart-policy Never turns Vertex AI's retries off (disableRetries), which --restart-job-on-worker-restart needs; give one")
+        raise SpecError(
+            field="restart_policy", value=Word("Never"),
+            problem="turns Vertex AI's retries off (disableRetries), which {restart_job_on_worker_restart=True} needs", fix="give one",
+        )
     return policy
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from ...limits import read_bounded_text
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
-from ...errors import PackagingError, SpecError, UsageError
+from ...errors import PackagingError, SpecError, Word, subject_of
 from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
 from ...spec import JobSpec, check_image
 
@@ -80,13 +80,13 @@ class Submission:
     notes: list[str] = field(default_factory=list)
 
 
-def parse_gcs_uri(uri: str, flag: str) -> tuple[str, str]:
+def parse_gcs_uri(uri: str, field: str) -> tuple[str, str]:
     """``gs://bucket/some/path`` (or a bare bucket name) → ``("bucket", "some/path")``."""
     text = uri.strip()
     rest = text[5:] if text.startswith("gs://") else text
     bucket, _, path = rest.partition("/")
     if not _BUCKET_RE.match(bucket) or ".." in bucket:
-        raise SpecError(f"{flag} {uri!r} is not a Cloud Storage location; write gs://BUCKET or gs://BUCKET/PATH")
+        raise SpecError(**subject_of(field), value=uri, problem="is not a Cloud Storage location", fix="write gs://BUCKET or gs://BUCKET/PATH")
     return bucket, path.strip("/")
 
 
@@ -98,10 +98,10 @@ def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str
     the bucket of a trainer package given as ``gs://`` (where the bootstrap wheel goes).
     """
     if options.staging_bucket:
-        bucket, prefix = parse_gcs_uri(options.staging_bucket, "--staging-bucket")
+        bucket, prefix = parse_gcs_uri(options.staging_bucket, "staging_bucket")
         return bucket, prefix, "--staging-bucket"
     if spec.job_dir and spec.job_dir.startswith("gs://"):
-        bucket, _ = parse_gcs_uri(spec.job_dir, "--job-dir")
+        bucket, _ = parse_gcs_uri(spec.job_dir, "job_dir")
         return bucket, "", "--job-dir"
     if options.default_staging_bucket:
         bucket, prefix = parse_gcs_uri(options.default_staging_bucket, "staging_bucket (config)")
@@ -116,7 +116,7 @@ def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str
 def check_region(region: str) -> str:
     """The region if it looks like one (``us-central1``); else a SpecError."""
     if not _REGION_RE.match(region):
-        raise SpecError(f"--region {region!r} is not a Google Cloud region; write it like us-central1 or europe-west4")
+        raise SpecError(field="region", value=region, problem="is not a Google Cloud region", fix="write it like us-central1 or europe-west4")
     return region
 
 
@@ -211,11 +211,11 @@ def package_on_image(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, Su
     images = sorted({spec.image_for(role) or "" for role, _ in spec.tasks()})
     if len(images) > 1:
         raise SpecError(
-            f"PACKAGE_PATH with different images per pool ({', '.join(images)}): on Vertex AI the package runs on one "
-            "executor image; give one --image, or build the trainer into each image and leave out PACKAGE_PATH"
+            problem=f"PACKAGE_PATH with different images per pool ({', '.join(images)}): on Vertex AI the package runs on one executor image",
+            fix="give one {image}, or build the trainer into each image and leave out PACKAGE_PATH",
         )
     if options.executor_image and options.executor_image != images[0]:
-        raise SpecError("--image with PACKAGE_PATH is the executor image the package runs on; leave out --executor-image")
+        raise SpecError(field="image", problem="with PACKAGE_PATH is the executor image the package runs on", fix="leave out {executor_image}")
     pools = tuple(dataclasses.replace(p, image=None) for p in spec.pools)
     return spec.replace(image=None, pools=pools), dataclasses.replace(options, executor_image=images[0])
 
@@ -242,13 +242,13 @@ def plan_submission(
         SpecError, PackagingError: the job or the trainer cannot be sent.
     """
     options = options_as(VertexOptions, options)
-    check_image(options.executor_image, "--executor-image")
+    check_image(options.executor_image, "executor_image")
     notes: list[str] = []
     spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
         raise SpecError(
-            f"--script {spec.script}: a Vertex AI package job runs a Python module of the package (pythonModule); "
-            "give --module-name, or run the script in an --image"
+            field="script", value=Word(spec.script), problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
+            fix="give {module}, or run the script in an {image}",
         )
     region = check_region(options.region or spec.region or DEFAULT_REGION)
     if not (options.region or spec.region):
@@ -256,9 +256,9 @@ def plan_submission(
     project = options.project
     if not project:
         if not dry_run:
-            raise UsageError(
-                "--project is needed for --backend vertex; pass --project, set GOOGLE_CLOUD_PROJECT, "
-                "or put `project: ID` in $TFJOB_HOME/config.yaml"
+            raise SpecError(
+                field="project", problem="is needed for {backend=vertex}",
+                fix="pass {project}, set GOOGLE_CLOUD_PROJECT, or put `project: ID` in $TFJOB_HOME/config.yaml",
             )
         notes.append("no project set: the request would go to projects/YOUR_PROJECT (--project to set it)")
     parent = f"projects/{project or 'YOUR_PROJECT'}/locations/{region}"
@@ -272,9 +272,9 @@ def plan_submission(
     if _needs_package(spec) or spec.packages:
         found = resolve_bucket(spec, options)
         if found is None and not dry_run:
-            raise UsageError(
-                "a staging bucket is needed to upload the trainer package; pass --staging-bucket gs://BUCKET, "
-                "a --job-dir gs://BUCKET/…, or put `staging_bucket: gs://BUCKET` in $TFJOB_HOME/config.yaml"
+            raise SpecError(
+                problem="a staging bucket is needed to upload the trainer package",
+                fix="pass {staging_bucket=gs://BUCKET}, a {job_dir=gs://BUCKET/…}, or put `staging_bucket: gs://BUCKET` in $TFJOB_HOME/config.yaml",
             )
         if found is None:
             bucket, prefix, source_of_bucket = PLACEHOLDER_BUCKET, "", None
@@ -294,11 +294,11 @@ def plan_submission(
                 # gcloud's --runtime-version picks the TensorFlow of the prebuilt image.
                 tf_version, origin = parse_tf_version(spec.runtime_version), f"--runtime-version {spec.runtime_version}"
                 if tf_version is None:
-                    raise SpecError(f"--runtime-version {spec.runtime_version!r} is not a TensorFlow version like 2.15")
+                    raise SpecError(field="runtime_version", value=spec.runtime_version, problem="is not a TensorFlow version like 2.15")
             if spec.python_version and spec.python_version not in ("3.10", "3"):
                 raise SpecError(
-                    f"--python-version {spec.python_version}: Vertex AI's prebuilt TensorFlow training images run "
-                    "Python 3.10; give --executor-image for another"
+                    field="python_version", value=Word(spec.python_version), problem=": Vertex AI's prebuilt TensorFlow training images run Python 3.10",
+                    fix="give {executor_image} for another",
                 )
             if not options.executor_image:
                 chosen = prebuilt_tf_version(tf_version)
@@ -345,7 +345,7 @@ def _trainer_package(
 
     package = spec.package
     if not package:
-        raise SpecError("the trainer package is missing: pass its directory as PACKAGE_PATH (or --image for a container)")
+        raise SpecError(problem="the trainer package is missing", fix="pass its directory as PACKAGE_PATH (or {image} for a container)")
     if package.startswith("gs://"):
         return None, None
     path = Path(package).expanduser()
