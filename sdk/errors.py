@@ -48,13 +48,12 @@ class TfjobError(Exception):
     """Base of every error tfjob raises on purpose."""
 
     exit_code: int = 1
-    #: The message as the CLI says it (flags), when the exception's own text is the API's.
-    cli_message: str | None = None
 
     def worded(self, face: str = "api", flag: "Callable[[str, Any], str] | None" = None) -> str:
         """The message as the front end ``face`` says it: ``api`` (keywords, ``str(error)``),
-        ``cli`` (flags, spelt by ``flag``; by default ``--`` + the name with ``-``)."""
-        return (self.cli_message or str(self)) if face == "cli" else str(self)
+        ``cli`` (flags, spelt by ``flag``; by default ``--`` + the name with ``-``). An error
+        whose message is plain text says it to every face."""
+        return str(self)
 
 
 class _Nothing:

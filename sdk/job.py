@@ -10,7 +10,6 @@ A handle is only ``(backend, id)``, so ``get_job(ID)`` rebuilds it in any proces
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import inspect
@@ -70,41 +69,6 @@ def check_backend_keywords(backend: str, given: Any) -> None:
             field=key, problem=f"is for the {names} backend{'s' if len(allowed) > 1 else ''}, not {backend}",
             fix=f"leave it out, or choose {{backend={allowed[0]}}}",
         )
-
-
-def in_api_words(error: SpecError, given: dict[str, Any]) -> SpecError:
-    """``error`` as a :class:`Job` caller reads it: ``--workers 0`` → ``workers=0`` and a
-    bare ``--workers`` → ``workers`` for every ``Job`` keyword; the flag wording stays in
-    ``cli_message`` for the CLI, which built the Job from flags."""
-    if error.field or error.problem:  # a structured error words itself for each face
-        return error
-    text = original = error.cli_message or str(error)
-    for key, value in given.items():
-        flag = "--" + key.replace("_", "-")
-        if value is not None and not isinstance(value, bool):
-            for shown in dict.fromkeys((repr(value), str(value))):
-                text = text.replace(f"{flag} {shown}", f"{key}={value!r}")
-    keywords = set(job_keywords())
-    spelt = {flag.split("/")[0]: k.name for k in knobs().values() for flag in k.flags if flag.startswith("--")}
-    text = re.sub(r"--backend ([a-z-]+)\b", lambda m: f"backend={m.group(1)!r}", text)
-    text = re.sub(
-        r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w-])",
-        lambda m: m.group(1).replace("-", "_") if m.group(1).replace("-", "_") in keywords else spelt.get(m.group(0), m.group(0)),
-        text,
-    )
-    if text == original:
-        return error
-    translated = type(error)(text)
-    translated.cli_message = original
-    return translated
-
-
-@contextlib.contextmanager
-def _api_words(given: dict[str, Any]) -> Iterator[None]:
-    try:
-        yield
-    except SpecError as e:
-        raise in_api_words(e, given) from None
 
 
 def _chosen_backend(settings: Settings) -> str:
@@ -406,9 +370,7 @@ class Job:
                 f"the {backend} backend takes: {', '.join(valid)}"
             )
         _check_kinds({"package": package, "module": module, **kwargs})
-        self._given = {k: v for k, v in kwargs.items() if k != "config"}
-        with _api_words(self._given):
-            self._build(package, module, kwargs)
+        self._build(package, module, kwargs)
 
     def _build(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any]) -> None:
         config = kwargs.pop("config", None)
@@ -510,17 +472,15 @@ class Job:
     def render(self) -> dict[str, Any]:
         """The request the backend would send (no credentials; with ``build=True`` the image
         is built, or found, first, and nothing is pushed)."""
-        with _api_words(self._given):
-            self.build_image(push=False)
-            body: dict[str, Any] = self.backend.render(self.spec, self.options)
-            return body
+        self.build_image(push=False)
+        body: dict[str, Any] = self.backend.render(self.spec, self.options)
+        return body
 
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""
         options = dataclasses.replace(self.options, wait=False)
-        with _api_words(self._given):
-            self.build_image()
-            job_id = self.backend.submit(self.spec, options)
+        self.build_image()
+        job_id = self.backend.submit(self.spec, options)
         return JobHandle(self.backend, job_id, store=self.store)
 
     def run(self, timeout: float | None = None) -> "JobHandle":
@@ -551,9 +511,8 @@ class Job:
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
             return handle
-        with _api_words(self._given):
-            self.build_image()
-            job_id = self.backend.run(self.spec, self.options)
+        self.build_image()
+        job_id = self.backend.run(self.spec, self.options)
         handle = JobHandle(self.backend, job_id, store=self.store)
         handle.result()
         return handle
