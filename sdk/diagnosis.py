@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from .lazy import LazyPattern
 from .model import JobState, JobStatus
 from .results import Diagnosis
 
@@ -31,7 +32,7 @@ _KUBEFLOW_BACKENDS = ("kubeflow", "jobset", "trainjob")
 @dataclass(frozen=True)
 class _Pattern:
     code: str
-    regex: re.Pattern[str]
+    regex: LazyPattern  # compiled on first use: a job that fails with no log to read never compiles them
     cause: Callable[[re.Match[str], str], str]
     fix: Callable[[re.Match[str], str], str]
 
@@ -61,19 +62,19 @@ def _batch_fix(m: re.Match[str], backend: str) -> str:
 _PATTERNS = (
     _Pattern(
         "tf2-master",
-        re.compile(r"Disallowed task type found in cluster spec"),
+        LazyPattern(r"Disallowed task type found in cluster spec"),
         lambda m, b: "a TensorFlow 2 strategy was given a TF_CONFIG whose primary task is `master`, which TF2 strategies refuse",
         lambda m, b: "--tf-config tf2 (every task's TF_CONFIG says chief, evaluators out of the cluster), or --use-chief (AI Platform's legacy TF_CONFIG)",
     ),
     _Pattern(
         "job-dir-required",
-        re.compile(r"error: the following arguments are required: (?:[^\n]*?)(--job[-_]dir)"),
+        LazyPattern(r"error: the following arguments are required: (?:[^\n]*?)(--job[-_]dir)"),
         lambda m, b: f"the trainer requires {m.group(1)}, and the job gave it none",
         _job_dir_fix,
     ),
     _Pattern(
         "batch-not-divisible",
-        re.compile(r"`?global_batch_size`? (\d+) is not divisible by `?num_replicas_in_sync`? (\d+)"),
+        LazyPattern(r"`?global_batch_size`? (\d+) is not divisible by `?num_replicas_in_sync`? (\d+)"),
         lambda m, b: (
             f"the global batch size {m.group(1)} does not divide among {m.group(2)} replicas: the cluster has "
             "a replica the program does not count (a chief besides the workers)"
@@ -82,7 +83,7 @@ _PATTERNS = (
     ),
     _Pattern(
         "port-in-use",
-        re.compile(
+        LazyPattern(
             r"(?:port of task \S+ \(\S+\) is already in use"
             r"|Could not start gRPC server"
             r"|\[Errno 98\] Address already in use"
@@ -93,7 +94,7 @@ _PATTERNS = (
     ),
     _Pattern(
         "missing-module",
-        re.compile(r"ModuleNotFoundError: No module named '([^']+)'"),
+        LazyPattern(r"ModuleNotFoundError: No module named '([^']+)'"),
         lambda m, b: f"module {m.group(1)!r} is not installed where the task runs",
         lambda m, b: (
             f"add the distribution that provides {m.group(1).split('.')[0]!r} to the trainer's requirements "
@@ -102,16 +103,16 @@ _PATTERNS = (
     ),
     _Pattern(
         "out-of-memory",
-        re.compile(r"ran out-of-memory and exited|OOMKilled|(?:Memory cgroup o|O)ut of memory: Killed process"),
+        LazyPattern(r"ran out-of-memory and exited|OOMKilled|(?:Memory cgroup o|O)ut of memory: Killed process"),
         lambda m, b: "the task ran out of memory and was killed",
         lambda m, b: "give it a machine with more memory (--master-machine-type / --worker-machine-type, --memory on Kubernetes), or make the batch or the model smaller",
     ),
 )
 
-_IMAGE_PULL = re.compile(r"\b(ImagePullBackOff|ErrImagePull|InvalidImageName|ErrImageNeverPull)\b")
+_IMAGE_PULL = LazyPattern(r"\b(ImagePullBackOff|ErrImagePull|InvalidImageName|ErrImageNeverPull)\b")
 #: mm/oom_kill.c: "%s: Killed process %d (%s) total-vm:…" (the message is "Out of memory" or
 #: "Memory cgroup out of memory"; kernels before 5.0 printed no prefix).
-_OOM_KERNEL = re.compile(r"(?:(?:Memory cgroup out of memory|Out of memory): )?Killed process (\d+) \(([^)]*)\) total-vm")
+_OOM_KERNEL = LazyPattern(r"(?:(?:Memory cgroup out of memory|Out of memory): )?Killed process (\d+) \(([^)]*)\) total-vm")
 
 
 def _evidence(text: str, match: re.Match[str]) -> str:

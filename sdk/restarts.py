@@ -18,11 +18,11 @@ A preemption is what a reclaimed Spot VM or an evicted pod gets: SIGTERM, a grac
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
 
 from .errors import UsageError
+from .lazy import LazyPattern
 
 POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -112,7 +112,7 @@ def restart_delay(base: float, restarts: int) -> float:
     return min(MAX_RESTART_DELAY, max(0.0, base) * 2 ** max(0, min(restarts - 1, 30)))
 
 
-_DURATION = re.compile(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*(ms|s|m|h)?\s*\Z")
+_DURATION = LazyPattern(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*(ms|s|m|h)?\s*\Z")
 
 
 def parse_seconds(text: Any, flag: str) -> float:
@@ -142,7 +142,7 @@ class Preemption:
     every: bool = False
 
 
-_TASK = re.compile(r"(chief|worker|ps|evaluator)-\d{1,6}\Z")
+_TASK = LazyPattern(r"(chief|worker|ps|evaluator)-\d{1,6}\Z")
 
 
 def parse_preemptions(values: Any, flag: str = "--preempt") -> list[Preemption]:

@@ -26,9 +26,7 @@ import collections
 import contextlib
 import json
 import os
-import random
 import selectors
-import shutil
 import signal
 import subprocess
 import threading
@@ -78,6 +76,18 @@ def _child_setup(parent: int, cgroup: contain.JobCgroup | None = None) -> Callab
             os._exit(70)
 
     return setup
+
+
+def _which(program: str, path: str) -> str | None:
+    """``shutil.which(program, path=path)``; a program named by its path (the interpreter, a
+    container engine) is checked as shutil checks it, without importing shutil (and the
+    compression modules it loads) into every ``tfjob submit``."""
+    if os.path.dirname(program):
+        ok = os.path.exists(program) and os.access(program, os.F_OK | os.X_OK) and not os.path.isdir(program)
+        return program if ok else None
+    import shutil
+
+    return shutil.which(program, path=path)
 
 
 #: Signal numbers, to read a container's exit status 128 + N as signal N.
@@ -249,7 +259,7 @@ class Launcher:
         self._job_restarts = 0
         self._preempted_this_attempt = False
         self._scheduled: list[tuple[float, str, bool, float]] = []  # (when, task or role, random?, mean)
-        self._rng = random.Random(self.rules.seed)
+        self._random: Any = None  # random.Random(rules.seed), made when a preemption is scheduled
         #: Restart counts and histories carried over a restart of the whole job.
         self._carried: dict[str, tuple[int, list[TaskRestart]]] = {}
         self._scheduled_once = False
@@ -272,6 +282,16 @@ class Launcher:
             os.write(self._wake_w, b"x")
         except OSError:
             pass
+
+    @property
+    def _rng(self) -> Any:
+        """The random preemptions' generator (seeded by the rules), made on first use: a job
+        without random preemptions does not import :mod:`random`."""
+        if self._random is None:
+            import random
+
+            self._random = random.Random(self.rules.seed)
+        return self._random
 
     # -- the whole run ---------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -468,7 +488,7 @@ class Launcher:
         prefix = self._fast_start()
         if prefix is not None and (plan.argv[0], plan.env.get("PATH")) not in self._programs:
             # setpriv would start, and then fail to run it: say so as Popen would have.
-            if shutil.which(plan.argv[0], path=plan.env.get("PATH") or os.defpath) is None:
+            if _which(plan.argv[0], plan.env.get("PATH") or os.defpath) is None:
                 raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): no such program, or not executable")
             self._programs.add((plan.argv[0], plan.env.get("PATH")))
         try:

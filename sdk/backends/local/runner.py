@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -118,6 +117,8 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         raise SpecError(field="grace", value=options.grace, problem=f"must be a number of seconds from 0 to {MAX_GRACE:g}")
     python = options.python or sys.executable
     if os.sep not in python:
+        import shutil
+
         python = shutil.which(python) or python
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
         raise SpecError(field="python", value=options.python, problem="is not an executable interpreter", fix="give a path like /usr/bin/python3")
@@ -128,11 +129,11 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
                 field="python", value=options.python, problem="cannot import tfjob (needed for the bootstrap in every task)",
                 fix=f"install it there: {python} -m pip install --no-deps tfjob",
             )
-    from ...packaging import check_built_package
-
     for extra in spec.packages:
         if "://" in extra:
             raise SpecError(field="packages", value=extra, problem=": the local backend installs local files only", fix="download it first")
+        from ...packaging import check_built_package  # here: a job without --packages never imports packaging
+
         check_built_package(extra)
     if spec.packages and not options.install:
         raise SpecError(
