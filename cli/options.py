@@ -9,12 +9,20 @@ this module turns every declaration into a click option. Every option of ``submi
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import click
 
-from tfjob import Knob
-from tfjob import job_knobs as knobs
+if TYPE_CHECKING:
+    from tfjob import Knob
+
+
+def knobs() -> dict[str, Knob]:
+    """Every knob (:func:`tfjob.job_knobs`), read when a command first needs its options."""
+    from tfjob import job_knobs
+
+    found: dict[str, Knob] = job_knobs()
+    return found
 
 def option_of(knob: Knob) -> Callable[[Any], Any]:
     """The click option of a knob: its flags, its kind, its help with the backends that take it."""
@@ -33,10 +41,59 @@ def option_of(knob: Knob) -> Callable[[Any], Any]:
     return click.option(*knob.flags, knob.name, help=knob.described(), **extra)
 
 
-#: Options that set a :class:`tfjob.Job` keyword (the parameter's name is the keyword), made
-#: from every knob's declaration (:func:`tfjob.backends.knobs`): what every backend takes first,
-#: then each backend's own, each flag's help naming the backends that take it.
-JOB_OPTIONS: list[Callable[[Any], Any]] = [option_of(k) for k in knobs().values() if k.cli]
+class _KnobOptions:
+    """``JOB_OPTIONS``: the options that set a :class:`tfjob.Job` keyword (the parameter's name is
+    the keyword), made from every knob's declaration (:func:`tfjob.backends.knobs`) — what every
+    backend takes first, then each backend's own, each flag's help naming the backends that take
+    it — when a :class:`KnobCommand` is first used: ``tfjob --help`` lists the commands without
+    reading a backend's declarations."""
+
+    def __iter__(self) -> Iterator[Callable[[Any], Any]]:
+        return iter([option_of(k) for k in knobs().values() if k.cli])
+
+
+JOB_OPTIONS = _KnobOptions()
+
+
+def knob_params(tune: bool = False) -> list[click.Parameter]:
+    """The click options of every knob with a flag (for ``tfjob tune``, those declared ``tune=True``)."""
+
+    def probe() -> None:
+        pass
+
+    for k in knobs().values():
+        if k.cli and (k.tune or not tune):
+            option_of(k)(probe)
+    params: list[click.Parameter] = probe.__click_params__  # type: ignore[attr-defined]
+    return params
+
+
+class KnobCommand(click.Command):
+    """A command whose knob options (``@apply(JOB_OPTIONS)``) are made on first use of its
+    ``params``: parsing its line or showing its help, not listing it in ``tfjob --help``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._knob_slot: tuple[int, bool] | None = getattr(self.callback, "__tfjob_knobs__", None)
+
+    @property
+    def given_params(self) -> list[click.Parameter]:
+        """The parameters declared with the command, without the knobs' options."""
+        return self._given
+
+    @property  # type: ignore[override]
+    def params(self) -> list[click.Parameter]:
+        slot = self.__dict__.pop("_knob_slot", None)
+        if slot is not None:
+            before, tune = slot
+            at = len(self._given) - before
+            self._given = [*self._given[:at], *knob_params(tune), *self._given[at:]]
+            self._knob_slot = None
+        return self._given
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._given = list(value)
 
 #: ``submit`` / ``render`` options the command reads itself.
 SUBMIT_OPTIONS: list[Callable[[Any], Any]] = [
@@ -48,8 +105,10 @@ SUBMIT_OPTIONS: list[Callable[[Any], Any]] = [
     click.option('--output', '-o', 'output', default='json', help='Format of --dry-run: json or yaml.'),
 ]
 
-#: Job keywords that mean nothing to a study (``tfjob tune``): the knobs declared ``tune=False``.
-NOT_FOR_TUNE = frozenset(k.name for k in knobs().values() if not k.tune)
+def __getattr__(name: str) -> Any:
+    if name == "NOT_FOR_TUNE":  # Job keywords that mean nothing to a study: the knobs declared tune=False
+        return frozenset(k.name for k in knobs().values() if not k.tune)
+    raise AttributeError(name)
 
 
 def keyword_of(decorator: Callable[[Any], Any]) -> str:
@@ -62,8 +121,18 @@ def keyword_of(decorator: Callable[[Any], Any]) -> str:
     return probe.__click_params__.pop().name  # type: ignore[attr-defined]
 
 
-def apply(options: Iterable[Callable[[Any], Any]], exclude: frozenset[str] = frozenset()) -> Callable[[Any], Any]:
-    """A decorator adding ``options`` (less the ``exclude`` keywords) in their order in ``--help``."""
+def apply(options: Iterable[Callable[[Any], Any]], exclude: frozenset[str] = frozenset(), *, tune: bool = False) -> Callable[[Any], Any]:
+    """A decorator adding ``options`` (less the ``exclude`` keywords) in their order in ``--help``.
+
+    ``JOB_OPTIONS`` are only marked here: a :class:`KnobCommand` makes them on first use
+    (``tune=True``: those a study's trials take)."""
+    if options is JOB_OPTIONS:
+
+        def mark(f: Any) -> Any:
+            f.__tfjob_knobs__ = (len(getattr(f, "__click_params__", ())), tune)
+            return f
+
+        return mark
     chosen = [o for o in options if not exclude or keyword_of(o) not in exclude]
 
     def decorate(f: Any) -> Any:

@@ -23,7 +23,7 @@ from .app import CONTEXT_SETTINGS, app
 USER_ARGS = "tfjob_user_args"
 
 
-class UserArgsCommand(click.Command):
+class UserArgsCommand(opts.KnobCommand):
     """Keeps everything after the first ``--`` aside for the trainer."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -161,7 +161,7 @@ app.add_command(submit)
 app.add_command(
     UserArgsCommand(
         "render",
-        params=submit.params,
+        params=submit.given_params,
         callback=submit.callback,
         help="Print the request a backend would send for a job (vertex, ai-platform, kubeflow), without submitting.",
         context_settings=CONTEXT_SETTINGS,

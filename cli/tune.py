@@ -49,7 +49,7 @@ Examples:
 @click.command("tune", cls=submit_command.UserArgsCommand, epilog=_EXAMPLES, no_args_is_help=True, context_settings=CONTEXT_SETTINGS)
 @click.argument("package_path", required=False, metavar="[PACKAGE_PATH]")
 @click.option("--package-path", "package_path_opt", help="Same as PACKAGE_PATH (gcloud spelling).")
-@opts.apply(opts.JOB_OPTIONS, exclude=opts.NOT_FOR_TUNE)
+@opts.apply(opts.JOB_OPTIONS, tune=True)
 @opts.apply(STUDY_OPTIONS)
 @click.pass_context
 def tune(ctx: click.Context, package_path: str | None, package_path_opt: str | None, **options: Any) -> None:

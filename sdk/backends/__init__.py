@@ -22,7 +22,6 @@ from typing import Any
 from .. import errors
 from ..errors import NOTHING, UsageError
 from ..knobs import Knob
-from ..machines import did_you_mean
 from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
 from .base import Backend
 
@@ -46,11 +45,17 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _did_you_mean(name: str) -> str:
+    from ..machines import did_you_mean  # (here: the CLI reads the registry without the machine catalog's cost)
+
+    return did_you_mean(name, BACKENDS)
+
+
 def _check_name(name: str) -> tuple[str, str]:
     entry = BACKENDS.get(name)
     if entry is None:
         raise UsageError(
-            f"--backend {name!r} is not a backend{did_you_mean(name, BACKENDS)}; choose one of {', '.join(BACKENDS)}"
+            f"--backend {name!r} is not a backend{_did_you_mean(name)}; choose one of {', '.join(BACKENDS)}"
         )
     return entry
 
@@ -88,7 +93,9 @@ def knobs() -> dict[str, Knob]:
 
     found: dict[str, Knob] = {}
     for k in JOB_KNOBS:
-        found[k.name] = dataclasses.replace(k, help=k.help.replace("{backends}", ", ".join(n for n in BACKENDS if n != "vertex-tuning")))
+        if "{backends}" in k.help:
+            k = dataclasses.replace(k, help=k.help.replace("{backends}", ", ".join(n for n in BACKENDS if n != "vertex-tuning")))
+        found[k.name] = k
     for name in BACKENDS:
         if name == "vertex-tuning":  # a study's trials take vertex's knobs; tfjob tune creates it
             continue

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, T
 
 from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
 from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
-from ..spec import JobSpec
 
 if TYPE_CHECKING:
+    from ..spec import JobSpec  # (a type only: the CLI reads the options' declarations without the spec's cost)
     from ..model import JobStatus, SubmitOptions
     from ..store import JobStore
     from ..study import StudySpec

@@ -6,12 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...config_vertex import SCHEDULING_STRATEGIES
 from ...errors import SpecError
 from ...knobs import knob
 from ...lazy import LazyPattern
-from ...machines import did_you_mean
-from ...spec import check_boot_disk
 from ..base import GoogleCloudOptions
 
 _NOT_TUNED = {"tune": False}
@@ -147,6 +144,11 @@ def check_vertex_options(options: VertexOptions) -> None:
     Raises:
         SpecError: naming the flag, the value and the fix.
     """
+    # Here, not at the top: the CLI reads these declarations to make its flags, without the checks' cost.
+    from ...config_vertex import SCHEDULING_STRATEGIES
+    from ...machines import did_you_mean
+    from ...spec import check_boot_disk
+
     for name in ("network", "tensorboard", "experiment", "experiment_run"):
         _text(options, name)
     for role in ("", "chief_", "worker_", "ps_", "evaluator_"):
