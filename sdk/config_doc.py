@@ -32,7 +32,8 @@ UNSUPPORTED: dict[str, str] = {
     "nfsMounts": "tfjob does not mount NFS shares; read the data from Cloud Storage instead",
     "lustreMounts": "tfjob does not mount Lustre file systems; read the data from Cloud Storage instead",
     "gpuPartitionSize": "tfjob does not partition GPUs; remove it",
-    "protectedArtifactLocationId": "tfjob does not set artifact locations; remove it",
+    # (A Vertex AI CustomJobSpec's protectedArtifactLocationId is a declared Vertex knob, read there; elsewhere:)
+    "protectedArtifactLocationId": "a Vertex AI CustomJobSpec key, taken in a Vertex AI config (or --protected-artifact-location-id); remove it here",
     "models": "tfjob does not attach models to a job; remove it",
 }
 
