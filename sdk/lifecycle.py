@@ -15,7 +15,11 @@ A backend implements what only it knows — a pure ``render``, ``submit``, ``sta
   otherwise the job keeps running, one line says how to reach it, and the
   ``KeyboardInterrupt`` goes on (exit 130);
 - :meth:`Lifecycle.cancel`: a job that has already ended is left as it ended, without
-  a call to the platform.
+  a call to the platform;
+- :func:`follow_lines`, the one loop that follows a log, over a backend's :class:`LineFeed`;
+- the job store kept in step the same way (:func:`keep_record`, :func:`sync_status`,
+  :func:`record_lost`, :func:`record_cancel`; ``Lifecycle.record/sync/lost/cancelled``);
+- :meth:`Lifecycle.typed`: whatever options a backend is given, read as its own.
 
 The local backend runs its jobs in the calling process, so its ``run`` is its own; it
 raises the same errors on Ctrl-C (there the job cannot outlive the process: it is
@@ -184,6 +188,52 @@ def say(message: str) -> None:
     print(f"tfjob: {message}", file=sys.stderr, flush=True)
 
 
+# -- the job store, kept in step the same way by every backend ------------------------------
+def keep_record(store: JobStore, record: JobRecord) -> str:
+    """Record a job its platform just created; a record of the same id is replaced (the
+    platform took the name again, so the job that record was about is gone). Returns its id."""
+    if store.get(record.id) is not None:
+        store.remove(record.id)
+    store.add(record)
+    return record.id
+
+
+def sync_status(store: JobStore, record: JobRecord | None, status: JobStatus) -> JobStatus:
+    """Bring a job's record up to date with what its platform said — the state and why, when
+    it started and ended, the failed task and its exit code — when the state changed (a job
+    that has ended keeps its end). Returns ``status``."""
+    if record is None or record.state is status.state:
+        return status
+    values: dict[str, Any] = {}
+    if status.started:
+        values["started"] = status.started
+    if status.ended:
+        values["ended"] = status.ended
+    if status.failed_task:
+        values["failed_task"] = status.failed_task
+        if "task_exit_code" in status.extra:
+            values["extra"] = {**record.extra, "task_exit_code": status.extra["task_exit_code"]}
+    store.set_state(record.id, status.state, status.message, **values)
+    return status
+
+
+def record_lost(store: JobStore, record: JobRecord, why: str) -> JobStatus:
+    """The platform no longer has the job: LOST (``why``) unless its record says it ended."""
+    if not record.state.is_terminal:
+        store.set_state(record.id, JobState.LOST, why)
+        record = store.get(record.id) or record
+    return record.to_status()
+
+
+def record_cancel(
+    store: JobStore, record: JobRecord | None, state: JobState, message: str, only_from: tuple[JobState, ...] | None = None
+) -> None:
+    """Record that the job was asked to stop: ``CANCELLING`` until it has ended (``CANCELLED``
+    when it is gone at once); a job that ended first keeps its end."""
+    if record is not None:
+        store.set_state(record.id, state, message, only_from=only_from)
+
+
 class Lifecycle:
     """The part of a backend that is the same on every backend (see the module's docstring).
 
@@ -249,6 +299,22 @@ class Lifecycle:
         (``tfjob list``); a backend that can tell more from this machine says it here (the local
         backend records a job whose launcher died LOST)."""
         return record.to_status()
+
+    def record(self, record: JobRecord) -> str:
+        """Keep a job just created in :attr:`store` (:func:`keep_record`); return its id."""
+        return keep_record(self.store, record)
+
+    def sync(self, status: JobStatus, record: JobRecord | None) -> JobStatus:
+        """Bring the job's record in :attr:`store` up to date with ``status`` (:func:`sync_status`)."""
+        return sync_status(self.store, record, status)
+
+    def lost(self, record: JobRecord, why: str) -> JobStatus:
+        """The platform no longer has the job (:func:`record_lost`)."""
+        return record_lost(self.store, record, why)
+
+    def cancelled(self, record: JobRecord | None, state: JobState, message: str, only_from: tuple[JobState, ...] | None = None) -> None:
+        """Record that the job was asked to stop (:func:`record_cancel`)."""
+        record_cancel(self.store, record, state, message, only_from)
 
     # -- what a backend implements ---------------------------------------------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:

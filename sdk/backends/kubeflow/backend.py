@@ -214,16 +214,6 @@ class KubeflowBackend(Lifecycle):
         options = record.options if record is not None else {}
         return self._connect(options.get("kubeconfig"), options.get("context"))
 
-    def _remember(self, job_id: str, status: JobStatus, record: JobRecord | None) -> None:
-        if record is None or record.state is status.state:
-            return
-        values: dict[str, Any] = {"failed_task": status.failed_task} if status.failed_task else {}
-        if status.started:
-            values["started"] = status.started
-        if status.ended:
-            values["ended"] = status.ended
-        self.store.set_state(job_id, status.state, status.message, **values)
-
     # -- I/O -------------------------------------------------------------------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
         """Create the TFJob; return its id ``NAMESPACE/NAME``.
@@ -258,12 +248,7 @@ class KubeflowBackend(Lifecycle):
             created=parse_time(meta.get("creationTimestamp")) or time.time(),
             extra={"server": client.server, "uid": meta.get("uid")},
         )
-        store = self.store
-        if store.get(job_id) is not None:
-            # The cluster took the name, so the TFJob this record was about is gone.
-            store.remove(job_id)
-        store.add(record)
-        return job_id
+        return self.record(record)
 
     def _ship(self, client: Any, namespace: str, name: str, configmap: dict[str, Any], created: dict[str, Any]) -> None:
         """Create the packages' ConfigMap, owned by the job just created (deleted with it).
@@ -322,8 +307,7 @@ class KubeflowBackend(Lifecycle):
                 status.extra["log_tail"] = self._log_tail(client, namespace, pods, status.failed_task)
         finally:
             client.close()
-        self._remember(full_id, status, record)
-        return status
+        return self.sync(status, record)
 
     @staticmethod
     def _log_tail(client: Any, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
@@ -336,16 +320,11 @@ class KubeflowBackend(Lifecycle):
         return ""
 
     def _gone(self, record: JobRecord) -> JobStatus:
-        if not record.state.is_terminal:
-            store = self.store
-            store.set_state(
-                record.id,
-                JobState.LOST,
-                f"the {self.kind.name} is no longer on the cluster (deleted outside tfjob, or removed after "
-                "ttlSecondsAfterFinished) and its end was not seen",
-            )
-            record = store.get(record.id) or record
-        return record.to_status()
+        return self.lost(
+            record,
+            f"the {self.kind.name} is no longer on the cluster (deleted outside tfjob, or removed after "
+            "ttlSecondsAfterFinished) and its end was not seen",
+        )
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines, ``[worker-1] …``, of one task (``worker-1``) or role (``ps``) if given.
@@ -411,8 +390,7 @@ class KubeflowBackend(Lifecycle):
                     return  # ended and cleaned up since: left as it ended
         finally:
             client.close()
-        if record is not None:
-            self.store.set_state(record.id, JobState.CANCELLED, f"cancelled: the {self.kind.name} was deleted by tfjob cancel")
+        self.cancelled(record, JobState.CANCELLED, f"cancelled: the {self.kind.name} was deleted by tfjob cancel")
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """The TFJobs tfjob created in the current context's namespace, newest first."""

@@ -227,12 +227,8 @@ class LocalBackend(Lifecycle):
         record = reap_lost(store, store.resolve(job_id))
         if record.state.is_terminal:
             return
-        store.set_state(
-            record.id,
-            JobState.CANCELLING,
-            "cancel requested",
-            only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING),
-        )
+        # The supervisor reads the request where it reads the job's state, and stops every task.
+        self.cancelled(record, JobState.CANCELLING, "cancel requested", only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING))
 
     def preempt(self, job_id: str, task: str, grace: float | None = None, wait: float = 60.0) -> str:
         """Preempt one task of a running job as a Spot VM is reclaimed — SIGTERM, ``grace``

@@ -21,7 +21,7 @@ from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import SubmissionUncertainError, UsageError
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
-from ...lifecycle import poll
+from ...lifecycle import poll, record_cancel, sync_status
 from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
@@ -240,15 +240,7 @@ def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: Jo
         status.ended = None
         status.message = f"this attempt failed ({status.message[:200]}); following the job (`tfjob wait {job_id}`) submits it again"
         return status
-    values: dict[str, Any] = {}
-    if status.started:
-        values["started"] = status.started
-    if status.ended:
-        values["ended"] = status.ended
-    if status.failed_task:
-        values["failed_task"] = status.failed_task
-        values["extra"] = {**record.extra, "task_exit_code": status.extra["task_exit_code"]}
-    store.set_state(job_id, status.state, status.message, **values)
+    sync_status(store, store.get(job_id) or record, status)
     current = store.get(job_id)
     if current is not None:
         status.extra = {**current.extra, **status.extra}
@@ -453,8 +445,7 @@ def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credenti
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
     client.cancel_custom_job(current_attempt(job_id, record))
-    if record is not None:
-        store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
     echo(f"asked Vertex AI to cancel job {job_id}")
 
 

@@ -21,7 +21,7 @@ from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import AuthError, SpecError, UsageError
 from .client import VertexClient, job_id_of
 from .render import SUBMISSION_LABEL
-from ...lifecycle import Lifecycle
+from ...lifecycle import Lifecycle, record_cancel, sync_status
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ...study import StudySpec
@@ -273,8 +273,7 @@ def _record(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord
     current = store.get(job_id)
     extra = {**(current.extra if current else {}), **status.extra}
     store.update(job_id, extra=extra)
-    values = {k: v for k, v in (("started", status.started), ("ended", status.ended)) if v}
-    store.set_state(job_id, status.state, status.message, **values)
+    sync_status(store, store.get(job_id) or record, status)
     status.extra = extra
     return status
 
@@ -356,8 +355,7 @@ def cancel_tuning(
     record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     client.cancel_tuning_job(job_id)
-    if record is not None:
-        store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
     echo(f"asked Vertex AI to cancel tuning job {job_id}")
 
 
