@@ -237,8 +237,11 @@ def record_cancel(
 class Lifecycle:
     """The part of a backend that is the same on every backend (see the module's docstring).
 
-    Subclasses set ``name`` and ``platform`` and implement ``submit``, ``status`` and
-    ``_cancel`` (and ``render``, ``logs``, ``list``).
+    Subclasses set ``name``, ``platform`` and ``options_class`` and implement ``submit``,
+    ``status`` and ``_cancel`` (and ``render``, ``logs``, ``list``), reading the options they
+    are given through :meth:`typed`, keeping the store in step through :meth:`record`,
+    :meth:`sync`, :meth:`lost` and :meth:`cancelled`, and following logs with
+    :func:`follow_lines` over their :class:`LineFeed`.
 
     Args:
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).

@@ -466,3 +466,15 @@ def test_another_backends_options_are_read_as_this_backends(name: str) -> None:
     spec = build_spec(name="j", module="trainer.task", image="gcr.io/p/trainer:1", workers=1, ps=1)
     backend.render(spec, other)  # renders, with the strategy, as with the backend's own options
     assert "parameter-server" in json.dumps(backend.render(spec, other))
+
+
+def test_every_backend_object_takes_the_options_its_registry_entry_names() -> None:
+    """What `Job` builds for a backend (the registry's class) is what the backend object reads
+    options as, for every backend: given nothing, it has its own class at its defaults."""
+    from tfjob.backends import BACKENDS as registry
+    from tfjob.backends import options_type
+
+    for name in registry:
+        backend = get_backend(name)
+        assert backend.options_class is options_type(name), name
+        assert type(backend.typed(None)) is options_type(name), name

@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, TextIO
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import AuthError, SpecError, UsageError
 from .client import VertexClient, job_id_of
+from .options import VertexOptions
 from .render import SUBMISSION_LABEL
 from ...lifecycle import Lifecycle, record_cancel, sync_status
 from ...spec import JobSpec
@@ -411,6 +412,7 @@ class VertexTuningBackend(Lifecycle):
     name = BACKEND_NAME
     platform = "Vertex AI"
     max_poll_interval = 60.0
+    options_class = VertexOptions
 
     def __init__(self, *, credentials: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
