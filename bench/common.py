@@ -221,6 +221,22 @@ def call(fn: Callable[[], object]) -> Run:
     return run
 
 
+def with_cpu(run: Run, into: list[float]) -> Run:
+    """``run``, which also appends to ``into`` the CPU time (user + system) of the processes
+    it started and waited for — with a process's own waited-for children, e.g. a launcher's
+    tasks. On a shared machine CPU time moves far less with other load than wall time."""
+    import resource
+
+    def measured() -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        value = run()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        into.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
+        return value
+
+    return measured
+
+
 def rounds(items: Mapping[str, Run], runs: int, *, warmup: int = 1, units: Mapping[str, str] | None = None) -> dict[str, Sample]:
     """Run every item once per round, ``warmup`` unmeasured rounds then ``runs`` measured ones.
 

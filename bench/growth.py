@@ -10,7 +10,9 @@ Target (issue 25): from the middle size to the largest, tfjob's overhead over th
 interpreters grows by at most 3 ms per added task (``growth.slope``: per round, the
 overhead at 161 tasks less the overhead at 41, over the 120 tasks between them, against
 the same from 7 to 41 tasks; it was +14.7 ms per task when each task's start ran Python
-code between fork and exec).
+code between fork and exec). The same in CPU time (user + system of ``tfjob submit`` and
+its tasks, against the bare interpreters'), ``growth.cpu_*``: on a shared machine it moves
+far less with the others' load than wall time does.
 
 Next to the JSON (or as ``bench/growth.png`` without ``--json``) a small plot: seconds
 against tasks for both, one point per size (median, with min–max bars).
@@ -23,7 +25,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from common import Figure, Sample, Target, clean_env, private_home, rounds, section_main
+from common import Figure, Sample, Target, clean_env, private_home, rounds, section_main, with_cpu
 from local_cluster import bare, submit_argv, write_trainer
 
 SECTION = "growth"
@@ -32,6 +34,8 @@ SIZES = ((4, 2), (32, 8), (128, 32))
 QUICK_SIZES = ((2, 1), (4, 2), (8, 2))
 #: Issue 25: at most this much more overhead per added task, middle size to largest.
 TARGET_SLOPE_S = 0.003
+#: The figures of one size each (wall time), as against the slopes.
+_SIZE_KEYS = ("growth.small", "growth.medium", "growth.large")
 #: Where the plot goes when no --json is given.
 DEFAULT_PLOT = Path(__file__).resolve().parent / "growth.png"
 
@@ -51,27 +55,40 @@ def _submit(trainer: Path, workers: int, ps: int, root: Path):  # type: ignore[n
 def measure(runs: int, quick: bool = False) -> list[Figure]:
     """``tfjob submit`` of each size against as many bare interpreters, interleaved."""
     sizes = QUICK_SIZES if quick else SIZES
+    warmup = 0 if quick else 1
+    cpu: dict[str, list[float]] = {}
     with private_home("tfjob-bench-growth-") as home:
         trainer = write_trainer(home)
         items = {}
         for workers, ps in sizes:
             n = 1 + workers + ps
-            items[f"tfjob {n}"] = _submit(trainer, workers, ps, home)
-            items[f"bare {n}"] = bare(n)
-        samples = rounds(items, runs, warmup=0 if quick else 1)
+            items[f"tfjob {n}"] = with_cpu(_submit(trainer, workers, ps, home), cpu.setdefault(f"tfjob {n}", []))
+            items[f"bare {n}"] = with_cpu(bare(n), cpu.setdefault(f"bare {n}", []))
+        samples = rounds(items, runs, warmup=warmup)
     figures = []
+    cpu_figures = []
     for size, (workers, ps) in zip(("small", "medium", "large"), sizes):
         n = 1 + workers + ps
         figures.append(
             Figure(f"growth.{size}", SECTION, f"tfjob submit 1+{workers}+{ps} ({n} tasks)", samples[f"tfjob {n}"],
                    samples[f"bare {n}"])
         )  # fmt: skip
+        cpu_figures.append(
+            Figure(f"growth.cpu_{size}", SECTION, f"CPU time of tfjob submit and its tasks ({n} tasks)",
+                   Sample(f"tfjob {n} CPU", cpu[f"tfjob {n}"][warmup:]), Sample(f"bare {n} CPU", cpu[f"bare {n}"][warmup:]))
+        )  # fmt: skip
     figures.append(slope(figures[1], figures[2], baseline=slope(figures[0], figures[1]).sample))
+    cpu_slope = slope(cpu_figures[1], cpu_figures[2], baseline=slope(cpu_figures[0], cpu_figures[1]).sample)
+    figures.extend(cpu_figures)
+    figures.append(
+        Figure("growth.cpu_slope", SECTION, cpu_slope.name.replace("tfjob's overhead", "tfjob's CPU time"), cpu_slope.sample,
+               cpu_slope.baseline)
+    )  # fmt: skip
     return figures
 
 
 def _tasks(figure: Figure) -> int:
-    return int(figure.name.split("(")[1].split()[0])
+    return int(figure.name.split("(")[-1].split()[0])
 
 
 def slope(smaller: Figure, larger: Figure, baseline: Sample | None = None) -> Figure:
@@ -97,7 +114,7 @@ def per_task_overhead(figures: list[Figure]) -> list[tuple[int, float, float | N
     since the size before — None for the first). A flat last column is linear growth."""
     out: list[tuple[int, float, float | None]] = []
     for f in figures:
-        if f.key == "growth.slope":
+        if not f.key.startswith(_SIZE_KEYS):
             continue
         n = _tasks(f)
         overhead = f.sample.median - (f.baseline.median if f.baseline else 0.0)
@@ -113,7 +130,7 @@ def plot(figures: list[Figure], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figures = [f for f in figures if f.key != "growth.slope"]
+    figures = [f for f in figures if f.key.startswith(_SIZE_KEYS)]
     tasks = [_tasks(f) for f in figures]
     fig, ax = plt.subplots(figsize=(5.2, 3.4), dpi=100)
     for label, pick in (("tfjob submit", lambda f: f.sample), ("bare interpreters", lambda f: f.baseline)):

@@ -15,7 +15,10 @@ the launcher's own high-water mark (``VmHWM``) and the largest total ``VmRSS`` o
 process tree, against a bare interpreter that starts N bare interpreters at once (the
 timing baseline, as a tree), sampled the same way.
 
-Targets: overhead ≤ 150 ms for 1+4+2 (issue 17; it was 1 s), teardown ≤ 0.5 s.
+Targets: overhead ≤ 150 ms for 1+4+2 (issue 17; it was 1 s), teardown ≤ 0.5 s. Beside the
+1+4+2 wall time, the CPU time (user + system) of ``tfjob submit`` and its tasks against the
+bare interpreters' (``local.submit_cpu_1_4_2``), which other load on a shared machine moves
+far less.
 
     .venv/bin/python bench/local_cluster.py [--runs 5] [--quick] [--json FILE]
 """
@@ -28,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import BIN, PYTHON, Figure, Run, Target, clean_env, command, private_home, rounds, section_main
+from common import BIN, PYTHON, Figure, Run, Sample, Target, clean_env, command, private_home, rounds, section_main, with_cpu
 from proctree import MIB, run_sampled
 
 SECTION = "local"
@@ -189,10 +192,11 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     warmup = 0 if quick else 1
     with private_home("tfjob-bench-local-") as root:
         trainer = write_trainer(root)
+        cpu: dict[str, list[float]] = {"bare 7": [], "cli 7": []}
         timed = rounds(
             {
-                "bare 7": bare(7),
-                "cli 7": cli(trainer, 4, 2, root),
+                "bare 7": with_cpu(bare(7), cpu["bare 7"]),
+                "cli 7": with_cpu(cli(trainer, 4, 2, root), cpu["cli 7"]),
                 "api 7": api(trainer, root),
                 "teardown 7": teardown(trainer, root),
                 "bare teardown 6": bare_teardown(6),
@@ -214,6 +218,8 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     overhead = Target("overhead-max", TARGET_OVERHEAD_S)
     figures = [
         Figure("local.submit_1_4_2", SECTION, "tfjob submit 1+4+2 (trivial trainer)", timed["cli 7"], timed["bare 7"], overhead),
+        Figure("local.submit_cpu_1_4_2", SECTION, "CPU time of tfjob submit 1+4+2 and its tasks",
+               Sample("cli 7 CPU", cpu["cli 7"][warmup:]), Sample("bare 7 CPU", cpu["bare 7"][warmup:])),
         Figure("local.api_1_4_2", SECTION, "LocalBackend.run 1+4+2 (Python API)", timed["api 7"], timed["bare 7"]),
         Figure("local.submit_big", SECTION, f"tfjob submit {big_label} (trivial trainer)", timed[f"cli {big}"], timed[f"bare {big}"]),
         Figure("local.teardown", SECTION, "teardown after the chief exits (1+4+2)", timed["teardown 7"], timed["bare teardown 6"], Target("max", TARGET_TEARDOWN_S)),

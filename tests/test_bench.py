@@ -26,11 +26,12 @@ FIGURES = {
     "packaging": ["packaging.sdist", "packaging.deterministic", "packaging.second_upload", "packaging.ignore_linear", "packaging.ignore_1mib"],
     "resubmit": ["resubmit.unchanged", "resubmit.changed"],
     "local": [
-        "local.submit_1_4_2", "local.api_1_4_2", "local.submit_big", "local.teardown",
+        "local.submit_1_4_2", "local.submit_cpu_1_4_2", "local.api_1_4_2", "local.submit_big", "local.teardown",
         "local.launcher_rss_1_4_2", "local.tree_rss_1_4_2", "local.launcher_rss_big", "local.tree_rss_big",
     ],
     "recovery": ["recovery.worker", "recovery.chief"],
-    "growth": ["growth.small", "growth.medium", "growth.large", "growth.slope"],
+    "growth": ["growth.small", "growth.medium", "growth.large", "growth.slope", "growth.cpu_small", "growth.cpu_medium",
+               "growth.cpu_large", "growth.cpu_slope"],
     "ps_training": ["ps_training.wall", "ps_training.rss"],
     "scale": ["scale.vertex_render", "scale.kubeflow_render", "scale.tf_config_parse", "scale.local_render"],
 }  # fmt: skip
