@@ -549,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _put_cwd_first()
             _check_module(args.module)
     except TfjobError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e.worded('cli')}", file=sys.stderr)  # a command line's words (flags)
         return e.exit_code
     if serve:
         return run_server(info)

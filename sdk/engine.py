@@ -202,13 +202,13 @@ def find_engine(choice: str | None = None) -> Engine:
     """
     choice = choice or os.environ.get("TFJOB_CONTAINER_ENGINE") or None
     if choice is not None and choice not in ENGINES and os.path.sep not in choice:
-        raise UsageError(f"--container-engine {choice!r} is not one of {', '.join(ENGINES)} (or a path to one)")
+        raise UsageError(field="container_engine", value=choice, problem=f"is not one of {', '.join(ENGINES)} (or a path to one)")
     for name in [choice] if choice else list(ENGINES):
         exe = shutil.which(name)  # type: ignore[arg-type]
         if exe:
             return Engine(os.path.basename(name).split(".")[0], exe)  # type: ignore[arg-type]
     wanted = choice or "podman or docker"
     raise UsageError(
-        f"running --image locally needs a container engine, and {wanted} is not installed; install podman "
-        "(apt-get install podman) or docker, or run the image on --backend vertex / kubeflow"
+        problem=f"running {{image}} locally needs a container engine, and {wanted} is not installed",
+        fix="install podman (apt-get install podman) or docker, or run the image on {backend=vertex} / kubeflow",
     )

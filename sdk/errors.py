@@ -136,15 +136,9 @@ def fill(template: str, spell: "Callable[[str, Any], str]") -> str:
 
 
 class UsageError(TfjobError):
-    """The user's input is wrong; nothing was started."""
+    """The user's input is wrong; nothing was started.
 
-    exit_code = 2
-
-
-class SpecError(UsageError, ValueError):
-    """A job description that cannot run (bad count, machine, tier, name…).
-
-    ``SpecError("plain text")`` says that text to every face. With parts, it words itself
+    ``UsageError("plain text")`` says that text to every face. With parts, it words itself
     for the face that reads it (:meth:`worded`)::
 
         SpecError(field="workers", value=0, problem="must be ≥ 1", fix="leave {workers} out for a job without workers")
@@ -161,6 +155,8 @@ class SpecError(UsageError, ValueError):
             know the knob (its caller names it: :meth:`for_field`).
     """
 
+    exit_code = 2
+
     def __init__(
         self, message: str = "", *, field: str | None = None, value: object = NOTHING, problem: str = "", fix: str = "",
         what: str | None = None,
@@ -171,7 +167,7 @@ class SpecError(UsageError, ValueError):
         self.fix = fix
         self.what = what
         if message and (problem or field or what or fix):
-            raise TypeError("SpecError takes a message in one piece or in parts (problem=…), not both")
+            raise TypeError(f"{type(self).__name__} takes a message in one piece or in parts (problem=…), not both")
         super().__init__(self.worded() if self._parts() else message)
 
     def _parts(self) -> bool:
@@ -188,13 +184,13 @@ class SpecError(UsageError, ValueError):
             return self.what if self.value is NOTHING else f"{self.what} {shown(self.value)}"
         return ""
 
-    def for_field(self, field: str) -> "SpecError":
+    def for_field(self, field: str) -> "UsageError":
         """This error as said of knob ``field`` (raise it ``from None``): a check that does not
         know which knob its value came from (a machine type, an accelerator, a duration)
         names what it checked (``what="machine type"``); its caller knows the knob."""
         if self.field or not (self.problem or self.what):
             return self
-        return SpecError(field=field, value=self.value, problem=self.problem, fix=self.fix)
+        return type(self)(field=field, value=self.value, problem=self.problem, fix=self.fix)
 
     def worded(self, face: str = "api", flag: "Callable[[str, Any], str] | None" = None) -> str:
         """The message in ``face``'s words: ``api`` spells knobs as keywords (``workers=0``),
@@ -210,6 +206,10 @@ class SpecError(UsageError, ValueError):
         if self.fix:
             text += "; " + fill(self.fix, spell)
         return text
+
+
+class SpecError(UsageError, ValueError):
+    """A job description that cannot run (bad count, machine, tier, name…)."""
 
 
 class ConfigFileError(SpecError):
@@ -241,7 +241,7 @@ class ConfigFileError(SpecError):
         return where if self.value is NOTHING else f"{where} {shown(self.value)}"
 
     @classmethod
-    def at(cls, file: str, key: str, error: SpecError) -> "ConfigFileError":
+    def at(cls, file: str, key: str, error: UsageError) -> "ConfigFileError":
         """``error``, raised while checking ``key`` of ``file``, as naming the file and key
         instead of a knob (``job.yaml: workerCount 0 must be ≥ 1``): its value, problem and
         fix kept; a subject that is no knob stays after the key (``job.yaml: masterType:

@@ -164,8 +164,8 @@ def check_requirements_met(requirements: Sequence[str], python: str, source: str
     what = "is not installed" if version is None else f"is not met (installed: {version})"
     more = f" (and {len(unmet) - 1} more)" if len(unmet) > 1 else ""
     raise UsageError(
-        f"{source}: {line} {what} in {python}{more}; the local tasks run in that interpreter: "
-        f"pip install -r {source} there, or give --python an interpreter that has them"
+        problem=f"{source}: {line} {what} in {python}{more}; the local tasks run in that interpreter",
+        fix=f"pip install -r {source} there, or give {{python}} an interpreter that has them",
     )
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
 
-from .errors import UsageError
+from .errors import UsageError, Word
 from .lazy import LazyPattern
 
 POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
@@ -252,14 +252,14 @@ def build_rules(options: RestartOptions, task_names: Iterable[str] = ()) -> Rule
     preemptions = tuple(parse_preemptions(options.preempt))
     for p in preemptions:
         if names and not p.every and p.task not in names:
-            raise UsageError(f"--preempt {p.task}@…: the job has no task {p.task} (it has {', '.join(sorted(names))})")
+            raise UsageError(field="preempt", value=Word(f"{p.task}@…"), problem=f": the job has no task {p.task} (it has {', '.join(sorted(names))})")
         if names and p.every and p.task != "*" and not any(n.startswith(p.task + "-") for n in names):
-            raise UsageError(f"--preempt random:{p.task}@…: the job has no {p.task} task")
+            raise UsageError(field="preempt", value=Word(f"random:{p.task}@…"), problem=f": the job has no {p.task} task")
     delay = options.restart_delay
     grace = options.preempt_grace
     seed = options.preempt_seed or 0
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise UsageError(f"--preempt-seed {seed!r} must be a whole number from 0 to 2**63-1")
+        raise UsageError(field="preempt_seed", value=seed, problem="must be a whole number from 0 to 2**63-1")
     return Rules(
         policies=parse_policies(options.restart_policy),
         default=PLATFORM_DEFAULTS.get(str(options.dialect), "ExitCode"),

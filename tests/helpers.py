@@ -47,12 +47,12 @@ def need_in_ci(condition: bool, reason: str) -> None:
 
 @contextlib.contextmanager
 def cli_words() -> Iterator[None]:
-    """A :class:`~tfjob.errors.SpecError` raised inside, in the words the CLI prints (flags):
-    for matching a message as ``tfjob`` says it, without going through the CLI."""
+    """A :class:`~tfjob.errors.UsageError` (a SpecError…) raised inside, in the words the CLI
+    prints (flags): for matching a message as ``tfjob`` says it, without going through the CLI."""
     from tfjob.backends import flag_words
-    from tfjob.errors import SpecError
+    from tfjob.errors import UsageError
 
     try:
         yield
-    except SpecError as e:
+    except UsageError as e:
         raise type(e)(e.worded("cli", flag_words)) from e

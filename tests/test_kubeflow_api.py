@@ -15,7 +15,7 @@ from typing import Iterator
 
 import pytest
 
-from helpers import CRDS
+from helpers import CRDS, cli_words
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.model import JobState
 from tfjob.backends.kubeflow.options import TFJobOptions
@@ -214,10 +214,10 @@ def test_logs_prefix_each_line_with_its_task_chief_first(fake: FakeKube, kubecon
 def test_logs_of_a_bad_or_absent_task_say_so(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     job_id = _running(fake, backend, kubeconfig)
     before = len(fake.requests)
-    with pytest.raises(UsageError, match=r"--task 'gpu-1' is not a task; write ROLE or ROLE-INDEX with ROLE one of chief, worker, ps, evaluator"):
+    with pytest.raises(UsageError, match=r"--task 'gpu-1' is not a task; write ROLE or ROLE-INDEX with ROLE one of chief, worker, ps, evaluator"), cli_words():
         list(backend.logs(job_id, task="gpu-1"))
     assert len(fake.requests) == before  # refused before asking the cluster
-    with pytest.raises(BackendError, match=r"no pods of task evaluator of TFJob default/census-ps to read logs from"):
+    with pytest.raises(BackendError, match=r"no pods of task evaluator of TFJob default/census-ps to read logs from"), cli_words():
         list(backend.logs(job_id, task="evaluator"))
 
 
@@ -302,18 +302,18 @@ def test_unauthorized_is_an_auth_error(fake: FakeKube, kubeconfig: str, backend:
 
 def test_a_name_taken_is_a_usage_error(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
-    with pytest.raises(UsageError, match=r"^a TFJob named 'census-ps' already exists in namespace 'default'; pick another --display-name, or delete it first with `tfjob cancel default/census-ps`$"):
+    with pytest.raises(UsageError, match=r"^a TFJob named 'census-ps' already exists in namespace 'default'; pick another --display-name, or delete it first with `tfjob cancel default/census-ps`$"), cli_words():
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     fake.inject(409, method="POST")
-    with pytest.raises(UsageError, match=r"a TFJob named 'fresh' already exists"):
+    with pytest.raises(UsageError, match=r"a TFJob named 'fresh' already exists"), cli_words():
         backend.submit(_spec("fresh"), TFJobOptions(kubeconfig=kubeconfig))
 
 
 def test_no_crd_installed_is_told_apart_from_a_missing_namespace(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
-    with pytest.raises(UsageError, match=r"^namespace 'research' does not exist on the cluster at http://127\.0\.0\.1:\d+; pass --namespace of an existing one"):
+    with pytest.raises(UsageError, match=r"^--namespace 'research' does not exist on the cluster at http://127\.0\.0\.1:\d+; pass --namespace of an existing one"), cli_words():
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig, namespace="research"))
     fake.crd_installed = False
-    with pytest.raises(BackendError, match=r"^the TFJob resource \(tfjobs\.kubeflow\.org/v1\) is not installed on the cluster at http://127\.0\.0\.1:\d+: install the Kubeflow training operator"):
+    with pytest.raises(BackendError, match=r"^the TFJob resource \(tfjobs\.kubeflow\.org/v1\) is not installed on the cluster at http://127\.0\.0\.1:\d+: install the Kubeflow training operator"), cli_words():
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     assert fake.count("GET", r"^/apis/kubeflow\.org/v1$") == 2  # discovery decided, each time
 
@@ -321,11 +321,11 @@ def test_no_crd_installed_is_told_apart_from_a_missing_namespace(fake: FakeKube,
 def test_no_kubeconfig_a_missing_file_and_an_unknown_context_are_usage_errors(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, tmp_path: Path
 ) -> None:
-    with pytest.raises(UsageError, match=r"^no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"):
+    with pytest.raises(UsageError, match=r"^no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"), cli_words():
         backend.submit(_spec(), TFJobOptions())
-    with pytest.raises(UsageError, match=r"^kubeconfig='.*/absent' does not exist; give the path of a kubeconfig file$"):
+    with pytest.raises(UsageError, match=r"^--kubeconfig '.*/absent' does not exist; give the path of a kubeconfig file$"), cli_words():
         backend.submit(_spec(), TFJobOptions(kubeconfig=str(tmp_path / "absent")))
-    with pytest.raises(UsageError, match=r"^--context 'prod' is not in .*kubeconfig; its contexts are fake$"):
+    with pytest.raises(UsageError, match=r"^--context 'prod' is not in .*kubeconfig; its contexts are fake$"), cli_words():
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig, context="prod"))
     assert fake.requests == []
 
@@ -359,7 +359,7 @@ def test_an_injected_api_client_is_used_instead_of_any_kubeconfig(fake: FakeKube
     # The registry's backend has no client given: it looks for a kubeconfig, and there is none.
     from tfjob.errors import UsageError
 
-    with pytest.raises(UsageError, match="no kubeconfig for --backend kubeflow"):
+    with pytest.raises(UsageError, match="no kubeconfig for --backend kubeflow"), cli_words():
         Job(module="trainer.task", image="img:1", workers=2, backend="kubeflow").submit()
 
 

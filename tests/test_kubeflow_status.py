@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import cli_words
 
 from tfjob.model import JobState
 from tfjob.errors import UsageError
@@ -122,7 +123,7 @@ def test_pod_selectors_for_a_job_a_role_and_a_task() -> None:
         f"{job},training.kubeflow.org/replica-type=worker,training.kubeflow.org/replica-index=1"
     )
     assert build_pod_selector("j", "master-0").endswith("replica-type=chief,training.kubeflow.org/replica-index=0")
-    with pytest.raises(UsageError, match=r"--task 'worker_1' is not a task"):
+    with pytest.raises(UsageError, match=r"--task 'worker_1' is not a task"), cli_words():
         build_pod_selector("j", "worker_1")
 
 

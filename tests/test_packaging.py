@@ -9,6 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from helpers import cli_words
 
 from tfjob.errors import PackagingError
 from tfjob.packaging.ignore import is_excluded, parse_ignore
@@ -229,7 +230,7 @@ def test_clear_errors(tmp_path: Path, layout: str, module: str, match: str) -> N
         (target / "mytrainer").mkdir(parents=True)
         (target / "setup.py").write_text("from setuptools import setup\nsetup(name='mytrainer')\n")
         (target / "mytrainer" / "__init__.py").write_text("")
-    with pytest.raises(PackagingError, match=match):
+    with pytest.raises(PackagingError, match=match), cli_words():
         build_sdist(target, tmp_path / "out", module=module)
 
 
@@ -273,10 +274,10 @@ def test_a_packages_entry_is_one_built_file_on_every_backend(tmp_path: Path) -> 
     assert check_built_package(str(tgz)) == tgz  # pip installs .tgz sdists: local and Vertex AI take it alike
     for given, problem in (("/dev/null", "is not a regular file"), (str(tmp_path / "none.whl"), "does not exist"),
                            (str(tmp_path), "is not a regular file")):  # fmt: skip
-        with pytest.raises(PackagingError, match=rf"^--packages '{given}' {problem}; give built"):
+        with pytest.raises(PackagingError, match=rf"^--packages '{given}' {problem}; give built"), cli_words():
             check_built_package(given)
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(PackagingError, match=r"is not a \.tar\.gz, \.tgz, \.zip or \.whl package"):
+    with pytest.raises(PackagingError, match=r"is not a \.tar\.gz, \.tgz, \.zip or \.whl package"), cli_words():
         check_built_package(str(tmp_path / "notes.txt"))
 
 

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reliability import Reliability
+from tfjob.backends import flag_words
 from tfjob.backends.kubeflow.options import KubernetesOptions, TFJobOptions
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.kubeflow.render_jobset import render_jobset
@@ -50,8 +51,8 @@ def pods(manifest: Any) -> Iterator[dict[str, Any]]:
 def one_line(render: Callable[[], Any], *needles: str) -> str:
     with pytest.raises(TfjobError, match=r"^[^\n]+$") as info:  # one line, not empty
         render()
-    message = str(info.value)
-    assert "\n" not in message and message.strip()
+    message = info.value.worded("cli", flag_words)  # the needles are the CLI's words
+    assert "\n" not in message and message.strip() and "\n" not in str(info.value)
     for needle in needles:
         assert needle in message, message
     return message

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from helpers import cli_words
 import requests
 import responses
 from reliability import Reliability
@@ -234,7 +235,7 @@ def test_403_api_disabled_says_how_to_enable(http: responses.RequestsMock) -> No
 
 def test_404_on_the_project_or_region(http: responses.RequestsMock) -> None:
     http.add(responses.POST, JOBS, json=error(404, "Project 'p' not found.", "NOT_FOUND"), status=404)
-    with pytest.raises(UsageError, match=r"project 'p', region 'us-central1' was not found by Vertex AI: check --project .* and --region"):
+    with pytest.raises(UsageError, match=r"project 'p', region 'us-central1' was not found by Vertex AI: check --project .* and --region"), cli_words():
         make_client().create_custom_job(BODY, SUB)
 
 

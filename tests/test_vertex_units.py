@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from helpers import cli_words
 
 from fakes.vertex_api import FakeVertex
 from tfjob.model import JobState
@@ -124,7 +125,7 @@ def test_bucket_region(location: str, region: str, ok: bool) -> None:
 
 
 def test_bucket_region_error_names_both_and_the_fix() -> None:
-    with pytest.raises(UsageError, match=r"staging bucket gs://b is in EUROPE-WEST1, but the job runs in us-central1: .*--staging-bucket"):
+    with pytest.raises(UsageError, match=r"staging bucket gs://b is in EUROPE-WEST1, but the job runs in us-central1: .*--staging-bucket"), cli_words():
         check_bucket_region("b", "EUROPE-WEST1", "us-central1")
 
 
@@ -144,7 +145,7 @@ def test_log_filter_and_bad_task() -> None:
         'resource.type="ml_job" AND resource.labels.job_id="12" AND '
         'resource.labels.task_name="workerpool1-1" AND timestamp>="2026-01-01T00:00:00Z"'
     )
-    with pytest.raises(UsageError, match=r"--task 'w1' is not a task name; write it like chief-0, worker-1"):
+    with pytest.raises(UsageError, match=r"--task 'w1' is not a task name; write it like chief-0, worker-1"), cli_words():
         build_filter("12", "w1")
 
 

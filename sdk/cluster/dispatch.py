@@ -20,7 +20,7 @@ Dispatch (``--strategy``), recorded in the job and applied on every backend:
 
 from __future__ import annotations
 
-from ..errors import UsageError
+from ..errors import UsageError, Word
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
@@ -68,15 +68,15 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
     """
     strategy = strategy or DEFAULT_STRATEGY
     if strategy not in STRATEGIES:
-        raise UsageError(f"--strategy {strategy!r} is not known{_did_you_mean(strategy)}; choose one of {', '.join(STRATEGIES)}")
+        raise UsageError(field="strategy", value=strategy, problem=f"is not known{_did_you_mean(strategy)}", fix=f"choose one of {', '.join(STRATEGIES)}")
     if strategy == "auto":
         return "parameter-server" if ps else "module"
     if strategy == "multi-worker":
         return "module"
     if strategy == "parameter-server" and not (ps and workers):
         raise UsageError(
-            "--strategy parameter-server (the bootstrap serves ps and worker tasks) needs --workers ≥ 1 and --ps ≥ 1; "
-            "add them, or use --strategy module"
+            field="strategy", value=Word("parameter-server"), problem="(the bootstrap serves ps and worker tasks) needs {workers} ≥ 1 and {ps} ≥ 1",
+            fix="add them, or use {strategy=module}",
         )
     return strategy
 

@@ -438,7 +438,7 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
     from .cloudbuild import remote_base, render_build_request, run_build, stage_context
 
     if repo is None:
-        raise UsageError("--cloud-build pushes the image from Cloud Build: give --image-repo REGISTRY/PATH (e.g. REGION-docker.pkg.dev/PROJECT/REPO/NAME)")
+        raise UsageError(field="cloud_build", problem="pushes the image from Cloud Build: give {image_repo=REGISTRY/PATH} (e.g. REGION-docker.pkg.dev/PROJECT/REPO/NAME)")
     resolved = None
     if needs_base:
         ref, digest = remote_base(base_ref, cloud.credentials)

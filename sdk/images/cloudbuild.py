@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendUnavailableError, UsageError
+from ..errors import BackendUnavailableError, UsageError, Word
 from .registry import Repository
 
 #: Cloud Build's docker builder image.
@@ -47,12 +47,12 @@ def check_target(project: str | None, staging_bucket: str | None, api_endpoint: 
         UsageError: no project, or no ``gs://`` staging bucket.
     """
     if not project:
-        raise UsageError("--cloud-build runs in a Google Cloud project: give --project (or set GOOGLE_CLOUD_PROJECT)")
+        raise UsageError(field="cloud_build", problem="runs in a Google Cloud project: give {project} (or set GOOGLE_CLOUD_PROJECT)")
     if not staging_bucket:
-        raise UsageError("--cloud-build stages the build context in Cloud Storage: give --staging-bucket gs://BUCKET")
+        raise UsageError(field="cloud_build", problem="stages the build context in Cloud Storage: give {staging_bucket=gs://BUCKET}")
     bucket = staging_bucket[len("gs://"):] if staging_bucket.startswith("gs://") else None
     if not bucket or "/" in bucket.strip("/"):
-        raise UsageError(f"--staging-bucket {staging_bucket!r} must be gs://BUCKET")
+        raise UsageError(field="staging_bucket", value=staging_bucket, problem="must be gs://BUCKET")
     return CloudBuildTarget(project, bucket.strip("/"), api_endpoint, credentials)
 
 
@@ -73,15 +73,15 @@ def remote_base(ref: str, credentials: Any = None) -> tuple[str, str]:
         repo = parse_repository(repo_part, "base_image")
     except Exception:
         raise UsageError(
-            f"--cloud-build pulls the base image from a registry: give --base REGISTRY/PATH:TAG (not {ref!r}), "
-            "e.g. the tfjob base image pushed to Artifact Registry"
+            field="cloud_build", problem=f"pulls the base image from a registry: give {{base_image=REGISTRY/PATH:TAG}} (not {ref!r})",
+            fix="e.g. the tfjob base image pushed to Artifact Registry",
         ) from None
     if digest:
         return ref, digest
     pair = ("oauth2accesstoken", google_access_token(credentials)) if repo.google else stored_credentials(repo.host, "podman")
     found = manifest_digest(repo, tag, credentials=pair)
     if not found:
-        raise UsageError(f"--base {ref}: {repo.host} has no such image")
+        raise UsageError(field="base_image", value=Word(ref), problem=f": {repo.host} has no such image")
     return ref, found
 
 
@@ -138,7 +138,7 @@ def _upload(path: Path, name: str, target: CloudBuildTarget, say: Any) -> None:
     except core.PreconditionFailed:
         return  # written meanwhile: the same bytes
     except core.NotFound as e:
-        raise UsageError(f"staging bucket gs://{target.staging_bucket} does not exist; create it or pass another --staging-bucket") from e
+        raise UsageError(problem=f"staging bucket gs://{target.staging_bucket} does not exist", fix="create it or pass another {staging_bucket}") from e
     except Exception as e:
         raise translate(e, action="stage", project=target.project, endpoint=f"gs://{target.staging_bucket}") from e
 

@@ -25,7 +25,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..errors import PackagingError
+from ..errors import PackagingError, Word
 from ..spec import BUILT_PACKAGE_SUFFIXES, module_exists
 from .archive import BuiltPackage, finish, read_tar
 from .cache import cache_get, cache_put, tree_key
@@ -46,9 +46,9 @@ def check_built_package(given: str) -> Path:
     path = Path(given).expanduser()
     if not path.is_file():
         problem = "is not a regular file" if path.exists() else "does not exist"
-        raise PackagingError(f"--packages {given!r} {problem}; give built .tar.gz or .whl files")
+        raise PackagingError(field="packages", value=given, problem=problem, fix="give built .tar.gz or .whl files")
     if not path.name.endswith(BUILT_PACKAGE_SUFFIXES):
-        raise PackagingError(f"--packages {given!r} is not a .tar.gz, .tgz, .zip or .whl package")
+        raise PackagingError(field="packages", value=given, problem="is not a .tar.gz, .tgz, .zip or .whl package")
     return path
 
 
@@ -254,8 +254,8 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
     if (source / "pyproject.toml").is_file() or (source / "setup.py").is_file():
         if module and not any(module_exists(base, module) for base in (source, source / "src")):
             raise PackagingError(
-                f"--module-name {module}: no {module.replace('.', '/')}.py in project {source}; "
-                "give the module's dotted path from the project root (or its src/ directory)"
+                field="module", value=Word(module), problem=f": no {module.replace('.', '/')}.py in project {source}",
+                fix="give the module's dotted path from the project root (or its src/ directory)",
             )
         return "project", source, source.name
 
@@ -263,21 +263,19 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
         name = source.name
         if top is not None and top != name:
             raise PackagingError(
-                f"--module-name {module}: the package directory {source} is the package {name!r}, "
-                f"so the module must start with {name}. (e.g. {name}.task)"
+                field="module", value=Word(str(module)), problem=f": the package directory {source} is the package {name!r}, so the module must start with {name}. (e.g. {name}.task)"
             )
         if module and not module_exists(source.parent, module):
             raise PackagingError(
-                f"--module-name {module}: no {module.replace('.', '/')}.py in {source.parent}; "
-                "check the module name or add the file"
+                field="module", value=Word(module), problem=f": no {module.replace('.', '/')}.py in {source.parent}", fix="check the module name or add the file"
             )
         return "bare", source, name
 
     if top is not None and (source / top / "__init__.py").is_file():
         if not module_exists(source, module or ""):
             raise PackagingError(
-                f"--module-name {module}: no {(module or '').replace('.', '/')}.py in {source}; "
-                "check the module name or add the file"
+                field="module", value=Word(str(module)), problem=f": no {(module or '').replace('.', '/')}.py in {source}",
+                fix="check the module name or add the file",
             )
         return "bare", source / top, top
 
@@ -310,7 +308,7 @@ def gather_packages(
         UsageError: a package path that does not exist.
         SpecError: two packages share a file name (they land in one directory).
     """
-    from ..errors import SpecError, Word, subject_of
+    from ..errors import SpecError, subject_of
 
     files: list[Path] = []
     uris: list[str] = []

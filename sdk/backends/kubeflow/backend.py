@@ -164,8 +164,8 @@ class KubeflowBackend(Lifecycle):
             client.create(resource, None, obj)
         elif existing.get("spec") != obj["spec"]:
             raise UsageError(
-                f"{resource.kind} {name} exists with another spec (a job of this name ran with another shape or image); "
-                f"pick another --display-name, or delete it first (kubectl delete {resource.kind.lower()} {name})"
+                problem=f"{resource.kind} {name} exists with another spec (a job of this name ran with another shape or image)",
+                fix=f"pick another {{name}}, or delete it first (kubectl delete {resource.kind.lower()} {name})",
             )
 
     def _get(self, client: Any, namespace: str, name: str) -> dict[str, Any]:
@@ -268,8 +268,8 @@ class KubeflowBackend(Lifecycle):
                 existing = client.get_configmap(namespace, cm_name)
                 if ((existing.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
                     raise UsageError(
-                        f"ConfigMap {namespace}/{cm_name} exists and is not tfjob's; the job's packages need that name: "
-                        f"pick another --display-name, or delete it (kubectl delete configmap {cm_name} -n {namespace})"
+                        problem=f"ConfigMap {namespace}/{cm_name} exists and is not tfjob's; the job's packages need that name",
+                        fix=f"pick another {{name}}, or delete it (kubectl delete configmap {cm_name} -n {namespace})",
                     ) from None
                 client.delete_configmap(namespace, cm_name)
                 client.create_configmap(namespace, configmap)

@@ -108,7 +108,7 @@ class KubeClient:
             self.namespace = _read_text(_SERVICE_ACCOUNT_NAMESPACE) or "default"
         elif self.kubeconfig is None:
             raise UsageError(
-                f"no kubeconfig for --backend {backend}: pass --kubeconfig FILE, set KUBECONFIG, or create "
+                problem=f"no kubeconfig for {{backend={backend}}}: pass {{kubeconfig=FILE}}, set KUBECONFIG, or create "
                 "~/.kube/config (e.g. gcloud container clusters get-credentials CLUSTER)"
             )
         else:
@@ -159,7 +159,7 @@ class KubeClient:
             chosen = next((c for c in contexts or [] if c.get("name") == self.context), None)
             if chosen is None:
                 raise UsageError(
-                    f"--context {self.context!r} is not in {self.kubeconfig}; its contexts are {', '.join(map(str, names)) or 'none'}"
+                    field="context", value=self.context, problem=f"is not in {self.kubeconfig}; its contexts are {', '.join(map(str, names)) or 'none'}"
                 )
         try:
             config.load_kube_config(
@@ -206,8 +206,8 @@ class KubeClient:
                 )
             if "namespaces" in message and "not found" in message:
                 return UsageError(
-                    f"namespace {namespace!r} does not exist on the cluster at {self.server}; "
-                    "pass --namespace of an existing one (kubectl get namespaces)"
+                    field="namespace", value=namespace, problem=f"does not exist on the cluster at {self.server}",
+                    fix="pass {namespace} of an existing one (kubectl get namespaces)",
                 )
             if name is not None:
                 return JobNotFoundError(
@@ -216,8 +216,8 @@ class KubeClient:
                 )
         if code == 409:
             return UsageError(
-                f"a {resource.kind} named {name!r} already exists in namespace {namespace!r}; pick another --display-name, "
-                f"or delete it first with `tfjob cancel {namespace}/{name}`"
+                problem=f"a {resource.kind} named {name!r} already exists in namespace {namespace!r}",
+                fix=f"pick another {{name}}, or delete it first with `tfjob cancel {namespace}/{name}`",
             )
         if code in (400, 422):
             return SpecError(f"the Kubernetes API refused to {action}: {message}")

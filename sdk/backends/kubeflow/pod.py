@@ -117,7 +117,7 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
 
     data = read_config_file(path, "pod_template")
     if not isinstance(data, Mapping) or not data:
-        raise UsageError(f"--pod-template {path!r} must be a pod template (metadata, spec) or a mapping of roles to pod templates")
+        raise UsageError(field="pod_template", value=str(path), problem="must be a pod template (metadata, spec) or a mapping of roles to pod templates")
     if set(data) <= set(TEMPLATE_KEYS):
         templates = {"default": dict(data)}
     elif set(data) <= {*ROLES, "default"}:
@@ -128,15 +128,14 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
             template_keys = sorted(set(map(str, data)) & set(TEMPLATE_KEYS))
             roles = sorted(set(map(str, data)) - set(TEMPLATE_KEYS))
             raise UsageError(
-                f"--pod-template {path!r} mixes pod template keys ({', '.join(template_keys)}) with roles "
-                f"({', '.join(roles)}): give one pod template, or put it under a role (default: for every role)"
+                field="pod_template", value=str(path), problem=f"mixes pod template keys ({', '.join(template_keys)}) with roles ({', '.join(roles)})",
+                fix="give one pod template, or put it under a role (default: for every role)",
             )
         raise UsageError(
-            f"--pod-template {path!r}: {unknown[0]!r} is neither a pod template key (metadata, spec) nor a role "
-            f"({', '.join(ROLES)}, default)"
+            field="pod_template", value=str(path), problem=f": {unknown[0]!r} is neither a pod template key (metadata, spec) nor a role ({', '.join(ROLES)}, default)"
         )
     for role, template in templates.items():
-        where = f"--pod-template {path!r}" + ("" if role == "default" and set(data) <= set(TEMPLATE_KEYS) else f" {role}")
+        where = str(path) + ("" if role == "default" and set(data) <= set(TEMPLATE_KEYS) else f": {role}")
         if not isinstance(template, Mapping) or not set(template) <= set(TEMPLATE_KEYS):
             raise UsageError(f"{where} must be a pod template: metadata and/or spec")
         _check_template(template, where)

@@ -387,6 +387,6 @@ def parse_task(task: str) -> tuple[str, int | None]:
     role = _ROLE_ALIASES.get(match.group("role")) if match else None
     if role is None or match is None:
         raise UsageError(
-            f"--task {task!r} is not a task; write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)"
+            field="task", value=task, problem="is not a task", fix=f"write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)"
         )
     return role, (int(match.group("index")) if match.group("index") is not None else None)

@@ -207,7 +207,7 @@ class LocalBackend(Lifecycle):
         if task is not None:
             task = normalize_task(task)  # as every backend reads it: Worker-0, master-0
         if task is not None and task not in names:
-            raise UsageError(f"--task {task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
+            raise UsageError(field="task", value=task, problem=f"is not a task of job {record.id}; its tasks are {', '.join(names)}")
         path = log_dir / (task_log_name(task) if task else JOB_LOG)
         prefix = f"[{task}] " if task else ""
 
@@ -296,7 +296,7 @@ class LocalBackend(Lifecycle):
         return local.run()
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
-        raise UsageError("a local study runs in this process to its end; drop --async (or use --backend vertex)")
+        raise UsageError(problem="a local study runs in this process to its end", fix="drop --async (or use {backend=vertex})")
 
     def recorded(self, record: JobRecord) -> JobStatus:
         """The job as recorded; one whose launcher died unrecorded is recorded LOST (and what is

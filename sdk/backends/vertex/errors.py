@@ -153,8 +153,8 @@ def translate(
         if job is not None and action in ("get", "cancel"):
             return JobNotFoundError(f"no Vertex AI job {job} in {where}: check the id with `tfjob list`; the server said: {message}")
         return UsageError(
-            f"{where} was not found by Vertex AI: check --project (the project id, not its name or number) "
-            f"and --region (a region where Vertex AI runs, e.g. us-central1); the server said: {message}"
+            problem=f"{where} was not found by Vertex AI: check {{project}} (the project id, not its name or number) "
+            f"and {{region}} (a region where Vertex AI runs, e.g. us-central1); the server said: {message}"
         )
     if isinstance(exc, (core.BadRequest, core.FailedPrecondition)) or code == 400:
         fields = _field_violations(exc)

@@ -41,7 +41,7 @@ def vertex_task_name(task: str) -> str:
     """``worker-2`` → ``workerpool1-2`` (what the log entries carry)."""
     m = _OUR_TASK.match(normalize_task(task))
     if not m:
-        raise UsageError(f"--task {task!r} is not a task name; write it like chief-0, worker-1, ps-0 or evaluator-0")
+        raise UsageError(field="task", value=task, problem="is not a task name", fix="write it like chief-0, worker-1, ps-0 or evaluator-0")
     return f"workerpool{ROLES.index(m.group(1))}-{m.group(2)}"
 
 

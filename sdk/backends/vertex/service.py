@@ -223,9 +223,7 @@ def locate(
         return record, settings.project, text("region") or settings.region or DEFAULT_REGION, text("api_endpoint") or settings.api_endpoint
     settings = load_settings()
     if not settings.project:
-        raise UsageError(
-            f"{what} {job_id} is not in the job store and no project is set; pass --project or set GOOGLE_CLOUD_PROJECT"
-        )
+        raise UsageError(problem=f"{what} {job_id} is not in the job store and no project is set", fix="pass {project} or set GOOGLE_CLOUD_PROJECT")
     return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
 

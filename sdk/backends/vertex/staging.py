@@ -80,8 +80,8 @@ def check_bucket_region(bucket: str, location: str, region: str) -> None:
     """Raise UsageError unless the bucket is in the job's region."""
     if not bucket_serves_region(location, region):
         raise UsageError(
-            f"staging bucket gs://{bucket} is in {location}, but the job runs in {region}: Vertex AI reads "
-            f"packages from the job's region; use a bucket in {region} (--staging-bucket) or --region {location.lower()}"
+            problem=f"staging bucket gs://{bucket} is in {location}, but the job runs in {region}: Vertex AI reads packages from the job's region",
+            fix=f"use a bucket in {region} ({{staging_bucket}}) or {{region={location.lower()}}}",
         )
 
 
@@ -186,8 +186,8 @@ def stage_packages(
             raise
         except core.NotFound as e:
             raise UsageError(
-                f"staging bucket gs://{bucket_name} does not exist; create it in {region} "
-                f"(gcloud storage buckets create gs://{bucket_name} --location {region}) or pass another --staging-bucket"
+                problem=f"staging bucket gs://{bucket_name} does not exist",
+                fix=f"create it in {region} (`gcloud storage buckets create gs://{bucket_name} --location {region}`) or pass another {{staging_bucket}}",
             ) from e
         except Exception as e:
             translated = translate(e, action="stage", project=getattr(client, "project", None), endpoint=f"gs://{bucket_name}")

@@ -388,11 +388,11 @@ def fetch_tuning_logs(
     if task is None:
         raise UsageError(f"name a trial: `tfjob logs {job_id} --task trial-N` (`tfjob status {job_id}` lists them)")
     if not task.startswith("trial-"):
-        raise UsageError(f"--task {task!r}: the tasks of a tuning job are its trials, trial-1, trial-2…")
+        raise UsageError(field="task", value=task, problem=": the tasks of a tuning job are its trials, trial-1, trial-2…")
     status = fetch_tuning_status(job_id, credentials=credentials, store=store)
     trial = next((t for t in status.extra.get("trials", []) if f"trial-{t['id']}" == task), None)
     if trial is None or not trial.get("job_id"):
-        raise UsageError(f"--task {task!r}: tuning job {job_id} has no such trial with a job yet")
+        raise UsageError(field="task", value=task, problem=f": tuning job {job_id} has no such trial with a job yet")
     record, project, region, endpoint = _location(store, job_id)
     # The trial's CustomJob lives where its study does: record it so the Vertex backend finds it.
     if store.get(trial["job_id"]) is None:
