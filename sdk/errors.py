@@ -156,6 +156,9 @@ class UsageError(TfjobError):
     """
 
     exit_code = 2
+    #: How the Python API names a knob for this error, when the caller said it otherwise than
+    #: by its keyword (:class:`tfjob.Job`: a ``Replicas`` value's field); None: by its keyword.
+    keyword_spelling: "Callable[[str, Any], str] | None" = None
 
     def __init__(
         self, message: str = "", *, field: str | None = None, value: object = NOTHING, problem: str = "", fix: str = "",
@@ -198,7 +201,7 @@ class UsageError(TfjobError):
         by default :func:`flag_words`)."""
         if not self._parts():
             return super().worded(face, flag)
-        spell = (flag or flag_words) if face == "cli" else keyword_words
+        spell = (flag or flag_words) if face == "cli" else (self.keyword_spelling or keyword_words)
         text = self._subject(spell)
         problem = fill(self.problem, spell)
         if problem:
@@ -206,6 +209,13 @@ class UsageError(TfjobError):
         if self.fix:
             text += "; " + fill(self.fix, spell)
         return text
+
+    def spelt(self, keyword: "Callable[[str, Any], str]") -> "UsageError":
+        """This error with its knobs named by ``keyword`` to the Python API (``str(error)``); to re-raise."""
+        if self._parts() and self.keyword_spelling is None:
+            self.keyword_spelling = keyword
+            self.args = (self.worded(),)
+        return self
 
 
 class SpecError(UsageError, ValueError):

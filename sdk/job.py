@@ -10,6 +10,7 @@ A handle is only ``(backend, id)``, so ``get_job(ID)`` rebuilds it in any proces
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .backends import BACKENDS, Backend, backend_keywords, get_backend, knobs, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .results import Diagnosis, JobMetrics, JobOutputs
-from .errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
+from .errors import NOTHING, JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError, UsageError, keyword_words, shown
 from .lifecycle import poll
 from .machines import did_you_mean
 from .platforms import Platform, Replicas, StrPath
@@ -323,7 +324,15 @@ class Job:
             raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
         elif backend is not None:
             values["backend"] = backend
-        self._init_keywords(package, module, values, store)
+        #: A Replicas value's fields, by the flat keyword they become (worker_machine_type → workers, machine_type).
+        self._typed = {
+            f"{role}_{name}": (param, name)
+            for param, role, value in (("chief", "chief", chief), ("workers", "worker", workers), ("ps", "ps", ps), ("evaluators", "evaluator", evaluators))
+            if isinstance(value, Replicas)
+            for name in (f.name for f in dataclasses.fields(Replicas) if f.name != "count")
+        }
+        with self._in_typed_words():
+            self._init_keywords(package, module, values, store)
         if client:
             # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
             self._backend_object = type(get_backend(self.backend_name))(**client)
@@ -469,18 +478,39 @@ class Job:
         self.spec = dataclasses.replace(self.spec, image=built.reference, package=None, requirements=None)
         return built
 
+    @contextlib.contextmanager
+    def _in_typed_words(self) -> Iterator[None]:
+        """A mistake in a ``Replicas`` value named as it was given (``workers=Replicas(…,
+        machine_type='x')``), not by the flat keyword it became (``worker_machine_type``)."""
+        typed: dict[str, tuple[str, str]] = getattr(self, "_typed", {})
+        try:
+            yield
+        except UsageError as e:
+            if not typed:
+                raise
+
+            def spell(name: str, value: Any = NOTHING) -> str:
+                if name not in typed:
+                    return keyword_words(name, value)
+                param, field = typed[name]
+                return f"{param}=Replicas(…, {field}={'…' if value is NOTHING else shown(value)})"
+
+            raise e.spelt(spell)
+
     def render(self) -> dict[str, Any]:
         """The request the backend would send (no credentials; with ``build=True`` the image
         is built, or found, first, and nothing is pushed)."""
-        self.build_image(push=False)
-        body: dict[str, Any] = self.backend.render(self.spec, self.options)
+        with self._in_typed_words():
+            self.build_image(push=False)
+            body: dict[str, Any] = self.backend.render(self.spec, self.options)
         return body
 
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""
         options = dataclasses.replace(self.options, wait=False)
-        self.build_image()
-        job_id = self.backend.submit(self.spec, options)
+        with self._in_typed_words():
+            self.build_image()
+            job_id = self.backend.submit(self.spec, options)
         return JobHandle(self.backend, job_id, store=self.store)
 
     def run(self, timeout: float | None = None) -> "JobHandle":
@@ -511,8 +541,9 @@ class Job:
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
             return handle
-        self.build_image()
-        job_id = self.backend.run(self.spec, self.options)
+        with self._in_typed_words():
+            self.build_image()
+            job_id = self.backend.run(self.spec, self.options)
         handle = JobHandle(self.backend, job_id, store=self.store)
         handle.result()
         return handle

@@ -196,3 +196,19 @@ def test_a_config_file_error_names_the_file_and_key_on_both_faces(tmp_path) -> N
     words = f"{config}: workerPoolSpecs[0].diskSpec.bootDiskSizeGb 10 must be a whole number of GB from 100 to 64000"
     assert _cli_line(["render", "--config", str(config), "--backend", "vertex"]) == words
     assert _api_message(lambda: Job(config=str(config), backend="vertex")) == words
+
+
+def test_a_replicas_value_is_named_as_it_was_given() -> None:
+    """``Job(workers=Replicas(…))`` hears of its Replicas value, not of the flat keyword it becomes."""
+    from tfjob import Job, Replicas
+
+    assert _api_message(lambda: Job(image=IMAGE, workers=Replicas(2, machine_type="bogus"), backend="vertex")) == (
+        "workers=Replicas(…, machine_type='bogus') is not known; use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)"
+    )
+    assert _api_message(lambda: Job(image=IMAGE, workers=1, ps=Replicas(1, image="Bad Image"), backend="vertex")).startswith(
+        "ps=Replicas(…, image='Bad Image') is not an image reference; write [REGISTRY/]NAME"
+    )
+    # the flat keyword, where it was given as one (the CLI's way)
+    assert _api_message(lambda: Job.from_keywords(image=IMAGE, workers=2, worker_machine_type="bogus", backend="vertex")).startswith(
+        "worker_machine_type='bogus' is not known"
+    )
