@@ -24,8 +24,9 @@ def chromium() -> str | None:
     """The Chromium binary, installed first under CI=true as root; None if there is none."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, timeout=900,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+        from helpers import apt_install
+
+        apt_install("chromium")
         found = shutil.which("chromium")
     return found
 

@@ -65,6 +65,29 @@ def tfjob_exe() -> str:
     return str(exe) if exe.exists() else shutil.which("tfjob") or "tfjob"
 
 
+#: The modules whose tests run real TensorFlow clusters, containers or whole README
+#: sections (a minute or more each): side by side they start first, so the run does not
+#: end waiting on one of them. The order within a module is kept.
+_HEAVY_FIRST = (
+    "test_image_build.py", "test_images.py", "test_readme.py", "test_templates_census.py", "test_preemption_tf.py",
+    "test_bench.py", "test_tune_census.py", "test_pipelines.py", "test_fidelity_trainers.py", "test_k8s_shipping.py",
+    "test_migration_guides.py", "test_ps_training.py", "test_bootstrap_signals.py",
+)  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Side by side (``pytest -n N --dist loadgroup``, as CI runs): every test that uses the
+    podman store runs in one worker, since the store's images are built once per session
+    and removed at its end (and its tests count the containers left on the machine); the
+    heavy modules go first."""
+    for item in items:
+        if "podman_env" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("podman"))
+    if getattr(config.option, "numprocesses", None):
+        rank = {name: n for n, name in enumerate(_HEAVY_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 # -- containers (podman) -----------------------------------------------------------------
 # Session-wide, for every container test module (test_images, test_image_build): the engine
 # configured once, the TensorFlow stand-in and tfjob's base image built once per run.

@@ -56,3 +56,17 @@ def cli_words() -> Iterator[None]:
         yield
     except UsageError as e:
         raise type(e)(e.worded("cli", flag_words)) from e
+
+
+def apt_install(*packages: str, timeout: float = 900) -> None:
+    """``apt-get install`` Debian ``packages`` (as root, under CI=true; the caller checks the
+    result). Test workers running side by side (``pytest -n``) may install at the same time:
+    each waits for dpkg's lock instead of failing on it."""
+    import subprocess
+
+    subprocess.run(
+        ["apt-get", "install", "-y", "-q", "-o", f"DPkg::Lock::Timeout={int(timeout)}", *packages],
+        capture_output=True,
+        timeout=timeout * 2,
+        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+    )

@@ -37,8 +37,9 @@ def missing_tools() -> list[str]:
 
 def install_tools() -> None:
     """``apt-get install`` :data:`PACKAGES` (as root; the caller checks the result)."""
-    subprocess.run(["apt-get", "install", "-y", "-q", *PACKAGES], capture_output=True, timeout=900,
-                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+    from helpers import apt_install
+
+    apt_install(*PACKAGES)
 
 
 def configure() -> dict[str, str]:

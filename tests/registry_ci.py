@@ -8,7 +8,6 @@ password anyone knows: every login is refused.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import socket
@@ -29,8 +28,9 @@ def missing() -> bool:
 
 
 def install() -> None:
-    subprocess.run(["apt-get", "install", "-y", "-q", PACKAGE], capture_output=True, timeout=600,
-                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})  # fmt: skip
+    from helpers import apt_install
+
+    apt_install(PACKAGE, timeout=600)
 
 
 def free_port() -> int:

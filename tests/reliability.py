@@ -192,6 +192,26 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     return result
 
 
+_COUNTS = ("inputs", "faults", "lost", "orphans", "secrets_packaged", "tracebacks", "tests")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a worker of a side-by-side run (``pytest -n``): hand the counts to the controller."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        out["reliability"] = {**{name: getattr(RECORDER, name) for name in _COUNTS}, "kinds": dict(RECORDER.kinds)}
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """In the controller of a side-by-side run: add up what each worker counted."""
+    counts = getattr(node, "workeroutput", {}).get("reliability")
+    if counts:
+        for name in _COUNTS:
+            setattr(RECORDER, name, getattr(RECORDER, name) + int(counts[name]))
+        RECORDER.kinds.update(counts["kinds"])
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line, when any reliability test ran."""
     if RECORDER.tests:
