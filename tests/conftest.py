@@ -75,6 +75,7 @@ _HEAVY_FIRST = (
 )  # fmt: skip
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Side by side (``pytest -n N --dist loadgroup``, as CI runs): every test that uses the
     podman store runs in one worker, since the store's images are built once per session
