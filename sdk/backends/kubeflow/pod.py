@@ -172,8 +172,8 @@ def _check_template(template: Mapping[str, Any], where: str) -> None:
             owned = sorted(set(container) & set(OWNED_CONTAINER_KEYS) - {"name"})
             if owned:
                 raise UsageError(
-                    f"{where}: spec.containers[tensorflow].{owned[0]} is tfjob's (the bootstrap, --image and the cluster port); "
-                    "set it with tfjob's flags instead"
+                    problem=f"{where}: spec.containers[tensorflow].{owned[0]} is tfjob's (the bootstrap, {{image}} and the cluster port)",
+                    fix="set it with tfjob's own settings instead",
                 )
             _check_own_env(container.get("env"), where)
         elif not container.get("name") or not container.get("image"):
@@ -213,8 +213,8 @@ def _check_own_env(env: Any, where: str) -> None:
         name = item.get("name") if isinstance(item, Mapping) else None
         if isinstance(name, str) and reserved_env(name):
             raise UsageError(
-                f"{where}: spec.containers[tensorflow].env {name} is set by tfjob and the platform in every task "
-                "(--env refuses it too); choose another name"
+                problem=f"{where}: spec.containers[tensorflow].env {name} is set by tfjob and the platform in every task ({{env}} refuses it too)",
+                fix="choose another name",
             )
 
 
