@@ -25,7 +25,7 @@ time (the job, the service or the machine).
     ├── JobCancelledError (exit 130)         the job was cancelled
     └── JobTimeoutError (+TimeoutError)      waiting ran out of time
 
-A :class:`SpecError` carries the field (the knob's name, ``workers``), the value given, the
+A :class:`UsageError` (a :class:`SpecError`, a :class:`PackagingError`…) carries the field (the knob's name, ``workers``), the value given, the
 problem and the fix, and words itself for the face that reads it
 (:meth:`TfjobError.worded`): the Python API names the field as its keyword
 (``workers=0 must be ≥ 1; …``, which is ``str(error)``), the CLI as its flag
