@@ -321,6 +321,13 @@ class Lifecycle:
 
     # -- what a backend implements ---------------------------------------------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Create the job on its platform (:meth:`_create_job`, with the options read as this
+        backend's) and keep its record in the store; return its id. A backend whose record
+        comes before its create (a Vertex AI submission, a local job's launcher) submits itself."""
+        return self.record(self._create_job(spec, self.typed(options)))
+
+    def _create_job(self, spec: JobSpec, options: Any) -> JobRecord:
+        """Create the job on the platform; return the record to keep (its id is the job's)."""
         raise NotImplementedError
 
     def status(self, job_id: str) -> JobStatus:

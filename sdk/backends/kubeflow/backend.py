@@ -215,8 +215,9 @@ class KubeflowBackend(Lifecycle):
         return self._connect(options.get("kubeconfig"), options.get("context"))
 
     # -- I/O -------------------------------------------------------------------------------
-    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
-        """Create the TFJob; return its id ``NAMESPACE/NAME``.
+    def _create_job(self, spec: JobSpec, options: Any) -> JobRecord:
+        """Create the job (its kind's resource, its companions, its packages' ConfigMap); return
+        its record, id ``NAMESPACE/NAME`` (``Lifecycle.submit`` keeps it in the store).
 
         Raises:
             SpecError: the manifest breaks the operator's rules (nothing is sent).
@@ -224,7 +225,6 @@ class KubeflowBackend(Lifecycle):
             AuthError: the cluster refused the credentials or the permission (401/403).
             BackendError: the TFJob CRD is not installed, or the API failed.
         """
-        options = self.typed(options)
         manifest, configmap = split_configmap(self.render(spec, options))
         client = self._connect(options.kubeconfig, options.context)
         try:
@@ -237,7 +237,7 @@ class KubeflowBackend(Lifecycle):
             client.close()
         job_id = f"{namespace}/{spec.name}"
         meta = created.get("metadata") or {}
-        record = JobRecord(
+        return JobRecord(
             id=job_id,
             backend=self.name,
             name=spec.name,
@@ -248,7 +248,6 @@ class KubeflowBackend(Lifecycle):
             created=parse_time(meta.get("creationTimestamp")) or time.time(),
             extra={"server": client.server, "uid": meta.get("uid")},
         )
-        return self.record(record)
 
     def _ship(self, client: Any, namespace: str, name: str, configmap: dict[str, Any], created: dict[str, Any]) -> None:
         """Create the packages' ConfigMap, owned by the job just created (deleted with it).
