@@ -37,7 +37,6 @@ import sys
 
 from tfjob.cluster import TF_CONFIG_MODES, TaskInfo, render_bootstrap_env, task_info_from_env
 from tfjob.cluster.dispatch import DEFAULT_STRATEGY, STRATEGIES
-from tfjob.cluster.jobset import is_jobset_pod, jobset_task_env
 from tfjob.cluster.dispatch import resolve_strategy as resolve
 from tfjob.errors import TfjobError, UsageError
 
@@ -519,9 +518,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_fast(options) or _build_parser().parse_args(options)
     become_init_if_pid1()
     try:
-        if is_jobset_pod(os.environ) and not os.environ.get("TF_CONFIG"):
-            # A JobSet writes no TF_CONFIG: the one the TFJob operator would write, from its variables.
-            os.environ.update(jobset_task_env(os.environ))
+        if not os.environ.get("TF_CONFIG"):
+            # Imported here: a task given a TF_CONFIG (every local one) is no JobSet pod.
+            from tfjob.cluster.jobset import is_jobset_pod, jobset_task_env
+
+            if is_jobset_pod(os.environ):
+                # A JobSet writes no TF_CONFIG: the one the TFJob operator would write, from its variables.
+                os.environ.update(jobset_task_env(os.environ))
         info = task_info_from_env()
         strategy = resolve_strategy(args.strategy, info)
         if args.check_port and info.address is not None and port_in_use(info.address):
