@@ -46,11 +46,10 @@ def dump(data: Any, output: str) -> str:
 def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
     """The job options' values (named after :class:`tfjob.Job` keywords) as ``Job`` takes
     them, unset ones left out. Pure; shared by ``submit``, ``render`` and ``tune``."""
-    from tfjob import job_knobs as knobs
     from tfjob import parse_duration, parse_key_values
 
     # A knob declared a duration (--timeout, --max-wait) takes 2h, 30m or seconds.
-    durations = {k.name for k in knobs().values() if k.kind == "duration"}
+    durations = {k.name for k in opts.knobs().values() if k.kind == "duration"}
     out: dict[str, Any] = {}
     for name, value in values.items():
         if isinstance(value, tuple):  # a repeatable option: () when not given

@@ -194,3 +194,44 @@ def test_the_knob_addition_diff_in_the_architecture_doc_touches_the_vertex_folde
         now = (root / path).read_text()
         for line in re.findall(r"^\+(?!\+\+ )(.*)$", chunk, re.M):
             assert line in now, f"{path} no longer has: {line}"
+
+
+_FLAG_TABLE = """
+import json, sys
+from tfjob.cli.main import app
+from tfjob.cli import options
+command = app.commands["submit"]
+command.make_context("submit", ["trainer/", "-m", "trainer.task", "--workers", "4"])
+print(json.dumps({"flags": [f.row() for f in options.knobs().values()], "backends_read": "tfjob.backends.vertex.options" in sys.modules}))
+"""
+
+
+def _flag_table() -> dict[str, object]:
+    import json
+
+    done = subprocess.run([sys.executable, "-c", _FLAG_TABLE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_cli_keeps_the_knobs_flags_beside_its_bytecode_and_makes_them_again_from_the_declarations() -> None:
+    """The flags a command parses are the declarations' (a start reads them from
+    ``__pycache__`` without importing a backend's options); a table that is damaged, or that
+    a changed declaring module made stale, is made again from the declarations."""
+    from pathlib import Path
+
+    import tfjob.cli.options as options
+
+    declared_rows = [[k.name, list(k.flags), k.kind, k.described(), k.cli, k.tune] for k in knobs().values()]
+    first = _flag_table()
+    assert first["flags"] == declared_rows
+    again = _flag_table()
+    assert again == {"flags": declared_rows, "backends_read": False}  # the kept table: no backend options imported
+
+    cache = Path(options.__file__).parent / "__pycache__"
+    (kept,) = cache.glob("knob-flags-*.json")
+    kept.write_text('[["workers", ["--workers"], "int", "forged", true, true]] trailing')
+    assert _flag_table() == {"flags": declared_rows, "backends_read": True}
+    kept.write_text('[["workers", "--workers", 3]]')
+    assert _flag_table() == {"flags": declared_rows, "backends_read": True}
+    assert _flag_table()["backends_read"] is False
