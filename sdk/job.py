@@ -359,7 +359,9 @@ class Job:
         given_backend: Any = kwargs.get("backend")
         if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
-        self.store: JobStore = _the_store(store, given_backend)
+        # The user's store is chosen when the job first needs one (a render needs none: no
+        # tfjob.store, no sqlite3 on the dry-run path).
+        self._store: JobStore | None = store if store is not None else (given_backend.store if getattr(given_backend, "has_store", False) else None)
         if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
             self._backend_object = kwargs["backend"]
             name = getattr(self._backend_object, "name", None)
@@ -435,10 +437,22 @@ class Job:
         _check_build(self.spec, self.options, self.backend_name)
 
     @property
+    def store(self) -> JobStore:
+        """The job store the job is recorded in: the one given (``store=``, or the backend
+        object's own), else the user's, ``$TFJOB_HOME/jobs.db`` (chosen once, when first needed)."""
+        if self._store is None:
+            self._store = _the_store(None)
+        return self._store
+
+    def _unbound_backend(self) -> Any:
+        """The backend object as given or registered, before it is given the job's store (a render needs none)."""
+        return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+
+    @property
     def backend(self) -> Any:
         """The backend object: the one given as ``backend=``, else the registry's; recording in
         :attr:`store` unless it was given a store of its own."""
-        base = self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        base = self._unbound_backend()
         if self._bound is None or self._bound[0] is not base:
             self._bound = (base, bind_store(base, self.store))
         return self._bound[1]
@@ -502,7 +516,7 @@ class Job:
         is built, or found, first, and nothing is pushed)."""
         with self._in_typed_words():
             self.build_image(push=False)
-            body: dict[str, Any] = self.backend.render(self.spec, self.options)
+            body: dict[str, Any] = self._unbound_backend().render(self.spec, self.options)
         return body
 
     def submit(self) -> "JobHandle":

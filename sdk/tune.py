@@ -123,7 +123,12 @@ class Tuning:
             algorithm=algorithm,
         )
         self.job = Job.from_keywords(package, module, store=store, **{**config.job, **given})
-        self.tuner: Tuner = _tuner(self.job.backend)
+        _tuner(self.job._unbound_backend())  # a backend that cannot tune is said here, before anything runs
+
+    @property
+    def tuner(self) -> Tuner:
+        """The job's backend as a tuner, recording in the job's store."""
+        return _tuner(self.job.backend)
 
     @property
     def backend_name(self) -> str:
@@ -133,7 +138,7 @@ class Tuning:
         """What would run: the backend's study (a Vertex ``HyperparameterTuningJob`` body, or the
         local study's plan and the job a trial runs)."""
         self.job.build_image(push=False)
-        return self.tuner.render_study(self.study, self.job.spec, self.job.options, echo=echo or _say)
+        return _tuner(self.job._unbound_backend()).render_study(self.study, self.job.spec, self.job.options, echo=echo or _say)
 
     def run(self, stream: TextIO | None | str = "stderr", *, cores: int | None = None, port_picker: Any = None) -> StudyResult:
         """Run the study to its end, showing its trials on ``stream`` (default stderr); return how it ended.
