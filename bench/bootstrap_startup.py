@@ -61,7 +61,14 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     base = samples["python -m noop"]
     return [
         Figure("bootstrap.script", SECTION, "tfjob-bootstrap --module noop (vertex chief)", samples["tfjob-bootstrap"], base, target),
-        Figure("bootstrap.module", SECTION, "python -m tfjob.container.bootstrap --module noop", samples["python -m tfjob.container.bootstrap"], base, target),
+        Figure(
+            "bootstrap.module",
+            SECTION,
+            "python -m tfjob.container.bootstrap --module noop",
+            samples["python -m tfjob.container.bootstrap"],
+            base,
+            target,
+        ),
     ]
 
 

@@ -83,8 +83,12 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         Figure("cli.help_vs_python", SECTION, "tfjob --help", cli, samples["python -c pass"], Target("ratio-max", TARGET_RATIO)),
         Figure("cli.help_vs_aiplatform", SECTION, "tfjob --help", cli, samples[AIPLATFORM], Target("speedup-min", TARGET_SPEEDUP)),
         Figure(
-            "cli.parse", SECTION, f"import + parse a submit line ({len(SUBMIT_LINE)} words)", samples["tfjob parse"],
-            samples["click alone"], Target("overhead-max", TARGET_PARSE_S),
+            "cli.parse",
+            SECTION,
+            f"import + parse a submit line ({len(SUBMIT_LINE)} words)",
+            samples["tfjob parse"],
+            samples["click alone"],
+            Target("overhead-max", TARGET_PARSE_S),
         ),  # fmt: skip
     ]
 

@@ -180,7 +180,9 @@ class Figure:
             "ratio": self.ratio,
             "overhead": self.overhead,
             "ratio_text": self.ratio_text(),
-            "target": None if self.target is None else {"kind": self.target.kind, "bound": self.target.bound, "text": self.target.text(self.sample.unit)},
+            "target": None
+            if self.target is None
+            else {"kind": self.target.kind, "bound": self.target.bound, "text": self.target.text(self.sample.unit)},
             "met": self.met,
         }
 
@@ -253,7 +255,13 @@ def rounds(items: Mapping[str, Run], runs: int, *, warmup: int = 1, units: Mappi
 
 
 def time_command(
-    name: str, argv: Sequence[str | Path], runs: int, *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None, warmup: int = 1
+    name: str,
+    argv: Sequence[str | Path],
+    runs: int,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    warmup: int = 1,
 ) -> Sample:
     """Wall time of a command, ``runs`` times after ``warmup`` unmeasured runs; it must exit 0."""
     return rounds({name: command(argv, env=env, cwd=cwd)}, runs, warmup=warmup)[name]
@@ -332,7 +340,9 @@ def render_table(figures: Sequence[Figure], title: str = "") -> str:
     for f in figures:
         base = "—" if f.baseline is None else f"{f.baseline.name}: {f.baseline.show()}"
         met = {True: "yes", False: "NO", None: "—"}[f.met]
-        rows.append((f.section, f.name, f.sample.show(), base, f.ratio_text(), "—" if f.target is None else f.target.text(f.sample.unit), met))
+        rows.append(
+            (f.section, f.name, f.sample.show(), base, f.ratio_text(), "—" if f.target is None else f.target.text(f.sample.unit), met)
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = [title] if title else []
     for n, row in enumerate(rows):

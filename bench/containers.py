@@ -107,7 +107,9 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         one_step = command([*podman, "-t", "localhost/tfjob-bench-one-step:1", str(root / "one-step")], env=env)
 
         values: dict[str, list[float]] = {k: [] for k in ("base", "hand", "build", "one_step", "up_c", "up_p", "down_c", "down_p")}
-        job_env = clean_env(TFJOB_HOME=str(home), CONTAINERS_CONF=env["CONTAINERS_CONF"], CONTAINERS_STORAGE_CONF=env["CONTAINERS_STORAGE_CONF"])
+        job_env = clean_env(
+            TFJOB_HOME=str(home), CONTAINERS_CONF=env["CONTAINERS_CONF"], CONTAINERS_STORAGE_CONF=env["CONTAINERS_STORAGE_CONF"]
+        )
         shape = ["-m", "benchpkg.task", "--workers", "2", "--ps", "1", "--backend", "local"]
         in_containers = [str(BIN / "tfjob"), "submit", "--image", IMAGE, *shape]
         as_processes = [str(BIN / "tfjob"), "submit", str(trainer), *shape]

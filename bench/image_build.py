@@ -76,7 +76,9 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         job_env = clean_env(TFJOB_HOME=str(home), CONTAINERS_CONF=env["CONTAINERS_CONF"],
                             CONTAINERS_STORAGE_CONF=env["CONTAINERS_STORAGE_CONF"], TFJOB_BUILD_FLAGS=shlex.join(podman_ci.BUILD_FLAGS))  # fmt: skip
         trainer = root / "census"
-        subprocess.run([str(BIN / "tfjob"), "init", str(trainer), "--template", "custom-container"], check=True, capture_output=True, env=job_env)
+        subprocess.run(
+            [str(BIN / "tfjob"), "init", str(trainer), "--template", "custom-container"], check=True, capture_output=True, env=job_env
+        )
         task = trainer / "trainer" / "task.py"
 
         registry = registry_ci.start(root / "registry-0")
@@ -114,7 +116,9 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
                 values["whole"].append(float(sum(sizes.values())))
         finally:
             registry.stop()
-            listed = subprocess.run(["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=env)
+            listed = subprocess.run(
+                ["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=env
+            )
             podman_ci.remove_images(env, *sorted(set(listed.stdout.split())))
     return [
         Figure("images.build", SECTION, "tfjob build + push: cold (warm as baseline)", Sample("cold: build and push", values["cold"]),

@@ -38,7 +38,7 @@ SECTION = "local"
 TARGET_OVERHEAD_S = 0.15  # issue 17: tfjob submit 1+4+2 at most 150 ms over 7 bare interpreters
 TARGET_TEARDOWN_S = 0.5
 
-_TRAINER = '''\
+_TRAINER = """\
 import os, sys, time
 role = os.environ["TFJOB_TASK_TYPE"]
 marks = os.path.join(os.environ["AIP_MODEL_DIR"].rstrip("/").rsplit("/", 1)[0], "up")  # Vertex: the job dir's model/
@@ -50,7 +50,7 @@ if "--hang" in sys.argv and role != "chief":
 if "--hang" in sys.argv:
     while len(os.listdir(marks)) < int(sys.argv[sys.argv.index("--hang") + 1]):
         time.sleep(0.005)
-'''
+"""
 _SLEEPER = "import sys, time; sys.stdout.write('up\\n'); sys.stdout.flush(); time.sleep(60)"
 _BARE_TREE = "import subprocess, sys; ps = [subprocess.Popen([sys.executable, '-c', 'pass']) for _ in range({n})]; [p.wait() for p in ps]"
 
@@ -218,11 +218,23 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     overhead = Target("overhead-max", TARGET_OVERHEAD_S)
     figures = [
         Figure("local.submit_1_4_2", SECTION, "tfjob submit 1+4+2 (trivial trainer)", timed["cli 7"], timed["bare 7"], overhead),
-        Figure("local.submit_cpu_1_4_2", SECTION, "CPU time of tfjob submit 1+4+2 and its tasks",
-               Sample("cli 7 CPU", cpu["cli 7"][warmup:]), Sample("bare 7 CPU", cpu["bare 7"][warmup:])),
+        Figure(
+            "local.submit_cpu_1_4_2",
+            SECTION,
+            "CPU time of tfjob submit 1+4+2 and its tasks",
+            Sample("cli 7 CPU", cpu["cli 7"][warmup:]),
+            Sample("bare 7 CPU", cpu["bare 7"][warmup:]),
+        ),
         Figure("local.api_1_4_2", SECTION, "LocalBackend.run 1+4+2 (Python API)", timed["api 7"], timed["bare 7"]),
         Figure("local.submit_big", SECTION, f"tfjob submit {big_label} (trivial trainer)", timed[f"cli {big}"], timed[f"bare {big}"]),
-        Figure("local.teardown", SECTION, "teardown after the chief exits (1+4+2)", timed["teardown 7"], timed["bare teardown 6"], Target("max", TARGET_TEARDOWN_S)),
+        Figure(
+            "local.teardown",
+            SECTION,
+            "teardown after the chief exits (1+4+2)",
+            timed["teardown 7"],
+            timed["bare teardown 6"],
+            Target("max", TARGET_TEARDOWN_S),
+        ),
     ]
     for label, key in (("1+4+2", "1_4_2"), (big_label, "big")):
         own, tree, bare_own, bare_tree = mib[label]

@@ -26,7 +26,7 @@ SECTION = "ps_training"
 TARGET_RATIO = 1.05
 STEPS, QUICK_STEPS = 200, 10
 
-HAND_LAUNCHER = '''\
+HAND_LAUNCHER = """\
 import json, os, signal, socket, subprocess, sys
 
 def free_port():
@@ -53,7 +53,7 @@ for key, proc in procs.items():
 for proc in procs.values():
     proc.wait()
 sys.exit(code)
-'''
+"""
 
 
 def measure(runs: int, quick: bool = False) -> list[Figure]:

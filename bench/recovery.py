@@ -26,7 +26,7 @@ from local_cluster import bare
 
 SECTION = "recovery"
 
-_TRAINER = '''\
+_TRAINER = """\
 import os, sys, time
 marks, target = sys.argv[1], sys.argv[2]
 name = os.environ["TFJOB_TASK_TYPE"] + "-" + os.environ["TFJOB_TASK_INDEX"]
@@ -44,7 +44,7 @@ if name != "chief-0":
         time.sleep(3600)
 while starts(target) < 2:  # the job ends once the preempted task has started again
     time.sleep(0.005)
-'''
+"""
 
 
 def write_trainer(root: Path) -> Path:
@@ -108,7 +108,9 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         )
     return [
         Figure("recovery.worker", SECTION, "worker preempted → its trainer runs again (in place)", timed["worker"], timed["bare 1"]),
-        Figure("recovery.chief", SECTION, "chief preempted → the job's trainer runs again (--max-restarts)", timed["chief"], timed["bare 3"]),
+        Figure(
+            "recovery.chief", SECTION, "chief preempted → the job's trainer runs again (--max-restarts)", timed["chief"], timed["bare 3"]
+        ),
     ]
 
 

@@ -104,18 +104,45 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         warmup=1,  # the first call pays the imports
     )
     size = rounds(
-        {"local 1+400+100": local_render_bytes_per_task(LOCAL_WORKERS, LOCAL_PS), "local 1+40+10": local_render_bytes_per_task(LOCAL_WORKERS // 10, LOCAL_PS // 10)},
+        {
+            "local 1+400+100": local_render_bytes_per_task(LOCAL_WORKERS, LOCAL_PS),
+            "local 1+40+10": local_render_bytes_per_task(LOCAL_WORKERS // 10, LOCAL_PS // 10),
+        },
         1,
         warmup=0,
         units={"local 1+400+100": "B", "local 1+40+10": "B"},
     )  # a size: the same every run
     target = Target("max", TARGET_RENDER_S)
     return [
-        Figure("scale.vertex_render", SECTION, "Vertex render + strict parse, 1+1000+100", samples["vertex 1+1000+100"], samples["vertex 1+4+2"], target),
-        Figure("scale.kubeflow_render", SECTION, "Kubeflow render + validate, 1+1000+100", samples["kubeflow 1+1000+100"], samples["kubeflow 1+4+2"], target),
-        Figure("scale.tf_config_parse", SECTION, f"parse a 1,101-task TF_CONFIG ({len(text) // 1024} KiB)", samples["task_info_from_env"], samples["json.loads"]),
         Figure(
-            "scale.local_render", SECTION, "local render, bytes per task, 1+400+100", size["local 1+400+100"], size["local 1+40+10"],
+            "scale.vertex_render",
+            SECTION,
+            "Vertex render + strict parse, 1+1000+100",
+            samples["vertex 1+1000+100"],
+            samples["vertex 1+4+2"],
+            target,
+        ),
+        Figure(
+            "scale.kubeflow_render",
+            SECTION,
+            "Kubeflow render + validate, 1+1000+100",
+            samples["kubeflow 1+1000+100"],
+            samples["kubeflow 1+4+2"],
+            target,
+        ),
+        Figure(
+            "scale.tf_config_parse",
+            SECTION,
+            f"parse a 1,101-task TF_CONFIG ({len(text) // 1024} KiB)",
+            samples["task_info_from_env"],
+            samples["json.loads"],
+        ),
+        Figure(
+            "scale.local_render",
+            SECTION,
+            "local render, bytes per task, 1+400+100",
+            size["local 1+400+100"],
+            size["local 1+40+10"],
             Target("ratio-max", TARGET_LOCAL_PER_TASK),
         ),  # fmt: skip
     ]

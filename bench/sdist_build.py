@@ -171,7 +171,9 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
             digests.append(build_sdist(pkg, tmp / "out", module="trainer.task").sha256)
 
         warmup = 0 if quick else 1
-        timed = rounds({"build_sdist": call(sdist), "tarfile w:gz": call(lambda: _tarfile_gz(pkg, tmp / "plain.tar.gz"))}, runs, warmup=warmup)
+        timed = rounds(
+            {"build_sdist": call(sdist), "tarfile w:gz": call(lambda: _tarfile_gz(pkg, tmp / "plain.tar.gz"))}, runs, warmup=warmup
+        )
         while len(digests) < MIN_BUILDS:
             sdist()
 
@@ -189,7 +191,14 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
     return [
         Figure("packaging.sdist", SECTION, f"build_sdist of a {files}-file trainer", timed["build_sdist"], timed["tarfile w:gz"]),
         Figure("packaging.deterministic", SECTION, f"distinct sha256 over {len(digests)} builds", distinct, None, Target("equal", 1)),
-        Figure("packaging.second_upload", SECTION, "bytes uploaded, second unchanged submit", staged["second, unchanged submit"], staged["first submit"], Target("equal", 0)),
+        Figure(
+            "packaging.second_upload",
+            SECTION,
+            "bytes uploaded, second unchanged submit",
+            staged["second, unchanged submit"],
+            staged["first submit"],
+            Target("equal", 0),
+        ),
         *measure_ignore(runs, quick),
     ]
 

@@ -68,8 +68,20 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
         samples = rounds(items, runs, warmup=warmup)
     baseline = baseline or remember(samples[AIPLATFORM], runs)
     return [
-        Figure("vertex.dry_run", SECTION, "tfjob submit --dry-run --backend vertex (1+4+2)", samples["tfjob submit --dry-run (vertex, 1+4+2)"], baseline),
-        Figure("vertex.submit_imports", SECTION, "import of the submit path (tfjob.backends.vertex + aiplatform_v1 + storage)", samples["import of the submit path"], baseline),
+        Figure(
+            "vertex.dry_run",
+            SECTION,
+            "tfjob submit --dry-run --backend vertex (1+4+2)",
+            samples["tfjob submit --dry-run (vertex, 1+4+2)"],
+            baseline,
+        ),
+        Figure(
+            "vertex.submit_imports",
+            SECTION,
+            "import of the submit path (tfjob.backends.vertex + aiplatform_v1 + storage)",
+            samples["import of the submit path"],
+            baseline,
+        ),
     ]
 
 

@@ -54,7 +54,9 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
 
 @app.command("metrics", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
-@click.option("--plot", "plot", metavar="FILE.png", help="Draw the curves (one panel per scalar, one line per run) into FILE (.png or .svg).")
+@click.option(
+    "--plot", "plot", metavar="FILE.png", help="Draw the curves (one panel per scalar, one line per run) into FILE (.png or .svg)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON (final values and every point).")
 def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     """Print the last value of each scalar a job logged for TensorBoard, per run (train,

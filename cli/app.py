@@ -71,7 +71,8 @@ app = OneLineErrors(
     no_args_is_help=True,
     context_settings=CONTEXT_SETTINGS,
     params=[
-        click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
-                     help="Print the version and exit."),  # fmt: skip
+        click.Option(
+            ["--version"], is_flag=True, expose_value=False, is_eager=True, callback=_show_version, help="Print the version and exit."
+        ),  # fmt: skip
     ],
 )

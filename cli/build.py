@@ -26,13 +26,33 @@ Examples:
 @app.command("build", epilog=_EXAMPLES, context_settings=CONTEXT_SETTINGS)
 @click.argument("directory", metavar="DIR")
 @click.option("--module-name", "-m", "module", help="The trainer module (checked in the package; the image's default command).")
-@click.option("--base", "base_image", help="The image to build on (default: tfjob's base image, tfjob:VERSION); a Dockerfile in DIR takes it as ARG BASE_IMAGE.")
-@click.option("--image-repo", "image_repo", help="REGISTRY/PATH to push the image to (Artifact Registry, gcr.io, or any registry); pushed only when the registry lacks it.")
+@click.option(
+    "--base",
+    "base_image",
+    help="The image to build on (default: tfjob's base image, tfjob:VERSION); a Dockerfile in DIR takes it as ARG BASE_IMAGE.",
+)
+@click.option(
+    "--image-repo",
+    "image_repo",
+    help="REGISTRY/PATH to push the image to (Artifact Registry, gcr.io, or any registry); pushed only when the registry lacks it.",
+)
 @click.option("--container-engine", "container_engine", help="podman or docker (default: whichever is installed, podman first).")
 @click.option("--requirements", "requirements", help="A bare trainer's dependencies (default: its requirements.txt).")
-@click.option("--include-secrets", "include_secrets", is_flag=True, default=False, help="Let files that look like credentials into the image too (each is still named).")
+@click.option(
+    "--include-secrets",
+    "include_secrets",
+    is_flag=True,
+    default=False,
+    help="Let files that look like credentials into the image too (each is still named).",
+)
 @click.option("--no-push", "no_push", is_flag=True, default=False, help="Build and tag, push nothing.")
-@click.option("--cloud-build", "cloud_build", is_flag=True, default=False, help="Build with Cloud Build (no engine needed here): the context is staged to --staging-bucket.")
+@click.option(
+    "--cloud-build",
+    "cloud_build",
+    is_flag=True,
+    default=False,
+    help="Build with Cloud Build (no engine needed here): the context is staged to --staging-bucket.",
+)
 @click.option("--project", "project", help="--cloud-build: the Google Cloud project (else GOOGLE_CLOUD_PROJECT / config).")
 @click.option("--staging-bucket", "staging_bucket", help="--cloud-build: gs://BUCKET for the build context.")
 @click.option("--api-endpoint", "api_endpoint", help="--cloud-build: a non-Google endpoint serving the Cloud Build API (a stand-in).")
@@ -52,7 +72,9 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
         check_image(base_image, "base_image")
     cloud = None
     if dry_run and not cloud_build:
-        raise UsageError("--dry-run prints the Cloud Build request: add --cloud-build (a local build has no request to show; --no-push builds without pushing)")
+        raise UsageError(
+            "--dry-run prints the Cloud Build request: add --cloud-build (a local build has no request to show; --no-push builds without pushing)"
+        )
     if cloud_build:
         from tfjob import cloud_build_target, load_settings
 

@@ -9,6 +9,7 @@ import click
 
 from .app import CONTEXT_SETTINGS, app
 
+
 def build_catalog(pattern: str | None = None) -> dict[str, Any]:
     """The catalog as plain data (:func:`tfjob.machine_catalog`)."""
     from tfjob import machine_catalog

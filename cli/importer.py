@@ -20,8 +20,14 @@ Examples:
 @app.command("import", epilog=_EXAMPLES, context_settings={**CONTEXT_SETTINGS, "ignore_unknown_options": True})
 @click.argument("manifest", metavar="TFJOB_YAML")
 @click.argument("submit_flags", nargs=-1, type=click.UNPROCESSED, metavar="[SUBMIT_FLAGS]...")
-@click.option("--backend", "-b", type=click.Choice(["trainjob", "jobset", "kubeflow"]), default="trainjob", show_default=True,
-              help="Where the printed command runs the job.")
+@click.option(
+    "--backend",
+    "-b",
+    type=click.Choice(["trainjob", "jobset", "kubeflow"]),
+    default="trainjob",
+    show_default=True,
+    help="Where the printed command runs the job.",
+)
 def import_tfjob(manifest: str, submit_flags: tuple[str, ...], backend: str) -> None:
     """Print the `tfjob submit` command that runs a Kubeflow TFJob (kubeflow.org/v1) manifest:
     its replicas, image, program and arguments, environment, resources and run policy.

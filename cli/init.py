@@ -21,7 +21,9 @@ Examples:
 
 @app.command("init", epilog=_EXAMPLES, context_settings=CONTEXT_SETTINGS)
 @click.argument("directory", required=False, metavar="DIR")
-@click.option("--template", "-t", default="census-ps", show_default=True, help="census-ps, census-multiworker or custom-container (see --list).")
+@click.option(
+    "--template", "-t", default="census-ps", show_default=True, help="census-ps, census-multiworker or custom-container (see --list)."
+)
 @click.option("--force", "-f", is_flag=True, help="Write into a non-empty DIR, overwriting files of the same names.")
 @click.option("--name", help="The trainer's distribution name (default: from DIR).")
 @click.option("--list", "-l", "list_", is_flag=True, help="List the templates, one line each, and exit.")

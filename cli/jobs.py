@@ -56,10 +56,7 @@ def render_table(header: list[str], rows: list[list[str]]) -> str:
 
 def render_job_list(statuses: list[JobStatus], now: float | None = None) -> str:
     """The ``tfjob list`` table. Pure."""
-    rows = [
-        [s.id, s.name, s.backend, s.state.value, _when(s.created), render_duration(s, now)]
-        for s in statuses
-    ]
+    rows = [[s.id, s.name, s.backend, s.state.value, _when(s.created), render_duration(s, now)] for s in statuses]
     return render_table(["ID", "NAME", "BACKEND", "STATE", "CREATED", "DURATION"], rows)
 
 
@@ -96,7 +93,11 @@ def render_status(
         for n, attempt in enumerate(attempts[:100], 1):
             if isinstance(attempt, dict):
                 ended = attempt.get("ended")
-                end = f"  {attempt.get('state', '')} {_when(ended)} {attempt.get('reason', '')}".rstrip() if isinstance(ended, (int, float)) else ""
+                end = (
+                    f"  {attempt.get('state', '')} {_when(ended)} {attempt.get('reason', '')}".rstrip()
+                    if isinstance(ended, (int, float))
+                    else ""
+                )
                 lines.append(f"  {n}  {str(attempt.get('resource_name', ''))[:200]}{end}")
     if events:
         lines.append("history")
@@ -129,8 +130,19 @@ JOB_ID = click.argument("job_id", metavar="JOB_ID")
 @app.command("list", context_settings=CONTEXT_SETTINGS)
 @click.option("--json", "as_json", is_flag=True, help="Print the jobs as JSON.")
 @click.option("--backend", help="Only jobs of this backend (local, vertex, kubeflow).")
-@click.option("--limit", "-n", type=click.IntRange(1, 10000), default=20, show_default=True, help="At most this many jobs, newest first (up to 10000).")
-@click.option("--remote", is_flag=True, help="Ask the backend (vertex: the configured project/region; kubeflow: the current context) instead of the job store.")
+@click.option(
+    "--limit",
+    "-n",
+    type=click.IntRange(1, 10000),
+    default=20,
+    show_default=True,
+    help="At most this many jobs, newest first (up to 10000).",
+)
+@click.option(
+    "--remote",
+    is_flag=True,
+    help="Ask the backend (vertex: the configured project/region; kubeflow: the current context) instead of the job store.",
+)
 def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> None:
     """List jobs, newest first.
 
@@ -173,7 +185,12 @@ def _after(handle: Any, data: dict[str, Any]) -> None:
 
 @app.command("status", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON (docs/orchestration.md: with diagnoses and failure; once ended, outputs and final metrics).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the status as JSON (docs/orchestration.md: with diagnoses and failure; once ended, outputs and final metrics).",
+)
 @click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), help="text (default) or json (as --json).")
 def status(job_id: str, as_json: bool, output: str | None) -> None:
     """Show a job's state, history, tasks and, if it failed, the failing task's last lines
@@ -264,6 +281,7 @@ def wait(job_id: str, timeout: str | None) -> None:
 
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)
+
     def said(status: Any) -> None:  # one line per state the job is in while it is waited for
         if not status.state.is_terminal:
             click.echo(f"job {handle.id} {status.state.value}", err=True)

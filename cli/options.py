@@ -14,7 +14,6 @@ from typing import Any, Callable, Iterable, Iterator
 import click
 
 
-
 class Flag:
     """What a command line needs of a knob (:class:`tfjob.Knob`): its keyword, flags, kind, help
     with the backends that take it, whether it has a flag and whether ``tfjob tune`` offers it."""
@@ -189,15 +188,27 @@ class KnobCommand(click.Command):
     def params(self, value: list[click.Parameter]) -> None:
         self._given = list(value)
 
+
 #: ``submit`` / ``render`` options the command reads itself.
 SUBMIT_OPTIONS: list[Callable[[Any], Any]] = [
-    click.option('--package-path', 'package_path_opt', help='Same as PACKAGE_PATH (gcloud spelling).'),
-    click.option('--worker-pool-spec', 'worker_pool_spec', multiple=True, help="gcloud's pool syntax, once per pool in order (chief, workers, ps, evaluators): machine-type=…,replica-count=…,accelerator-type=…,container-image-uri=…,python-module=…,local-package-path=…; '' leaves a pool unused."),
-    click.option('--python-package-uris', 'python_package_uris', multiple=True, help='gs:// trainer package then extra packages, already built and staged (gcloud spelling; repeat or comma-separate).'),
-    click.option('--async', 'run_async', is_flag=True, default=False, help='Return the job id once submitted; do not wait for the end.'),
-    click.option('--dry-run', 'dry_run', is_flag=True, default=False, help='Print the request the backend would send, and exit.'),
-    click.option('--output', '-o', 'output', default='json', help='Format of --dry-run: json or yaml.'),
+    click.option("--package-path", "package_path_opt", help="Same as PACKAGE_PATH (gcloud spelling)."),
+    click.option(
+        "--worker-pool-spec",
+        "worker_pool_spec",
+        multiple=True,
+        help="gcloud's pool syntax, once per pool in order (chief, workers, ps, evaluators): machine-type=…,replica-count=…,accelerator-type=…,container-image-uri=…,python-module=…,local-package-path=…; '' leaves a pool unused.",
+    ),
+    click.option(
+        "--python-package-uris",
+        "python_package_uris",
+        multiple=True,
+        help="gs:// trainer package then extra packages, already built and staged (gcloud spelling; repeat or comma-separate).",
+    ),
+    click.option("--async", "run_async", is_flag=True, default=False, help="Return the job id once submitted; do not wait for the end."),
+    click.option("--dry-run", "dry_run", is_flag=True, default=False, help="Print the request the backend would send, and exit."),
+    click.option("--output", "-o", "output", default="json", help="Format of --dry-run: json or yaml."),
 ]
+
 
 def __getattr__(name: str) -> Any:
     if name == "NOT_FOR_TUNE":  # Job keywords that mean nothing to a study: the knobs declared tune=False

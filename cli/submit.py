@@ -115,14 +115,18 @@ def submit(
     if python_package_uris:
         uris = [u for item in python_package_uris for u in item.split(",") if u]
         if package_path or package_path_opt or packages:
-            raise UsageError("--python-package-uris names the trainer package and its extras; leave out PACKAGE_PATH, --package-path and --packages")
+            raise UsageError(
+                "--python-package-uris names the trainer package and its extras; leave out PACKAGE_PATH, --package-path and --packages"
+            )
         bad = [u for u in uris if not u.startswith("gs://")]
         if bad:
             raise UsageError(f"--python-package-uris {bad[0]!r} is not a gs:// URI; a local trainer directory is PACKAGE_PATH")
         package_path, packages = uris[0], uris[1:] or None
         job_options["packages"] = tuple(packages or ())
     if stream_logs and (run_async or detach):
-        raise UsageError("--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)")
+        raise UsageError(
+            "--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)"
+        )
     rendering = ctx.info_name == "render"
     job_options["name"] = display_name
     values = job_keywords(job_options)

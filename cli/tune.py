@@ -35,7 +35,19 @@ STUDY_OPTIONS = [
     click.option("--output", "-o", "output", default="json", help="Format of --dry-run: json or yaml."),
 ]  # fmt: skip
 #: What the study reads itself; the rest are the trials' Job keywords.
-_STUDY_KEYS = ("hparams", "backend", "max_trials", "parallel_trials", "max_failed_trials", "algorithm", "seed", "run_async", "as_json", "dry_run", "output")
+_STUDY_KEYS = (
+    "hparams",
+    "backend",
+    "max_trials",
+    "parallel_trials",
+    "max_failed_trials",
+    "algorithm",
+    "seed",
+    "run_async",
+    "as_json",
+    "dry_run",
+    "output",
+)
 
 
 _EXAMPLES = """\b

@@ -325,7 +325,7 @@ def _check_sdist_tools(sdists: Sequence[str]) -> None:
         return
     raise TfjobError(
         f"--package {os.path.basename(sdists[0])} is a source archive, and building it here needs {lacking}, "
-        "which this image lacks (the TensorFlow images have it): add `pip install \"setuptools>=70.1\"` to the "
+        'which this image lacks (the TensorFlow images have it): add `pip install "setuptools>=70.1"` to the '
         "image, or give a built wheel"
     )
 

@@ -76,9 +76,21 @@ _LAZY = {
     **{
         name: "tfjob.errors"
         for name in (
-            "TfjobError", "UsageError", "SpecError", "ConfigFileError", "ClusterConfigError", "PackagingError", "StoreError",
-            "JobNotFoundError", "BackendError", "AuthError", "SubmissionUncertainError", "BackendUnavailableError",
-            "JobFailedError", "JobCancelledError", "JobTimeoutError",
+            "TfjobError",
+            "UsageError",
+            "SpecError",
+            "ConfigFileError",
+            "ClusterConfigError",
+            "PackagingError",
+            "StoreError",
+            "JobNotFoundError",
+            "BackendError",
+            "AuthError",
+            "SubmissionUncertainError",
+            "BackendUnavailableError",
+            "JobFailedError",
+            "JobCancelledError",
+            "JobTimeoutError",
         )
     },
 }

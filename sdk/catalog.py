@@ -70,11 +70,7 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
             tiers.append(row)
     accelerators = [name for name in ACCELERATORS if _matches([name], pattern)]
     retired = {name: use for name, use in RETIRED_ACCELERATORS.items() if _matches([name, use], pattern)}
-    families = [
-        {"family": name, "what": what}
-        for name, what in FAMILIES.items()
-        if _matches([name, what], pattern)
-    ]
+    families = [{"family": name, "what": what} for name, what in FAMILIES.items() if _matches([name, what], pattern)]
     return {
         "families": families,
         "machine_types": machine_types,

@@ -109,7 +109,9 @@ def parse_job_config(data: Any, source: str = "config", knobs: Sequence[Knob] = 
 
 #: Keys that describe the cluster's shape; a predefined --scale-tier flag replaces them all.
 _SHAPE_KEYS = (
-    "workers", "ps", "evaluators",
+    "workers",
+    "ps",
+    "evaluators",
     *(f"{role}_{what}" for role in ROLES for what in ("machine_type", "accelerator")),
 )
 

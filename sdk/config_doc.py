@@ -90,8 +90,7 @@ class ConfigDoc:
             extra = f" ({hint[key]})" if hint and key in hint else ""
             level = f"under {path}" if path else "at the top level"
             raise ConfigFileError(
-                f"{self.source}: unknown key {where!r}{did_you_mean(str(key), known)}{extra}; "
-                f"valid keys {level} are {', '.join(known)}"
+                f"{self.source}: unknown key {where!r}{did_you_mean(str(key), known)}{extra}; valid keys {level} are {', '.join(known)}"
             )
 
     def mapping(self, value: Any, path: str) -> dict[str, Any]:

@@ -21,11 +21,31 @@ SCHEDULING_STRATEGIES: tuple[str, ...] = ("STANDARD", "SPOT", "FLEX_START")
 
 CUSTOM_JOB_KEYS = ("displayName", "labels", "jobSpec", "encryptionSpec")
 CUSTOM_JOB_OUTPUT_ONLY = (
-    "name", "state", "createTime", "startTime", "endTime", "updateTime", "error", "webAccessUris", "satisfiesPzs", "satisfiesPzi",
+    "name",
+    "state",
+    "createTime",
+    "startTime",
+    "endTime",
+    "updateTime",
+    "error",
+    "webAccessUris",
+    "satisfiesPzs",
+    "satisfiesPzi",
 )
 CUSTOM_JOB_SPEC_KEYS = (
-    "workerPoolSpecs", "scheduling", "serviceAccount", "network", "baseOutputDirectory", "tensorboard", "experiment", "experimentRun", "enableWebAccess",
-    "persistentResourceId", "reservedIpRanges", "pscInterfaceConfig", "enableDashboardAccess",
+    "workerPoolSpecs",
+    "scheduling",
+    "serviceAccount",
+    "network",
+    "baseOutputDirectory",
+    "tensorboard",
+    "experiment",
+    "experimentRun",
+    "enableWebAccess",
+    "persistentResourceId",
+    "reservedIpRanges",
+    "pscInterfaceConfig",
+    "enableDashboardAccess",
 )
 WORKER_POOL_KEYS = ("machineSpec", "replicaCount", "diskSpec", "containerSpec", "pythonPackageSpec")
 MACHINE_SPEC_KEYS = ("machineType", "acceleratorType", "acceleratorCount", "tpuTopology", "reservationAffinity")
@@ -258,7 +278,13 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
             values.update(package_values(value))
         else:
             values[names[key]] = value
-    for key, name in (("serviceAccount", "service_account"), ("network", "network"), ("tensorboard", "tensorboard"), ("experiment", "experiment"), ("experimentRun", "experiment_run")):
+    for key, name in (
+        ("serviceAccount", "service_account"),
+        ("network", "network"),
+        ("tensorboard", "tensorboard"),
+        ("experiment", "experiment"),
+        ("experimentRun", "experiment_run"),
+    ):
         value = doc.text(data.get(key), f"{at}{key}")
         if value is not None:
             values[name] = value

@@ -64,7 +64,9 @@ _PATTERNS = (
         "tf2-master",
         LazyPattern(r"Disallowed task type found in cluster spec"),
         lambda m, b: "a TensorFlow 2 strategy was given a TF_CONFIG whose primary task is `master`, which TF2 strategies refuse",
-        lambda m, b: "--tf-config tf2 (every task's TF_CONFIG says chief, evaluators out of the cluster), or --use-chief (AI Platform's legacy TF_CONFIG)",
+        lambda m, b: (
+            "--tf-config tf2 (every task's TF_CONFIG says chief, evaluators out of the cluster), or --use-chief (AI Platform's legacy TF_CONFIG)"
+        ),
     ),
     _Pattern(
         "job-dir-required",
@@ -105,7 +107,9 @@ _PATTERNS = (
         "out-of-memory",
         LazyPattern(r"ran out-of-memory and exited|OOMKilled|(?:Memory cgroup o|O)ut of memory: Killed process"),
         lambda m, b: "the task ran out of memory and was killed",
-        lambda m, b: "give it a machine with more memory (--master-machine-type / --worker-machine-type, --memory on Kubernetes), or make the batch or the model smaller",
+        lambda m, b: (
+            "give it a machine with more memory (--master-machine-type / --worker-machine-type, --memory on Kubernetes), or make the batch or the model smaller"
+        ),
     ),
 )
 
@@ -191,15 +195,32 @@ def diagnose(
         if oom and "out-of-memory" not in {d.code for d in found}:
             certain = bool(_OOM_KERNEL.search(oom))
             if certain:
-                found.append(Diagnosis("out-of-memory", task, _PATTERNS[-1].cause(None, backend), _PATTERNS[-1].fix(None, backend), oom[:MAX_EVIDENCE]))  # type: ignore[arg-type]
+                found.append(
+                    Diagnosis(
+                        "out-of-memory", task, _PATTERNS[-1].cause(None, backend), _PATTERNS[-1].fix(None, backend), oom[:MAX_EVIDENCE]
+                    )
+                )  # type: ignore[arg-type]
             else:
                 found.append(_killed_without_record(task or "?", oom[:MAX_EVIDENCE]))
         for t in status.tasks:
             if t.reason and "OOMKilled" in t.reason and "out-of-memory" not in {d.code for d in found}:
-                found.append(Diagnosis("out-of-memory", t.name, _PATTERNS[-1].cause(None, backend), _PATTERNS[-1].fix(None, backend), t.reason[:MAX_EVIDENCE]))  # type: ignore[arg-type]
+                found.append(
+                    Diagnosis(
+                        "out-of-memory",
+                        t.name,
+                        _PATTERNS[-1].cause(None, backend),
+                        _PATTERNS[-1].fix(None, backend),
+                        t.reason[:MAX_EVIDENCE],
+                    )
+                )  # type: ignore[arg-type]
         killed = next((t for t in status.tasks if t.name == task and t.signal == 9), None)
         # Only when the SIGKILL is what failed the job (not the teardown after a --timeout).
-        if killed is not None and "out-of-memory" not in {d.code for d in found} and backend == "local" and "killed by SIGKILL" in status.message:
+        if (
+            killed is not None
+            and "out-of-memory" not in {d.code for d in found}
+            and backend == "local"
+            and "killed by SIGKILL" in status.message
+        ):
             found.append(_killed_without_record(killed.name, f"{killed.name} was killed by SIGKILL"))
     for t in status.tasks:
         match = _IMAGE_PULL.search(t.reason or "")
@@ -240,9 +261,7 @@ def evaluator_hang(status: JobStatus, dialect: str | None = None, strategy: str 
     )
 
 
-def kernel_oom_record(
-    pid: int | None, *, since: float | None = None, kmsg: str = "/dev/kmsg", limit: int = 2 * 1024 * 1024
-) -> str | None:
+def kernel_oom_record(pid: int | None, *, since: float | None = None, kmsg: str = "/dev/kmsg", limit: int = 2 * 1024 * 1024) -> str | None:
     """The kernel's out-of-memory line for ``pid`` (``Out of memory: Killed process 1234
     (python3) …``), when this machine lets us read its log (root, or kernel.dmesg_restrict=0);
     else None. With ``since`` (seconds on the monotonic clock, which /dev/kmsg stamps records

@@ -151,9 +151,7 @@ class _DocumentError(Exception):
 
 def _long_integer(text: str, line: int | None = None) -> _DocumentError:
     at = f" (line {line})" if line is not None else ""
-    return _DocumentError(
-        f"an integer of more than {MAX_INTEGER_DIGITS} digits{at} ({text[:20]}…); no setting takes one"
-    )
+    return _DocumentError(f"an integer of more than {MAX_INTEGER_DIGITS} digits{at} ({text[:20]}…); no setting takes one")
 
 
 _LOADER: Any = None
@@ -186,9 +184,7 @@ def _loader() -> Any:
             super().flatten_mapping(node)
             self.merged += max(0, len(node.value) - before)
             if self.merged > MAX_MERGED_KEYS:
-                raise _DocumentError(
-                    f"its YAML merge keys (<<) copy more than {MAX_MERGED_KEYS} keys; write it out with fewer merges"
-                )
+                raise _DocumentError(f"its YAML merge keys (<<) copy more than {MAX_MERGED_KEYS} keys; write it out with fewer merges")
 
     BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
     _LOADER = BoundedLoader

@@ -112,9 +112,7 @@ def parse_metric_lines(text: str, tag: str | None = None) -> list[dict[str, Any]
             timestamp = float(body.get("timestamp", 0.0))
         except (TypeError, ValueError, OverflowError):
             continue
-        reports.append(
-            {"tag": name, "value": value, "global_step": step, "trial": str(body.get("trial", "0")), "timestamp": timestamp}
-        )
+        reports.append({"tag": name, "value": value, "global_step": step, "trial": str(body.get("trial", "0")), "timestamp": timestamp})
     return reports
 
 

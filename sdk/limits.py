@@ -32,7 +32,9 @@ def check_platform_count(field: str, value: int) -> None:
     """Refuse a count no platform's API can carry (``field`` names its knob, or is the text naming it)."""
     if value > INT32_MAX:
         raise SpecError(
-            **subject_of(field), value=value, problem=f"is more than any platform takes: Vertex AI and Kubernetes counts are 32-bit, at most {INT32_MAX}"
+            **subject_of(field),
+            value=value,
+            problem=f"is more than any platform takes: Vertex AI and Kubernetes counts are 32-bit, at most {INT32_MAX}",
         )
 
 
@@ -49,7 +51,9 @@ def check_seconds(value: object, field: str, *, zero: bool = False, given: objec
     except OverflowError:  # an int beyond any float
         seconds = math.inf
     if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not zero):
-        raise SpecError(field=field, value=value, problem=f"must be {'a number of seconds ≥ 0' if zero else 'a positive number of seconds'}")
+        raise SpecError(
+            field=field, value=value, problem=f"must be {'a number of seconds ≥ 0' if zero else 'a positive number of seconds'}"
+        )
     if seconds > MAX_TIMEOUT_SECONDS:
         shown = given if given is not None else float(f"{value:.6g}") if isinstance(value, float) else value
         raise SpecError(

@@ -137,8 +137,11 @@ _MACHINES: list[MachineInfo] = [
     *_family("c3-highmem", (4, 8, 22, 44, 88, 176), 8.0),
     *_family("c4-standard", (2, 4, 8, 16, 32, 48, 96, 192), 3.75),
     *_family("n2-standard", (2,), 4.0),
-    *[MachineInfo(f"{f}-{kind}-{n}t", 4 * n * (2 if f == "ct6e" else 1), 16.0 * n * (3 if f == "ct6e" else 1))
-      for f, kind in (("ct5lp", "hightpu"), ("ct6e", "standard")) for n in (1, 4, 8)],
+    *[
+        MachineInfo(f"{f}-{kind}-{n}t", 4 * n * (2 if f == "ct6e" else 1), 16.0 * n * (3 if f == "ct6e" else 1))
+        for f, kind in (("ct5lp", "hightpu"), ("ct6e", "standard"))
+        for n in (1, 4, 8)
+    ],
     *_family("m1-ultramem", (40, 80, 160), 24.025),
     *_builtin(
         {

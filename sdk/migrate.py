@@ -136,7 +136,9 @@ def import_tfjob(document: Any, *, backend: str = "trainjob", source: str = "the
         resources[role] = _quantities(f"{cpath}.resources", container.get("resources"))
         if replica.get("restartPolicy"):
             restart[role] = str(replica["restartPolicy"])
-        leftover = sorted(set(pod) - _POD_HANDLED) + [f"containers[{container.get('name', 0)}].{k}" for k in sorted(set(container) - _CONTAINER_HANDLED)]
+        leftover = sorted(set(pod) - _POD_HANDLED) + [
+            f"containers[{container.get('name', 0)}].{k}" for k in sorted(set(container) - _CONTAINER_HANDLED)
+        ]
         if len(containers) > 1:
             leftover.append("a sidecar container")
         if leftover:
@@ -153,7 +155,9 @@ def import_tfjob(document: Any, *, backend: str = "trainjob", source: str = "the
             )
     common_env = [e for e in next(iter(envs.values())) if all(e in v for v in envs.values())]
     if any(set(v) != set(common_env) for v in envs.values()):
-        notes.append("the replicas' environments differ: only the variables they share are imported (Job(chief_env=…, worker_env=…) sets the rest)")
+        notes.append(
+            "the replicas' environments differ: only the variables they share are imported (Job(chief_env=…, worker_env=…) sets the rest)"
+        )
 
     argv: list[str] = [*first[0], "--backend", backend]
     name, namespace = meta.get("name"), meta.get("namespace")

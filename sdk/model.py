@@ -177,7 +177,7 @@ def normalize_task(task: str) -> str:
     and the Kubeflow operator's name) read as ``chief`` — ``Master-0`` → ``chief-0``."""
     name = task.strip().lower()
     if name == "master" or name.startswith("master-"):
-        name = "chief" + name[len("master"):]
+        name = "chief" + name[len("master") :]
     return name
 
 
@@ -191,7 +191,7 @@ def parse_time(text: str | None) -> float | None:
     head, dot, rest = text.partition(".")
     if dot:
         digits = "".join(c for c in rest if c in "0123456789")
-        text = f"{head}.{digits[:6]}{rest[len(digits):]}"
+        text = f"{head}.{digits[:6]}{rest[len(digits) :]}"
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
@@ -258,8 +258,13 @@ def render_tasks(tasks: list[TaskStatus], now: float | None = None) -> str:
 
     rows = [
         SummaryRow(
-            t.name, t.state.value, t.exit_code, t.signal, ((t.ended or now or time.time()) - t.started) if t.started else None,
-            t.reason, t.restarts,
+            t.name,
+            t.state.value,
+            t.exit_code,
+            t.signal,
+            ((t.ended or now or time.time()) - t.started) if t.started else None,
+            t.reason,
+            t.restarts,
         )
         for t in tasks
     ]

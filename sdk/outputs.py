@@ -157,7 +157,9 @@ def job_outputs(job_id: str, backend: str, job_dir: str | None, *, client: Any =
             ),
         )  # fmt: skip
     if not os.path.isdir(job_dir):
-        return JobOutputs(job_id, job_dir, reachable=os.path.exists(job_dir), note=f"{job_dir} does not exist (yet): the job wrote nothing there")
+        return JobOutputs(
+            job_id, job_dir, reachable=os.path.exists(job_dir), note=f"{job_dir} does not exist (yet): the job wrote nothing there"
+        )
     listed, truncated = list_local(job_dir, limit)
     outputs = classify(job_id, os.path.abspath(job_dir), listed, truncated)
     if not listed:

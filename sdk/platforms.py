@@ -30,6 +30,7 @@ from .knobs import StrPath, described_fields
 if TYPE_CHECKING:
     from .spec import Accelerator
 
+
 @dataclass(frozen=True)
 class Replicas:
     """One role's replicas: how many, on what, running what.

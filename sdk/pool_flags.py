@@ -96,7 +96,9 @@ def pool_spec_keywords(specs: Sequence[str], given: dict[str, Any]) -> dict[str,
         flag = "--" + twice[0].replace("_", "-")
         raise UsageError(f"--worker-pool-spec describes the cluster, and so does {flag}; give one")
     if len(specs) > len(ROLES):
-        raise UsageError(f"--worker-pool-spec is given {len(specs)} times; Vertex AI has {len(ROLES)} pools (chief, workers, ps, evaluators)")
+        raise UsageError(
+            f"--worker-pool-spec is given {len(specs)} times; Vertex AI has {len(ROLES)} pools (chief, workers, ps, evaluators)"
+        )
     out: dict[str, Any] = {}
     shared: dict[str, tuple[int, str]] = {}
     for position, text in enumerate(specs):

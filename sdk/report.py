@@ -103,7 +103,9 @@ def timeline_svg(status: JobStatus, now: float | None = None) -> str:
     span = max(t1 - t0, 1e-3)
     label_w, width, row = 110, 760, 22
     height = row * len(tasks) + 28
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + width + 20}" height="{height}" role="img" aria-label="task timeline">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + width + 20}" height="{height}" role="img" aria-label="task timeline">'
+    ]
     for i, t in enumerate(tasks):
         y = 4 + i * row
         start = (t.started - t0) / span * width  # type: ignore[operator]
@@ -114,12 +116,14 @@ def timeline_svg(status: JobStatus, now: float | None = None) -> str:
             f'<rect x="{label_w + start:.1f}" y="{y + 2}" width="{max(end - start, 2):.1f}" height="{row - 6}" fill="{colour}" rx="2">'
             f"<title>{_e(t.name)} {_e(t.state.value)} {_e(_how(t))}</title></rect>"
         )
-        for r in (getattr(t, "restart_history", None) or []):
+        for r in getattr(t, "restart_history", None) or []:
             x = label_w + (r.time - t0) / span * width
             parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{y}" y2="{y + row - 2}" stroke="#000" stroke-width="2"/>')
     axis_y = 4 + len(tasks) * row + 14
     parts.append(f'<text x="{label_w}" y="{axis_y}" font-size="11" fill="#757575">{_e(_when(t0))}</text>')
-    parts.append(f'<text x="{label_w + width}" y="{axis_y}" font-size="11" fill="#757575" text-anchor="end">+{_e(_duration(t0, t1))}</text>')
+    parts.append(
+        f'<text x="{label_w + width}" y="{axis_y}" font-size="11" fill="#757575" text-anchor="end">+{_e(_duration(t0, t1))}</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -160,7 +164,9 @@ def render_report(data: ReportData) -> str:
         svg = timeline_svg(s)
         if svg:
             out.append(f'<div class="figure">{svg}</div>')
-        out.append("<table><tr><th>task</th><th>state</th><th>start</th><th>end</th><th>duration</th><th>exit / signal</th><th>restarts</th><th>reason</th></tr>")
+        out.append(
+            "<table><tr><th>task</th><th>state</th><th>start</th><th>end</th><th>duration</th><th>exit / signal</th><th>restarts</th><th>reason</th></tr>"
+        )
         for t in s.tasks:
             out.append(
                 f"<tr><td>{_e(t.name)}</td><td>{_state(t.state.value)}</td><td>{_e(_when(t.started))}</td><td>{_e(_when(t.ended))}</td>"
@@ -190,7 +196,9 @@ def render_report(data: ReportData) -> str:
                 for tag, points in sorted(tags.items()):
                     if points:
                         p = points[-1]
-                        out.append(f'<tr><td>{_e(run)}</td><td>{_e(tag)}</td><td class="num">{p.step}</td><td class="num">{p.value:.6g}</td></tr>')
+                        out.append(
+                            f'<tr><td>{_e(run)}</td><td>{_e(tag)}</td><td class="num">{p.step}</td><td class="num">{p.value:.6g}</td></tr>'
+                        )
             out.append("</table>")
         if data.metrics_svg:
             out.append(f'<div class="figure">{data.metrics_svg}</div>')
@@ -202,7 +210,12 @@ def render_report(data: ReportData) -> str:
         out.append("<h2>Outputs</h2>")
         if o.root:
             out.append("<table>")
-            for k, v in (("job dir", o.root), ("model", o.model_uri), ("checkpoint", o.checkpoint_uri), ("TensorBoard logs", o.tensorboard_uri)):
+            for k, v in (
+                ("job dir", o.root),
+                ("model", o.model_uri),
+                ("checkpoint", o.checkpoint_uri),
+                ("TensorBoard logs", o.tensorboard_uri),
+            ):
                 if v:
                     out.append(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>")
             out.append("</table>")
@@ -211,7 +224,9 @@ def render_report(data: ReportData) -> str:
             for f in o.files:
                 kinds.setdefault(f.kind, []).append(f.size)
             out.append("<table><tr><th>kind</th><th>files</th><th>bytes</th></tr>")
-            out += [f'<tr><td>{_e(k)}</td><td class="num">{len(v)}</td><td class="num">{sum(v)}</td></tr>' for k, v in sorted(kinds.items())]
+            out += [
+                f'<tr><td>{_e(k)}</td><td class="num">{len(v)}</td><td class="num">{sum(v)}</td></tr>' for k, v in sorted(kinds.items())
+            ]
             out.append("</table>")
         if o.note:
             out.append(f'<p class="muted">{_e(o.note)}</p>')
@@ -222,7 +237,10 @@ def render_report(data: ReportData) -> str:
 
     if data.events:
         out.append("<h2>History</h2><table>")
-        out += [f'<tr><td style="white-space:nowrap">{_e(_when(ts))}</td><td>{_state(state)}</td><td>{_e(msg)}</td></tr>' for ts, state, msg in data.events]
+        out += [
+            f'<tr><td style="white-space:nowrap">{_e(_when(ts))}</td><td>{_state(state)}</td><td>{_e(msg)}</td></tr>'
+            for ts, state, msg in data.events
+        ]
         out.append("</table>")
 
     if data.spec:

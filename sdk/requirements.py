@@ -99,7 +99,8 @@ def trainer_requirements(package: str | None, explicit: str | None, project: boo
     if explicit is not None:
         if project:
             raise SpecError(
-                field="requirements", problem="is for a bare trainer directory: a project declares its dependencies in "
+                field="requirements",
+                problem="is for a bare trainer directory: a project declares its dependencies in "
                 "pyproject.toml (dependencies) or setup.py (install_requires)",
             )
         if not package or package.startswith("gs://") or Path(package).expanduser().is_file():

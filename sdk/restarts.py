@@ -78,7 +78,9 @@ def parse_policies(values: Any, flag: str = "--restart-policy") -> dict[str, str
     out: dict[str, str] = {}
     for role, value in items[:16]:
         if role not in (*ROLES, "default"):
-            raise UsageError(f"{flag} {role}={value}: {role!r} is not a role; give POLICY for every role or ROLE=POLICY ({', '.join(ROLES)})")
+            raise UsageError(
+                f"{flag} {role}={value}: {role!r} is not a role; give POLICY for every role or ROLE=POLICY ({', '.join(ROLES)})"
+            )
         if role in out:
             raise UsageError(f"{flag} is given twice for {'every role' if role == 'default' else role}")
         out[role] = check_policy(value, flag)
@@ -176,7 +178,7 @@ def parse_preemptions(values: Any, flag: str = "--preempt") -> list[Preemption]:
             out.append(Preemption(role, mean, every=True))
         else:
             if task.startswith("master-"):
-                task = "chief-" + task[len("master-"):]
+                task = "chief-" + task[len("master-") :]
             if not _TASK.match(task):
                 raise UsageError(f"{flag} {text[:60]!r}: {task!r} is not a task (chief-0, worker-1, ps-0, evaluator-0)")
             out.append(Preemption(task, parse_seconds(when, flag)))
@@ -252,7 +254,9 @@ def build_rules(options: RestartOptions, task_names: Iterable[str] = ()) -> Rule
     preemptions = tuple(parse_preemptions(options.preempt))
     for p in preemptions:
         if names and not p.every and p.task not in names:
-            raise UsageError(field="preempt", value=Word(f"{p.task}@…"), problem=f": the job has no task {p.task} (it has {', '.join(sorted(names))})")
+            raise UsageError(
+                field="preempt", value=Word(f"{p.task}@…"), problem=f": the job has no task {p.task} (it has {', '.join(sorted(names))})"
+            )
         if names and p.every and p.task != "*" and not any(n.startswith(p.task + "-") for n in names):
             raise UsageError(field="preempt", value=Word(f"random:{p.task}@…"), problem=f": the job has no {p.task} task")
     delay = options.restart_delay

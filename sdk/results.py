@@ -128,10 +128,7 @@ class JobMetrics:
     @property
     def final(self) -> dict[str, dict[str, float]]:
         """run → tag → the last value logged (highest step, then latest)."""
-        return {
-            run: {tag: points[-1].value for tag, points in sorted(tags.items()) if points}
-            for run, tags in sorted(self.series.items())
-        }
+        return {run: {tag: points[-1].value for tag, points in sorted(tags.items()) if points} for run, tags in sorted(self.series.items())}
 
     def flat(self) -> dict[str, float]:
         """The final values as one flat mapping, ``run/tag`` → value (for a pipeline's metrics)."""

@@ -84,7 +84,10 @@ class ScaleTier(str, Enum):
         except ValueError:
             names = [t.value for t in cls]
             raise SpecError(
-                field="scale_tier", value=value, problem=f"is not a scale tier{did_you_mean(key, names)}", fix=f"choose one of {', '.join(names)}"
+                field="scale_tier",
+                value=value,
+                problem=f"is not a scale tier{did_you_mean(key, names)}",
+                fix=f"choose one of {', '.join(names)}",
             ) from None
 
 
@@ -125,10 +128,15 @@ class Accelerator:
     def __post_init__(self) -> None:
         name = normalize_accelerator(self.type)
         if name in RETIRED_ACCELERATORS:
-            raise SpecError(what="accelerator", value=self.type, problem="is retired on Google Cloud", fix=f"use {RETIRED_ACCELERATORS[name]} instead")
+            raise SpecError(
+                what="accelerator", value=self.type, problem="is retired on Google Cloud", fix=f"use {RETIRED_ACCELERATORS[name]} instead"
+            )
         if name not in ACCELERATORS:
             raise SpecError(
-                what="accelerator", value=self.type, problem=f"is not known{did_you_mean(name, ACCELERATORS)}", fix=f"choose one of {', '.join(ACCELERATORS)}"
+                what="accelerator",
+                value=self.type,
+                problem=f"is not known{did_you_mean(name, ACCELERATORS)}",
+                fix=f"choose one of {', '.join(ACCELERATORS)}",
             )
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise SpecError(what="accelerator", value=self.type, problem=f": count {self.count!r} must be a whole number ≥ 1")
@@ -178,7 +186,9 @@ def check_boot_disk(disk_type: Any, size_gb: Any) -> None:
     """Refuse a boot disk type or size Vertex AI would refuse, naming the flag."""
     if disk_type is not None and disk_type not in BOOT_DISK_TYPES:
         raise SpecError(
-            field="boot_disk_type", value=disk_type, problem=f"is not one of {', '.join(BOOT_DISK_TYPES)}{did_you_mean(str(disk_type), BOOT_DISK_TYPES)}"
+            field="boot_disk_type",
+            value=disk_type,
+            problem=f"is not one of {', '.join(BOOT_DISK_TYPES)}{did_you_mean(str(disk_type), BOOT_DISK_TYPES)}",
         )
     low, high = BOOT_DISK_SIZE_GB
     if size_gb is not None and (isinstance(size_gb, bool) or not isinstance(size_gb, int) or not low <= size_gb <= high):
@@ -203,21 +213,26 @@ class Machine:
         if self.tpu_topology is not None:
             if chips is None:
                 raise SpecError(
-                    field="tpu_topology", value=self.tpu_topology, problem=f"is for TPU VM machine types (ct5lp-hightpu-4t, ct6e-standard-4t…), not {self.type}"
+                    field="tpu_topology",
+                    value=self.tpu_topology,
+                    problem=f"is for TPU VM machine types (ct5lp-hightpu-4t, ct6e-standard-4t…), not {self.type}",
                 )
             if not isinstance(self.tpu_topology, str) or not _TOPOLOGY_RE.match(self.tpu_topology):
                 raise SpecError(field="tpu_topology", value=self.tpu_topology, problem="must be a shape like 2x2 or 2x2x4")
         if info is None:
             if not well_formed_machine_type(self.type):
                 raise SpecError(
-                    what="machine type", value=self.type, problem=f"is not known{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}",
+                    what="machine type",
+                    value=self.type,
+                    problem=f"is not known{did_you_mean(self.type, [*MACHINES, *LEGACY_MACHINES])}",
                     fix="use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)",
                 )
             series = self.type.split("-")[1]
             if family_of(self.type) in FAMILIES and series not in SERIES:
                 family = [m for m in [*MACHINES, *LEGACY_MACHINES] if family_of(m) == family_of(self.type)]
                 raise SpecError(
-                    what="machine type", value=self.type,
+                    what="machine type",
+                    value=self.type,
                     problem=f"is not known{did_you_mean(self.type, family or MACHINES)}: "
                     f"{series!r} is not a series of Compute Engine types (standard, highmem, highcpu…; see `tfjob machines`)",
                 )
@@ -230,17 +245,23 @@ class Machine:
                     stacklevel=2,
                 )
             if self.accelerator is not None and chips is not None:
-                raise SpecError(problem=f"{self.type} is a TPU VM: its chips come with it", fix="drop the accelerator (set {tpu_topology} instead)")
+                raise SpecError(
+                    problem=f"{self.type} is a TPU VM: its chips come with it", fix="drop the accelerator (set {tpu_topology} instead)"
+                )
             gpu_families = ("n1", "a2", "a3", "a4", "a4x", "g2", "g4")
             if self.accelerator is not None and family_of(self.type) not in gpu_families and family_of(self.type) in FAMILIES:
                 raise SpecError(
-                    what="machine type", value=self.type, problem=f"cannot take accelerator {self.accelerator.type}: GPUs attach to n1-* types",
+                    what="machine type",
+                    value=self.type,
+                    problem=f"cannot take accelerator {self.accelerator.type}: GPUs attach to n1-* types",
                     fix="accelerator-optimized types (a2, a3, a4, g2, g4) come with theirs",
                 )
             return  # an unlisted size: the platform checks it
         acc = self.accelerator
         if chips is not None and acc is not None:
-            raise SpecError(problem=f"{self.type} is a TPU VM: its chips come with it", fix="drop the accelerator (set {tpu_topology} instead)")
+            raise SpecError(
+                problem=f"{self.type} is a TPU VM: its chips come with it", fix="drop the accelerator (set {tpu_topology} instead)"
+            )
         if acc is None:
             if info.builtin is not None:
                 # A2/A3/G2 machines always carry their GPUs; Vertex wants them spelt out.
@@ -259,9 +280,7 @@ class Machine:
             )
             raise SpecError(what="machine type", value=self.type, problem=f"cannot take accelerator {acc.type}: {fix}")
         if acc.count not in counts:
-            raise SpecError(
-                f"{self.type} takes {acc.type} in counts of {', '.join(map(str, counts))}, not {acc.count}"
-            )
+            raise SpecError(f"{self.type} takes {acc.type} in counts of {', '.join(map(str, counts))}, not {acc.count}")
 
     @classmethod
     def resolve(cls, name: str, accelerator: Accelerator | None = None) -> "Machine":
@@ -404,7 +423,8 @@ def check_env(env: Mapping[str, Any], field: str = "env") -> None:
             raise SpecError(field=field, value=key, problem="is not a valid environment variable name")
         if key in RESERVED_ENV or key.startswith(RESERVED_ENV_PREFIXES):
             raise SpecError(
-                field=field, value=Word(key),
+                field=field,
+                value=Word(key),
                 problem=f"is set by the platform and by tfjob in every task (reserved: "
                 f"{', '.join(RESERVED_ENV)}, {', '.join(p + '*' for p in RESERVED_ENV_PREFIXES)})",
                 fix="choose another name, or pick the dialect with {dialect}",
@@ -431,7 +451,9 @@ def check_cloud_labels(spec: "JobSpec", platform: str) -> None:
     for key in spec.labels:
         if is_kubernetes_label_key(key):
             raise SpecError(
-                what="label key", value=key, problem=f"is a Kubernetes label: {platform} label keys are lower-case letters, digits, '_' and '-' without a prefix",
+                what="label key",
+                value=key,
+                problem=f"is a Kubernetes label: {platform} label keys are lower-case letters, digits, '_' and '-' without a prefix",
                 fix="use a plain key, or {backend=kubeflow} / jobset / trainjob",
             )
 
@@ -442,11 +464,15 @@ def _check_labels(labels: Mapping[str, str]) -> None:
     for key, value in labels.items():
         if is_kubernetes_label_key(key):
             if not isinstance(value, str) or not _K8S_LABEL_VALUE_RE.match(value):
-                raise SpecError(what="label", problem=f"{key}={value!r}: a Kubernetes label value is up to 63 letters, digits, '-', '_' or '.'")
+                raise SpecError(
+                    what="label", problem=f"{key}={value!r}: a Kubernetes label value is up to 63 letters, digits, '-', '_' or '.'"
+                )
             continue
         if not isinstance(key, str) or not _LABEL_KEY_RE.match(key):
             raise SpecError(
-                what="label key", value=key, problem="is not valid",
+                what="label key",
+                value=key,
+                problem="is not valid",
                 fix="start with a lower-case letter, then up to 62 lower-case letters, digits, '_' or '-' "
                 "(or, for Kubernetes, a prefixed key such as app.kubernetes.io/part-of)",
             )
@@ -526,7 +552,9 @@ class JobSpec:
                 what = "two chiefs" if role == "chief" else f"two {role} pools"
                 raise SpecError(f"the job has {what}; give each role one pool")
         if "chief" not in roles and "worker" not in roles:
-            raise SpecError(problem="the job has no chief and no workers", fix="give it a chief (Vertex worker pool 0) or, with {chief=False}, workers")
+            raise SpecError(
+                problem="the job has no chief and no workers", fix="give it a chief (Vertex worker pool 0) or, with {chief=False}, workers"
+            )
         pools = tuple(sorted(pools, key=lambda p: ROLES.index(p.role)))
         object.__setattr__(self, "pools", pools)
         if "ps" in roles and "worker" not in roles:
@@ -553,7 +581,9 @@ class JobSpec:
             raise SpecError(field="script", value=self.script, problem="must be the path of a Python file, e.g. dist_mnist.py")
         if self.module is not None and not _MODULE_RE.match(self.module):
             raise SpecError(
-                field="module", value=self.module, problem="is not a module `python -m` can run (dotted names like trainer.task; for a file path use {script})"
+                field="module",
+                value=self.module,
+                problem="is not a module `python -m` can run (dotted names like trainer.task; for a file path use {script})",
             )
         check_env(self.env, "env")
         if not isinstance(self.command, (tuple, list)) or not all(isinstance(c, str) and c for c in self.command):
@@ -561,13 +591,19 @@ class JobSpec:
         object.__setattr__(self, "command", tuple(self.command))
         if self.command and (self.module is not None or self.script is not None or not has_image):
             raise SpecError(
-                field="command", problem="replaces a container image's entrypoint; a {module} or {script} job starts through tfjob-bootstrap instead",
+                field="command",
+                problem="replaces a container image's entrypoint; a {module} or {script} job starts through tfjob-bootstrap instead",
                 fix="drop {command}, or give {image} without {module}",
             )
         _check_labels(self.labels)
         for key in self.labels:
             if key in RESERVED_LABELS:
-                raise SpecError(what="label", value=key, problem=f"is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)})", fix="choose another key")
+                raise SpecError(
+                    what="label",
+                    value=key,
+                    problem=f"is set by tfjob on every job (reserved: {', '.join(RESERVED_LABELS)})",
+                    fix="choose another key",
+                )
         if self.timeout is not None:
             from .limits import check_seconds
 
@@ -575,7 +611,10 @@ class JobSpec:
         if isinstance(self.requirements, os.PathLike):
             object.__setattr__(self, "requirements", os.fspath(self.requirements))
         if self.requirements is not None and has_image and not self.package:
-            raise SpecError(field="requirements", problem="lists a trainer directory's dependencies; an {image} brings its own (install them in the image)")
+            raise SpecError(
+                field="requirements",
+                problem="lists a trainer directory's dependencies; an {image} brings its own (install them in the image)",
+            )
 
     # -- views -------------------------------------------------------------------
     def pool(self, role: str) -> Pool | None:
@@ -663,6 +702,8 @@ _MOVED_TO_OPTIONS = frozenset({
     "scheduling_strategy", "max_wait", "disable_retries", "reservation", "persistent_resource_id", "kms_key",
     "reserved_ip_ranges", "network_attachment", "enable_dashboard_access",
 })  # fmt: skip
+
+
 def check_count(field: str, n: Any) -> None:
     """A replica count given as knob ``field``: a whole number ≥ 1 a platform can carry."""
     if isinstance(n, bool) or not isinstance(n, int):
@@ -732,7 +773,9 @@ def check_image(image: str | None, field: str = "image") -> None:
         raise SpecError(field=field, problem="is empty", fix="give an image such as us-docker.pkg.dev/my-project/trainers/census:1")
     if len(image) > MAX_IMAGE_LENGTH or not _IMAGE_RE.fullmatch(image):
         raise SpecError(
-            field=field, value=image, problem="is not an image reference",
+            field=field,
+            value=image,
+            problem="is not an image reference",
             fix="write [REGISTRY/]NAME[:TAG][@sha256:DIGEST], the name in lower case (e.g. us-docker.pkg.dev/my-project/trainers/census:1)",
         )
 
@@ -818,7 +861,8 @@ def build_spec(
         given += ["accelerator"] if any(accs.values()) else []
         if given:
             raise SpecError(
-                field="scale_tier", value=Word(tier.value),
+                field="scale_tier",
+                value=Word(tier.value),
                 problem=f"fixes the cluster, so {', '.join('{' + g + '}' for g in given)} cannot be set",
                 fix="use {scale_tier=CUSTOM} to choose counts and machine types",
             )
@@ -835,13 +879,25 @@ def build_spec(
         else:
             for role, machine in machines.items():
                 if role != "chief" and machine is not None and counts[role] is None:
-                    raise SpecError(field=f"{role}_machine_type", value=Word(machine), problem=f"is set but {{{COUNT_FIELDS[role]}}} is not")
+                    raise SpecError(
+                        field=f"{role}_machine_type", value=Word(machine), problem=f"is set but {{{COUNT_FIELDS[role]}}} is not"
+                    )
         pools = [Pool("chief", 1, _machine("chief", machines["chief"], accs["chief"]), images["chief"])]
         if not chief:
-            given = [f for f, v in (("chief_machine_type", machines["chief"]), ("chief_accelerator", chief_accelerator), ("chief_image", images["chief"])) if v]
+            given = [
+                f
+                for f, v in (
+                    ("chief_machine_type", machines["chief"]),
+                    ("chief_accelerator", chief_accelerator),
+                    ("chief_image", images["chief"]),
+                )
+                if v
+            ]
             if given or tier is not None:
                 given = given or ["scale_tier"]
-                raise SpecError(field="chief", value=False, problem=f"leaves the chief out, so {', '.join('{' + g + '}' for g in given)} cannot be set")
+                raise SpecError(
+                    field="chief", value=False, problem=f"leaves the chief out, so {', '.join('{' + g + '}' for g in given)} cannot be set"
+                )
             if not counts["worker"]:
                 raise SpecError(field="chief", value=False, problem="needs {workers} ≥ 1: worker 0 is then the chief")
             pools = []
@@ -853,7 +909,9 @@ def build_spec(
         tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
         if not tpu_pools:
             raise SpecError(
-                field="tpu_topology", value=Word(tpu_topology), problem="needs a TPU VM machine type (e.g. {worker_machine_type=ct5lp-hightpu-4t})"
+                field="tpu_topology",
+                value=Word(tpu_topology),
+                problem="needs a TPU VM machine type (e.g. {worker_machine_type=ct5lp-hightpu-4t})",
             )
         pools = [
             dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p

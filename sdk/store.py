@@ -150,8 +150,15 @@ class TaskRecord:
 
     def to_status(self) -> TaskStatus:
         return TaskStatus(
-            self.name, self.state, self.exit_code, self.signal, self.started, self.ended, self.log_path,
-            restarts=self.restarts, restart_history=list(self.restart_history),
+            self.name,
+            self.state,
+            self.exit_code,
+            self.signal,
+            self.started,
+            self.ended,
+            self.log_path,
+            restarts=self.restarts,
+            restart_history=list(self.restart_history),
         )
 
 
@@ -289,9 +296,7 @@ def _row_to_job(row: sqlite3.Row) -> JobRecord:
     data["message"] = data.get("message") or ""
     unknown = data.pop("unknown_state", None)
     if unknown is not None:
-        data["message"] = f"state {unknown!r} is not one this version of tfjob knows" + (
-            f"; {data['message']}" if data["message"] else ""
-        )
+        data["message"] = f"state {unknown!r} is not one this version of tfjob knows" + (f"; {data['message']}" if data["message"] else "")
     if data["created"] is None:
         data["created"] = 0.0  # not known: shown as '-'
     return JobRecord(**data)
@@ -464,7 +469,11 @@ class JobStore:
             # and a write says why it cannot.
             try:
                 self._db = sqlite3.connect(
-                    f"{self.path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, timeout=30, isolation_level=None, check_same_thread=False
+                    f"{self.path.resolve().as_uri()}?mode=ro&immutable=1",
+                    uri=True,
+                    timeout=30,
+                    isolation_level=None,
+                    check_same_thread=False,
                 )
                 self._conn.row_factory = sqlite3.Row
                 self._conn.execute("SELECT count(*) FROM jobs").fetchone()
@@ -714,7 +723,9 @@ class JobStore:
             pending = c.execute("SELECT count(*) FROM requests WHERE job_id = ?", (job_id,)).fetchone()[0]
             if pending >= MAX_PENDING_REQUESTS:
                 raise UsageError(f"job {job_id} has {pending} requests its launcher has not taken yet; is it still running?")
-            c.execute("INSERT INTO requests (job_id, ts, kind, task, value) VALUES (?, ?, ?, ?, ?)", (job_id, time.time(), kind, task, value))
+            c.execute(
+                "INSERT INTO requests (job_id, ts, kind, task, value) VALUES (?, ?, ?, ?, ?)", (job_id, time.time(), kind, task, value)
+            )
 
     def pending_requests(self, job_id: str) -> int:
         """How many requests of the job are not taken yet."""
@@ -743,8 +754,19 @@ class JobStore:
         """Insert or replace several tasks of a job in one transaction."""
         rows = [
             (
-                job_id, t.name, t.role, t.index, t.state.value, t.pid, t.exit_code, t.signal, t.started, t.ended,
-                t.log_path, t.proc_start, t.restarts,
+                job_id,
+                t.name,
+                t.role,
+                t.index,
+                t.state.value,
+                t.pid,
+                t.exit_code,
+                t.signal,
+                t.started,
+                t.ended,
+                t.log_path,
+                t.proc_start,
+                t.restarts,
                 json.dumps([r.to_dict() for r in t.restart_history[-MAX_RESTART_HISTORY:]]),
             )
             for t in tasks

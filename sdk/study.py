@@ -296,8 +296,7 @@ class StudySpec:
             check_platform_count(name, value)
         if self.parallel_trials > self.max_trials:
             raise SpecError(
-                f"maxParallelTrials {self.parallel_trials} is more than maxTrials {self.max_trials}; "
-                f"lower it or raise maxTrials"
+                f"maxParallelTrials {self.parallel_trials} is more than maxTrials {self.max_trials}; lower it or raise maxTrials"
             )
         for attr, allowed, key in (
             ("algorithm", ALGORITHMS, "algorithm"),
@@ -305,7 +304,9 @@ class StudySpec:
         ):
             value = str(getattr(self, attr)).strip().upper()
             if value not in allowed:
-                raise SpecError(f"{key} {getattr(self, attr)!r} is not known{did_you_mean(value, allowed)}; choose one of {', '.join(allowed)}")
+                raise SpecError(
+                    f"{key} {getattr(self, attr)!r} is not known{did_you_mean(value, allowed)}; choose one of {', '.join(allowed)}"
+                )
             object.__setattr__(self, attr, value)
         if self.observation_noise is not None:
             noise = str(self.observation_noise).upper()

@@ -48,7 +48,11 @@ class Loaded:
         """Every console error, uncaught exception and error log entry (a failed fetch…)."""
         out = [json.dumps(c.get("args"))[:300] for c in self.console if c.get("type") in ("error", "assert")]
         out += [str(e.get("exceptionDetails", {}).get("text")) for e in self.exceptions]
-        out += [f"{e.get('entry', {}).get('source')}: {e.get('entry', {}).get('text')}" for e in self.log if e.get("entry", {}).get("level") == "error"]
+        out += [
+            f"{e.get('entry', {}).get('source')}: {e.get('entry', {}).get('text')}"
+            for e in self.log
+            if e.get("entry", {}).get("level") == "error"
+        ]
         return out
 
 
@@ -133,15 +137,29 @@ def load(binary: str, page: Path, width: int = 1200) -> Loaded:
             session = pipe.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for domain in ("Page", "Runtime", "Log", "Network"):
                 pipe.send(f"{domain}.enable", session=session)
-            pipe.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session=session)
+            pipe.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
             pipe.events.clear()
             pipe.send("Page.navigate", {"url": page.resolve().as_uri()}, session=session)
             pipe.wait_for("Page.loadEventFired")
             time.sleep(0.3)  # late console messages
-            text = pipe.send("Runtime.evaluate", {"expression": "document.body.innerText", "returnByValue": True}, session=session)["result"]["value"]
-            title = pipe.send("Runtime.evaluate", {"expression": "document.title", "returnByValue": True}, session=session)["result"]["value"]
-            height = pipe.send("Runtime.evaluate", {"expression": "document.documentElement.scrollHeight", "returnByValue": True}, session=session)["result"]["value"]
-            pipe.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": int(height), "deviceScaleFactor": 1, "mobile": False}, session=session)
+            text = pipe.send("Runtime.evaluate", {"expression": "document.body.innerText", "returnByValue": True}, session=session)[
+                "result"
+            ]["value"]
+            title = pipe.send("Runtime.evaluate", {"expression": "document.title", "returnByValue": True}, session=session)["result"][
+                "value"
+            ]
+            height = pipe.send(
+                "Runtime.evaluate", {"expression": "document.documentElement.scrollHeight", "returnByValue": True}, session=session
+            )["result"]["value"]
+            pipe.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": int(height), "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
             shot = pipe.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"]
             events = list(pipe.events)
         finally:

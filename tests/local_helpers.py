@@ -36,9 +36,7 @@ def probe_args(*extra: str, workers: int = 1, ps: int = 0, job_dir: Path | None 
 
 def start_cli(args: list[str]) -> subprocess.Popen[str]:
     """``tfjob ARGS`` as a real process (its own process group: signals reach only it)."""
-    return subprocess.Popen(
-        [TFJOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    return subprocess.Popen([TFJOB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 def read_until(proc: subprocess.Popen[str], needles: Iterable[str], timeout: float = 60.0, stdout: bool = False) -> str:
@@ -121,7 +119,6 @@ def assert_no_survivors(processes: list[tuple[int, int | None]], within: float =
         if time.monotonic() > deadline:
             raise AssertionError(f"processes outlived their job: {alive}")
         time.sleep(0.02)
-
 
 
 @pytest.fixture(autouse=True)

@@ -84,8 +84,7 @@ def start(root: Path, *, auth: str | None = None) -> Registry:
         "version: 0.1\n"
         "log:\n  level: warn\n  formatter: text\n  accesslog:\n    disabled: false\n"
         f"storage:\n  filesystem:\n    rootdirectory: {root / 'storage'}\n  delete:\n    enabled: true\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n  secret: tfjob-test-only\n"
-        + auth_block
+        f"http:\n  addr: 127.0.0.1:{port}\n  secret: tfjob-test-only\n" + auth_block
     )
     log = root / "access.log"
     out = open(log, "wb")

@@ -100,7 +100,11 @@ def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes
     [
         (dict(workers=0, ps=1), "workers=0 must be ≥ 1; leave workers out", "--workers 0 must be ≥ 1; leave --workers out"),
         (dict(ps=2), "ps needs workers ≥ 1", "--ps needs --workers ≥ 1"),
-        (dict(worker_machine_type="zz"), "worker_machine_type='zz' is set but workers is not", "--worker-machine-type zz is set but --workers is not"),
+        (
+            dict(worker_machine_type="zz"),
+            "worker_machine_type='zz' is set but workers is not",
+            "--worker-machine-type zz is set but --workers is not",
+        ),
         (dict(scale_tier="NOPE"), "scale_tier='NOPE' is not a scale tier", "--scale-tier 'NOPE' is not a scale tier"),
     ],
 )

@@ -132,7 +132,10 @@ def test_only_runs_the_sections_named(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--only", "cli,nope"], "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, recovery, growth, ps_training, scale, containers, images"),
+        (
+            ["--only", "cli,nope"],
+            "error: --only nope: no such section; choose from cli, vertex, bootstrap, packaging, resubmit, local, recovery, growth, ps_training, scale, containers, images",
+        ),
         (["--runs", "0"], "error: --runs 0: give at least 1 run"),
     ],
 )

@@ -19,7 +19,7 @@ from helpers import BIN
 from tfjob.cluster import render_task_env
 from tfjob.container.bootstrap import EX_PORT_IN_USE, main, port_in_use
 
-PROBE = '''\
+PROBE = """\
 import json, os, sys
 print(json.dumps({
     "pid": os.getpid(),
@@ -31,9 +31,9 @@ print(json.dumps({
 }), flush=True)
 code = os.environ.get("PROBE_EXIT")
 sys.exit(int(code) if code else 0)
-'''
+"""
 
-WAITER = '''\
+WAITER = """\
 import signal, sys
 def stop(signum, frame):
     print("trainer got signal", signum, flush=True)
@@ -41,7 +41,7 @@ def stop(signum, frame):
 signal.signal(signal.SIGTERM, stop)
 print("ready", flush=True)
 signal.pause()
-'''
+"""
 
 
 @pytest.fixture
@@ -206,7 +206,11 @@ def _run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
             "error: --strategy parameter-server (the bootstrap serves ps and worker tasks) needs --workers ≥ 1 and --ps ≥ 1; "
             "add them, or use --strategy module",
         ),
-        (["--module", "m", "--package", "/no/such/trainer.tar.gz"], {}, "error: --package /no/such/trainer.tar.gz: no such file or directory"),
+        (
+            ["--module", "m", "--package", "/no/such/trainer.tar.gz"],
+            {},
+            "error: --package /no/such/trainer.tar.gz: no such file or directory",
+        ),
     ],
 )
 def test_bad_configuration_is_one_line_and_exit_2(
@@ -246,10 +250,16 @@ def test_the_trainers_own_failures_look_as_under_python_m(trainer_dir: Path) -> 
 
 
 def test_bad_configuration_through_the_real_console_script(tmp_path: Path) -> None:
-    done = _bootstrap(tmp_path, "--module", "trainer.task", env=_env(TF_CONFIG='{"cluster": {"worker": ["h:1"]}, "task": {"type": "ps", "index": 0}}'), console_script=True)
+    done = _bootstrap(
+        tmp_path,
+        "--module",
+        "trainer.task",
+        env=_env(TF_CONFIG='{"cluster": {"worker": ["h:1"]}, "task": {"type": "ps", "index": 0}}'),
+        console_script=True,
+    )
     assert done.returncode == 2
     assert done.stderr == (
-        "error: TF_CONFIG task type 'ps' is not in the cluster (jobs: [\"worker\"]): \"task\": {\"type\": \"ps\", \"index\": 0}\n"
+        'error: TF_CONFIG task type \'ps\' is not in the cluster (jobs: ["worker"]): "task": {"type": "ps", "index": 0}\n'
     )
 
 
@@ -457,7 +467,10 @@ def test_package_from_gcs_is_downloaded_and_installed(
     assert missing.stderr == "error: --package gs://staging/packages/nope.whl: no such object in Cloud Storage\n"
     for no_object in ("gs://staging/packages/..", "gs://staging/packages/", "gs://staging"):
         refused = _bootstrap(tmp_path, "--package", no_object, "--module", "x", env=env)
-        assert refused.returncode == 2 and refused.stderr == f"error: --package {no_object}: name one object, e.g. gs://BUCKET/path/trainer-0.1.tar.gz\n"
+        assert (
+            refused.returncode == 2
+            and refused.stderr == f"error: --package {no_object}: name one object, e.g. gs://BUCKET/path/trainer-0.1.tar.gz\n"
+        )
 
 
 # --- start-up imports nothing outside the standard library ----------------------------------

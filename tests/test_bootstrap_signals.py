@@ -75,9 +75,7 @@ def test_a_server_blocked_in_cpp_under_pid_1_ends_on_sigterm(tmp_path: Path) -> 
     # a Python handler would never run there; the default disposition of PID 2 ends it.
     (tmp_path / "trainer").mkdir()
     (tmp_path / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "trainer" / "task.py").write_text(
-        "import ctypes, os\nprint('serving', flush=True)\nctypes.CDLL(None).pause()\n"
-    )
+    (tmp_path / "trainer" / "task.py").write_text("import ctypes, os\nprint('serving', flush=True)\nctypes.CDLL(None).pause()\n")
     code, took, out = _stop_and_time(_as_pid1(["--module", "trainer.task"], tmp_path), "serving")
     assert code == 143 and took < 5, (code, took, out)
 

@@ -12,7 +12,9 @@ import pytest
 from tfjob.packaging import cache
 from tfjob.packaging import build_sdist
 
-PYPROJECT = '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n[project]\nname = "proj"\nversion = "1.0"\n'
+PYPROJECT = (
+    '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n[project]\nname = "proj"\nversion = "1.0"\n'
+)
 
 
 @pytest.fixture

@@ -27,7 +27,11 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
         [*SUBMIT, "--scale-tier", "CUSTOM", "--master-machine-type", "n1-standard-4", "--worker-count", "2"],
         r"--scale-tier CUSTOM with --workers 2 needs --worker-machine-type",
     ),
-    ("tier-fixes-counts", [*SUBMIT, "--scale-tier", "STANDARD_1", "--workers", "8"], r"--scale-tier STANDARD_1 fixes the cluster, so --workers cannot be set"),
+    (
+        "tier-fixes-counts",
+        [*SUBMIT, "--scale-tier", "STANDARD_1", "--workers", "8"],
+        r"--scale-tier STANDARD_1 fixes the cluster, so --workers cannot be set",
+    ),
     (
         "accelerator-on-wrong-machine",
         [*SUBMIT, "--chief-machine-type", "e2-standard-4", "--accelerator", "type=NVIDIA_TESLA_T4,count=1"],
@@ -38,14 +42,26 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
         [*SUBMIT, "--chief-machine-type", "n1-standard-8", "--accelerator", "type=nvidia-tesla-t4,count=3"],
         r"n1-standard-8 takes NVIDIA_TESLA_T4 in counts of 1, 2, 4, not 3",
     ),
-    ("chief-replicas", [*SUBMIT, "--config", str(CONFIGS / "bad_chief_replicas.yaml")], r"replicaCount 3: pool 0 is the chief and runs exactly 1 replica"),
-    ("unknown-tier", [*SUBMIT, "--scale-tier", "PREMUIM_1"], r"--scale-tier 'PREMUIM_1' is not a scale tier \(did you mean 'PREMIUM_1'\?\)"),
+    (
+        "chief-replicas",
+        [*SUBMIT, "--config", str(CONFIGS / "bad_chief_replicas.yaml")],
+        r"replicaCount 3: pool 0 is the chief and runs exactly 1 replica",
+    ),
+    (
+        "unknown-tier",
+        [*SUBMIT, "--scale-tier", "PREMUIM_1"],
+        r"--scale-tier 'PREMUIM_1' is not a scale tier \(did you mean 'PREMIUM_1'\?\)",
+    ),
     (
         "unknown-machine",
         [*SUBMIT, "--workers", "2", "--worker-machine-type", "n1-standrd-8"],
         r"--worker-machine-type 'n1-standrd-8' is not known \(did you mean 'n1-standard-8'\?\)",
     ),
-    ("unknown-accelerator", [*SUBMIT, "--accelerator", "type=nvidia-tesla-t5"], r"accelerator 'nvidia-tesla-t5' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)"),
+    (
+        "unknown-accelerator",
+        [*SUBMIT, "--accelerator", "type=nvidia-tesla-t5"],
+        r"accelerator 'nvidia-tesla-t5' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)",
+    ),
     (
         "retired-accelerator",
         [*SUBMIT, "--chief-machine-type", "n1-standard-8", "--accelerator", "type=NVIDIA_TESLA_K80,count=1"],
@@ -71,9 +87,17 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("unknown-backend", [*SUBMIT, "--backend", "vertx"], r"--backend 'vertx' is not a backend \(did you mean 'vertex'\?\)"),
     ("unknown-option", [*SUBMIT, "--wrokers", "2"], r"No such option '--wrokers'.*Did you mean.*'--workers'"),
     ("missing-config", [*SUBMIT, "--config", "nowhere.yaml"], r"--config 'nowhere.yaml': no such file"),
-    ("unknown-config-key", [*SUBMIT, "--config", str(CONFIGS / "bad_unknown_key.yaml")], r"unknown key 'trainingInput.workerCont' \(did you mean 'workerCount'\?\)"),
+    (
+        "unknown-config-key",
+        [*SUBMIT, "--config", str(CONFIGS / "bad_unknown_key.yaml")],
+        r"unknown key 'trainingInput.workerCont' \(did you mean 'workerCount'\?\)",
+    ),
     ("bad-yaml", [*SUBMIT, "--config", str(CONFIGS / "bad_yaml.yaml")], r"bad_yaml.yaml: not valid YAML \(line \d+\)"),
-    ("tuning-config", [*SUBMIT, "--config", str(CONFIGS / "legacy_hyperparameters.yaml")], r"use `tfjob tune --hparams .*legacy_hyperparameters.yaml`"),
+    (
+        "tuning-config",
+        [*SUBMIT, "--config", str(CONFIGS / "legacy_hyperparameters.yaml")],
+        r"use `tfjob tune --hparams .*legacy_hyperparameters.yaml`",
+    ),
     (
         "legacy-cannot-express",
         ["render", "gs://b/t.tar.gz", "-m", "trainer.task", "--backend", "ai-platform", "--env", "A=1"],

@@ -171,4 +171,3 @@ def test_every_command_says_when_a_job_is_unknown(command: str) -> None:
     result = _cli(command, "ghost")
     assert result.exit_code == 2
     assert result.stderr.startswith("error: no job 'ghost'") and "`tfjob list` shows the known jobs" in result.stderr
-

@@ -30,7 +30,7 @@ def run(argv: list[str]) -> dict[str, Any]:
 
 def trainer_args(args: list[str]) -> list[str]:
     """The trainer's own arguments: what follows the bootstrap's ``--``."""
-    return args[args.index("--") + 1:]
+    return args[args.index("--") + 1 :]
 
 
 def test_submit_dry_run_prints_the_legacy_job_body() -> None:
@@ -82,26 +82,57 @@ def test_standard_1_gives_1_4_3_with_the_tiers_machine_types() -> None:
 def test_gcloud_spellings_are_aliases() -> None:
     gcloud = run(
         [
-            "render", "--package-path", "trainer/", "--module-name", "trainer.task",
-            "--scale-tier", "custom",
-            "--master-machine-type", "complex_model_m",
-            "--master-accelerator", "type=nvidia-tesla-t4,count=2",
-            "--worker-count", "3", "--worker-machine-type", "n1-highcpu-16",
-            "--parameter-server-count", "2", "--parameter-server-machine-type", "large_model",
-            "--evaluator-count", "1", "--evaluator-machine-type", "n1-standard-4",
+            "render",
+            "--package-path",
+            "trainer/",
+            "--module-name",
+            "trainer.task",
+            "--scale-tier",
+            "custom",
+            "--master-machine-type",
+            "complex_model_m",
+            "--master-accelerator",
+            "type=nvidia-tesla-t4,count=2",
+            "--worker-count",
+            "3",
+            "--worker-machine-type",
+            "n1-highcpu-16",
+            "--parameter-server-count",
+            "2",
+            "--parameter-server-machine-type",
+            "large_model",
+            "--evaluator-count",
+            "1",
+            "--evaluator-machine-type",
+            "n1-standard-4",
             "--use-chief-in-tf-config",
             *LEGACY,
         ]
     )
     tfjob = run(
         [
-            "render", "trainer/", "-m", "trainer.task",
-            "--scale-tier", "CUSTOM",
-            "--chief-machine-type", "n1-highcpu-16",
-            "--chief-accelerator", "type=NVIDIA_TESLA_T4,count=2",
-            "--workers", "3", "--worker-machine-type", "n1-highcpu-16",
-            "--ps", "2", "--ps-machine-type", "n1-highmem-8",
-            "--evaluators", "1", "--evaluator-machine-type", "n1-standard-4",
+            "render",
+            "trainer/",
+            "-m",
+            "trainer.task",
+            "--scale-tier",
+            "CUSTOM",
+            "--chief-machine-type",
+            "n1-highcpu-16",
+            "--chief-accelerator",
+            "type=NVIDIA_TESLA_T4,count=2",
+            "--workers",
+            "3",
+            "--worker-machine-type",
+            "n1-highcpu-16",
+            "--ps",
+            "2",
+            "--ps-machine-type",
+            "n1-highmem-8",
+            "--evaluators",
+            "1",
+            "--evaluator-machine-type",
+            "n1-standard-4",
             "--use-chief",
             *LEGACY,
         ]
@@ -109,14 +140,28 @@ def test_gcloud_spellings_are_aliases() -> None:
     assert gcloud == tfjob
     ti = gcloud["trainingInput"]
     assert (ti["masterType"], ti["masterConfig"], ti["parameterServerType"]) == (
-        "n1-highcpu-16", {"acceleratorConfig": {"count": "2", "type": "NVIDIA_TESLA_T4"}}, "n1-highmem-8",
+        "n1-highcpu-16",
+        {"acceleratorConfig": {"count": "2", "type": "NVIDIA_TESLA_T4"}},
+        "n1-highmem-8",
     )
     assert (ti["workerCount"], ti["parameterServerCount"], ti["evaluatorCount"], ti["useChiefInTfConfig"]) == ("3", "2", "1", True)
 
 
 def test_gcloud_image_spellings_are_aliases() -> None:
-    gcloud = run(["render", "--master-image-uri", "gcr.io/p/t:1", "--worker-count", "1", "--worker-image-uri", "gcr.io/p/w:1",
-                  "--worker-machine-type", "n1-standard-4", *LEGACY])
+    gcloud = run(
+        [
+            "render",
+            "--master-image-uri",
+            "gcr.io/p/t:1",
+            "--worker-count",
+            "1",
+            "--worker-image-uri",
+            "gcr.io/p/w:1",
+            "--worker-machine-type",
+            "n1-standard-4",
+            *LEGACY,
+        ]
+    )
     tfjob = run(["render", "--chief-image", "gcr.io/p/t:1", "--workers", "1", "--worker-image", "gcr.io/p/w:1", *LEGACY])
     assert gcloud == tfjob
     assert gcloud["trainingInput"]["masterConfig"] == {"imageUri": "gcr.io/p/t:1"}
@@ -141,10 +186,27 @@ def test_the_config_file_alone() -> None:
 def test_flags_override_config_values() -> None:
     body = run(
         [
-            "render", "--config", str(CONFIGS / "legacy_full.json"), "--backend", "ai-platform",
-            "--worker-count", "5", "--region", "us-east1", "--name", "override", "--labels", "team=infra",
-            "--runtime-version", "2.15", "--timeout", "1h", "--no-use-chief-in-tf-config",
-            "--", "--train-steps", "10",
+            "render",
+            "--config",
+            str(CONFIGS / "legacy_full.json"),
+            "--backend",
+            "ai-platform",
+            "--worker-count",
+            "5",
+            "--region",
+            "us-east1",
+            "--name",
+            "override",
+            "--labels",
+            "team=infra",
+            "--runtime-version",
+            "2.15",
+            "--timeout",
+            "1h",
+            "--no-use-chief-in-tf-config",
+            "--",
+            "--train-steps",
+            "10",
         ]
     )
     ti = body["trainingInput"]
@@ -155,13 +217,25 @@ def test_flags_override_config_values() -> None:
     assert trainer_args(ti["args"]) == ["--train-steps", "10"]
     # What no flag touched stays as the file says.
     assert (ti["workerType"], ti["workerConfig"]["acceleratorConfig"]["type"], ti["jobDir"]) == (
-        "n1-standard-8", "NVIDIA_TESLA_V100", "gs://census-bucket/output",
+        "n1-standard-8",
+        "NVIDIA_TESLA_V100",
+        "gs://census-bucket/output",
     )
 
 
 def test_a_vertex_config_renders_as_the_legacy_body_of_the_same_cluster() -> None:
-    legacy = run(["render", "--config", str(CONFIGS / "legacy_custom.yaml"), "-m", "trainer.task",
-                  "--package-path", "gs://census-bucket/staging/trainer-0.1.tar.gz", *LEGACY])
+    legacy = run(
+        [
+            "render",
+            "--config",
+            str(CONFIGS / "legacy_custom.yaml"),
+            "-m",
+            "trainer.task",
+            "--package-path",
+            "gs://census-bucket/staging/trainer-0.1.tar.gz",
+            *LEGACY,
+        ]
+    )
     # The legacy API has no restart-on-worker-restart: the flag turns the file's setting off.
     vertex = run(["render", "--config", str(CONFIGS / "vertex_custom.yaml"), "--no-restart-job-on-worker-restart", *LEGACY])
     pools = ("masterType", "workerType", "workerCount", "parameterServerType", "parameterServerCount", "evaluatorType", "evaluatorCount")
@@ -201,7 +275,11 @@ def test_help_shows_the_gcloud_aliases(command: str) -> None:
 def test_render_in_a_real_process(tfjob_exe: str, tmp_path: Path) -> None:
     proc = subprocess.run(
         [tfjob_exe, "render", "trainer/", "-m", "trainer.task", "--scale-tier", "BASIC_GPU", *LEGACY, "--", "--epochs", "2"],
-        capture_output=True, text=True, timeout=60, cwd=tmp_path, env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=dict(os.environ),
     )
     assert proc.returncode == 0, proc.stderr
     body = json.loads(proc.stdout)

@@ -105,7 +105,7 @@ def test_a_build_stages_the_filtered_context_once_and_returns_the_pushed_digest(
 
 def test_a_failed_build_is_one_line_naming_the_step(cloud: tuple[FakeCloudBuild, Any], trainer: Path) -> None:
     fake, _ = cloud
-    fake.fail_detail = "Step #0 - \"build\": ERROR: No matching distribution found for pandas==2.2.2"
+    fake.fail_detail = 'Step #0 - "build": ERROR: No matching distribution found for pandas==2.2.2'
     result = CliRunner().invoke(app, _argv(fake, trainer, "-o", "json"))
     assert result.exit_code == 1, result.output
     assert result.stderr.count("\n") == 1
@@ -122,7 +122,9 @@ def test_cloud_build_mistakes_are_one_line(cloud: tuple[FakeCloudBuild, Any], tr
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.output
 
 
-def test_a_submitted_job_runs_the_cloud_built_digest(cloud: tuple[FakeCloudBuild, Any], trainer: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_submitted_job_runs_the_cloud_built_digest(
+    cloud: tuple[FakeCloudBuild, Any], trainer: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`tfjob render --build --cloud-build`: the job's request names REPO:KEY (not pushed yet) and
     the build request is shown; once built, the Kubernetes render names the digest. The project
     and bucket of the build come from the settings (a Kubernetes job takes no --project)."""
@@ -136,7 +138,9 @@ def test_a_submitted_job_runs_the_cloud_built_digest(cloud: tuple[FakeCloudBuild
 
     first = CliRunner().invoke(app, ["render", *common])
     assert first.exit_code == 0, first.output
-    images = {c["image"] for r in yaml.safe_load(first.stdout)["spec"]["tfReplicaSpecs"].values() for c in r["template"]["spec"]["containers"]}
+    images = {
+        c["image"] for r in yaml.safe_load(first.stdout)["spec"]["tfReplicaSpecs"].values() for c in r["template"]["spec"]["containers"]
+    }
     (image,) = images
     assert image.startswith(f"{fake.host}/p/census:") and "Cloud Build request" in first.stderr and fake.created == []
     built = CliRunner().invoke(app, _argv(fake, trainer, "-o", "json"))

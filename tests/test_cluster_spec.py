@@ -146,9 +146,7 @@ CLUSTER = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"], "
 
 @pytest.mark.parametrize("dialect", ["ai-platform", "vertex", "kubeflow", "gcloud-local"])
 @pytest.mark.parametrize(("role", "index"), [("chief", 0), ("worker", 1), ("ps", 0), ("evaluator", 0)])
-def test_tensorflow_resolves_the_exported_tf_config(
-    tf: Any, monkeypatch: pytest.MonkeyPatch, dialect: str, role: str, index: int
-) -> None:
+def test_tensorflow_resolves_the_exported_tf_config(tf: Any, monkeypatch: pytest.MonkeyPatch, dialect: str, role: str, index: int) -> None:
     from tensorflow.python.distribute import multi_worker_util
 
     info = task_info_from_env(render_task_env(CLUSTER, role, index, dialect, use_chief=False))

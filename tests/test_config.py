@@ -127,7 +127,9 @@ def test_legacy_container_job_with_a_cloud_tpu_worker() -> None:
     assert values["image"] == "gcr.io/census-project/trainer:tpu"
     assert values["worker_image"] == "gcr.io/census-project/trainer:tpu-worker"
     spec = Job(config=str(CONFIGS / "legacy_container_tpu.yaml")).spec
-    assert spec.pool("worker") == Pool("worker", 1, Machine("cloud-tpu", Accelerator("TPU_V3", 8)), "gcr.io/census-project/trainer:tpu-worker")
+    assert spec.pool("worker") == Pool(
+        "worker", 1, Machine("cloud-tpu", Accelerator("TPU_V3", 8)), "gcr.io/census-project/trainer:tpu-worker"
+    )
     assert spec.image_for("chief") == "gcr.io/census-project/trainer:tpu"
 
 
@@ -187,18 +189,42 @@ BAD_CONFIGS = [
     ("trainingInput: {}\njobid: x\n", r"unknown key 'jobid' \(did you mean 'jobId'\?\)"),
     ("scaleTier: BASIC\n", r"unknown key 'scaleTier' \(it belongs under trainingInput:\)"),
     ("foo: 1\n", r"unknown key 'foo'"),
-    ("trainingInput:\n  masterConfig: {imageUri: x, diskConfig: {bootDiskSizeGb: 200}}\n", r"masterConfig.diskConfig is not supported: .*remove it"),
-    ("trainingInput:\n  masterConfig: {acceleratorConfig: {typ: NVIDIA_TESLA_T4}}\n", r"unknown key 'trainingInput.masterConfig.acceleratorConfig.typ' \(did you mean 'type'\?\)"),
+    (
+        "trainingInput:\n  masterConfig: {imageUri: x, diskConfig: {bootDiskSizeGb: 200}}\n",
+        r"masterConfig.diskConfig is not supported: .*remove it",
+    ),
+    (
+        "trainingInput:\n  masterConfig: {acceleratorConfig: {typ: NVIDIA_TESLA_T4}}\n",
+        r"unknown key 'trainingInput.masterConfig.acceleratorConfig.typ' \(did you mean 'type'\?\)",
+    ),
     ("trainingInput:\n  scheduling: {maxWaitTime: 60s}\n", r"trainingInput.scheduling.maxWaitTime is not supported"),
     ("trainingInput:\n  encryptionConfig: {kmsKeyName: k}\n", r"encryptionConfig is not supported"),
     ("predictionInput: {}\n", r"predictionInput is not supported: this is a batch prediction job"),
-    ("trainingInput:\n  scaleTier: STANDARD_2\n", r"trainingInput.scaleTier 'STANDARD_2' is not a scale tier \(did you mean 'STANDARD_1'\?\)"),
-    ("trainingInput:\n  scaleTier: STANDARD_1\n  workerCount: 8\n", r"trainingInput.workerCount is set, but scaleTier STANDARD_1 fixes .* scaleTier: CUSTOM"),
-    ("trainingInput:\n  masterType: n1-standrd-4\n", r"trainingInput.masterType: machine type 'n1-standrd-4' is not known \(did you mean 'n1-standard-4'\?\)"),
+    (
+        "trainingInput:\n  scaleTier: STANDARD_2\n",
+        r"trainingInput.scaleTier 'STANDARD_2' is not a scale tier \(did you mean 'STANDARD_1'\?\)",
+    ),
+    (
+        "trainingInput:\n  scaleTier: STANDARD_1\n  workerCount: 8\n",
+        r"trainingInput.workerCount is set, but scaleTier STANDARD_1 fixes .* scaleTier: CUSTOM",
+    ),
+    (
+        "trainingInput:\n  masterType: n1-standrd-4\n",
+        r"trainingInput.masterType: machine type 'n1-standrd-4' is not known \(did you mean 'n1-standard-4'\?\)",
+    ),
     ("trainingInput:\n  masterType: complex_modl_m\n", r"did you mean 'complex_model_m'\?"),
-    ("trainingInput:\n  masterType: e2-standard-4\n  masterConfig: {acceleratorConfig: {type: NVIDIA_TESLA_T4, count: 1}}\n", r"masterType: machine type 'e2-standard-4' cannot take accelerator NVIDIA_TESLA_T4"),
-    ("trainingInput:\n  masterType: n1-standard-8\n  masterConfig: {acceleratorConfig: {type: NVIDIA_TESLA_K80, count: 1}}\n", r"acceleratorConfig.type: accelerator 'NVIDIA_TESLA_K80' is retired.*use NVIDIA_TESLA_T4"),
-    ("trainingInput:\n  masterConfig: {acceleratorConfig: {count: 2}}\n", r"acceleratorConfig.count 2 is set but .*acceleratorConfig.type is not"),
+    (
+        "trainingInput:\n  masterType: e2-standard-4\n  masterConfig: {acceleratorConfig: {type: NVIDIA_TESLA_T4, count: 1}}\n",
+        r"masterType: machine type 'e2-standard-4' cannot take accelerator NVIDIA_TESLA_T4",
+    ),
+    (
+        "trainingInput:\n  masterType: n1-standard-8\n  masterConfig: {acceleratorConfig: {type: NVIDIA_TESLA_K80, count: 1}}\n",
+        r"acceleratorConfig.type: accelerator 'NVIDIA_TESLA_K80' is retired.*use NVIDIA_TESLA_T4",
+    ),
+    (
+        "trainingInput:\n  masterConfig: {acceleratorConfig: {count: 2}}\n",
+        r"acceleratorConfig.count 2 is set but .*acceleratorConfig.type is not",
+    ),
     ("trainingInput:\n  workerCount: -2\n", r"trainingInput.workerCount -2 must be a whole number ≥ 0"),
     ("trainingInput:\n  workerCount: many\n", r"trainingInput.workerCount 'many' must be a whole number"),
     ("trainingInput:\n  runtimeVersion: 2.10\n", r"trainingInput.runtimeVersion 2.1 must be text; put the value in quotes"),
@@ -208,20 +234,59 @@ BAD_CONFIGS = [
     ("trainingInput: [1, 2]\n", r"trainingInput must be a mapping"),
     ("workerPoolSpecs: []\n", r"workerPoolSpecs must be a list of 1 to 4 worker pools"),
     ("workerPoolSpecs:\n  - {}\n", r"workerPoolSpecs\[0\] is empty; pool 0 is the chief"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 2, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].replicaCount 2: pool 0 is the chief and runs exactly 1 replica"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 0, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[1\].replicaCount 0: write the pool as \{\}"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineTyp: n1-standard-4}}\n", r"unknown key 'workerPoolSpecs\[0\].machineSpec.machineTyp' \(did you mean 'machineType'\?\)"),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 2, containerSpec: {imageUri: i}}\n",
+        r"workerPoolSpecs\[0\].replicaCount 2: pool 0 is the chief and runs exactly 1 replica",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 0, containerSpec: {imageUri: i}}\n",
+        r"workerPoolSpecs\[1\].replicaCount 0: write the pool as \{\}",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineTyp: n1-standard-4}}\n",
+        r"unknown key 'workerPoolSpecs\[0\].machineSpec.machineTyp' \(did you mean 'machineType'\?\)",
+    ),
     ("workerPoolSpecs:\n  - {replicaCount: 1, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].machineSpec has no machineType"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}}\n", r"workerPoolSpecs\[0\] has neither containerSpec nor pythonPackageSpec"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i, command: [tfjob-bootstrap, --modul, t.task]}}\n", r"containerSpec.command \['tfjob-bootstrap', '--modul', 't.task'\] is not supported: .*\[tfjob-bootstrap, --module, MODULE, --\]"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n", r"workerPoolSpecs\[0\].diskSpec.bootDiskSizeGb 10 must be a whole number of GB from 100 to 64000"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T9}, containerSpec: {imageUri: i}}\n", r"acceleratorType: accelerator 'NVIDIA_TESLA_T9' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, pythonPackageSpec: {pythonModule: a.b}}\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 2, pythonPackageSpec: {pythonModule: a.c}}\n", r"workerPoolSpecs\[1\].pythonPackageSpec.pythonModule 'a.c' differs from workerPoolSpecs\[0\].pythonPackageSpec.pythonModule 'a.b'"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\n  - {}\n  - {}\n  - {}\n  - {}\n", r"workerPoolSpecs has 5 pools; tfjob takes at most 4"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\nscheduling: {strategy: SPOTT}\n", r"scheduling.strategy 'SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)"),
-    ("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\nserviceAcount: x\n", r"unknown key 'serviceAcount' \(did you mean 'serviceAccount'\?\)"),
-    ("jobSpec: {workerPoolSpecs: [{machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}]}\ndisplayname: x\n", r"unknown key 'displayname' \(did you mean 'displayName'\?\)"),
-    ("trialJobSpec: {workerPoolSpecs: [{machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}]}\nmaxTrialCont: 3\n", r"unknown key 'maxTrialCont' \(did you mean 'maxTrialCount'\?\)"),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}}\n",
+        r"workerPoolSpecs\[0\] has neither containerSpec nor pythonPackageSpec",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i, command: [tfjob-bootstrap, --modul, t.task]}}\n",
+        r"containerSpec.command \['tfjob-bootstrap', '--modul', 't.task'\] is not supported: .*\[tfjob-bootstrap, --module, MODULE, --\]",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n",
+        r"workerPoolSpecs\[0\].diskSpec.bootDiskSizeGb 10 must be a whole number of GB from 100 to 64000",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4, acceleratorType: NVIDIA_TESLA_T9}, containerSpec: {imageUri: i}}\n",
+        r"acceleratorType: accelerator 'NVIDIA_TESLA_T9' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, pythonPackageSpec: {pythonModule: a.b}}\n  - {machineSpec: {machineType: n1-standard-4}, replicaCount: 2, pythonPackageSpec: {pythonModule: a.c}}\n",
+        r"workerPoolSpecs\[1\].pythonPackageSpec.pythonModule 'a.c' differs from workerPoolSpecs\[0\].pythonPackageSpec.pythonModule 'a.b'",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\n  - {}\n  - {}\n  - {}\n  - {}\n",
+        r"workerPoolSpecs has 5 pools; tfjob takes at most 4",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\nscheduling: {strategy: SPOTT}\n",
+        r"scheduling.strategy 'SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)",
+    ),
+    (
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}\nserviceAcount: x\n",
+        r"unknown key 'serviceAcount' \(did you mean 'serviceAccount'\?\)",
+    ),
+    (
+        "jobSpec: {workerPoolSpecs: [{machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}]}\ndisplayname: x\n",
+        r"unknown key 'displayname' \(did you mean 'displayName'\?\)",
+    ),
+    (
+        "trialJobSpec: {workerPoolSpecs: [{machineSpec: {machineType: n1-standard-4}, containerSpec: {imageUri: i}}]}\nmaxTrialCont: 3\n",
+        r"unknown key 'maxTrialCont' \(did you mean 'maxTrialCount'\?\)",
+    ),
     ("studySpec: {}\n", r"trialJobSpec is missing"),
     ("", r"the file is empty"),
     ("- a\n- b\n", r"expected a mapping .* not list"),
@@ -256,7 +321,9 @@ def test_config_errors_are_spec_errors_and_usage_errors() -> None:
 
 def test_cross_field_rules_are_checked_after_flags_are_merged(tmp_path: Path) -> None:
     # A file may leave out what a flag supplies: CUSTOM without masterType, completed on the command line.
-    path = write(tmp_path, "trainingInput:\n  scaleTier: CUSTOM\n  workerType: n1-highcpu-8\n  workerCount: 2\n  pythonModule: trainer.task\n")
+    path = write(
+        tmp_path, "trainingInput:\n  scaleTier: CUSTOM\n  workerType: n1-highcpu-8\n  workerCount: 2\n  pythonModule: trainer.task\n"
+    )
     with pytest.raises(SpecError, match=r"^scale_tier='CUSTOM' needs chief_machine_type$") as caught:
         Job(config=str(path))
     assert caught.value.worded("cli", flag_words) == "--scale-tier CUSTOM needs --chief-machine-type"  # what the CLI prints
@@ -280,7 +347,9 @@ def test_containers_started_through_the_bootstrap_give_the_module() -> None:
     other = dict(pool, containerSpec={"imageUri": "gcr.io/p/t:1", "command": ["tfjob-bootstrap", "--module", "other.task", "--"]})
     with pytest.raises(ConfigFileError, match=r"workerPoolSpecs\[1\].containerSpec.command 'other.task' differs from"):
         parse_job_config({"workerPoolSpecs": [pool, other]})
-    with pytest.raises(ConfigFileError, match=r"trainingInput.pythonModule 'b.c' differs from trainingInput.masterConfig.containerCommand 'trainer.task'"):
+    with pytest.raises(
+        ConfigFileError, match=r"trainingInput.pythonModule 'b.c' differs from trainingInput.masterConfig.containerCommand 'trainer.task'"
+    ):
         parse_job_config({"trainingInput": {**legacy["trainingInput"], "pythonModule": "b.c"}})
 
 
@@ -338,7 +407,13 @@ def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[s
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
     again = Job.from_keywords(**{**values, "package": spec.package, "backend": "vertex"}).spec
     assert again.pools == spec.pools
-    assert (again.module, again.args, again.env, again.job_dir, again.timeout) == (spec.module, spec.args, spec.env, spec.job_dir, spec.timeout)
+    assert (again.module, again.args, again.env, again.job_dir, again.timeout) == (
+        spec.module,
+        spec.args,
+        spec.env,
+        spec.job_dir,
+        spec.timeout,
+    )
     assert [again.image_for(r) for r in ("chief", "worker", "evaluator")] == [spec.image_for(r) for r in ("chief", "worker", "evaluator")]
 
 

@@ -82,8 +82,14 @@ def test_out_of_memory_as_each_platform_says_it() -> None:
     assert [d.code for d in diagnose(_failed("vertex", message=platform))] == ["out-of-memory"]
     # Kubernetes: the container's terminated reason.
     pod = {
-        "metadata": {"name": "j-chief-0", "labels": {"training.kubeflow.org/replica-type": "chief", "training.kubeflow.org/replica-index": "0"}},
-        "status": {"phase": "Failed", "containerStatuses": [{"name": "tensorflow", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]},
+        "metadata": {
+            "name": "j-chief-0",
+            "labels": {"training.kubeflow.org/replica-type": "chief", "training.kubeflow.org/replica-index": "0"},
+        },
+        "status": {
+            "phase": "Failed",
+            "containerStatuses": [{"name": "tensorflow", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}],
+        },
     }
     task = parse_pod_task(pod)
     found = diagnose(_failed("kubeflow", tasks=[task]))
@@ -122,7 +128,11 @@ def test_the_kernel_record_is_found_by_pid(tmp_path: Path) -> None:
 
 
 def _kube_pod(role: str, index: int, status: dict) -> dict:
-    labels = {"training.kubeflow.org/job-name": "j", "training.kubeflow.org/replica-type": role, "training.kubeflow.org/replica-index": str(index)}
+    labels = {
+        "training.kubeflow.org/job-name": "j",
+        "training.kubeflow.org/replica-type": role,
+        "training.kubeflow.org/replica-index": str(index),
+    }
     return {"metadata": {"name": f"j-{role}-{index}", "labels": labels}, "status": status}
 
 
@@ -210,7 +220,15 @@ def test_a_real_local_kubeflow_job_whose_evaluator_ended_is_said_to_hang(tmp_pat
             raise SystemExit(0)
         time.sleep(120)
     """)  # fmt: skip
-    handle = Job(str(trainer), "trainer.task", workers=1, ps=1, evaluators=1, quiet=True, backend=Local(dialect="kubeflow", python=sys.executable, grace=1)).submit()
+    handle = Job(
+        str(trainer),
+        "trainer.task",
+        workers=1,
+        ps=1,
+        evaluators=1,
+        quiet=True,
+        backend=Local(dialect="kubeflow", python=sys.executable, grace=1),
+    ).submit()
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -43,7 +43,9 @@ def _expected_cluster(shape: dict[str, int], dialect: str, role: str, cluster: d
     return {}
 
 
-@pytest.mark.parametrize("layout, dialect, role, index, dynamic", ROWS, ids=[f"{l}-{d}-{r}{i}{'-dyn' if y else ''}" for l, d, r, i, y in ROWS])
+@pytest.mark.parametrize(
+    "layout, dialect, role, index, dynamic", ROWS, ids=[f"{l}-{d}-{r}{i}{'-dyn' if y else ''}" for l, d, r, i, y in ROWS]
+)
 def test_render_then_read_is_the_same_task(layout: str, dialect: str, role: str, index: int, dynamic: bool) -> None:
     shape = LAYOUTS[layout]
     cluster = _cluster(shape)

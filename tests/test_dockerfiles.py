@@ -129,7 +129,9 @@ def test_the_bootstrap_wheel_has_only_the_bootstrap_and_is_byte_identical(tmp_pa
                            str(wheels[0])], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     (tmp_path / "mod").mkdir()
-    (tmp_path / "mod" / "hello_task.py").write_text("import json, os, sys\nprint('ran', json.loads(os.environ['TF_CONFIG'])['task'], sys.argv[1:])\n")
+    (tmp_path / "mod" / "hello_task.py").write_text(
+        "import json, os, sys\nprint('ran', json.loads(os.environ['TF_CONFIG'])['task'], sys.argv[1:])\n"
+    )
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": f"{target}{os.pathsep}{tmp_path / 'mod'}",
            "TF_CONFIG": json.dumps({"cluster": {"chief": ["127.0.0.1:1"]}, "task": {"type": "chief", "index": 0}})}  # fmt: skip
     ran = subprocess.run([sys.executable, "-S", "-m", "tfjob.container.bootstrap", "--module", "hello_task", "--", "--x", "1"],

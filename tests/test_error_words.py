@@ -58,7 +58,10 @@ def test_other_knobs_in_the_problem_and_fix_are_worded_alike() -> None:
     assert both(error)[1] == "env=3 must be a mapping; e.g. env={'KEY': 'value'} {Not a name}"
     # a problem with no field is worded too
     error = SpecError(problem="give the trainer once: {module} or {script}, not both")
-    assert both(error) == ("give the trainer once: --module-name or --script, not both", "give the trainer once: module or script, not both")
+    assert both(error) == (
+        "give the trainer once: --module-name or --script, not both",
+        "give the trainer once: module or script, not both",
+    )
 
 
 def test_a_value_is_shown_bounded_and_a_word_bare_on_the_command_line() -> None:
@@ -192,7 +195,9 @@ def test_a_config_file_error_names_the_file_and_key_on_both_faces(tmp_path) -> N
     assert _cli_line(["render", "--config", str(config), "--backend", "vertex"]) == words
     assert _api_message(lambda: Job(config=str(config), backend="vertex")) == words
     # A knob's check, made on a file's key, names the key, not the knob's flag or keyword.
-    config.write_text("workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n")
+    config.write_text(
+        "workerPoolSpecs:\n  - {machineSpec: {machineType: n1-standard-4}, diskSpec: {bootDiskSizeGb: 10}, containerSpec: {imageUri: i}}\n"
+    )
     words = f"{config}: workerPoolSpecs[0].diskSpec.bootDiskSizeGb 10 must be a whole number of GB from 100 to 64000"
     assert _cli_line(["render", "--config", str(config), "--backend", "vertex"]) == words
     assert _api_message(lambda: Job(config=str(config), backend="vertex")) == words

@@ -43,7 +43,12 @@ def test_the_client_libraries_are_extras_and_the_tests_install_them() -> None:
     core = " ".join(project["dependencies"])
     assert "google" not in core and "kubernetes" not in core
     extras = project["optional-dependencies"]
-    assert {r.split(">=")[0] for r in extras["vertex"]} == {"google-cloud-aiplatform", "google-cloud-storage", "google-cloud-logging", "google-auth"}
+    assert {r.split(">=")[0] for r in extras["vertex"]} == {
+        "google-cloud-aiplatform",
+        "google-cloud-storage",
+        "google-cloud-logging",
+        "google-auth",
+    }
     assert [r.split(">=")[0] for r in extras["kubernetes"]] == ["kubernetes"]
     assert extras["all"] == ["tfjob[vertex,kubernetes]"]
     assert "tfjob[all]" in extras["test"]  # the README's and CI's '.[test,tf]' installs every backend
@@ -52,7 +57,11 @@ def test_the_client_libraries_are_extras_and_the_tests_install_them() -> None:
 @pytest.mark.parametrize(
     ("argv", "extra", "missing"),
     [
-        (["submit", "--backend", "vertex", "--project", "p", "--region", "us-central1", "--image", "gcr.io/p/t:1", "-m", "trainer.task"], "vertex", "google.auth"),
+        (
+            ["submit", "--backend", "vertex", "--project", "p", "--region", "us-central1", "--image", "gcr.io/p/t:1", "-m", "trainer.task"],
+            "vertex",
+            "google.auth",
+        ),
         (["submit", "--backend", "kubeflow", "--image", "img:1", "-m", "trainer.task"], "kubernetes", "kubernetes"),
         (["submit", "--backend", "jobset", "--image", "img:1", "-m", "trainer.task"], "kubernetes", "kubernetes"),
     ],

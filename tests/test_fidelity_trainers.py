@@ -81,10 +81,14 @@ def test_a_program_that_dispatches_on_master_trains(tmp_path: Path, flags: list[
 
 
 @pytest.mark.parametrize("dialect, passes_job_dir", [("vertex", False), ("kubeflow", False), ("ai-platform", True)])
-def test_a_strict_argument_parser_gets_job_dir_only_where_the_platform_passes_it(tmp_path: Path, dialect: str, passes_job_dir: bool) -> None:
+def test_a_strict_argument_parser_gets_job_dir_only_where_the_platform_passes_it(
+    tmp_path: Path, dialect: str, passes_job_dir: bool
+) -> None:
     # Issue 15.8: Vertex AI and the Kubeflow operator pass no --job-dir; AI Platform does.
     src = _tree(tmp_path / "src", {"mnist/__init__.py": "", "mnist/task.py": STRICT_ARGS})
-    done = _submit(str(src), "-m", "mnist.task", "--workers", "1", "--dialect", dialect, "--job-dir", str(tmp_path / "jd"), "--", "--train_steps", "3")
+    done = _submit(
+        str(src), "-m", "mnist.task", "--workers", "1", "--dialect", dialect, "--job-dir", str(tmp_path / "jd"), "--", "--train_steps", "3"
+    )
     if passes_job_dir:
         # What the platform would do to this program: it exits 2 on the unknown flag.
         assert done.returncode == 1 and "unrecognized arguments: --job-dir" in done.stderr
@@ -107,7 +111,9 @@ def test_hyphenated_modules_and_scripts_run_as_python_runs_them(tmp_path: Path, 
 
 def test_a_script_is_refused_where_the_platform_runs_a_module(tmp_path: Path) -> None:
     src = _tree(tmp_path / "src", {"dist-mnist.py": HYPHENATED})
-    done = subprocess.run([TFJOB, "render", str(src), "--script", "dist-mnist.py", "--backend", "vertex"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [TFJOB, "render", str(src), "--script", "dist-mnist.py", "--backend", "vertex"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "pythonModule" in done.stderr
 
 

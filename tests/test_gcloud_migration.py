@@ -73,19 +73,35 @@ def test_the_positional_job_name_and_python_package_uris_as_gcloud_takes_them(tr
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--worker-pool-spec", "machine-type=n1-standard-4", "--workers", "2"], "--worker-pool-spec describes the cluster, and so does --workers; give one"),
-        (["--worker-pool-spec", "machine-type=n1-standard-4,extra-packages=a.whl"], "extra-packages is not taken: give built packages with --packages"),
+        (
+            ["--worker-pool-spec", "machine-type=n1-standard-4", "--workers", "2"],
+            "--worker-pool-spec describes the cluster, and so does --workers; give one",
+        ),
+        (
+            ["--worker-pool-spec", "machine-type=n1-standard-4,extra-packages=a.whl"],
+            "extra-packages is not taken: give built packages with --packages",
+        ),
         (["--worker-pool-spec", "machine-type=n1-standard-4,replica-count=2"], "pool 0 is the chief and runs exactly 1 replica"),
         (["--worker-pool-spec", "replica-count=1"], "#1 has no machine-type"),
         (["--worker-pool-spec", "machine-typ=n1-standard-4"], "'machine-typ' is not a pool key (did you mean 'machine-type'?)"),
         (["--worker-pool-spec", ""], "is the chief's pool (pool 0) and cannot be left empty"),
-        (["--worker-pool-spec", "machine-type=n1-standard-4,python-module=a.b", "--worker-pool-spec", "machine-type=n1-standard-4,python-module=c.d"],
-         "python-module 'c.d' differs from pool #1's 'a.b'"),
+        (
+            [
+                "--worker-pool-spec",
+                "machine-type=n1-standard-4,python-module=a.b",
+                "--worker-pool-spec",
+                "machine-type=n1-standard-4,python-module=c.d",
+            ],
+            "python-module 'c.d' differs from pool #1's 'a.b'",
+        ),
         (["--worker-pool-spec", "machine-type=n1-standard-4,replica-count=x"], "replica-count 'x' must be a whole number"),
         (["--worker-pool-spec", "m"] * 5, "is given 5 times; Vertex AI has 4 pools"),
         (["--worker-pool-spec", "machine-type=" + "n" * 5000], "is longer than 4096 characters"),
         (["-m", "t.task", "--python-package-uris", "./t.tar.gz"], "is not a gs:// URI"),
-        (["-m", "t.task", "--python-package-uris", "gs://b/t.tar.gz", "--packages", "x.whl"], "leave out PACKAGE_PATH, --package-path and --packages"),
+        (
+            ["-m", "t.task", "--python-package-uris", "gs://b/t.tar.gz", "--packages", "x.whl"],
+            "leave out PACKAGE_PATH, --package-path and --packages",
+        ),
     ],
 )
 def test_mistakes_in_gcloud_spellings_are_one_line(argv: list[str], message: str) -> None:

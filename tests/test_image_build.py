@@ -54,7 +54,9 @@ def build_env(podman_env: dict[str, str], base_image: str) -> Iterator[dict[str,
     """podman's environment, with the build steps lent the host's network and CA bundle (as the
     stand-in's build is), so a RUN's pip reaches the package index here."""
     yield {**podman_env, "TFJOB_BUILD_FLAGS": shlex.join(podman_ci.BUILD_FLAGS)}
-    done = subprocess.run(["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=podman_env)
+    done = subprocess.run(
+        ["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=podman_env
+    )
     podman_ci.remove_images(podman_env, *sorted(set(done.stdout.split())))
 
 
@@ -67,7 +69,9 @@ def census(tmp_path_factory: pytest.TempPathFactory, build_env: dict[str, str]) 
 
 
 def _tfjob(*args: str, env: dict[str, str], timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([TFJOB, *args], capture_output=True, text=True, env={**env, "TFJOB_HOME": os.environ["TFJOB_HOME"]}, timeout=timeout)
+    return subprocess.run(
+        [TFJOB, *args], capture_output=True, text=True, env={**env, "TFJOB_HOME": os.environ["TFJOB_HOME"]}, timeout=timeout
+    )
 
 
 def _build(trainer: Path, repo: str, env: dict[str, str]) -> dict[str, Any]:
@@ -88,7 +92,13 @@ def _manifest(registry: registry_ci.Registry, path: str, reference: str) -> dict
 
 def _uploaded_blobs(requests: list[tuple[str, str, int]]) -> set[str]:
     """The digests of the blobs whose upload a PUT completed."""
-    return {m.group(1) for method, path, _ in requests if method == "PUT" for m in [re.search(r"[?&]digest=(sha256(?:%3A|:)[0-9a-f]{64})", path)] if m}
+    return {
+        m.group(1)
+        for method, path, _ in requests
+        if method == "PUT"
+        for m in [re.search(r"[?&]digest=(sha256(?:%3A|:)[0-9a-f]{64})", path)]
+        if m
+    }
 
 
 def _run_job(env: dict[str, str], job_dir: Path, *how: str) -> subprocess.CompletedProcess[str]:
@@ -279,8 +289,23 @@ def _normalized(text: str, registry: registry_ci.Registry, digest: str) -> str:
 def test_renders_of_a_built_job_name_the_pushed_digest(census: Path, registry: registry_ci.Registry, build_env: dict[str, str]) -> None:
     repo = f"{registry.host}/tfjob-ci/census"
     pushed = _build(census, repo, build_env)
-    common = [str(census), "-m", "trainer.task", "--build", "--image-repo", repo, "--workers", "2", "--ps", "1", "--display-name", "census-built"]
-    vertex = _tfjob("render", *common, "--backend", "vertex", "--project", "p", "--region", "us-central1", "--", "--train-steps", STEPS, env=build_env)
+    common = [
+        str(census),
+        "-m",
+        "trainer.task",
+        "--build",
+        "--image-repo",
+        repo,
+        "--workers",
+        "2",
+        "--ps",
+        "1",
+        "--display-name",
+        "census-built",
+    ]
+    vertex = _tfjob(
+        "render", *common, "--backend", "vertex", "--project", "p", "--region", "us-central1", "--", "--train-steps", STEPS, env=build_env
+    )
     kube = _tfjob("render", *common, "--backend", "kubeflow", "-o", "yaml", "--", "--train-steps", STEPS, env=build_env)
     for done in (vertex, kube):
         assert done.returncode == 0, done.stderr[-3000:]
@@ -298,4 +323,3 @@ def test_renders_of_a_built_job_name_the_pushed_digest(census: Path, registry: r
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         assert text == path.read_text(), f"{name} changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
-

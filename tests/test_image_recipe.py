@@ -43,8 +43,8 @@ def test_the_requirements_layer_comes_before_the_package_layer(tmp_path: Path) -
     lines = plan.dockerfile.splitlines()
     runs = [i for i, line in enumerate(lines) if line.startswith("RUN ")]
     assert len(runs) == 2
-    requirements_step = "\n".join(lines[runs[0]: runs[1]])
-    package_step = "\n".join(lines[runs[1]:])
+    requirements_step = "\n".join(lines[runs[0] : runs[1]])
+    package_step = "\n".join(lines[runs[1] :])
     assert "requirements.txt" in requirements_step and "trainer-0.0.0.tar.gz" not in requirements_step
     assert "trainer-0.0.0.tar.gz" in package_step and "--no-build-isolation" in package_step
     assert lines[1] == "FROM tfjob:0.1.0" and "USER 1000:1000" in lines and 'ENTRYPOINT ["tfjob-bootstrap"]' in lines
@@ -63,7 +63,9 @@ def test_the_image_carries_the_same_sdist_a_package_job_ships(tmp_path: Path) ->
 
 
 def test_a_base_without_the_bootstrap_gets_its_wheel(tmp_path: Path) -> None:
-    platform = _Base(ref="us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest", id="sha256:" + "c" * 64, user="", has_bootstrap=False)
+    platform = _Base(
+        ref="us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest", id="sha256:" + "c" * 64, user="", has_bootstrap=False
+    )
     plan = plan_build(_trainer(tmp_path / "t", None), module="trainer.task", base=platform, base_ref=platform.ref)
     (wheel,) = [n for n in plan.files if n.startswith("bootstrap/")]
     assert wheel.endswith("-py3-none-any.whl") and wheel.split("/")[1] in plan.dockerfile
@@ -87,7 +89,11 @@ def test_the_key_changes_with_every_input_and_only_then(tmp_path: Path) -> None:
 def test_an_own_dockerfile_context_is_filtered_as_the_sdist_is(tmp_path: Path) -> None:
     source = _trainer(tmp_path / "t", None)
     (source / "Dockerfile").write_text("ARG BASE_IMAGE=tfjob:0.1.0\nFROM ${BASE_IMAGE}\nCOPY trainer/ /trainer/trainer/\n")
-    (source / "trainer" / "key.json").write_text(json.dumps({"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n", "client_email": "a@b"}))
+    (source / "trainer" / "key.json").write_text(
+        json.dumps(
+            {"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----\n", "client_email": "a@b"}
+        )
+    )
     (source / ".env").write_text("TOKEN=1\n")
     outside = tmp_path / "outside.txt"
     outside.write_text("not the trainer's\n")
@@ -115,7 +121,7 @@ PODMAN_TAIL = [
 DOCKER_TAIL = [
     "#6 [2/3] RUN make-it-so",
     "#6 0.215 /bin/sh: 1: make-it-so: not found",
-    "#6 ERROR: process \"/bin/sh -c make-it-so\" did not complete successfully: exit code: 127",
+    '#6 ERROR: process "/bin/sh -c make-it-so" did not complete successfully: exit code: 127',
     'ERROR: failed to solve: process "/bin/sh -c make-it-so" did not complete successfully: exit code: 127',
 ]
 
@@ -269,7 +275,10 @@ def test_no_credential_helper_value_leaks_into_argv_or_env(tmp_path: Path, monke
         assert flags[0] == "--authfile" and env is None
         path = Path(flags[1])
         assert oct(path.stat().st_mode & 0o777) == "0o600" and oct(path.parent.stat().st_mode & 0o777) == "0o700"
-        assert json.loads(path.read_text())["auths"]["us-central1-docker.pkg.dev"]["auth"] == base64.b64encode(b"oauth2accesstoken:ya29.secret").decode()
+        assert (
+            json.loads(path.read_text())["auths"]["us-central1-docker.pkg.dev"]["auth"]
+            == base64.b64encode(b"oauth2accesstoken:ya29.secret").decode()
+        )
         assert "ya29.secret" not in " ".join(flags)
     assert not path.exists() and not path.parent.exists()
     with _auth_file(Engine("docker", "/usr/bin/docker"), repo, ("oauth2accesstoken", "ya29.secret")) as (flags, env):

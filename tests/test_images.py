@@ -41,7 +41,18 @@ def test_the_census_template_runs_as_four_containers(base_image: str, podman_env
     trainer = tmp_path / "census"
     tfjob = str(BIN / "tfjob")
     _sh(tfjob, "init", str(trainer), "--template", "custom-container", env=podman_env)
-    _sh("podman", "build", *BUILD_FLAGS, "--build-arg", f"BASE_IMAGE={base_image}", "-t", "localhost/census:ci", ".", env=podman_env, cwd=trainer)
+    _sh(
+        "podman",
+        "build",
+        *BUILD_FLAGS,
+        "--build-arg",
+        f"BASE_IMAGE={base_image}",
+        "-t",
+        "localhost/census:ci",
+        ".",
+        env=podman_env,
+        cwd=trainer,
+    )
     job_dir = tmp_path / "job"
     done = subprocess.run(
         [tfjob, "submit", "--image", "localhost/census:ci", "-m", "trainer.task", "--workers", "2", "--ps", "1",
@@ -103,7 +114,8 @@ else:
     _peer.recv(1)  # until the chief lets every task go
 """
 
-PEERS = """\
+PEERS = (
+    """\
 import json, os, socket, time
 config = json.loads(os.environ["TF_CONFIG"])
 hosts = sorted(a for addresses in config["cluster"].values() for a in addresses)
@@ -120,7 +132,9 @@ def resolves(host):
 # Every peer resolves by the platform's host name on the job's network: no 127.0.0.1 port here.
 print("peers", config["task"]["type"], config["task"]["index"], socket.gethostname(),
       [(h, resolves(h.rsplit(":", 1)[0])) for h in hosts], flush=True)
-""" + CHIEF_WAITS
+"""
+    + CHIEF_WAITS
+)
 
 
 @pytest.mark.parametrize(("dialect", "hosts"), [
@@ -146,7 +160,9 @@ def test_containers_reach_each_other_by_the_platforms_host_names(
     chief = next(line for line in lines if "peers chief 0" in line)
     assert f"peers chief 0 {hosts[0].split(':')[0]}" in chief  # its own host name is its address's
     for kind in ("ps", "network ls"):
-        left = subprocess.run(["podman", *kind.split(), "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env)
+        left = subprocess.run(
+            ["podman", *kind.split(), "-q", "--filter", "label=tfjob.job"], capture_output=True, text=True, env=podman_env
+        )
         assert left.stdout.split() == [], kind
 
 

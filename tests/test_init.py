@@ -20,7 +20,14 @@ else:  # pragma: no cover - Python 3.10
     tomllib = None
 
 TEMPLATES = ("census-multiworker", "census-ps", "custom-container")
-TRAINER = {"trainer/__init__.py", "trainer/task.py", "trainer/model.py", "trainer/data.py", "trainer/experiment.py", "trainer/checkpoints.py"}
+TRAINER = {
+    "trainer/__init__.py",
+    "trainer/task.py",
+    "trainer/model.py",
+    "trainer/data.py",
+    "trainer/experiment.py",
+    "trainer/checkpoints.py",
+}
 
 
 def run_cli(*args: str) -> "object":
@@ -90,7 +97,7 @@ def test_package_name_from_the_directory(dirname: str, expected: str, tmp_path: 
 
 
 def test_render_text_fills_every_placeholder() -> None:
-    assert render_text("# {{name}}\nname = \"{{name}}\"\n", "abc") == '# abc\nname = "abc"\n'
+    assert render_text('# {{name}}\nname = "{{name}}"\n', "abc") == '# abc\nname = "abc"\n'
 
 
 def test_template_files_are_what_init_writes(tmp_path: Path) -> None:
@@ -147,7 +154,10 @@ def test_an_empty_name_a_link_inside_or_an_unwritable_place_is_refused(tmp_path:
 
 
 def test_unknown_template_lists_the_choices(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"'census-pss' is not a template \(did you mean 'census-ps'\?\); choose one of: census-multiworker, census-ps, custom-container"):
+    with pytest.raises(
+        UsageError,
+        match=r"'census-pss' is not a template \(did you mean 'census-ps'\?\); choose one of: census-multiworker, census-ps, custom-container",
+    ):
         init_template(tmp_path / "x", "census-pss")
     assert not (tmp_path / "x").exists()
 

@@ -155,7 +155,18 @@ def test_the_installed_package_is_the_wheel_and_finds_its_data(venv: Path) -> No
 
 
 def test_a_render_runs_from_the_fresh_venv(venv: Path) -> None:
-    argv = ["render", "gs://b/trainer-0.1.tar.gz", "-m", "trainer.task", "--scale-tier", "STANDARD_1", "--backend", "ai-platform", "--name", "wheel"]
+    argv = [
+        "render",
+        "gs://b/trainer-0.1.tar.gz",
+        "-m",
+        "trainer.task",
+        "--scale-tier",
+        "STANDARD_1",
+        "--backend",
+        "ai-platform",
+        "--name",
+        "wheel",
+    ]
     proc = run([str(venv / "bin" / "tfjob"), *argv], env=clean_env(), cwd=venv)
     assert proc.returncode == 0, proc.stderr
     assert '"scaleTier": "STANDARD_1"' in proc.stdout
@@ -166,7 +177,6 @@ def test_the_venv_sees_no_heavy_library(venv: Path) -> None:
     code = "import importlib.util as u; print([m for m in ('google.cloud.aiplatform', 'tensorflow', 'kubernetes') if u.find_spec(m.split('.')[0]) and u.find_spec(m)])"
     proc = run([str(venv / "bin" / "python"), "-c", code], env=clean_env(), cwd=venv)
     assert (proc.returncode, proc.stdout.strip()) == (0, "[]"), proc.stderr
-
 
 
 def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tmp_path: Path) -> None:

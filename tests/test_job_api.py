@@ -21,7 +21,15 @@ from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, Jo
 from tfjob.store import JobStore, process_start_time
 
 
-def _job(tmp_path: Path, *args: str, workers: int = 1, ps: int | None = None, strategy: str | None = None, quiet: bool = True, install: bool = False) -> Job:
+def _job(
+    tmp_path: Path,
+    *args: str,
+    workers: int = 1,
+    ps: int | None = None,
+    strategy: str | None = None,
+    quiet: bool = True,
+    install: bool = False,
+) -> Job:
     return Job(
         str(PROBE), "probe.task", args=list(args), workers=workers, ps=ps, strategy=strategy, quiet=quiet,
         job_dir=str(tmp_path / "out"), backend=Local(install=install),

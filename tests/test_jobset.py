@@ -79,7 +79,9 @@ def test_restart_policies_per_replicated_job_pass_the_crd(validator: Any) -> Non
     assert [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(manifest)] == []
     jobs = {j["name"]: j["template"]["spec"] for j in manifest["spec"]["replicatedJobs"]}
     assert {r: (j["backoffLimit"], j["template"]["spec"]["restartPolicy"]) for r, j in jobs.items()} == {
-        "chief": (4, "Never"), "worker": (4, "OnFailure"), "ps": (0, "Never"),
+        "chief": (4, "Never"),
+        "worker": (4, "OnFailure"),
+        "ps": (0, "Never"),
     }
     (rule,) = jobs["chief"]["podFailurePolicy"]["rules"]
     assert rule["action"] == "FailJob" and rule["onExitCodes"]["values"] == list(range(1, 128))
@@ -160,7 +162,10 @@ def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str
     ("options", "message"),
     [
         (dict(clean_pod_policy="All"), "--clean-pod-policy is a TFJob run policy"),
-        (dict(restart_policy=["worker=Always"]), "--restart-policy Always: the pods of a JobSet's Jobs may only restart Never or OnFailure"),
+        (
+            dict(restart_policy=["worker=Always"]),
+            "--restart-policy Always: the pods of a JobSet's Jobs may only restart Never or OnFailure",
+        ),
     ],
 )
 def test_tfjob_only_run_policies_are_refused(options: dict[str, Any], message: str) -> None:
@@ -300,10 +305,16 @@ def test_trainer_v2_pods_get_the_same_tf_config_as_jobset_pods(shape: str) -> No
 def _pod_env_named(manifest: dict[str, Any], job_name: str, index: int) -> dict[str, str]:
     (job,) = [j for j in manifest["spec"]["replicatedJobs"] if j["name"] == job_name]
     (container,) = job["template"]["spec"]["template"]["spec"]["containers"]
-    labels = {"jobset.sigs.k8s.io/jobset-name": "census", "jobset.sigs.k8s.io/replicatedjob-name": job_name, "jobset.sigs.k8s.io/job-index": "0"}
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": "census",
+        "jobset.sigs.k8s.io/replicatedjob-name": job_name,
+        "jobset.sigs.k8s.io/job-index": "0",
+    }
     env = {"JOB_COMPLETION_INDEX": str(index)}
     for item in container["env"]:
-        env[item["name"]] = item["value"] if "value" in item else labels[item["valueFrom"]["fieldRef"]["fieldPath"][len("metadata.labels['") : -2]]
+        env[item["name"]] = (
+            item["value"] if "value" in item else labels[item["valueFrom"]["fieldRef"]["fieldPath"][len("metadata.labels['") : -2]]
+        )
     return env
 
 
@@ -361,7 +372,9 @@ def test_golden_manifests(kind: str) -> None:
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, worker_accelerator="type=NVIDIA_L4,count=1",
                       worker_machine_type="g2-standard-8", labels={"team": "ml"}, timeout=3600.0)  # fmt: skip
     # --max-restarts: the whole set started again up to twice (failurePolicy.maxRestarts), issue 29.
-    options = TFJobOptions(namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"], max_restarts=2)
+    options = TFJobOptions(
+        namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"], max_restarts=2
+    )
     manifest = render_jobset(spec, options) if kind == "jobset" else render_trainjob_list(spec, options)
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
     path = GOLDEN / f"{kind}.yaml"

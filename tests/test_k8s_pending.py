@@ -72,7 +72,9 @@ def test_the_follow_loop_says_why_a_job_is_pending(fake: FakeKube, tmp_path: Pat
     Job(backend=TFJob(kubeconfig=kubeconfig), image="r/x:1", module="trainer.task", workers=2, name="big", poll_interval=0.01).run()
     waiting = [line for line in capsys.readouterr().err.splitlines() if "waiting:" in line]
     # Said once while it lasts, not on every poll.
-    assert waiting == ["tfjob: job default/big waiting: worker-1 Unschedulable: 0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available."]
+    assert waiting == [
+        "tfjob: job default/big waiting: worker-1 Unschedulable: 0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available."
+    ]
 
 
 def test_status_shows_the_reason_per_task(fake: FakeKube, tmp_path: Path) -> None:

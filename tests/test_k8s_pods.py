@@ -121,7 +121,9 @@ def test_from_the_cli_with_a_queue_and_a_template(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stderr
     assert "kueue.x-k8s.io/queue-name: team-a" in result.stdout and "app.kubernetes.io/part-of: census" in result.stdout
     assert "suspend: true" in result.stdout and "ttlSecondsAfterFinished: 600" in result.stdout
-    other = CliRunner().invoke(app, ["render", "--backend", "vertex", "--image", IMAGE, "-m", "t.m", "--queue", "q", "--project", "p", "--region", "us-central1"])
+    other = CliRunner().invoke(
+        app, ["render", "--backend", "vertex", "--image", IMAGE, "-m", "t.m", "--queue", "q", "--project", "p", "--region", "us-central1"]
+    )
     assert other.exit_code == 2 and "kubeflow" in other.stderr
 
 

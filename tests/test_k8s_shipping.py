@@ -222,7 +222,9 @@ def test_a_pods_command_installs_the_shipped_sdist_and_runs_the_module(trainer: 
     python = venv / "bin" / "python"
     boot = wheel.build(str(tmp_path / "wheel"))
     offline = {"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "HOME": str(tmp_path), "PIP_NO_INDEX": "1"}
-    done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", boot], env=offline, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--no-index", boot], env=offline, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     tf_config = {"cluster": {"chief": ["pod-chief-0.default.svc:2222"], "worker": ["pod-worker-0.default.svc:2222"]},
                  "task": {"type": "worker", "index": 0}}  # the operator's, for this pod  # fmt: skip
@@ -240,7 +242,9 @@ def test_a_pods_command_installs_the_shipped_sdist_and_runs_the_module(trainer: 
     ), lacking.stderr
     # The TensorFlow image's toolchain, from the package index the way this machine's pip reaches it.
     env = {k: v for k, v in os.environ.items() if k != "PIP_NO_INDEX"}
-    got = subprocess.run([str(python), "-m", "pip", "install", "-q", "setuptools>=70.1"], env=env, capture_output=True, text=True, timeout=300)
+    got = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "setuptools>=70.1"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert got.returncode == 0, got.stderr
     ran = pod()
     assert ran.returncode == 0, ran.stderr[-3000:]

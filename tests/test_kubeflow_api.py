@@ -99,9 +99,7 @@ def test_a_manifest_the_operator_would_refuse_is_never_sent(fake: FakeKube, kube
     assert fake.count("POST", ".") == 0 and fake.tfjobs == {}
 
 
-def test_resubmitting_a_name_after_its_tfjob_is_gone_replaces_the_record(
-    fake: FakeKube, kubeconfig: str, backend: KubeflowBackend
-) -> None:
+def test_resubmitting_a_name_after_its_tfjob_is_gone_replaces_the_record(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     options = TFJobOptions(kubeconfig=kubeconfig)
     job_id = backend.submit(_spec(), options)
     backend.cancel(job_id)
@@ -165,7 +163,10 @@ def test_a_failed_job_names_its_task_exit_code_and_log_tail(fake: FakeKube, kube
         module="trainer.task", image=IMAGE, workers=2, name=name,
         backend=TFJob(kubeconfig=kubeconfig), poll_interval=0,
     )  # fmt: skip
-    with pytest.raises(JobFailedError, match=r"^job default/census-fail FAILED: TFJob default/census-fail has failed because 1 Worker replica\(s\) failed\. \(task worker-1 exited with code 3\)$") as info:
+    with pytest.raises(
+        JobFailedError,
+        match=r"^job default/census-fail FAILED: TFJob default/census-fail has failed because 1 Worker replica\(s\) failed\. \(task worker-1 exited with code 3\)$",
+    ) as info:
         job.run()
     assert info.value.task == "worker-1"
     assert info.value.exit_code_of_task == 3
@@ -214,16 +215,19 @@ def test_logs_prefix_each_line_with_its_task_chief_first(fake: FakeKube, kubecon
 def test_logs_of_a_bad_or_absent_task_say_so(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     job_id = _running(fake, backend, kubeconfig)
     before = len(fake.requests)
-    with pytest.raises(UsageError, match=r"--task 'gpu-1' is not a task; write ROLE or ROLE-INDEX with ROLE one of chief, worker, ps, evaluator"), cli_words():
+    with (
+        pytest.raises(
+            UsageError, match=r"--task 'gpu-1' is not a task; write ROLE or ROLE-INDEX with ROLE one of chief, worker, ps, evaluator"
+        ),
+        cli_words(),
+    ):
         list(backend.logs(job_id, task="gpu-1"))
     assert len(fake.requests) == before  # refused before asking the cluster
     with pytest.raises(BackendError, match=r"no pods of task evaluator of TFJob default/census-ps to read logs from"), cli_words():
         list(backend.logs(job_id, task="evaluator"))
 
 
-def test_follow_streams_lines_as_they_are_written_until_the_job_ends(
-    fake: FakeKube, kubeconfig: str, backend: KubeflowBackend
-) -> None:
+def test_follow_streams_lines_as_they_are_written_until_the_job_ends(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     ns = "default"
     job_id = backend.submit(_spec(workers=1, ps=None), TFJobOptions(kubeconfig=kubeconfig))
     fake.advance(ns, "census-ps", "Created")
@@ -289,7 +293,10 @@ def test_list_shows_the_tfjobs_tfjob_made_newest_first(
 # -- errors: one clear line each --------------------------------------------------------------
 def test_forbidden_is_an_auth_error_and_nothing_is_recorded(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     fake.inject(403, method="POST", message='tfjobs.kubeflow.org is forbidden: User "dev" cannot create resource "tfjobs"')
-    with pytest.raises(AuthError, match=r"^forbidden to create TFJob census-ps in namespace 'default': tfjobs\.kubeflow\.org is forbidden: .*kubectl auth can-i create tfjobs\.kubeflow\.org -n default`\)$"):
+    with pytest.raises(
+        AuthError,
+        match=r"^forbidden to create TFJob census-ps in namespace 'default': tfjobs\.kubeflow\.org is forbidden: .*kubectl auth can-i create tfjobs\.kubeflow\.org -n default`\)$",
+    ):
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     assert JobStore().get("default/census-ps") is None
 
@@ -302,7 +309,13 @@ def test_unauthorized_is_an_auth_error(fake: FakeKube, kubeconfig: str, backend:
 
 def test_a_name_taken_is_a_usage_error(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
     backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
-    with pytest.raises(UsageError, match=r"^a TFJob named 'census-ps' already exists in namespace 'default'; pick another --display-name, or delete it first with `tfjob cancel default/census-ps`$"), cli_words():
+    with (
+        pytest.raises(
+            UsageError,
+            match=r"^a TFJob named 'census-ps' already exists in namespace 'default'; pick another --display-name, or delete it first with `tfjob cancel default/census-ps`$",
+        ),
+        cli_words(),
+    ):
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     fake.inject(409, method="POST")
     with pytest.raises(UsageError, match=r"a TFJob named 'fresh' already exists"), cli_words():
@@ -310,10 +323,22 @@ def test_a_name_taken_is_a_usage_error(fake: FakeKube, kubeconfig: str, backend:
 
 
 def test_no_crd_installed_is_told_apart_from_a_missing_namespace(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
-    with pytest.raises(UsageError, match=r"^--namespace 'research' does not exist on the cluster at http://127\.0\.0\.1:\d+; pass --namespace of an existing one"), cli_words():
+    with (
+        pytest.raises(
+            UsageError,
+            match=r"^--namespace 'research' does not exist on the cluster at http://127\.0\.0\.1:\d+; pass --namespace of an existing one",
+        ),
+        cli_words(),
+    ):
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig, namespace="research"))
     fake.crd_installed = False
-    with pytest.raises(BackendError, match=r"^the TFJob resource \(tfjobs\.kubeflow\.org/v1\) is not installed on the cluster at http://127\.0\.0\.1:\d+: install the Kubeflow training operator"), cli_words():
+    with (
+        pytest.raises(
+            BackendError,
+            match=r"^the TFJob resource \(tfjobs\.kubeflow\.org/v1\) is not installed on the cluster at http://127\.0\.0\.1:\d+: install the Kubeflow training operator",
+        ),
+        cli_words(),
+    ):
         backend.submit(_spec(), TFJobOptions(kubeconfig=kubeconfig))
     assert fake.count("GET", r"^/apis/kubeflow\.org/v1$") == 2  # discovery decided, each time
 
@@ -321,7 +346,12 @@ def test_no_crd_installed_is_told_apart_from_a_missing_namespace(fake: FakeKube,
 def test_no_kubeconfig_a_missing_file_and_an_unknown_context_are_usage_errors(
     fake: FakeKube, kubeconfig: str, backend: KubeflowBackend, tmp_path: Path
 ) -> None:
-    with pytest.raises(UsageError, match=r"^no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"), cli_words():
+    with (
+        pytest.raises(
+            UsageError, match=r"^no kubeconfig for --backend kubeflow: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"
+        ),
+        cli_words(),
+    ):
         backend.submit(_spec(), TFJobOptions())
     with pytest.raises(UsageError, match=r"^--kubeconfig '.*/absent' does not exist; give the path of a kubeconfig file$"), cli_words():
         backend.submit(_spec(), TFJobOptions(kubeconfig=str(tmp_path / "absent")))

@@ -141,9 +141,7 @@ def test_submit_and_status_as_real_processes(fake: FakeKube, kubeconfig: str, tf
     assert submit.stdout == "ml/proc-job\n"
     assert set(fake.tfjobs) == {("ml", "proc-job")}
     fake.advance("ml", "proc-job", "Created")
-    status = subprocess.run(
-        [tfjob_exe, "status", "ml/proc-job", "--json"], capture_output=True, text=True, timeout=120, env=env
-    )
+    status = subprocess.run([tfjob_exe, "status", "ml/proc-job", "--json"], capture_output=True, text=True, timeout=120, env=env)
     assert status.returncode == 0, status.stderr
     data = json.loads(status.stdout)
     assert data["state"] == "PENDING" and [t["name"] for t in data["tasks"]] == ["chief-0", "worker-0", "ps-0"]

@@ -71,9 +71,12 @@ def test_a_backend_imports_only_the_layers_below_it(folder: str) -> None:
 
 def test_the_check_sees_an_import_of_another_backend_or_of_the_api(tmp_path: Path) -> None:
     fake = tmp_path / "x.py"
-    fake.write_text("from ...cluster.dispatch import BOOTSTRAP\ndef f():\n    from ..vertex.render import render_custom_job\n    from ...job import Job\n")
+    fake.write_text(
+        "from ...cluster.dispatch import BOOTSTRAP\ndef f():\n    from ..vertex.render import render_custom_job\n    from ...job import Job\n"
+    )
     assert wrong_imports("local", fake, ["tfjob", "backends", "local"]) == [
-        "x.py:3 imports tfjob.backends.vertex.render", "x.py:4 imports tfjob.job",
+        "x.py:3 imports tfjob.backends.vertex.render",
+        "x.py:4 imports tfjob.job",
     ]
 
 
@@ -128,11 +131,19 @@ def cli_wrong_imports(path: Path) -> list[str]:
             if node.level or (node.module or "").startswith("tfjob.cli"):
                 continue  # the CLI's own modules
             if node.module == "tfjob":
-                wrong += [f"{path.name}:{node.lineno} imports tfjob.{a.name}, which tfjob does not export" for a in node.names if a.name not in public]
+                wrong += [
+                    f"{path.name}:{node.lineno} imports tfjob.{a.name}, which tfjob does not export"
+                    for a in node.names
+                    if a.name not in public
+                ]
             elif (node.module or "").split(".")[0] == "tfjob":
                 wrong.append(f"{path.name}:{node.lineno} imports from {node.module}")
         elif isinstance(node, ast.Import):
-            wrong += [f"{path.name}:{node.lineno} imports {a.name}" for a in node.names if a.name.split(".")[0] == "tfjob" and not a.name.startswith("tfjob.cli")]
+            wrong += [
+                f"{path.name}:{node.lineno} imports {a.name}"
+                for a in node.names
+                if a.name.split(".")[0] == "tfjob" and not a.name.startswith("tfjob.cli")
+            ]
     return wrong
 
 
@@ -150,7 +161,9 @@ def test_the_cli_check_sees_an_internal_import(tmp_path: Path) -> None:
         "def f():\n    from tfjob.backends.local.reap import reap_lost\n    from tfjob import reap_lost\n    import tfjob.store\n"
     )
     assert cli_wrong_imports(fake) == [
-        "x.py:5 imports from tfjob.backends.local.reap", "x.py:6 imports tfjob.reap_lost, which tfjob does not export", "x.py:7 imports tfjob.store",
+        "x.py:5 imports from tfjob.backends.local.reap",
+        "x.py:6 imports tfjob.reap_lost, which tfjob does not export",
+        "x.py:7 imports tfjob.store",
     ]
 
 
@@ -174,7 +187,9 @@ def test_every_public_name_is_documented_and_the_job_model_has_one_home() -> Non
         for folder in ("sdk", "cli", "tests", "bench")
         for path in sorted((ROOT / folder).rglob("*.py"))
         for line, text in enumerate(path.read_text().splitlines(), 1)
-        if text.lstrip().startswith(("from tfjob.backends import", "from tfjob.backends.base import", "from ..base import", "from .base import"))
+        if text.lstrip().startswith(
+            ("from tfjob.backends import", "from tfjob.backends.base import", "from ..base import", "from .base import")
+        )
         and any(f" {n}" in text or f",{n}" in text for n in model)
     ]
     assert not wrong, wrong

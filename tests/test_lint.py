@@ -1,4 +1,4 @@
-"""ruff and mypy, as configured in pyproject.toml, report nothing on what they check; and the
+"""ruff (lint and format) and mypy, as configured in pyproject.toml, report nothing on what they check; and the
 test suite keeps its own rules (match= on every raises, nothing outside the repository, no conftest imports)."""
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ from helpers import ROOT
 
 def test_ruff_finds_nothing() -> None:
     done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_leaves_everything_as_it_is() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -34,7 +41,11 @@ def test_every_pytest_raises_says_what_it_expects() -> None:
     for path in _test_sources():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "raises":
-                if isinstance(node.func.value, ast.Name) and node.func.value.id == "pytest" and not any(k.arg == "match" for k in node.keywords):
+                if (
+                    isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "pytest"
+                    and not any(k.arg == "match" for k in node.keywords)
+                ):
                     bare.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not bare, "pytest.raises without match=: " + ", ".join(bare)
 

@@ -110,10 +110,7 @@ def test_a_chief_that_never_ends_times_out(tmp_path: Path, reliability: Reliabil
     elapsed = time.monotonic() - started
     assert result.exit_code == 1, result.stderr
     job_id = only_job_id()
-    assert (
-        f"error: job {job_id} FAILED: timed out: the job ran longer than --timeout 5s (still running: chief-0)"
-        in result.stderr
-    )
+    assert f"error: job {job_id} FAILED: timed out: the job ran longer than --timeout 5s (still running: chief-0)" in result.stderr
     record, tasks = _record(job_id)
     assert record.failed_task == "chief-0" and tasks["worker-0"].state is JobState.SUCCEEDED
     assert 5 <= elapsed < float(GRACE)
@@ -160,7 +157,9 @@ def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path, reliabi
         calls.append(ports)
         return ports
 
-    job = Job(package=str(PROBE), module="probe.task", workers=1, backend="local", job_dir=str(tmp_path / "out"), args=["--wait-tasks", "2"])
+    job = Job(
+        package=str(PROBE), module="probe.task", workers=1, backend="local", job_dir=str(tmp_path / "out"), args=["--wait-tasks", "2"]
+    )
     console = io.StringIO()
     try:
         job_id = job.backend.run(job.spec, job.options, console=console, summary=io.StringIO(), port_picker=picker)
@@ -169,7 +168,10 @@ def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path, reliabi
     record, tasks = _record(job_id)
     assert record.state is JobState.SUCCEEDED, record.message
     assert len(calls) == 2
-    assert f"chief-0's port {calls[0][0]} was taken before it could listen; starting the cluster again on new ports (2/4)" in console.getvalue()
+    assert (
+        f"chief-0's port {calls[0][0]} was taken before it could listen; starting the cluster again on new ports (2/4)"
+        in console.getvalue()
+    )
     assert f"port of task chief-0 (127.0.0.1:{calls[0][0]}) is already in use" in console.getvalue()
     assert reports(tmp_path / "out")["chief-0"]["cluster"]["chief"] == [f"127.0.0.1:{calls[1][0]}"]
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
@@ -241,12 +243,18 @@ def test_a_trainer_module_that_does_not_import_names_the_task_and_the_error(tmp_
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["submit", "--image", "gcr.io/p/t:1", "-m", "t.task", "--container-engine", "/no/such/podman"], "needs a container engine, and /no/such/podman is not installed"),
+        (
+            ["submit", "--image", "gcr.io/p/t:1", "-m", "t.task", "--container-engine", "/no/such/podman"],
+            "needs a container engine, and /no/such/podman is not installed",
+        ),
         (["submit", str(PROBE), "-m", "probe.task", "--dialect", "sagemaker"], "--dialect 'sagemaker' is not known"),
         (["submit", "no/such/dir", "-m", "probe.task"], "trainer directory 'no/such/dir' does not exist"),
         (["submit", str(PROBE), "-m", "trainer.task"], "module 'trainer.task' is not in trainer directory"),
         (["submit", str(PROBE), "-m", "probe.task", "--python", "/no/python"], "--python '/no/python' is not an executable interpreter"),
-        (["submit", str(PROBE), "-m", "probe.task", "--ps", "1", "--workers", "1", "--strategy", "mirrored"], "--strategy 'mirrored' is not known"),
+        (
+            ["submit", str(PROBE), "-m", "probe.task", "--ps", "1", "--workers", "1", "--strategy", "mirrored"],
+            "--strategy 'mirrored' is not known",
+        ),
     ],
 )
 def test_mistakes_are_one_line_and_start_nothing(argv: list[str], message: str) -> None:

@@ -156,7 +156,10 @@ def test_the_container_engines_own_noise_is_not_the_tasks(tmp_path: Path) -> Non
     console = io.StringIO()
     router = LogRouter(tmp_path, console, colour=False)
     task = router.open_task("worker-0", "worker", ENGINE_NOISE)
-    assert router.feed(task, b"step 1\nforwarding signal 15 is what podman says\npart") == ["step 1", "forwarding signal 15 is what podman says"]
+    assert router.feed(task, b"step 1\nforwarding signal 15 is what podman says\npart") == [
+        "step 1",
+        "forwarding signal 15 is what podman says",
+    ]
     assert router.feed(task, b"ial\n" + noise + b"\n") == ["partial"]
     assert router.feed(task, b"last words", final=True) == ["last words"]
     task.close()

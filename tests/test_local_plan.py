@@ -203,7 +203,9 @@ def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
     from tfjob.engine import Engine
 
     spec = _spec(image="localhost/tfjob:1", workers=1, ps=1)
-    plans = _plans(spec, "vertex", engine=Engine("podman", "podman"), shipped=["/build/ab/trainer-0.0.0.tar.gz", "/x/extra-1.0-py3-none-any.whl"])
+    plans = _plans(
+        spec, "vertex", engine=Engine("podman", "podman"), shipped=["/build/ab/trainer-0.0.0.tar.gz", "/x/extra-1.0-py3-none-any.whl"]
+    )
     for plan in plans:
         argv = plan.argv
         assert "/build/ab/trainer-0.0.0.tar.gz:/tfjob/packages/trainer-0.0.0.tar.gz:ro" in argv

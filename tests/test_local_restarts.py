@@ -63,7 +63,10 @@ def test_policies_preemptions_and_delays_are_read_and_checked() -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--restart-policy", "Sometimes"], "error: --restart-policy 'Sometimes' is not a restart policy; choose one of Never, OnFailure, ExitCode, Always"),
+        (
+            ["--restart-policy", "Sometimes"],
+            "error: --restart-policy 'Sometimes' is not a restart policy; choose one of Never, OnFailure, ExitCode, Always",
+        ),
         (["--restart-policy", "boss=Never"], "error: --restart-policy boss=Never: 'boss' is not a role"),
         (["--preempt", "worker-7@3s"], "error: --preempt worker-7@…: the job has no task worker-7 (it has chief-0, worker-0)"),
         (["--preempt", "worker-0"], "error: --preempt 'worker-0': say when, as TASK@TIME (worker-1@30s) or random@MEAN (random@2m)"),
@@ -114,7 +117,9 @@ def test_a_preempted_worker_is_restarted_in_place_and_the_job_succeeds(tmp_path:
     (restart,) = tasks["worker-0"].restart_history
     assert (restart.signal, restart.reason) == (signal.SIGTERM, "preempted")
     assert "preempting worker-0 (tfjob preempt): SIGTERM now, SIGKILL after 5s" in history
-    assert any(m.startswith("worker-0 was killed by SIGTERM after its preemption; the platform restarts a preempted replica") for m in history)
+    assert any(
+        m.startswith("worker-0 was killed by SIGTERM after its preemption; the platform restarts a preempted replica") for m in history
+    )
     assert_no_survivors(first_run + job_processes(job_id))
 
 
@@ -144,7 +149,10 @@ def test_a_task_deaf_to_sigterm_is_killed_after_the_grace_and_on_failure_restart
     job_id = only_job_id()
     record, tasks, history = _job(job_id)
     assert record.failed_task == "worker-0"
-    assert "restart policy OnFailure would restart it, but the job's tasks were restarted 2 times already (--backoff-limit 2)" in record.message
+    assert (
+        "restart policy OnFailure would restart it, but the job's tasks were restarted 2 times already (--backoff-limit 2)"
+        in record.message
+    )
     assert tasks["worker-0"].restarts == 2
     assert [r.reason for r in tasks["worker-0"].restart_history] in (["preempted", "exited"], ["exited", "exited"])
     assert any(m.startswith("worker-0 exited with code 3; restart policy OnFailure: restarting it in 0.2s (2/2") for m in history)
@@ -169,7 +177,9 @@ def test_max_restarts_starts_the_whole_job_again_after_its_chief_is_preempted(tm
     job_id = only_job_id()
     first_run = job_processes(job_id)
     assert _cli("preempt", job_id, "chief-0").exit_code == 0
-    read_until(proc, ["[tfjob] restarting the whole job (1/1 of --max-restarts) after: task chief-0 was killed by SIGTERM after its preemption"])
+    read_until(
+        proc, ["[tfjob] restarting the whole job (1/1 of --max-restarts) after: task chief-0 was killed by SIGTERM after its preemption"]
+    )
     assert_no_survivors(first_run)
     read_until(proc, ready_lines(["chief-0", "worker-0"]))
     go.touch()
@@ -178,7 +188,8 @@ def test_max_restarts_starts_the_whole_job_again_after_its_chief_is_preempted(tm
     record, tasks, history = _job(job_id)
     assert record.state is JobState.SUCCEEDED and len(record.extra["attempts"]) == 1
     assert {name: (t.restarts, [r.reason for r in t.restart_history]) for name, t in tasks.items()} == {
-        "chief-0": (1, ["job restart"]), "worker-0": (1, ["job restart"]),
+        "chief-0": (1, ["job restart"]),
+        "worker-0": (1, ["job restart"]),
     }
     assert json.loads(_cli("status", job_id, "--json").stdout)["tasks"][0]["restarts"] == 1
     assert_no_survivors(job_processes(job_id))
@@ -188,10 +199,26 @@ def test_max_restarts_starts_the_whole_job_again_after_its_chief_is_preempted(tm
 @pytest.mark.parametrize(
     ("backend", "flags", "message"),
     [
-        ("vertex", ["--restart-policy", "OnFailure"], "error: --restart-policy OnFailure: Vertex AI cannot restart a replica by its exit code"),
-        ("vertex", ["--restart-policy", "worker=Never"], "error: --restart-policy ROLE=POLICY: Vertex AI has one retry setting for the whole job"),
-        ("vertex", ["--restart-policy", "Never", "--restart-job-on-worker-restart"], "error: --restart-policy Never turns Vertex AI's retries off"),
-        ("kubeflow", ["--max-restarts", "1"], "error: --max-restarts: a TFJob restarts its replicas (--restart-policy, up to --backoff-limit), not the whole job"),
+        (
+            "vertex",
+            ["--restart-policy", "OnFailure"],
+            "error: --restart-policy OnFailure: Vertex AI cannot restart a replica by its exit code",
+        ),
+        (
+            "vertex",
+            ["--restart-policy", "worker=Never"],
+            "error: --restart-policy ROLE=POLICY: Vertex AI has one retry setting for the whole job",
+        ),
+        (
+            "vertex",
+            ["--restart-policy", "Never", "--restart-job-on-worker-restart"],
+            "error: --restart-policy Never turns Vertex AI's retries off",
+        ),
+        (
+            "kubeflow",
+            ["--max-restarts", "1"],
+            "error: --max-restarts: a TFJob restarts its replicas (--restart-policy, up to --backoff-limit), not the whole job",
+        ),
     ],
 )
 def test_a_policy_a_platform_cannot_say_is_one_line(backend: str, flags: list[str], message: str) -> None:
@@ -200,7 +227,9 @@ def test_a_policy_a_platform_cannot_say_is_one_line(backend: str, flags: list[st
 
 
 def test_the_platforms_render_the_policies() -> None:
-    vertex = json.loads(_cli("render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "vertex", "--restart-policy", "Never").stdout)
+    vertex = json.loads(
+        _cli("render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "vertex", "--restart-policy", "Never").stdout
+    )
     assert vertex["jobSpec"]["scheduling"] == {"disableRetries": True}
     import yaml
 
@@ -211,7 +240,11 @@ def test_the_platforms_render_the_policies() -> None:
     specs = tfjob["spec"]["tfReplicaSpecs"]
     assert {role: s["restartPolicy"] for role, s in specs.items()} == {"Chief": "OnFailure", "Worker": "OnFailure", "PS": "Never"}
     assert tfjob["spec"]["runPolicy"]["backoffLimit"] == 5
-    jobset = yaml.safe_load(_cli("render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "jobset", "--max-restarts", "2", "-o", "yaml").stdout)
+    jobset = yaml.safe_load(
+        _cli(
+            "render", "-m", "t.task", "--image", "img:1", "--workers", "1", "--backend", "jobset", "--max-restarts", "2", "-o", "yaml"
+        ).stdout
+    )
     assert jobset["spec"]["failurePolicy"] == {"maxRestarts": 2}
 
 

@@ -58,7 +58,9 @@ def run_guide(guide: str, work: Path, env: dict[str, str]) -> list[tuple[Step, s
         else:
             argv = ["bash", "-euo", "pipefail", "-c", step.code]
         result = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, f"{guide} block failed:\n{step.code}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr[-3000:]}"
+        assert result.returncode == 0, (
+            f"{guide} block failed:\n{step.code}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr[-3000:]}"
+        )
         done.append((step, result))
     return done
 
@@ -109,7 +111,10 @@ def test_the_kubeflow_tfjob_guide_runs_as_written(kube: FakeKube, tmp_path: Path
     assert {j["name"] for j in jobsets[0]["spec"]["replicatedJobs"]} == {"chief", "worker", "ps"}
 
 
-_CHIEF = {"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i:1", "command": ["python", "-m", "trainer.task"]}]}}}
+_CHIEF = {
+    "replicas": 1,
+    "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i:1", "command": ["python", "-m", "trainer.task"]}]}},
+}
 
 
 def _tfjob(**replicas: Any) -> dict[str, Any]:
@@ -123,9 +128,29 @@ def _tfjob(**replicas: Any) -> dict[str, Any]:
         (["a"], r"must be a TFJob manifest \(a mapping\), not list"),
         (_tfjob(Gpu=_CHIEF), r"'Gpu' is not a TFJob replica type"),
         (_tfjob(Chief={**_CHIEF, "replicas": 2}), r"Chief.replicas is 2: a job has exactly one chief"),
-        (_tfjob(Chief={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i", "command": ["/bin/train"]}]}}}), r"'/bin/train' is not Python"),
-        (_tfjob(Chief=_CHIEF, Worker={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i:1", "command": ["python", "w.py"]}]}}}), r"the replicas run different programs"),
-        (_tfjob(Chief={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}), r"has no command or args"),
+        (
+            _tfjob(
+                Chief={
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i", "command": ["/bin/train"]}]}},
+                }
+            ),
+            r"'/bin/train' is not Python",
+        ),
+        (
+            _tfjob(
+                Chief=_CHIEF,
+                Worker={
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i:1", "command": ["python", "w.py"]}]}},
+                },
+            ),
+            r"the replicas run different programs",
+        ),
+        (
+            _tfjob(Chief={"replicas": 1, "template": {"spec": {"containers": [{"name": "tensorflow", "image": "i"}]}}}),
+            r"has no command or args",
+        ),
     ],
 )
 def test_a_manifest_tfjob_cannot_run_is_one_line(document: Any, message: str) -> None:

@@ -80,6 +80,10 @@ def test_the_schema_refuses_what_it_must(tmp_path: Path) -> None:
     good = JobStatus(id="j", backend="local", name="n", state=JobState.RUNNING, tasks=[TaskStatus("worker-0", JobState.RUNNING)]).to_dict()
     good.update(events=[], diagnoses=[], failure=None)
     jsonschema.validate(good, SCHEMA)
-    for broken in ({**good, "state": "DONE"}, {**good, "tasks": [{**good["tasks"][0], "name": "gpu-0"}]}, {k: v for k, v in good.items() if k != "failure"}):
+    for broken in (
+        {**good, "state": "DONE"},
+        {**good, "tasks": [{**good["tasks"][0], "name": "gpu-0"}]},
+        {k: v for k, v in good.items() if k != "failure"},
+    ):
         with pytest.raises(jsonschema.ValidationError, match="DONE|gpu-0|'failure' is a required property"):
             jsonschema.validate(broken, SCHEMA)

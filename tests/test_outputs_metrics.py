@@ -25,7 +25,7 @@ from tfjob.store import JobStore
 from tfjob.metrics import read_metrics
 from tfjob.outputs import download, job_outputs, list_local
 
-TRAINER = '''
+TRAINER = """
 import argparse, json, os
 import tensorflow as tf
 
@@ -50,7 +50,7 @@ tf.saved_model.save(m, os.path.join(args.job_dir, "model"))
 os.makedirs(os.path.join(args.job_dir, "eval"), exist_ok=True)
 with open(os.path.join(args.job_dir, "eval", "metrics.json"), "w") as f:
     json.dump({"loss": 0.3}, f)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,10 @@ def test_the_cli_lists_plots_and_downloads(home: tuple[str, Path], tmp_path: Pat
     data = json.loads(runner.invoke(app, ["outputs", job_id, "--json"]).output)
     assert data["model_uri"] == str(job_dir / "model") and data["total_size"] > 0
     got = runner.invoke(app, ["outputs", job_id, "--download", str(tmp_path / "copy")])
-    assert got.exit_code == 0 and (tmp_path / "copy" / "model" / "saved_model.pb").read_bytes() == (job_dir / "model" / "saved_model.pb").read_bytes()
+    assert (
+        got.exit_code == 0
+        and (tmp_path / "copy" / "model" / "saved_model.pb").read_bytes() == (job_dir / "model" / "saved_model.pb").read_bytes()
+    )
     shown = runner.invoke(app, ["metrics", job_id, "--plot", str(tmp_path / "curves.png")])
     assert shown.exit_code == 0, shown.output
     assert any(line.split() == ["eval", "loss", "5", "0.3"] for line in shown.output.splitlines()), shown.output
@@ -126,7 +129,9 @@ def test_the_cli_lists_plots_and_downloads(home: tuple[str, Path], tmp_path: Pat
     assert status["outputs"]["model_uri"] == str(job_dir / "model") and "files" not in status["outputs"]
     assert status["metrics"]["eval"]["loss"] == pytest.approx(0.3) and status["diagnoses"] == []
     bad = runner.invoke(app, ["metrics", job_id, "--plot", str(tmp_path / "curves.gif")])
-    assert bad.exit_code == 2 and bad.output.strip().splitlines() == [f"error: --plot {str(tmp_path / 'curves.gif')!r} must name a .png or .svg file"]
+    assert bad.exit_code == 2 and bad.output.strip().splitlines() == [
+        f"error: --plot {str(tmp_path / 'curves.gif')!r} must name a .png or .svg file"
+    ]
 
 
 @pytest.fixture
@@ -198,7 +203,9 @@ def test_the_report_of_a_job_renders_in_chromium(home: tuple[str, Path], tmp_pat
     made = CliRunner().invoke(app, ["report", job_id, "-o", str(page)])
     assert made.exit_code == 0, made.output
     text = page.read_text()
-    assert "<script" not in text and "http://" not in text.replace('xmlns="http://www.w3.org/', "").replace("http://www.w3.org/1999/xlink", "")
+    assert "<script" not in text and "http://" not in text.replace('xmlns="http://www.w3.org/', "").replace(
+        "http://www.w3.org/1999/xlink", ""
+    )
     loaded = _check_page(page, tmp_path / "report.png")
     assert loaded.title == f"tfjob report: {job_id}"
     for said in (f"Job {job_id} SUCCEEDED", "chief-0", "exit 0", "Metrics", "eval\tloss\t5\t0.3", str(job_dir / "model"), "Spec"):
@@ -262,7 +269,9 @@ def test_a_study_gets_its_trials_table_history_and_parameter_plots(tmp_path: Pat
         max_trials=4, parallel_trials=2, max_failed_trials=1,
     )  # fmt: skip
     toy = ROOT / "tests" / "data" / "tune_trainers" / "toy"
-    result = check_result(Tuning(study, str(toy), "toy.task", seed=0, job_dir=str(tmp_path / "out"), name="toy-study").run(io.StringIO(), cores=2))
+    result = check_result(
+        Tuning(study, str(toy), "toy.task", seed=0, job_dir=str(tmp_path / "out"), name="toy-study").run(io.StringIO(), cores=2)
+    )
     metrics = get_job(result.id).metrics()
     assert sorted(p.step for p in metrics.series["study"]["loss"]) == [1, 2, 3, 4]
     assert min(p.value for p in metrics.series["study"]["loss"]) == result.best.metric  # type: ignore[union-attr]

@@ -203,7 +203,9 @@ def test_pep517_project_is_built_by_its_backend(tmp_path: Path) -> None:
     names = members(first)
     assert "mytrainer-1.2.0/src/mytrainer/task.py" in names
     assert not any(n.endswith("deploy.key") for n in names)
-    assert sorted(project.iterdir()) == [project / "deploy.key", project / "pyproject.toml", project / "src"], "the build wrote into the user's tree"
+    assert sorted(project.iterdir()) == [project / "deploy.key", project / "pyproject.toml", project / "src"], (
+        "the build wrote into the user's tree"
+    )
 
 
 @pytest.mark.parametrize(
@@ -289,7 +291,9 @@ def test_a_trainer_with_data_beyond_the_bound_is_refused_naming_the_largest(tmp_
     (pkg / "data").mkdir()
     with open(pkg / "data" / "train.bin", "wb") as f:  # sparse: no disk used
         f.truncate(packaging.MAX_PACKAGE_BYTES + 1)
-    with pytest.raises(PackagingError, match=r"has more than 512\.0 MiB to package \(largest: data/ 1 file 512\.0 MiB.*\.tfjobignore line \(e\.g\. data/\)") as caught:
+    with pytest.raises(
+        PackagingError, match=r"has more than 512\.0 MiB to package \(largest: data/ 1 file 512\.0 MiB.*\.tfjobignore line \(e\.g\. data/\)"
+    ) as caught:
         build_sdist(pkg, tmp_path / "out", module="trainer.task")
     assert "\n" not in str(caught.value)
     (pkg / ".tfjobignore").write_text("data/\n")

@@ -47,9 +47,15 @@ def private_key_pem() -> str:
         from cryptography.hazmat.primitives.asymmetric import rsa
     except ImportError:  # pragma: no cover - cryptography comes with google-auth here
         body = base64.b64encode(os.urandom(600)).decode()
-        return "-----BEGIN RSA PRIVATE KEY-----\n" + "\n".join(body[i : i + 64] for i in range(0, len(body), 64)) + "\n-----END RSA PRIVATE KEY-----\n"
+        return (
+            "-----BEGIN RSA PRIVATE KEY-----\n"
+            + "\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+            + "\n-----END RSA PRIVATE KEY-----\n"
+        )
     key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode()
 
 
 def google_token_pickle() -> bytes:
@@ -74,12 +80,24 @@ def corpus() -> dict[str, bytes]:
     s3cfg = f"[default]\naccess_key = AKIA{_upper(16)}\nsecret_key = {_alnum(40)}{MARK}\nhost_base = s3.amazonaws.com\n"
     boto = f"[Credentials]\naws_access_key_id = AKIA{_upper(16)}\naws_secret_access_key = {_alnum(40)}{MARK}\n"
     putty = (
-        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: " + MARK + "\nPublic-Lines: 2\n"
-        + _alnum(64) + "\n" + _alnum(20) + "\nPrivate-Lines: 1\n" + _alnum(44) + "\nPrivate-MAC: " + _alnum(64) + "\n"
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: "
+        + MARK
+        + "\nPublic-Lines: 2\n"
+        + _alnum(64)
+        + "\n"
+        + _alnum(20)
+        + "\nPrivate-Lines: 1\n"
+        + _alnum(44)
+        + "\nPrivate-MAC: "
+        + _alnum(64)
+        + "\n"
     )
     ssh2 = (
-        "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"" + MARK + "\"\n"
-        + "\n".join(_alnum(70) for _ in range(5)) + "\n---- END SSH2 ENCRYPTED PRIVATE KEY ----\n"
+        '---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: "'
+        + MARK
+        + '"\n'
+        + "\n".join(_alnum(70) for _ in range(5))
+        + "\n---- END SSH2 ENCRYPTED PRIVATE KEY ----\n"
     )
     k8s_secret = (
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db-" + MARK.lower() + "\ntype: Opaque\n"
@@ -92,7 +110,9 @@ def corpus() -> dict[str, bytes]:
         "    client-key-data: " + base64.b64encode(pem.encode()).decode() + "\n"
     )
     kube_token = f"apiVersion: v1\nusers:\n- name: u\n  user:\n    token: {_alnum(40)}{MARK}\n"
-    oauth_client = json.dumps({"installed": {"client_id": "1.apps.googleusercontent.com", "client_secret": "GOCSPX-" + _alnum(28), "note": MARK}})
+    oauth_client = json.dumps(
+        {"installed": {"client_id": "1.apps.googleusercontent.com", "client_secret": "GOCSPX-" + _alnum(28), "note": MARK}}
+    )
     sa_fields = json.dumps({"client_email": "x@p.iam.gserviceaccount.com", "private_key_id": _alnum(40), "note": MARK})
     refresh_pair = {"refresh_token": "1//0" + _alnum(40), "client_secret": _alnum(24), "note": MARK}
     entropy = f"# service settings\nSERVICE_URL=https://example.org\nAPI_TOKEN={_alnum(20)}9{MARK}\n"
@@ -225,7 +245,9 @@ def test_the_walk_leaves_every_corpus_file_out(leaky: tuple[Path, dict[str, byte
 
 @pytest.mark.reliability
 @pytest.mark.parametrize("kind", ["bare", "project"])
-def test_no_corpus_file_reaches_the_sdist(kind: str, leaky: tuple[Path, dict[str, bytes]], tmp_path: Path, reliability: Reliability) -> None:
+def test_no_corpus_file_reaches_the_sdist(
+    kind: str, leaky: tuple[Path, dict[str, bytes]], tmp_path: Path, reliability: Reliability
+) -> None:
     pkg, items = leaky
     source = pkg
     if kind == "project":
@@ -268,7 +290,9 @@ def test_no_corpus_file_reaches_the_kubernetes_configmap(leaky: tuple[Path, dict
 
 
 @pytest.mark.reliability
-def test_no_corpus_file_reaches_an_image_build_context(leaky: tuple[Path, dict[str, bytes]], tmp_path: Path, reliability: Reliability) -> None:
+def test_no_corpus_file_reaches_an_image_build_context(
+    leaky: tuple[Path, dict[str, bytes]], tmp_path: Path, reliability: Reliability
+) -> None:
     pkg, items = leaky
     context = tmp_path / "context"
     found = copy_shippable(pkg, context)

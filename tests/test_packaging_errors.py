@@ -87,7 +87,9 @@ def test_a_full_disk_is_one_line(tmp_path: Path) -> None:
     (out / ".partial").mkdir(parents=True)
     # The archive's temporary file lands on /dev/full: every write is ENOSPC, as on a full disk.
     os.symlink("/dev/full", out / ".partial" / "trainer-0.0.0.tar.gz.part")
-    with pytest.raises(PackagingError, match=r"^cannot write the trainer package to '.*/out': No space left on device; free some space") as caught:
+    with pytest.raises(
+        PackagingError, match=r"^cannot write the trainer package to '.*/out': No space left on device; free some space"
+    ) as caught:
         build_sdist(pkg, out, module="trainer.task")
     assert "\n" not in str(caught.value)
 

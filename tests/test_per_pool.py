@@ -142,7 +142,20 @@ def test_ai_platform_has_no_field_for_them() -> None:
 
 def test_command_from_the_cli_in_gclouds_spelling() -> None:
     result = CliRunner().invoke(
-        app, ["render", "--backend", "vertex", "--image", IMAGE, "--command", "python,-m,trainer.task", "--project", "p", "--region", "us-central1"]
+        app,
+        [
+            "render",
+            "--backend",
+            "vertex",
+            "--image",
+            IMAGE,
+            "--command",
+            "python,-m,trainer.task",
+            "--project",
+            "p",
+            "--region",
+            "us-central1",
+        ],
     )
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"] == ["python", "-m", "trainer.task"]

@@ -29,7 +29,9 @@ TRAIN = train_op(base_image="python:3.11", install_kfp_package=False)
 
 
 @dsl.component(base_image="python:3.11", install_kfp_package=False)
-def evaluate(model: Input[Model], metrics: Input[Metrics], job_id: str) -> NamedTuple("Outputs", [("prediction", float), ("accuracy", float)]):
+def evaluate(model: Input[Model], metrics: Input[Metrics], job_id: str) -> NamedTuple(
+    "Outputs", [("prediction", float), ("accuracy", float)]
+):
     """The next step: loads the SavedModel by its URI and reads the metrics artifact."""
     import os
     from collections import namedtuple
@@ -50,7 +52,12 @@ def census_pipeline(package: str, job_dir: str, train_steps: str = "6") -> Named
     "Outputs", [("job_id", str), ("backend", str), ("prediction", float), ("accuracy", float)]
 ):
     train = TRAIN(
-        package=package, module="trainer.task", backend="local", workers=2, ps=1, job_dir=job_dir,
+        package=package,
+        module="trainer.task",
+        backend="local",
+        workers=2,
+        ps=1,
+        job_dir=job_dir,
         args=["--train-steps", train_steps, "--eval-steps", "2", "--batch-size", "16"],
     )
     check = evaluate(model=train.outputs["model"], metrics=train.outputs["metrics"], job_id=train.outputs["job_id"])
@@ -185,7 +192,10 @@ def test_terminating_the_step_cancels_its_job(tmp_path: Path) -> None:
     job_dir = tmp_path / "job"
     driver = subprocess.Popen(
         [sys.executable, "-c", _DRIVER, str(PROBE), str(job_dir), str(tmp_path / "root")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     try:
         wait_for_reports(job_dir, 4, timeout=120)  # every task is up: the job runs
@@ -247,15 +257,22 @@ def _vertex_job(trainer: Path, **vertex: Any) -> Any:
     from tfjob import Job, Replicas, Vertex
 
     return Job(
-        str(trainer), "trainer.task", backend=Vertex(project="p", region="us-central1", staging_bucket="gs://b", **vertex),
-        chief=Replicas(machine_type="n1-highcpu-16"), workers=Replicas(2, machine_type="n1-highcpu-8"),
-        ps=Replicas(1, machine_type="n1-highmem-8"), evaluators=Replicas(1, machine_type="n1-standard-4"), job_dir="gs://b/census",
-        args=["--train-steps", "200"], timeout=3600,
+        str(trainer),
+        "trainer.task",
+        backend=Vertex(project="p", region="us-central1", staging_bucket="gs://b", **vertex),
+        chief=Replicas(machine_type="n1-highcpu-16"),
+        workers=Replicas(2, machine_type="n1-highcpu-8"),
+        ps=Replicas(1, machine_type="n1-highmem-8"),
+        evaluators=Replicas(1, machine_type="n1-standard-4"),
+        job_dir="gs://b/census",
+        args=["--train-steps", "200"],
+        timeout=3600,
     )
 
 
 def test_a_vertex_pipeline_runs_the_job_the_cli_renders_with_its_pools_and_staged_packages(
-    emulator: Any, tmp_path: Path  # noqa: F811
+    emulator: Any,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
 ) -> None:
     from google.cloud.aiplatform_v1.types import CustomJob, CustomJobSpec
 
@@ -271,7 +288,12 @@ def test_a_vertex_pipeline_runs_the_job_the_cli_renders_with_its_pools_and_stage
     assert sorted(uri.rsplit("/", 1)[1] for uri in staged) == ["tfjob_bootstrap-0.1.0-py3-none-any.whl", "trainer-0.0.0.tar.gz"]
     # The same pools `tfjob render`/`submit --dry-run` shows (the same staging places).
     assert args["worker_pool_specs"] == job.render()["jobSpec"]["workerPoolSpecs"]
-    assert (args["project"], args["location"], args["base_output_directory"], args["timeout"]) == ("p", "us-central1", "gs://b/census", "3600s")
+    assert (args["project"], args["location"], args["base_output_directory"], args["timeout"]) == (
+        "p",
+        "us-central1",
+        "gs://b/census",
+        "3600s",
+    )
 
     @dsl.pipeline(name="census-on-vertex")
     def on_vertex() -> None:

@@ -50,7 +50,9 @@ class Run:
     def __init__(self, tmp_path: Path, argv: list[str]) -> None:
         self.out_path = tmp_path / "submit.log"
         self._out = open(self.out_path, "w")
-        self.proc = subprocess.Popen([TFJOB, "submit", *argv], env=_env(), stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [TFJOB, "submit", *argv], env=_env(), stdout=self._out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.job_id = self._wait(lambda: self._only_id(), "the job in the store")
 
     def _only_id(self) -> str | None:
@@ -143,7 +145,9 @@ def test_a_parameter_server_worker_preempted_mid_training_is_restarted_and_the_c
 
 def test_the_chief_preempted_checkpoints_and_the_job_resumes_from_it_on_its_second_attempt(tmp_path: Path) -> None:
     steps = 300
-    run, job_dir = _census(tmp_path, "census-ps", ["--workers", "1", "--ps", "1"], ["--restart-policy", "Never", "--max-restarts", "1"], steps)
+    run, job_dir = _census(
+        tmp_path, "census-ps", ["--workers", "1", "--ps", "1"], ["--restart-policy", "Never", "--max-restarts", "1"], steps
+    )
     run.wait_log("chief-0", r"step 10: checkpoint")
     first = run.processes()
     run.preempt("chief-0")
@@ -157,7 +161,10 @@ def test_the_chief_preempted_checkpoints_and_the_job_resumes_from_it_on_its_seco
     assert f"at step {saved}" in run.log("chief-0")
     assert (job_dir / "model" / "saved_model.pb").is_file()
     assert tasks["chief-0"].restarts == 1 and [r.reason for r in tasks["chief-0"].restart_history] == ["job restart"]
-    assert any(m.startswith("restarting the whole job (1/1 of --max-restarts) after: task chief-0 exited with code 143 after its preemption") for m in history)
+    assert any(
+        m.startswith("restarting the whole job (1/1 of --max-restarts) after: task chief-0 exited with code 143 after its preemption")
+        for m in history
+    )
     assert_no_survivors(first + run.processes())
 
 
@@ -216,7 +223,10 @@ def test_the_parameter_server_tutorial_layout_trains_through_a_worker_preemption
     src = tmp_path / "src"
     src.mkdir()
     (src / "ps_tutorial.py").write_text(PS_TUTORIAL)
-    run = Run(tmp_path, [str(src), "--script", "ps_tutorial.py", "--workers", "2", "--ps", "1", "--grace", "2", "--env", f"OUT={tmp_path / 'out'}"])
+    run = Run(
+        tmp_path,
+        [str(src), "--script", "ps_tutorial.py", "--workers", "2", "--ps", "1", "--grace", "2", "--env", f"OUT={tmp_path / 'out'}"],
+    )
     run.wait_log("chief-0", r"^epoch 1 done")
     first = run.processes()
     run.preempt("worker-1")

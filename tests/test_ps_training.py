@@ -23,7 +23,7 @@ from helpers import requires_tf
 
 pytestmark = [requires_tf, pytest.mark.slow, pytest.mark.tf]
 
-TRAINER = '''\
+TRAINER = """\
 import json
 import sys
 
@@ -53,7 +53,7 @@ print(json.dumps({
     "devices": sorted({v.device for v in model.variables}),
     "argv": sys.argv[1:],
 }), flush=True)
-'''
+"""
 
 
 def _free_ports(n: int) -> list[int]:
@@ -90,8 +90,21 @@ def test_parameter_server_training_through_bootstrap_with_master_tf_configs(tmp_
                 procs[name] = subprocess.Popen(
                     # A chief-only trainer: the bootstrap serves ps and workers, and gives TensorFlow 2
                     # its chief rather than AI Platform's master — both explicit choices.
-                    [sys.executable, "-m", "tfjob.container.bootstrap", "--module", "trainer.task", "--strategy", "parameter-server",
-                     "--tf-config", "tf2", "--check-port", "--", "--steps", "4"],
+                    [
+                        sys.executable,
+                        "-m",
+                        "tfjob.container.bootstrap",
+                        "--module",
+                        "trainer.task",
+                        "--strategy",
+                        "parameter-server",
+                        "--tf-config",
+                        "tf2",
+                        "--check-port",
+                        "--",
+                        "--steps",
+                        "4",
+                    ],
                     cwd=src,
                     env={**base_env, "TF_CONFIG": json.dumps(tf_config)},
                     stdout=log,

@@ -26,7 +26,9 @@ from fakes.vertex_api import FakeVertex, write_service_account
 from test_vertex_e2e import free_port
 
 README = ROOT / "README.md"
-_FENCE = re.compile(r"(?P<skip><!-- not run: [^>]*-->\n)?(?P<containers><!-- containers: [^>]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
+_FENCE = re.compile(
+    r"(?P<skip><!-- not run: [^>]*-->\n)?(?P<containers><!-- containers: [^>]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S
+)
 _INSTALL = re.compile(r"^(python3 -m venv|\.venv/bin/pip install)")  # the steps this suite was installed with
 
 
@@ -64,7 +66,9 @@ def test_the_readme_opens_with_the_two_commands() -> None:
 
 
 def test_ci_runs_exactly_the_readme_test_command() -> None:
-    ci_lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))]
+    ci_lines = [
+        line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd ", "export "))
+    ]
     assert ci_lines == [command_line(readme_blocks()[1])]
 
 
@@ -131,7 +135,9 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
             if not block.run or block.containers or block.lang not in ("sh", "python"):
                 continue
             done = _run(block, work, env)
-            assert done.returncode == 0, f"README example failed:\n{block.code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
+            assert done.returncode == 0, (
+                f"README example failed:\n{block.code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
+            )
             outputs.append(done)
 
         # What the examples promise, checked on what they left behind.
@@ -207,5 +213,7 @@ def test_the_readme_container_section_runs(tmp_path: Path, base_image: str, podm
         assert done.stderr.count("nothing to build or push") == 2  # the cloud submits pushed nothing
     finally:
         registry.stop()
-        listed = subprocess.run(["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=podman_env)
+        listed = subprocess.run(
+            ["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=podman_env
+        )
         podman_ci.remove_images(podman_env, *sorted(set(listed.stdout.split())))

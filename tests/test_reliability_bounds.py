@@ -87,7 +87,19 @@ def test_study_counts_are_bounded(trainer: Path, tmp_path: Path, tfjob_exe: str,
         f"trainingInput:\n  hyperparameters:\n    goal: MAXIMIZE\n    hyperparameterMetricTag: acc\n    maxTrials: {HUGE}\n"
         "    params:\n    - parameterName: lr\n      type: DOUBLE\n      minValue: 0.01\n      maxValue: 0.1\n"
     )
-    out = run_cli(tfjob_exe, "tune", str(trainer), "-m", "trainer.task", "--hparams", str(hparams), "--backend", "vertex", "--dry-run", reliability=reliability)
+    out = run_cli(
+        tfjob_exe,
+        "tune",
+        str(trainer),
+        "-m",
+        "trainer.task",
+        "--hparams",
+        str(hparams),
+        "--backend",
+        "vertex",
+        "--dry-run",
+        reliability=reliability,
+    )
     assert_one_error(out, "maxTrials", str(INT32_MAX))
 
 
@@ -114,7 +126,20 @@ def _documents(tmp: Path) -> dict[str, Path]:
 def test_documents_are_bounded(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, flag: str, name: str) -> None:
     path = _documents(tmp_path)[name]
     command = "submit" if flag == "--config" else "tune"
-    out = run_cli(tfjob_exe, command, str(trainer), "-m", "trainer.task", flag, str(path), "--backend", "vertex", "--dry-run", reliability=reliability, timeout=30)
+    out = run_cli(
+        tfjob_exe,
+        command,
+        str(trainer),
+        "-m",
+        "trainer.task",
+        flag,
+        str(path),
+        "--backend",
+        "vertex",
+        "--dry-run",
+        reliability=reliability,
+        timeout=30,
+    )
     assert_one_error(out, str(path))
 
 
@@ -150,8 +175,12 @@ def test_a_path_object_is_taken_for_a_path(trainer: Path, tmp_path: Path) -> Non
 
 
 @pytest.mark.reliability
-@pytest.mark.parametrize("extra, needle", [("/nonexistent.whl", "does not exist"), ("/etc/hostname", "is not a .tar.gz"), ("gs://b/x.whl", "local files only")])
-def test_local_packages_that_cannot_be_installed_are_one_line(trainer: Path, tfjob_exe: str, reliability: Reliability, extra: str, needle: str) -> None:
+@pytest.mark.parametrize(
+    "extra, needle", [("/nonexistent.whl", "does not exist"), ("/etc/hostname", "is not a .tar.gz"), ("gs://b/x.whl", "local files only")]
+)
+def test_local_packages_that_cannot_be_installed_are_one_line(
+    trainer: Path, tfjob_exe: str, reliability: Reliability, extra: str, needle: str
+) -> None:
     out = run_cli(tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--install", "--packages", extra, reliability=reliability)
     assert_one_error(out, needle)
 
@@ -166,9 +195,16 @@ def test_local_packages_are_installed_next_to_the_trainer(trainer: Path, tmp_pat
         z.writestr("extra_pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr("extra_pkg-1.0.dist-info/RECORD", "")
     (trainer / "task.py").write_text("import extra_pkg\nprint('extra', extra_pkg.VALUE)\n")
-    without = subprocess.run([tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--packages", str(wheel)], capture_output=True, text=True, timeout=120)
+    without = subprocess.run(
+        [tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--packages", str(wheel)], capture_output=True, text=True, timeout=120
+    )
     assert without.returncode == 2 and "add --install" in without.stderr
-    done = subprocess.run([tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--install", "--packages", str(wheel)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--install", "--packages", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert "extra 42" in done.stderr
 
@@ -225,7 +261,21 @@ def _hostile_documents(tmp: Path) -> dict[str, tuple[Path, str]]:
 READERS = {
     "--config": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "vertex", "--dry-run", "--config", "FILE"],
     "--hparams": ["tune", "TRAINER", "-m", "trainer.task", "--backend", "vertex", "--dry-run", "--hparams", "FILE"],
-    "--pod-template": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "kubeflow", "--image", "img", "--dry-run", "-o", "json", "--pod-template", "FILE"],
+    "--pod-template": [
+        "submit",
+        "TRAINER",
+        "-m",
+        "trainer.task",
+        "--backend",
+        "kubeflow",
+        "--image",
+        "img",
+        "--dry-run",
+        "-o",
+        "json",
+        "--pod-template",
+        "FILE",
+    ],
     "--pod-template jobset": ["render", "TRAINER", "-m", "trainer.task", "--backend", "jobset", "--image", "img", "--pod-template", "FILE"],
     "kubeconfig": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "kubeflow", "--image", "img", "--kubeconfig", "FILE"],
     "config.yaml": ["submit", "TRAINER", "-m", "trainer.task", "--backend", "vertex", "--dry-run"],
@@ -261,7 +311,9 @@ def test_every_document_is_bounded_by_its_expanded_size(
 
 
 @pytest.mark.reliability
-@pytest.mark.parametrize("name", ["bomb.yaml", "cycle.yaml", "self.yaml", "digits.yaml", "hex.yaml", "base60.yaml", "digits.json", "deep-alias.yaml"])
+@pytest.mark.parametrize(
+    "name", ["bomb.yaml", "cycle.yaml", "self.yaml", "digits.yaml", "hex.yaml", "base60.yaml", "digits.json", "deep-alias.yaml"]
+)
 def test_the_document_reader_refuses_each_in_one_line(tmp_path: Path, reliability: Reliability, name: str) -> None:
     from tfjob.documents import read_config_file
     from tfjob.errors import ConfigFileError
@@ -307,7 +359,10 @@ def test_aliases_within_bounds_are_read(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "backend, value, needle",
     [
-        *((b, "99999999999999999999999", "is more than a year (31536000 s)") for b in ("local", "vertex", "kubeflow", "jobset", "trainjob")),
+        *(
+            (b, "99999999999999999999999", "is more than a year (31536000 s)")
+            for b in ("local", "vertex", "kubeflow", "jobset", "trainjob")
+        ),
         ("kubeflow", "400d", "is more than a year"),
         ("local", "٥", "'٥' is not a duration"),
         ("vertex", "inf", "is not a duration"),
@@ -317,7 +372,9 @@ def test_a_timeout_has_a_ceiling_and_ascii_digits(
     trainer: Path, tfjob_exe: str, reliability: Reliability, backend: str, value: str, needle: str
 ) -> None:
     image = ["--image", "img"] if backend in ("kubeflow", "jobset", "trainjob") else []
-    out = run_cli(tfjob_exe, "render", str(trainer), "-m", "trainer.task", "--backend", backend, *image, "--timeout", value, reliability=reliability)
+    out = run_cli(
+        tfjob_exe, "render", str(trainer), "-m", "trainer.task", "--backend", backend, *image, "--timeout", value, reliability=reliability
+    )
     assert_one_error(out, "--timeout", needle)
 
 
@@ -332,7 +389,19 @@ def test_a_huge_timeout_is_refused_before_a_local_job_starts(trainer: Path, tfjo
 def test_a_config_max_running_time_has_the_same_ceiling(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
     config = tmp_path / "job.yaml"
     config.write_text(f"trainingInput:\n  scheduling:\n    maxRunningTime: {HUGE}000s\n")
-    out = run_cli(tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--config", str(config), "--backend", "vertex", "--dry-run", reliability=reliability)
+    out = run_cli(
+        tfjob_exe,
+        "submit",
+        str(trainer),
+        "-m",
+        "trainer.task",
+        "--config",
+        str(config),
+        "--backend",
+        "vertex",
+        "--dry-run",
+        reliability=reliability,
+    )
     assert_one_error(out, "maxRunningTime", "more than a year")
 
 
@@ -373,6 +442,18 @@ def test_a_tuning_parameter_that_cannot_run_is_refused_before_any_trial(
     trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, param: str, needle: str
 ) -> None:
     # Not a dry run: a real local study, which used to start (and record) a trial first.
-    out = run_cli(tfjob_exe, "tune", str(trainer), "-m", "trainer.task", "--hparams", str(_study(tmp_path, param)), "--backend", "local", reliability=reliability, timeout=120)
+    out = run_cli(
+        tfjob_exe,
+        "tune",
+        str(trainer),
+        "-m",
+        "trainer.task",
+        "--hparams",
+        str(_study(tmp_path, param)),
+        "--backend",
+        "local",
+        reliability=reliability,
+        timeout=120,
+    )
     assert_one_error(out, "parameter p", needle)
     assert "no jobs yet" in run_cli(tfjob_exe, "list", reliability=reliability).stderr  # nothing recorded

@@ -235,7 +235,9 @@ def test_nothing_outlives_a_job_that_ends(hider: Path, marker: str, tmp_path: Pa
 
 @pytest.mark.reliability
 def test_nothing_outlives_a_cancelled_job(hider: Path, marker: str, tmp_path: Path, tfjob_exe: str, reliability: Reliability) -> None:
-    started = subprocess.run(_submit(tfjob_exe, hider, marker, tmp_path / "hid", "hang", "--detach"), capture_output=True, text=True, timeout=60)
+    started = subprocess.run(
+        _submit(tfjob_exe, hider, marker, tmp_path / "hid", "hang", "--detach"), capture_output=True, text=True, timeout=60
+    )
     assert started.returncode == 0, started.stderr
     job_id = started.stdout.strip().splitlines()[-1]
     hidden_all(tmp_path / "hid")
@@ -252,7 +254,9 @@ def test_nothing_outlives_a_sigkilled_launcher_or_supervisor(
     hider: Path, marker: str, tmp_path: Path, tfjob_exe: str, reliability: Reliability, who: str
 ) -> None:
     if not cgroups_here():
-        pytest.skip("no writable cgroup v2 here: without one, a process that leaves its group and rewrites its environment is beyond reach once the launcher is SIGKILLed (README)")
+        pytest.skip(
+            "no writable cgroup v2 here: without one, a process that leaves its group and rewrites its environment is beyond reach once the launcher is SIGKILLed (README)"
+        )
     argv = _submit(tfjob_exe, hider, marker, tmp_path / "hid", "hang", *(["--detach"] if who == "supervisor" else []))
     if who == "launcher":
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

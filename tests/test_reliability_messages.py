@@ -34,7 +34,9 @@ def trainer(tmp_path: Path) -> Path:
     return root
 
 
-def run(tfjob_exe: str, *args: str, reliability: Reliability, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run(
+    tfjob_exe: str, *args: str, reliability: Reliability, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     out = subprocess.run([tfjob_exe, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
     reliability.tried()
     reliability.output(out.stdout + out.stderr)
@@ -170,7 +172,9 @@ def test_a_missing_image_is_still_said_as_missing(trainer: Path, tfjob_exe: str,
 # -- Kubernetes backends name themselves -------------------------------------------------------
 @pytest.mark.reliability
 @pytest.mark.parametrize("backend", ["jobset", "trainjob"])
-def test_no_kubeconfig_names_the_chosen_backend(trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, backend: str) -> None:
+def test_no_kubeconfig_names_the_chosen_backend(
+    trainer: Path, tmp_path: Path, tfjob_exe: str, reliability: Reliability, backend: str
+) -> None:
     out = run(
         tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--image", "img", "--backend", backend,
         env={"HOME": str(tmp_path / "no-home")}, reliability=reliability,

@@ -122,7 +122,10 @@ def test_label_and_env_strings(items: list[str], flag: str, reliability: Reliabi
 
 # Near 1h30m, 7200s, 7200: (number, unit) parts, each sometimes wrong.
 _duration_near = st.lists(
-    st.tuples(st.sampled_from([*_NUMBERS, "30", "7200", ".5", "5.", "٥", "400", "31536000", "31536001"]), st.sampled_from(["h", "m", "s", "d", "H", "ms", "w", "", " "])).map("".join),
+    st.tuples(
+        st.sampled_from([*_NUMBERS, "30", "7200", ".5", "5.", "٥", "400", "31536000", "31536001"]),
+        st.sampled_from(["h", "m", "s", "d", "H", "ms", "w", "", " "]),
+    ).map("".join),
     max_size=3,
 ).map("".join)
 
@@ -149,12 +152,16 @@ _DOC_VALUES = [
 _leaf = st.sampled_from(_DOC_VALUES) | st.integers(-3, 2**70) | st.text(max_size=4)
 _any = st.recursive(
     _leaf,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "type", "name", "0"]) | st.text(max_size=3), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["a", "type", "name", "0"]) | st.text(max_size=3), inner, max_size=3)
+    ),
     max_leaves=5,
 )
 
 
-def obj(keys: tuple[str, ...] | list[str], value: st.SearchStrategy[Any] = _leaf, **special: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+def obj(
+    keys: tuple[str, ...] | list[str], value: st.SearchStrategy[Any] = _leaf, **special: st.SearchStrategy[Any]
+) -> st.SearchStrategy[Any]:
     """A mapping with any of ``keys`` (and sometimes a misspelt one), or now and then not a mapping at all."""
     fields = {k: special.get(k, value) for k in keys}
     return st.fixed_dictionaries({}, optional={**fields, "unknownKey": _leaf}) | _leaf
@@ -254,12 +261,18 @@ def test_numbers_in_other_scripts_are_refused_in_one_line(number: str, tmp_path:
     from tfjob.pool_flags import pool_spec_keywords
     from tfjob.tuning.hparams import load_hparams
 
-    one_line_error(lambda: pool_spec_keywords([f"machine-type=n1-standard-4,replica-count=1,accelerator-type=NVIDIA_TESLA_T4,accelerator-count={number}"], {}))
+    one_line_error(
+        lambda: pool_spec_keywords(
+            [f"machine-type=n1-standard-4,replica-count=1,accelerator-type=NVIDIA_TESLA_T4,accelerator-count={number}"], {}
+        )
+    )
     one_line_error(lambda: pool_spec_keywords(["machine-type=n1-standard-4", f"machine-type=n1-standard-4,replica-count={number}"], {}))
     one_line_error(lambda: role_resources("worker", {}, {}, {"default": number}))
     assert tpu_chips(f"ct5lp-hightpu-{number}t") in (None, 5)  # "--5" ends in "-5t"
     config = tmp_path / "job.yaml"
-    config.write_text(f"trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-4\n  workerType: n1-standard-4\n  workerCount: '{number}'\n")
+    config.write_text(
+        f"trainingInput:\n  scaleTier: CUSTOM\n  masterType: n1-standard-4\n  workerType: n1-standard-4\n  workerCount: '{number}'\n"
+    )
     one_line_error(lambda: Job(config=str(config), module="trainer.task"))
     study = tmp_path / "study.yaml"
     study.write_text(
@@ -267,7 +280,6 @@ def test_numbers_in_other_scripts_are_refused_in_one_line(number: str, tmp_path:
         f"  parameters: [{{parameterId: x, integerValueSpec: {{minValue: '{number}', maxValue: 3}}}}]\nmaxTrialCount: '{number}'\n"
     )
     one_line_error(lambda: load_hparams(study))
-
 
 
 # -- objects from a Kubernetes API server ---------------------------------------------------------
@@ -281,7 +293,9 @@ _K8S_KEYS = [
 _K8S_VALUES = ["Succeeded", "Failed", "Running", "True", "False", "Created", "Restarting", "Completed", "Error", "chief",
                "worker", "0", "1", "2026-11-22T16:48:41Z", "2026-13-99", "²"]  # fmt: skip
 _k8s_leaf = st.none() | st.booleans() | st.integers(-3, 10**12) | st.text(max_size=4) | st.sampled_from(_K8S_VALUES)
-_k8s_any = st.recursive(_k8s_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_K8S_KEYS), inner, max_size=4), max_leaves=12)
+_k8s_any = st.recursive(
+    _k8s_leaf, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_K8S_KEYS), inner, max_size=4), max_leaves=12
+)
 _k8s_object = st.dictionaries(st.sampled_from(_K8S_KEYS), _k8s_any, max_size=4)
 
 
@@ -300,7 +314,9 @@ def test_job_and_pod_objects_of_any_shape(job: dict[str, Any], pods: list[dict[s
         lambda: status.parse_trainjob_state(job, pods),
         lambda: status.build_job_status("default/job", job, pods),
         lambda: status.build_job_status("default/job", job, pods, backend="jobset"),
-        lambda: [(status.pod_reason(p), status.pod_restarts(p), status.pod_has_logs(p), status.pod_task_name(p)) for p in status.sort_pods(pods)],
+        lambda: [
+            (status.pod_reason(p), status.pod_restarts(p), status.pod_has_logs(p), status.pod_task_name(p)) for p in status.sort_pods(pods)
+        ],
         lambda: [status.object_name(p) for p in [job, *pods]],
     ):
         one_line_error(read)

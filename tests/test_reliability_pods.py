@@ -61,8 +61,16 @@ def one_line(render: Callable[[], Any], *needles: str) -> str:
 # -- wrong types: each names the field's path --------------------------------------------------
 BAD_TEMPLATES = [
     # (template, job dir or None, what the line says)
-    ("spec:\n  containers:\n  - name: tensorflow\n    env: {A: '1'}\n", None, "spec.containers[tensorflow].env must be a list, not a mapping"),
-    ("spec:\n  containers:\n  - name: tensorflow\n    volumeMounts: 3\n", "/job", "spec.containers[tensorflow].volumeMounts must be a list"),
+    (
+        "spec:\n  containers:\n  - name: tensorflow\n    env: {A: '1'}\n",
+        None,
+        "spec.containers[tensorflow].env must be a list, not a mapping",
+    ),
+    (
+        "spec:\n  containers:\n  - name: tensorflow\n    volumeMounts: 3\n",
+        "/job",
+        "spec.containers[tensorflow].volumeMounts must be a list",
+    ),
     (
         "spec:\n  securityContext: 3\n  containers:\n  - name: tensorflow\n    volumeMounts: [{name: v, mountPath: /job}]\n  volumes: [{name: v, emptyDir: {}}]\n",
         "/job",
@@ -72,7 +80,11 @@ BAD_TEMPLATES = [
     ("spec:\n  tolerations: {key: a}\n", None, "spec.tolerations must be a list, not a mapping"),
     ("spec:\n  nodeSelector: !!set {a, b}\n", None, "spec.nodeSelector must be a mapping of text (KEY: VALUE), not a set (!!set)"),
     ("spec:\n  nodeSelector: {pool: 3}\n", None, "spec.nodeSelector.pool must be text, not the number 3 (quote it)"),
-    ("spec:\n  containers:\n  - name: tensorflow\n    env: [{name: A, value: 1}]\n", None, "spec.containers[tensorflow].env[A].value must be text"),
+    (
+        "spec:\n  containers:\n  - name: tensorflow\n    env: [{name: A, value: 1}]\n",
+        None,
+        "spec.containers[tensorflow].env[A].value must be text",
+    ),
     ("spec:\n  nodeselector: {a: b}\n", None, "spec.nodeselector is not a field of a PodSpec in the kubernetes"),
     ("spec:\n  tolerations: [{key: a, tolerationSeconds: soon}]\n", None, "spec.tolerations[0].tolerationSeconds must be a whole number"),
     ("spec:\n  activeDeadlineSeconds: 99999999999999999999\n", None, "beyond what Kubernetes takes (a 64-bit integer"),
@@ -80,8 +92,16 @@ BAD_TEMPLATES = [
     ("spec:\n  hostNetwork: 'yes'\n", None, "spec.hostNetwork must be true or false"),
     ("spec:\n  priority: !!omap [{a: 1}]\n", None, "spec.priority must be a whole number, not a list"),
     ("spec:\n  tolerations: !!pairs [{key: a}]\n", None, "spec.tolerations[0] must be a mapping (a Toleration), not a list of pairs"),
-    ("spec:\n  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [x]}}\n", None, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution must be a mapping"),
-    ("worker:\n  spec:\n    initContainers: [{name: init, image: busybox, args: [1, 2]}]\n", None, "spec.initContainers[init].args[0] must be text"),
+    (
+        "spec:\n  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [x]}}\n",
+        None,
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution must be a mapping",
+    ),
+    (
+        "worker:\n  spec:\n    initContainers: [{name: init, image: busybox, args: [1, 2]}]\n",
+        None,
+        "spec.initContainers[init].args[0] must be text",
+    ),
 ]
 
 
@@ -129,7 +149,10 @@ def test_default_beside_spec_is_one_line(tmp_path: Path) -> None:
 # -- tfjob's own variables and volumes ---------------------------------------------------------
 OWN = [
     ("spec:\n  containers: [{name: tensorflow, env: [{name: TF_CONFIG, value: '{}'}]}]\n", "env TF_CONFIG is set by tfjob"),
-    ("spec:\n  containers: [{name: tensorflow, env: [{name: TFJOB_JOBSET_ROLES, value: 'chief:1'}]}]\n", "env TFJOB_JOBSET_ROLES is set by tfjob"),
+    (
+        "spec:\n  containers: [{name: tensorflow, env: [{name: TFJOB_JOBSET_ROLES, value: 'chief:1'}]}]\n",
+        "env TFJOB_JOBSET_ROLES is set by tfjob",
+    ),
     ("spec:\n  containers: [{name: tensorflow, env: [{name: JOB_INDEX, value: '3'}]}]\n", "env JOB_INDEX is set by tfjob"),
     ("spec:\n  containers: [{name: tensorflow, env: [{name: AIP_MODEL_DIR, value: /x}]}]\n", "env AIP_MODEL_DIR is set by tfjob"),
     ("spec:\n  volumes: [{name: tfjob-packages, hostPath: {path: /}}]\n", "spec.volumes tfjob-packages is tfjob's"),

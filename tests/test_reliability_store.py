@@ -81,7 +81,9 @@ def test_a_store_in_the_way_is_one_line(tmp_path: Path, tfjob_exe: str, reliabil
 
 
 @pytest.mark.reliability
-def test_a_read_only_home_still_lists_and_a_submit_says_why(tmp_path: Path, trainer: Path, tfjob_exe: str, reliability: Reliability) -> None:
+def test_a_read_only_home_still_lists_and_a_submit_says_why(
+    tmp_path: Path, trainer: Path, tfjob_exe: str, reliability: Reliability
+) -> None:
     home = tmp_path / "home"
     quick = tmp_path / "quick" / "trainer"
     quick.mkdir(parents=True)
@@ -104,7 +106,9 @@ def test_a_read_only_home_still_lists_and_a_submit_says_why(tmp_path: Path, trai
 
 
 @pytest.mark.reliability
-def test_a_disk_that_fills_mid_run_keeps_the_job_and_says_so(tmp_path: Path, trainer: Path, tfjob_exe: str, reliability: Reliability) -> None:
+def test_a_disk_that_fills_mid_run_keeps_the_job_and_says_so(
+    tmp_path: Path, trainer: Path, tfjob_exe: str, reliability: Reliability
+) -> None:
     home = tmp_path / "small"
     home.mkdir()
     reliability.fault("ENOSPC mid-run")
@@ -122,7 +126,9 @@ def test_a_disk_that_fills_mid_run_keeps_the_job_and_says_so(tmp_path: Path, tra
 
 
 @pytest.mark.reliability
-def test_a_full_disk_before_the_job_is_one_line_and_list_still_works(tmp_path: Path, trainer: Path, tfjob_exe: str, reliability: Reliability) -> None:
+def test_a_full_disk_before_the_job_is_one_line_and_list_still_works(
+    tmp_path: Path, trainer: Path, tfjob_exe: str, reliability: Reliability
+) -> None:
     home = tmp_path / "full"
     home.mkdir()
     reliability.fault("ENOSPC before the job")
@@ -226,7 +232,9 @@ def test_a_row_read_in_python_keeps_what_can_be_read(tmp_path: Path) -> None:
 
 @pytest.mark.reliability
 @pytest.mark.parametrize("kind", ["dangling link", "fifo"])
-def test_a_home_that_cannot_hold_the_store_is_said_as_what_it_is(tmp_path: Path, tfjob_exe: str, reliability: Reliability, kind: str) -> None:
+def test_a_home_that_cannot_hold_the_store_is_said_as_what_it_is(
+    tmp_path: Path, tfjob_exe: str, reliability: Reliability, kind: str
+) -> None:
     home = tmp_path / "home"
     if kind == "dangling link":
         home.symlink_to(tmp_path / "gone")

@@ -90,9 +90,7 @@ def test_a_storm_and_a_lost_create_end_in_one_recorded_job_followed_to_success(f
 
 
 @pytest.mark.reliability
-def test_a_create_storm_longer_than_the_retries_fails_in_one_line_and_creates_nothing(
-    fake: FakeVertex, reliability: Reliability
-) -> None:
+def test_a_create_storm_longer_than_the_retries_fails_in_one_line_and_creates_nothing(fake: FakeVertex, reliability: Reliability) -> None:
     storm(fake, reliability, CREATE, *[503] * BACKOFF.attempts)
     waits, lines = Waits(), []
     with pytest.raises(BackendError, match=rf"Vertex AI answered 503 after {BACKOFF.attempts} attempts while trying to create") as caught:
@@ -142,7 +140,10 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
     waits, lines = Waits(), []
     vertex = client(fake, waits, lines)
 
-    with pytest.raises(SubmissionUncertainError, match=r"do not submit it again: it carries the label tfjob-submission-id=\w+; `tfjob status pending-\w+` looks it up") as raised:
+    with pytest.raises(
+        SubmissionUncertainError,
+        match=r"do not submit it again: it carries the label tfjob-submission-id=\w+; `tfjob status pending-\w+` looks it up",
+    ) as raised:
         submit_job(SPEC, OPTIONS, client=vertex, echo=lines.append)
     assert len(fake.created_bodies()) == 1 and len(fake.jobs) == 1  # created once, never sent again
     pending = raised.value.pending_id

@@ -58,7 +58,13 @@ CASES: dict[str, Callable[[], tuple[JobSpec, GoogleCloudOptions]]] = {
     ),
     # A predefined tier is the tier alone; the local trainer is staged under the gs:// job dir.
     "standard_1": lambda: (
-        spec(scale_tier="STANDARD_1", package="/home/me/census/trainer", job_dir="gs://census-bucket/output", runtime_version="2.11", python_version="3.7"),
+        spec(
+            scale_tier="STANDARD_1",
+            package="/home/me/census/trainer",
+            job_dir="gs://census-bucket/output",
+            runtime_version="2.11",
+            python_version="3.7",
+        ),
         GoogleCloudOptions(region="europe-west1"),
     ),
     "basic_gpu": lambda: (spec(scale_tier="BASIC_GPU", package="gs://census-bucket/t.tar.gz"), GoogleCloudOptions()),
@@ -81,7 +87,10 @@ CASES: dict[str, Callable[[], tuple[JobSpec, GoogleCloudOptions]]] = {
             timeout=5400.5,
         ),
         GoogleCloudOptions(
-            region="us-east1", staging_bucket="gs://census-bucket/", network="projects/12345/global/networks/default", enable_web_access=True,
+            region="us-east1",
+            staging_bucket="gs://census-bucket/",
+            network="projects/12345/global/networks/default",
+            enable_web_access=True,
         ),
     ),
     # A custom container job: the master's image for all, one role with its own; a Cloud TPU worker.
@@ -142,7 +151,10 @@ def test_the_rendered_cluster_of_the_docs_example() -> None:
     body = render_training_input(job_spec, options)
     assert body["scaleTier"] == "CUSTOM"
     assert (body["masterType"], body["workerType"], body["parameterServerType"], body["evaluatorType"]) == (
-        "n1-highcpu-16", "n1-highcpu-16", "n1-highmem-8", "n1-highcpu-16",
+        "n1-highcpu-16",
+        "n1-highcpu-16",
+        "n1-highmem-8",
+        "n1-highcpu-16",
     )
     assert (body["workerCount"], body["parameterServerCount"], body["evaluatorCount"]) == ("9", "3", "1")
     assert body["scheduling"] == {"maxRunningTime": "7200s"}
@@ -183,13 +195,21 @@ def test_durations_are_google_duration_strings(seconds: float, text: str) -> Non
     ],
 )
 def test_what_the_legacy_api_cannot_express_is_refused(kwargs: dict[str, Any], flag: str) -> None:
-    with pytest.raises(SpecError, match=f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex"), cli_words():
+    with (
+        pytest.raises(
+            SpecError, match=f"{flag} has no equivalent in legacy AI Platform Training; leave it out, or render with --backend vertex"
+        ),
+        cli_words(),
+    ):
         render_job(spec(**kwargs), GoogleCloudOptions())
 
 
 @pytest.mark.parametrize(
     ("keywords", "flag"),
-    [({"tensorboard": "projects/1/locations/us-central1/tensorboards/2"}, "tensorboard"), ({"restart_job_on_worker_restart": True}, "restart_job_on_worker_restart")],
+    [
+        ({"tensorboard": "projects/1/locations/us-central1/tensorboards/2"}, "tensorboard"),
+        ({"restart_job_on_worker_restart": True}, "restart_job_on_worker_restart"),
+    ],
 )
 def test_vertex_ais_own_knobs_are_not_the_legacy_backends(keywords: dict[str, Any], flag: str) -> None:
     from tfjob.job import Job

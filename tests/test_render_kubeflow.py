@@ -105,12 +105,26 @@ CASES: dict[str, tuple[dict[str, Any], TFJobOptions]] = {
     "standard-1": (dict(name="census-tier", module="trainer.task", image=IMAGE, scale_tier="STANDARD_1"), TFJobOptions()),
     # Issue 16.7/16.8: explicit resources per role, a pod template, a queue and a run policy.
     "pod-template-queue": (
-        dict(name="census-kueue", module="trainer.task", image=IMAGE, workers=2, ps=1, worker_accelerator="type=NVIDIA_L4,count=1",
-             worker_machine_type="g2-standard-8"),
+        dict(
+            name="census-kueue",
+            module="trainer.task",
+            image=IMAGE,
+            workers=2,
+            ps=1,
+            worker_accelerator="type=NVIDIA_L4,count=1",
+            worker_machine_type="g2-standard-8",
+        ),
         TFJobOptions(
-            cpu=["2", "worker=4"], memory=["4Gi"], restart_policy=["ExitCode", "ps=OnFailure"],
-            pod_template=str(Path(__file__).parent / "data" / "k8s" / "pod_template.yaml"), clean_pod_policy="all",
-            backoff_limit=5, ttl_seconds_after_finished=3600, suspend=True, queue="team-a", priority_class="high-priority",
+            cpu=["2", "worker=4"],
+            memory=["4Gi"],
+            restart_policy=["ExitCode", "ps=OnFailure"],
+            pod_template=str(Path(__file__).parent / "data" / "k8s" / "pod_template.yaml"),
+            clean_pod_policy="all",
+            backoff_limit=5,
+            ttl_seconds_after_finished=3600,
+            suspend=True,
+            queue="team-a",
+            priority_class="high-priority",
             min_available=4,
         ),
     ),  # fmt: skip
@@ -233,14 +247,23 @@ def test_restart_policy_defaults_to_exit_code_and_accepts_any_case() -> None:
     assert {r["restartPolicy"] for r in default["spec"]["tfReplicaSpecs"].values()} == {"ExitCode"}
     always = render_tfjob(spec, TFJobOptions(restart_policy="always"))
     assert {r["restartPolicy"] for r in always["spec"]["tfReplicaSpecs"].values()} == {"Always"}
-    with pytest.raises(UsageError, match=r"--restart-policy 'Nevr' is not a restart policy \(did you mean 'Never'\?\); choose one of Never, OnFailure, ExitCode, Always"), cli_words():
+    with (
+        pytest.raises(
+            UsageError,
+            match=r"--restart-policy 'Nevr' is not a restart policy \(did you mean 'Never'\?\); choose one of Never, OnFailure, ExitCode, Always",
+        ),
+        cli_words(),
+    ):
         render_tfjob(spec, TFJobOptions(restart_policy="Nevr"))
 
 
 # -- what cannot be a TFJob -----------------------------------------------------------
 def test_without_an_image_the_error_says_to_pass_one() -> None:
     spec = build_spec(name="j", module="trainer.task", package="trainer/", workers=1)
-    with pytest.raises(SpecError, match=r"--backend kubeflow runs container images, and the chief and worker pools have none: pass --image"), cli_words():
+    with (
+        pytest.raises(SpecError, match=r"--backend kubeflow runs container images, and the chief and worker pools have none: pass --image"),
+        cli_words(),
+    ):
         render_tfjob(spec)
 
 
@@ -253,7 +276,13 @@ def test_the_manifest_alone_does_not_ship_a_package() -> None:
 
 def test_tpus_are_a_usage_error() -> None:
     spec = build_spec(name="j", module="trainer.task", image=IMAGE, scale_tier="BASIC_TPU")
-    with pytest.raises(SpecError, match=r"the worker pool asks for TPU_V2 on cloud-tpu: Cloud TPUs cannot run in a Kubeflow TFJob; use --backend vertex"), cli_words():
+    with (
+        pytest.raises(
+            SpecError,
+            match=r"the worker pool asks for TPU_V2 on cloud-tpu: Cloud TPUs cannot run in a Kubeflow TFJob; use --backend vertex",
+        ),
+        cli_words(),
+    ):
         render_tfjob(spec)
 
 
@@ -279,13 +308,19 @@ def test_a_name_too_long_for_the_task_services_is_refused() -> None:
     # The operator names a service per task, {job}-{type}-{index}: it must fit 63 characters too.
     name = "n" * 54
     render_tfjob(build_spec(name=name, module="m", image=IMAGE, workers=2))
-    with pytest.raises(SpecError, match=r"too long for its task services \(n{54}-evaluator-0 has 66 characters.*use --display-name n{51}$"), cli_words():
+    with (
+        pytest.raises(SpecError, match=r"too long for its task services \(n{54}-evaluator-0 has 66 characters.*use --display-name n{51}$"),
+        cli_words(),
+    ):
         render_tfjob(build_spec(name=name, module="m", image=IMAGE, evaluators=1))
 
 
 def test_a_google_service_account_is_refused_with_the_fix() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE, service_account="sa@proj.iam.gserviceaccount.com")
-    with pytest.raises(SpecError, match=r"--service-account 'sa@proj.iam.gserviceaccount.com' is not a Kubernetes service account name"), cli_words():
+    with (
+        pytest.raises(SpecError, match=r"--service-account 'sa@proj.iam.gserviceaccount.com' is not a Kubernetes service account name"),
+        cli_words(),
+    ):
         render_tfjob(spec)
 
 
@@ -299,7 +334,12 @@ def test_a_bad_namespace_or_strategy_is_a_usage_error() -> None:
     spec = build_spec(name="j", module="m", image=IMAGE)
     with pytest.raises(SpecError, match=r"--namespace 'ML_Team' is not a DNS-1035 label.*; use --namespace ml-team$"), cli_words():
         render_tfjob(spec, TFJobOptions(namespace="ML_Team"))
-    with pytest.raises(UsageError, match=r"--strategy 'mirrored' is not known.*; choose one of module, parameter-server, auto, multi-worker$"), cli_words():
+    with (
+        pytest.raises(
+            UsageError, match=r"--strategy 'mirrored' is not known.*; choose one of module, parameter-server, auto, multi-worker$"
+        ),
+        cli_words(),
+    ):
         render_tfjob(spec, TFJobOptions(strategy="mirrored"))
 
 
@@ -311,7 +351,10 @@ def _valid() -> dict[str, Any]:
 def test_two_chiefs_are_refused() -> None:
     manifest = _valid()
     manifest["spec"]["tfReplicaSpecs"]["Master"] = copy.deepcopy(manifest["spec"]["tfReplicaSpecs"]["Chief"])
-    with pytest.raises(SpecError, match=r"TFJob 'census-ps' would be refused by the training operator: spec.tfReplicaSpecs has Chief and Master: at most one Chief or Master role"):
+    with pytest.raises(
+        SpecError,
+        match=r"TFJob 'census-ps' would be refused by the training operator: spec.tfReplicaSpecs has Chief and Master: at most one Chief or Master role",
+    ):
         validate_tfjob(manifest)
 
 

@@ -46,8 +46,12 @@ def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
 CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     "a3_h100_workers": lambda: (
         build_spec(
-            name="h100-job", module="trainer.task", workers=2, chief_machine_type="a3-highgpu-8g",
-            worker_machine_type="a3-highgpu-8g", worker_accelerator="type=NVIDIA_H100_80GB,count=8",
+            name="h100-job",
+            module="trainer.task",
+            workers=2,
+            chief_machine_type="a3-highgpu-8g",
+            worker_machine_type="a3-highgpu-8g",
+            worker_accelerator="type=NVIDIA_H100_80GB,count=8",
         ),  # fmt: skip
         VertexOptions(region="us-central1"),
         [PKG],
@@ -55,37 +59,63 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     "spot_h100_disk_cmek": lambda: (
         # The issue's own line: an H100 job on Spot VMs, 500 GB boot disks, a customer-managed key.
         build_spec(
-            name="spot-job", module="trainer.task", workers=2, worker_machine_type="a3-highgpu-8g",
+            name="spot-job",
+            module="trainer.task",
+            workers=2,
+            worker_machine_type="a3-highgpu-8g",
             worker_accelerator="type=NVIDIA_H100_80GB,count=8",
         ),  # fmt: skip
-        VertexOptions(region="us-central1", spot=True, boot_disk_size=500, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"),
+        VertexOptions(
+            region="us-central1", spot=True, boot_disk_size=500, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
+        ),
         [PKG],
     ),
     "flex_start_reserved_psc": lambda: (
         build_spec(
-            name="flex-job", module="trainer.task", workers=1, ps=1,
+            name="flex-job",
+            module="trainer.task",
+            workers=1,
+            ps=1,
         ),  # fmt: skip
         VertexOptions(
-            region="us-central1", flex_start=True, max_wait=7200, disable_retries=True,
-            ps_boot_disk_type="pd-standard", worker_boot_disk_type="hyperdisk-balanced", worker_boot_disk_size=200,
-            network_attachment="projects/p/regions/us-central1/networkAttachments/att", enable_dashboard_access=True,
+            region="us-central1",
+            flex_start=True,
+            max_wait=7200,
+            disable_retries=True,
+            ps_boot_disk_type="pd-standard",
+            worker_boot_disk_type="hyperdisk-balanced",
+            worker_boot_disk_size=200,
+            network_attachment="projects/p/regions/us-central1/networkAttachments/att",
+            enable_dashboard_access=True,
         ),  # fmt: skip
         [PKG],
     ),
     "reservation_persistent_peered": lambda: (
         build_spec(
-            name="reserved-job", module="trainer.task", workers=2,
+            name="reserved-job",
+            module="trainer.task",
+            workers=2,
         ),  # fmt: skip
         VertexOptions(
-            region="us-central1", reservation="projects/p/zones/us-central1-a/reservations/h100-pool", persistent_resource_id="team-pool",
-            network="projects/123/global/networks/vpc", reserved_ip_ranges=("range-a", "range-b"),
+            region="us-central1",
+            reservation="projects/p/zones/us-central1-a/reservations/h100-pool",
+            persistent_resource_id="team-pool",
+            network="projects/123/global/networks/vpc",
+            reserved_ip_ranges=("range-a", "range-b"),
         ),  # fmt: skip
         [PKG],
     ),
     "per_pool_args_env_command": lambda: (
         build_spec(
-            name="own-command", image="gcr.io/p/t:1", workers=2, ps=1, command=("python", "-m", "trainer.task"),
-            args=("--steps", "100"), env={"A": "job"}, worker_args=("--steps", "100", "--shard", "auto"), ps_env={"A": "ps"},
+            name="own-command",
+            image="gcr.io/p/t:1",
+            workers=2,
+            ps=1,
+            command=("python", "-m", "trainer.task"),
+            args=("--steps", "100"),
+            env={"A": "job"},
+            worker_args=("--steps", "100", "--shard", "auto"),
+            ps_env={"A": "ps"},
         ),  # fmt: skip
         VertexOptions(region="us-central1"),
         [],
@@ -138,7 +168,9 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
         [],
     ),
     "container_entrypoint": lambda: (
-        build_spec(name="entry-job", image="gcr.io/p/trainer@sha256:abababababababababababababababababababababababababababababababab", workers=1),
+        build_spec(
+            name="entry-job", image="gcr.io/p/trainer@sha256:abababababababababababababababababababababababababababababababab", workers=1
+        ),
         VertexOptions(),
         [],
     ),
@@ -155,8 +187,11 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
             env={"TF_CPP_MIN_LOG_LEVEL": "2"},
         ),
         VertexOptions(
-            executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21", network="projects/12345/global/networks/vpc",
-            restart_job_on_worker_restart=True, enable_web_access=True, tensorboard="projects/p/locations/us-central1/tensorboards/42",
+            executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21",
+            network="projects/12345/global/networks/vpc",
+            restart_job_on_worker_restart=True,
+            enable_web_access=True,
+            tensorboard="projects/p/locations/us-central1/tensorboards/42",
         ),
         [PKG],
     ),

@@ -117,7 +117,9 @@ def test_requirements_go_with_trainer_directories_only(tmp_path: Path) -> None:
     deps.write_text("pyyaml\n")
     project = CliRunner().invoke(app, ["submit", str(root), "-m", "trainer.task", "--requirements", str(deps)])
     assert project.exit_code == 2 and "a project declares its dependencies in pyproject.toml" in project.stderr
-    image = CliRunner().invoke(app, ["submit", "-m", "trainer.task", "--image", "i", "--requirements", str(deps), "--backend", "kubeflow", "--dry-run"])
+    image = CliRunner().invoke(
+        app, ["submit", "-m", "trainer.task", "--image", "i", "--requirements", str(deps), "--backend", "kubeflow", "--dry-run"]
+    )
     assert image.exit_code == 2 and "an --image brings its own" in image.stderr
 
 

@@ -41,7 +41,9 @@ def test_an_unchanged_resubmit_imports_no_build_machinery(tmp_path: Path, tfjob_
     assert json.loads(again.stdout.strip().splitlines()[-1]) == []
 
 
-@pytest.mark.parametrize("dist, module", [("setuptools", None), ("build", None), ("click", None), ("PyYAML", "yaml"), ("typing-extensions", "typing_extensions")])
+@pytest.mark.parametrize(
+    "dist, module", [("setuptools", None), ("build", None), ("click", None), ("PyYAML", "yaml"), ("typing-extensions", "typing_extensions")]
+)
 def test_installed_versions_agree_with_importlib_metadata(dist: str, module: str | None) -> None:
     from importlib import metadata
 

@@ -52,7 +52,9 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_kubeflow_pods_start_what_the_local_tasks_start(case: str) -> None:
     options = CASES[case]
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    spec = build_spec(
+        name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+    )
     local = _local(spec, "kubeflow", options)
     manifest = render_tfjob(spec, options)
     for name, argv in local.items():
@@ -64,7 +66,9 @@ def test_kubeflow_pods_start_what_the_local_tasks_start(case: str) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_vertex_containers_start_what_the_local_tasks_start(case: str) -> None:
     options = CASES[case]
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    spec = build_spec(
+        name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+    )
     local = _local(spec, "vertex", options)
     pools = render_custom_job(spec, options)["jobSpec"]["workerPoolSpecs"]
     for name, argv in local.items():
@@ -75,7 +79,9 @@ def test_vertex_containers_start_what_the_local_tasks_start(case: str) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ai_platform_containers_start_what_the_local_tasks_start_but_the_job_dir(case: str) -> None:
     options = CASES[case]
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    spec = build_spec(
+        name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+    )
     local = _local(spec, "ai-platform", options)
     body = render_training_input(spec, options)
     for name, argv in local.items():
@@ -108,7 +114,9 @@ def test_vertex_package_replicas_run_the_bootstrap_as_the_local_tasks_do(case: s
     # Every pool's entry point is the bootstrap (issue 12.1), so the job's --strategy and
     # --tf-config act on Vertex AI exactly as they do locally.
     options = CASES[case]
-    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    spec = build_spec(
+        name="j", module="trainer.task", package="/src", workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+    )
     local = _local_package(spec, "vertex", options)
     pools = render_custom_job(spec, options, ["gs://b/p.tar.gz"])["jobSpec"]["workerPoolSpecs"]
     for name, argv in local.items():

@@ -59,7 +59,10 @@ def test_the_cli_says_a_bad_file_in_one_line_and_exits_2(tmp_path: Path) -> None
     (trainer / "train.py").write_text("print('hi')\n")
     got = subprocess.run(
         [sys.executable, "-m", "tfjob", "render", str(trainer), "--module-name", "train"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert got.returncode == 2, got.stderr
     assert got.stderr.count("\n") == 1 and got.stderr.startswith("error: ") and "not valid YAML (line 2)" in got.stderr

@@ -168,10 +168,20 @@ def test_accelerator_spellings(text: str, expected: Accelerator) -> None:
 
 
 def test_accelerator_flag_applies_to_chief_workers_and_evaluators_not_ps() -> None:
-    spec = job(workers=2, ps=1, evaluators=1, chief_machine_type="n1-standard-8", worker_machine_type="n1-standard-8",
-               evaluator_machine_type="n1-standard-8", accelerator="type=NVIDIA_TESLA_T4,count=1")
+    spec = job(
+        workers=2,
+        ps=1,
+        evaluators=1,
+        chief_machine_type="n1-standard-8",
+        worker_machine_type="n1-standard-8",
+        evaluator_machine_type="n1-standard-8",
+        accelerator="type=NVIDIA_TESLA_T4,count=1",
+    )
     assert [(r, a) for r, _, _, a, _ in pools_of(spec)] == [
-        ("chief", "NVIDIA_TESLA_T4"), ("worker", "NVIDIA_TESLA_T4"), ("ps", None), ("evaluator", "NVIDIA_TESLA_T4"),
+        ("chief", "NVIDIA_TESLA_T4"),
+        ("worker", "NVIDIA_TESLA_T4"),
+        ("ps", None),
+        ("evaluator", "NVIDIA_TESLA_T4"),
     ]
     one = job(workers=2, worker_accelerator="NVIDIA_TESLA_T4")
     assert [a for _, _, _, a, _ in pools_of(one)] == [None, "NVIDIA_TESLA_T4"]
@@ -188,22 +198,44 @@ BAD = [
     (dict(workers=True), r"--workers True must be a whole number"),
     (dict(ps=2), r"--ps needs --workers ≥ 1: a parameter-server job has no one to serve"),
     (dict(scale_tier="CUSTOM"), r"--scale-tier CUSTOM needs --chief-machine-type$"),
-    (dict(scale_tier="CUSTOM", chief_machine_type="n1-standard-4", workers=2), r"--scale-tier CUSTOM with --workers 2 needs --worker-machine-type"),
-    (dict(scale_tier="CUSTOM", chief_machine_type="n1-standard-4", workers=1, worker_machine_type="n1-standard-4", ps=2),
-     r"--scale-tier CUSTOM with --ps 2 needs --ps-machine-type"),
+    (
+        dict(scale_tier="CUSTOM", chief_machine_type="n1-standard-4", workers=2),
+        r"--scale-tier CUSTOM with --workers 2 needs --worker-machine-type",
+    ),
+    (
+        dict(scale_tier="CUSTOM", chief_machine_type="n1-standard-4", workers=1, worker_machine_type="n1-standard-4", ps=2),
+        r"--scale-tier CUSTOM with --ps 2 needs --ps-machine-type",
+    ),
     (dict(scale_tier="CUSTOM", chief_machine_type="n1-standard-4", evaluators=1), r"--evaluators 1 needs --evaluator-machine-type"),
-    (dict(scale_tier="STANDARD_1", workers=8), r"--scale-tier STANDARD_1 fixes the cluster, so --workers cannot be set; use --scale-tier CUSTOM"),
-    (dict(scale_tier="BASIC", chief_machine_type="n1-standard-8"), r"--scale-tier BASIC fixes the cluster, so --chief-machine-type cannot be set"),
+    (
+        dict(scale_tier="STANDARD_1", workers=8),
+        r"--scale-tier STANDARD_1 fixes the cluster, so --workers cannot be set; use --scale-tier CUSTOM",
+    ),
+    (
+        dict(scale_tier="BASIC", chief_machine_type="n1-standard-8"),
+        r"--scale-tier BASIC fixes the cluster, so --chief-machine-type cannot be set",
+    ),
     (dict(scale_tier="BASIC", accelerator="NVIDIA_TESLA_T4"), r"--scale-tier BASIC fixes the cluster, so --accelerator cannot be set"),
     (dict(worker_machine_type="n1-standard-8"), r"--worker-machine-type n1-standard-8 is set but --workers is not"),
-    (dict(chief_machine_type="e2-standard-4", accelerator="NVIDIA_TESLA_T4"),
-     r"--chief-machine-type 'e2-standard-4' cannot take accelerator NVIDIA_TESLA_T4: use an n1-\* machine type"),
-    (dict(chief_machine_type="a2-highgpu-1g", accelerator="NVIDIA_TESLA_T4"), r"'a2-highgpu-1g' cannot take accelerator NVIDIA_TESLA_T4: it takes only NVIDIA_TESLA_A100"),
-    (dict(chief_machine_type="n1-standard-8", accelerator="type=NVIDIA_TESLA_T4,count=3"), r"n1-standard-8 takes NVIDIA_TESLA_T4 in counts of 1, 2, 4, not 3"),
+    (
+        dict(chief_machine_type="e2-standard-4", accelerator="NVIDIA_TESLA_T4"),
+        r"--chief-machine-type 'e2-standard-4' cannot take accelerator NVIDIA_TESLA_T4: use an n1-\* machine type",
+    ),
+    (
+        dict(chief_machine_type="a2-highgpu-1g", accelerator="NVIDIA_TESLA_T4"),
+        r"'a2-highgpu-1g' cannot take accelerator NVIDIA_TESLA_T4: it takes only NVIDIA_TESLA_A100",
+    ),
+    (
+        dict(chief_machine_type="n1-standard-8", accelerator="type=NVIDIA_TESLA_T4,count=3"),
+        r"n1-standard-8 takes NVIDIA_TESLA_T4 in counts of 1, 2, 4, not 3",
+    ),
     (dict(chief_machine_type="cloud-tpu"), r"machine type 'cloud-tpu' needs an accelerator: type=TPU_V2,count=8"),
     (dict(scale_tier="PREMUIM_1"), r"--scale-tier 'PREMUIM_1' is not a scale tier \(did you mean 'PREMIUM_1'\?\); choose one of BASIC"),
     (dict(scale_tier="GOLD"), r"--scale-tier 'GOLD' is not a scale tier; choose one of"),
-    (dict(chief_machine_type="n1-standrd-8"), r"--chief-machine-type 'n1-standrd-8' is not known \(did you mean 'n1-standard-8'\?\).*`tfjob machines`"),
+    (
+        dict(chief_machine_type="n1-standrd-8"),
+        r"--chief-machine-type 'n1-standrd-8' is not known \(did you mean 'n1-standard-8'\?\).*`tfjob machines`",
+    ),
     (dict(chief_machine_type="complex_modl_m"), r"is not known \(did you mean 'complex_model_m'\?\)"),
     (dict(accelerator="nvidia-tesla-t5"), r"accelerator 'nvidia-tesla-t5' is not known \(did you mean 'NVIDIA_TESLA_T4'\?\)"),
     (dict(accelerator="NVIDIA_TESLA_K80"), r"accelerator 'NVIDIA_TESLA_K80' is retired on Google Cloud; use NVIDIA_TESLA_T4 instead"),
@@ -271,7 +303,9 @@ def test_parse_duration(text: object, seconds: float) -> None:
     assert parse_duration(text) == seconds  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("text", "message"), [("abc", r"'abc' is not a duration"), ("0", r"must be longer than 0 seconds"), ("", r"is empty")])
+@pytest.mark.parametrize(
+    ("text", "message"), [("abc", r"'abc' is not a duration"), ("0", r"must be longer than 0 seconds"), ("", r"is empty")]
+)
 def test_parse_duration_errors(text: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         parse_duration(text)
@@ -320,7 +354,13 @@ def test_to_dict_from_dict_round_trip_of_a_full_spec() -> None:
 
 
 def test_a_record_written_before_the_vertex_knobs_moved_to_the_options_still_reads() -> None:
-    data = {**job().to_dict(), "network": None, "kms_key": None, "reserved_ip_ranges": [], "tensorboard": "projects/1/locations/r/tensorboards/2"}
+    data = {
+        **job().to_dict(),
+        "network": None,
+        "kms_key": None,
+        "reserved_ip_ranges": [],
+        "tensorboard": "projects/1/locations/r/tensorboards/2",
+    }
     assert JobSpec.from_dict(data) == job()
 
 
@@ -344,10 +384,16 @@ def specs(draw: st.DrawFn) -> JobSpec:
         kwargs["ps"] = draw(st.none() | st.integers(1, 8))
     kwargs["evaluators"] = draw(st.none() | st.integers(1, 2))
     if draw(st.booleans()):
-        kwargs["accelerator"] = Accelerator(draw(st.sampled_from(["NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100"])), draw(st.sampled_from([1, 2, 4])))
+        kwargs["accelerator"] = Accelerator(
+            draw(st.sampled_from(["NVIDIA_TESLA_T4", "NVIDIA_TESLA_P100"])), draw(st.sampled_from([1, 2, 4]))
+        )
         kwargs["chief_machine_type"] = draw(st.sampled_from(_N1))
     kwargs["args"] = draw(st.lists(st.text(max_size=8), max_size=4))
-    kwargs["labels"] = draw(st.dictionaries(st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True), st.from_regex(r"[a-z0-9_-]{0,8}", fullmatch=True), max_size=3))
+    kwargs["labels"] = draw(
+        st.dictionaries(
+            st.from_regex(r"[a-z][a-z0-9_-]{0,8}", fullmatch=True), st.from_regex(r"[a-z0-9_-]{0,8}", fullmatch=True), max_size=3
+        )
+    )
     kwargs["timeout"] = draw(st.none() | st.floats(1, 1e6))
     kwargs["image"] = draw(st.none() | st.just("gcr.io/p/t:1"))
     return job(**kwargs)

@@ -137,7 +137,10 @@ def _legacy_with(**param: object) -> dict:
         ({"hyperparameters": {"goal": "UP", "params": []}}, r"goal 'UP' is not MAXIMIZE or MINIMIZE"),
         ({"hyperparameters": {"goal": "MAXIMIZE"}}, r"hyperparameters\.params is missing"),
         ({"hyperparameters": {"goal": "MAXIMIZE", "params": []}}, r"no parameters to tune"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "maxTrails": 3, "params": []}}, r"unknown key 'hyperparameters\.maxTrails' \(did you mean 'maxTrials'\?\)"),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "maxTrails": 3, "params": []}},
+            r"unknown key 'hyperparameters\.maxTrails' \(did you mean 'maxTrials'\?\)",
+        ),
         (_legacy_with(maxvalue=3), r"unknown key 'hyperparameters\.params\[0\]\.maxvalue' \(did you mean 'maxValue'\?\)"),
         (_legacy_with(type="FLOAT"), r"params\[0\]: parameter x: type 'FLOAT' is not known; choose one of DOUBLE"),
         (_legacy_with(maxValue=None), r"parameter x: a DOUBLE needs minValue and maxValue; maxValue is missing"),
@@ -148,18 +151,58 @@ def _legacy_with(**param: object) -> dict:
         (_legacy_with(type="INTEGER", minValue=1.5), r"minValue 1\.5 of an INTEGER must be a whole number"),
         (_legacy_with(type="CATEGORICAL", minValue=None, maxValue=None), r"a CATEGORICAL needs a non-empty list categoricalValues"),
         (_legacy_with(categoricalValues=["a"]), r"categoricalValues belongs to a CATEGORICAL parameter, but type is DOUBLE"),
-        (_legacy_with(type="CATEGORICAL", minValue=None, maxValue=None, categoricalValues=["a", "a"]), r"categoricalValues lists a more than once"),
-        (_legacy_with(type="CATEGORICAL", minValue=None, maxValue=None, categoricalValues=["a"], scaleType="UNIT_LOG_SCALE"), r"a CATEGORICAL has no scaleType; remove it"),
-        (_legacy_with(type="DISCRETE", minValue=None, maxValue=None, discreteValues=[1, "x"]), r"discrete value 'x' must be a finite number"),
+        (
+            _legacy_with(type="CATEGORICAL", minValue=None, maxValue=None, categoricalValues=["a", "a"]),
+            r"categoricalValues lists a more than once",
+        ),
+        (
+            _legacy_with(type="CATEGORICAL", minValue=None, maxValue=None, categoricalValues=["a"], scaleType="UNIT_LOG_SCALE"),
+            r"a CATEGORICAL has no scaleType; remove it",
+        ),
+        (
+            _legacy_with(type="DISCRETE", minValue=None, maxValue=None, discreteValues=[1, "x"]),
+            r"discrete value 'x' must be a finite number",
+        ),
         (_legacy_with(parameterName="--lr"), r"parameter name '--lr' cannot be a command-line flag"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "params": [_legacy_with()["hyperparameters"]["params"][0]] * 2}}, r"parameter 'x' is listed more than once"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "maxTrials": 2, "maxParallelTrials": 3, "params": _legacy_with()["hyperparameters"]["params"]}}, r"maxParallelTrials 3 is more than maxTrials 2"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "maxTrials": 0, "params": _legacy_with()["hyperparameters"]["params"]}}, r"maxTrials 0 must be a whole number ≥ 1"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "maxTrials": "many", "params": []}}, r"hyperparameters\.maxTrials 'many' must be a whole number"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "algorithm": "GRID_SEARCH", "params": _legacy_with()["hyperparameters"]["params"]}}, r"parameter x is a DOUBLE, and GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "algorithm": "BAYES", "params": _legacy_with()["hyperparameters"]["params"]}}, r"algorithm 'BAYES' is not known"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "resumePreviousJobId": "j1", "params": []}}, r"resumePreviousJobId is not supported: tfjob tune starts every study afresh"),
-        ({"hyperparameters": {"goal": "MAXIMIZE", "enableTrialEarlyStopping": True, "params": []}}, r"enableTrialEarlyStopping is not supported: tfjob tune runs every trial to its end"),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "params": [_legacy_with()["hyperparameters"]["params"][0]] * 2}},
+            r"parameter 'x' is listed more than once",
+        ),
+        (
+            {
+                "hyperparameters": {
+                    "goal": "MAXIMIZE",
+                    "maxTrials": 2,
+                    "maxParallelTrials": 3,
+                    "params": _legacy_with()["hyperparameters"]["params"],
+                }
+            },
+            r"maxParallelTrials 3 is more than maxTrials 2",
+        ),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "maxTrials": 0, "params": _legacy_with()["hyperparameters"]["params"]}},
+            r"maxTrials 0 must be a whole number ≥ 1",
+        ),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "maxTrials": "many", "params": []}},
+            r"hyperparameters\.maxTrials 'many' must be a whole number",
+        ),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "algorithm": "GRID_SEARCH", "params": _legacy_with()["hyperparameters"]["params"]}},
+            r"parameter x is a DOUBLE, and GRID_SEARCH needs INTEGER, CATEGORICAL or DISCRETE",
+        ),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "algorithm": "BAYES", "params": _legacy_with()["hyperparameters"]["params"]}},
+            r"algorithm 'BAYES' is not known",
+        ),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "resumePreviousJobId": "j1", "params": []}},
+            r"resumePreviousJobId is not supported: tfjob tune starts every study afresh",
+        ),
+        (
+            {"hyperparameters": {"goal": "MAXIMIZE", "enableTrialEarlyStopping": True, "params": []}},
+            r"enableTrialEarlyStopping is not supported: tfjob tune runs every trial to its end",
+        ),
     ],
 )
 def test_legacy_errors(doc: object, pattern: str) -> None:
@@ -168,7 +211,10 @@ def test_legacy_errors(doc: object, pattern: str) -> None:
 
 
 def _vertex_with(param: dict | None = None, **spec: object) -> dict:
-    study = {"metrics": [{"metricId": "a", "goal": "MAXIMIZE"}], "parameters": [param or {"parameterId": "x", "doubleValueSpec": {"minValue": 1, "maxValue": 2}}]}
+    study = {
+        "metrics": [{"metricId": "a", "goal": "MAXIMIZE"}],
+        "parameters": [param or {"parameterId": "x", "doubleValueSpec": {"minValue": 1, "maxValue": 2}}],
+    }
     study.update(spec)
     return {"studySpec": {k: v for k, v in study.items() if v is not None}, "maxTrialCount": 2}
 
@@ -182,16 +228,39 @@ def _vertex_with(param: dict | None = None, **spec: object) -> dict:
         (_vertex_with(metrics=[{"goal": "MAXIMIZE"}]), r"studySpec\.metrics\[0\]\.metricId is missing"),
         (_vertex_with(metrics=[{"metricId": "a", "goal": "MAXIMIZE", "safetyConfig": {}}]), r"safetyConfig is not supported"),
         (_vertex_with({"parameterId": "x"}), r"parameters\[0\] needs exactly one of doubleValueSpec, .*, not none"),
-        (_vertex_with({"parameterId": "x", "doubleValueSpec": {"minValue": 1, "maxValue": 2}, "integerValueSpec": {"minValue": 1, "maxValue": 2}}), r"not doubleValueSpec and integerValueSpec"),
-        (_vertex_with({"parameterId": "x", "doubleValueSpec": {"minValue": 1, "maxValue": 2, "defaultValue": 1.5}}), r"doubleValueSpec\.defaultValue is not supported: tfjob tune does not seed"),
+        (
+            _vertex_with(
+                {"parameterId": "x", "doubleValueSpec": {"minValue": 1, "maxValue": 2}, "integerValueSpec": {"minValue": 1, "maxValue": 2}}
+            ),
+            r"not doubleValueSpec and integerValueSpec",
+        ),
+        (
+            _vertex_with({"parameterId": "x", "doubleValueSpec": {"minValue": 1, "maxValue": 2, "defaultValue": 1.5}}),
+            r"doubleValueSpec\.defaultValue is not supported: tfjob tune does not seed",
+        ),
         (_vertex_with({"parameterId": "x", "discreteValueSpec": {"values": []}}), r"a DISCRETE needs a non-empty list discreteValues"),
         (_vertex_with({"parameterId": "x", "categoricalValueSpec": {"values": "adam"}}), r"values must be a list"),
-        (_vertex_with({"parameterId": "x", "categoricalValueSpec": {"values": ["a"]}, "conditionalParameterSpecs": []}), r"conditionalParameterSpecs is not supported"),
-        (_vertex_with(medianAutomatedStoppingSpec={}), r"studySpec\.medianAutomatedStoppingSpec is not supported: tfjob tune runs every trial to its end"),
+        (
+            _vertex_with({"parameterId": "x", "categoricalValueSpec": {"values": ["a"]}, "conditionalParameterSpecs": []}),
+            r"conditionalParameterSpecs is not supported",
+        ),
+        (
+            _vertex_with(medianAutomatedStoppingSpec={}),
+            r"studySpec\.medianAutomatedStoppingSpec is not supported: tfjob tune runs every trial to its end",
+        ),
         (_vertex_with(measurementSelectionType="MEAN"), r"measurementSelectionType 'MEAN' is not known"),
         (_vertex_with(observationNoise="LOUD"), r"observationNoise 'LOUD' must be LOW or HIGH"),
         ({"studySpec": _vertex_with()["studySpec"], "maxTrialCount": 2, "trialCount": 3}, r"unknown key 'trialCount'"),
-        ({"trialJobSpec": {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1, "containerSpec": {"imageUri": "gcr.io/p/t:1"}}]}}, r"studySpec is missing"),
+        (
+            {
+                "trialJobSpec": {
+                    "workerPoolSpecs": [
+                        {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1, "containerSpec": {"imageUri": "gcr.io/p/t:1"}}
+                    ]
+                }
+            },
+            r"studySpec is missing",
+        ),
     ],
 )
 def test_vertex_errors(doc: object, pattern: str) -> None:
@@ -220,7 +289,11 @@ def test_programmatic_errors_are_spec_errors() -> None:
     with pytest.raises(SpecError, match=r"a INTEGER takes minValue and maxValue, not a list of values"):
         ParameterSpec("x", "INTEGER", 1, 2, ("a",))
     with pytest.raises(SpecError, match=r"the grid has 4000000 points"):
-        StudySpec(MetricSpec("a", "MAXIMIZE"), (ParameterSpec("x", "INTEGER", 1, 2000), ParameterSpec("y", "INTEGER", 1, 2000)), algorithm="GRID_SEARCH")
+        StudySpec(
+            MetricSpec("a", "MAXIMIZE"),
+            (ParameterSpec("x", "INTEGER", 1, 2000), ParameterSpec("y", "INTEGER", 1, 2000)),
+            algorithm="GRID_SEARCH",
+        )
 
 
 # -- trial arguments -----------------------------------------------------------------------------
@@ -237,7 +310,11 @@ def test_trial_arguments_as_the_platforms_append_them() -> None:
 def test_grid_points() -> None:
     study = StudySpec(
         MetricSpec("a", "MAXIMIZE"),
-        (ParameterSpec("layers", "INTEGER", 1, 3), ParameterSpec("opt", "CATEGORICAL", values=("a", "b")), ParameterSpec("bs", "DISCRETE", values=(8, 4))),
+        (
+            ParameterSpec("layers", "INTEGER", 1, 3),
+            ParameterSpec("opt", "CATEGORICAL", values=("a", "b")),
+            ParameterSpec("bs", "DISCRETE", values=(8, 4)),
+        ),
         max_trials=20,
         algorithm="GRID_SEARCH",
     )

@@ -163,24 +163,73 @@ def _tf(value: Any) -> dict[str, str]:
     [
         (_tf("{'cluster': {}}"), r"TF_CONFIG is not valid JSON \(Expecting property name .*\): \"\{'cluster': \{\}\}\""),
         (_tf("[1, 2]"), r"TF_CONFIG must be a JSON object with \"cluster\" and \"task\", not \[1, 2\]"),
-        (_tf({"cluster": ["h:1"], "task": {"type": "worker", "index": 0}}), r"\"cluster\" must be an object of job name → addresses: \[\"h:1\"\]"),
-        (_tf({"cluster": {"worker": "h:1"}, "task": {"type": "worker", "index": 0}}), r"job 'worker' must list its addresses: \{\"worker\": \"h:1\"\}"),
-        (_tf({"cluster": {"worker": ["h:1", 2222]}, "task": {"type": "worker", "index": 0}}), r"job 'worker' has a non-string address: \[\"h:1\", 2222\]"),
-        (_tf({"cluster": {"worker": {"one": "h:1"}}, "task": {"type": "worker", "index": 0}}), r"job 'worker' must map task indices .*: \{\"one\": \"h:1\"\}"),
+        (
+            _tf({"cluster": ["h:1"], "task": {"type": "worker", "index": 0}}),
+            r"\"cluster\" must be an object of job name → addresses: \[\"h:1\"\]",
+        ),
+        (
+            _tf({"cluster": {"worker": "h:1"}, "task": {"type": "worker", "index": 0}}),
+            r"job 'worker' must list its addresses: \{\"worker\": \"h:1\"\}",
+        ),
+        (
+            _tf({"cluster": {"worker": ["h:1", 2222]}, "task": {"type": "worker", "index": 0}}),
+            r"job 'worker' has a non-string address: \[\"h:1\", 2222\]",
+        ),
+        (
+            _tf({"cluster": {"worker": {"one": "h:1"}}, "task": {"type": "worker", "index": 0}}),
+            r"job 'worker' must map task indices .*: \{\"one\": \"h:1\"\}",
+        ),
         (_tf({"cluster": {"worker": ["h:1"]}, "task": "worker"}), r"TF_CONFIG \"task\" must be an object with type and index: \"worker\""),
-        (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 1}}), r"task index 1 is out of range for 'worker', which has tasks \[0\]"),
-        (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": -1}}), r"task index must be a whole number ≥ 0: \"task\": \{\"type\": \"worker\", \"index\": -1\}"),
+        (
+            _tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 1}}),
+            r"task index 1 is out of range for 'worker', which has tasks \[0\]",
+        ),
+        (
+            _tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": -1}}),
+            r"task index must be a whole number ≥ 0: \"task\": \{\"type\": \"worker\", \"index\": -1\}",
+        ),
         (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": True}}), r"task index must be a whole number"),
-        (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "ps", "index": 0}}), r"task type 'ps' is not in the cluster \(jobs: \[\"worker\"\]\)"),
-        (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "driver", "index": 0}}), r"task type 'driver' is not one of chief, evaluator, master, ps, worker"),
-        (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": 7, "index": 0}}), r"task type must be a string: \"task\": \{\"type\": 7, \"index\": 0\}"),
-        (_tf({"cluster": {"master": ["h:0"], "chief": ["h:1"]}, "task": {"type": "chief", "index": 0}}), r"names the same role twice \('chief'\): \[\"master\", \"chief\"\]; a job has one chief"),
-        (_tf({"cluster": {"chief": ["h:0", "h:1"]}, "task": {"type": "chief", "index": 1}}), r"lists 2 chiefs: \[\"h:0\", \"h:1\"\]; a job has exactly one"),
+        (
+            _tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "ps", "index": 0}}),
+            r"task type 'ps' is not in the cluster \(jobs: \[\"worker\"\]\)",
+        ),
+        (
+            _tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "driver", "index": 0}}),
+            r"task type 'driver' is not one of chief, evaluator, master, ps, worker",
+        ),
+        (
+            _tf({"cluster": {"worker": ["h:1"]}, "task": {"type": 7, "index": 0}}),
+            r"task type must be a string: \"task\": \{\"type\": 7, \"index\": 0\}",
+        ),
+        (
+            _tf({"cluster": {"master": ["h:0"], "chief": ["h:1"]}, "task": {"type": "chief", "index": 0}}),
+            r"names the same role twice \('chief'\): \[\"master\", \"chief\"\]; a job has one chief",
+        ),
+        (
+            _tf({"cluster": {"chief": ["h:0", "h:1"]}, "task": {"type": "chief", "index": 1}}),
+            r"lists 2 chiefs: \[\"h:0\", \"h:1\"\]; a job has exactly one",
+        ),
         (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0, "trial": {"id": 1}}}), r"task trial must be a string"),
-        (_tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "environment": 1}), r"\"environment\" must be a string: 1"),
-        ({"CLUSTER_SPEC": json.dumps({"cluster": {"workerpool0": ["h:0"], "master": ["h:1"]}, "task": {"type": "workerpool0", "index": 0}})}, r"CLUSTER_SPEC mixes Vertex worker pools with other jobs: \[\"master\"\]"),
-        ({"CLUSTER_SPEC": json.dumps({"cluster": {"workerpool0": ["h:0"]}, "task": {"type": "chief", "index": 0}})}, r"CLUSTER_SPEC task type 'chief' is not one of workerpool0, workerpool1, workerpool2, workerpool3"),
-        ({"CLUSTER_SPEC": json.dumps({"worker": ["h:0"]}), "JOB_NAME": "worker", "TASK_INDEX": "first"}, r"TASK_INDEX must be a whole number ≥ 0, not 'first'"),
+        (
+            _tf({"cluster": {"worker": ["h:1"]}, "task": {"type": "worker", "index": 0}, "environment": 1}),
+            r"\"environment\" must be a string: 1",
+        ),
+        (
+            {
+                "CLUSTER_SPEC": json.dumps(
+                    {"cluster": {"workerpool0": ["h:0"], "master": ["h:1"]}, "task": {"type": "workerpool0", "index": 0}}
+                )
+            },
+            r"CLUSTER_SPEC mixes Vertex worker pools with other jobs: \[\"master\"\]",
+        ),
+        (
+            {"CLUSTER_SPEC": json.dumps({"cluster": {"workerpool0": ["h:0"]}, "task": {"type": "chief", "index": 0}})},
+            r"CLUSTER_SPEC task type 'chief' is not one of workerpool0, workerpool1, workerpool2, workerpool3",
+        ),
+        (
+            {"CLUSTER_SPEC": json.dumps({"worker": ["h:0"]}), "JOB_NAME": "worker", "TASK_INDEX": "first"},
+            r"TASK_INDEX must be a whole number ≥ 0, not 'first'",
+        ),
         (_tf("[" * 100_000), r"TF_CONFIG is nested too deeply to read"),
     ],
 )
@@ -204,12 +253,20 @@ def test_long_offending_values_are_shortened() -> None:
 
 # --- property: only TaskInfo or ClusterConfigError, whatever comes in ---------------------
 
-_json_leaf = st.none() | st.booleans() | st.integers(-5, 2**40) | st.floats(allow_nan=True) | st.text(max_size=8) | st.sampled_from(
-    ["chief", "master", "worker", "ps", "evaluator", "workerpool0", "workerpool3", "0", "1", "h:1", "sparseCluster"]
+_json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 2**40)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8)
+    | st.sampled_from(["chief", "master", "worker", "ps", "evaluator", "workerpool0", "workerpool3", "0", "1", "h:1", "sparseCluster"])
 )
 _json = st.recursive(
     _json_leaf,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6) | st.sampled_from(["0", "1", "2", "ps", "worker"]), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=6) | st.sampled_from(["0", "1", "2", "ps", "worker"]), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 _names = st.sampled_from(["chief", "master", "worker", "ps", "evaluator", "workerpool0", "workerpool1", "workerpool2", "x"])

@@ -199,8 +199,22 @@ def test_ps_trainer_in_a_hand_made_cluster_with_an_evaluator(tmp_path: Path) -> 
 # -- end to end through `tfjob submit` ---------------------------------------------------------
 
 
-def _submit(tfjob_exe: str, trainer: Path, job_dir: Path, *cluster: str, steps: list[str], timeout: float = 300) -> subprocess.CompletedProcess:
-    cmd = [tfjob_exe, "submit", str(trainer), "--module-name", "trainer.task", *cluster, "--job-dir", str(job_dir), *_metric_env(), "--", *steps]
+def _submit(
+    tfjob_exe: str, trainer: Path, job_dir: Path, *cluster: str, steps: list[str], timeout: float = 300
+) -> subprocess.CompletedProcess:
+    cmd = [
+        tfjob_exe,
+        "submit",
+        str(trainer),
+        "--module-name",
+        "trainer.task",
+        *cluster,
+        "--job-dir",
+        str(job_dir),
+        *_metric_env(),
+        "--",
+        *steps,
+    ]
     return subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
@@ -228,7 +242,9 @@ def test_submit_census_multiworker_as_its_readme_says(tfjob_exe: str, tmp_path: 
     command = shlex.split(readme_commands((trainer / "README.md").read_text())[0])
     assert command[:2] == ["tfjob", "submit"] and command[command.index("--workers") + 1] == "1" and "--ps" not in command
     cut = command.index("--")
-    done = subprocess.run([tfjob_exe, *command[1:cut], *_metric_env(), *command[cut:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [tfjob_exe, *command[1:cut], *_metric_env(), *command[cut:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     assert re.search(r"worker-0\s+SUCCEEDED", done.stderr)  # both replicas trained to the end
     job_dir = tmp_path / "census-job"
@@ -243,7 +259,22 @@ def test_killing_the_chief_then_resubmitting_resumes_from_the_checkpoint(tfjob_e
 
     trainer = init_template(tmp_path / "census", "census-ps")
     job_dir = tmp_path / "job"
-    cmd = [tfjob_exe, "submit", str(trainer), "-m", "trainer.task", "--workers", "1", "--ps", "1", "--job-dir", str(job_dir), "--grace", "1", *_metric_env()]
+    cmd = [
+        tfjob_exe,
+        "submit",
+        str(trainer),
+        "-m",
+        "trainer.task",
+        "--workers",
+        "1",
+        "--ps",
+        "1",
+        "--job-dir",
+        str(job_dir),
+        "--grace",
+        "1",
+        *_metric_env(),
+    ]
     log = open(tmp_path / "first.log", "w")
     first = subprocess.Popen([*cmd, "--", "--train-steps", "1000000", "--steps-per-checkpoint", "10"], env=_env(), stdout=log, stderr=log)
     try:
@@ -274,7 +305,16 @@ def test_killing_the_chief_then_resubmitting_resumes_from_the_checkpoint(tfjob_e
             os.kill(task.pid, 0)
     reached = latest_checkpoint_step(job_dir)
     assert reached >= 10 and reached % 10 == 0
-    again = _submit(tfjob_exe, trainer, job_dir, "--workers", "1", "--ps", "1", steps=["--train-steps", str(reached + 10), "--steps-per-checkpoint", "10"])
+    again = _submit(
+        tfjob_exe,
+        trainer,
+        job_dir,
+        "--workers",
+        "1",
+        "--ps",
+        "1",
+        steps=["--train-steps", str(reached + 10), "--steps-per-checkpoint", "10"],
+    )
     assert again.returncode == 0, again.stderr[-4000:]
     assert f"at step {reached}" in again.stderr
     metrics = assert_trained(job_dir, reached + 10, predict=False)
@@ -293,7 +333,9 @@ def test_readme_main_command_then_its_other_local_examples(tfjob_exe: str, tmp_p
     main = shlex.split(commands[0])
     assert main[:2] == ["tfjob", "submit"] and "--workers 4 --ps 2" in commands[0]
     cut = main.index("--")
-    done = subprocess.run([tfjob_exe, *main[1:cut], *_metric_env(), *main[cut:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [tfjob_exe, *main[1:cut], *_metric_env(), *main[cut:]], cwd=trainer, env=_env(), capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     job_dir = tmp_path / "census-job"  # the README's ../census-job
     assert_trained(job_dir, int(main[main.index("--train-steps") + 1]), predict=False)

@@ -76,7 +76,9 @@ def test_readme_submit_command_renders_for_vertex(image_dir: Path, monkeypatch: 
     assert len(commands) == 1
     command = commands[0]
     assert "--module-name trainer.task --workers 2 --ps 1" in command
-    filled = command.replace("REGION", "us-central1").replace("PROJECT", "my-project").replace("REPO", "repo").replace("BUCKET", "my-bucket")
+    filled = (
+        command.replace("REGION", "us-central1").replace("PROJECT", "my-project").replace("REPO", "repo").replace("BUCKET", "my-bucket")
+    )
     args = shlex.split(filled)
     cut = args.index("--")
     monkeypatch.chdir(image_dir)

@@ -166,9 +166,7 @@ def test_kubeflow_dynamic_workers_write_the_operators_sparse_cluster() -> None:
     # training-operator v1.7.0+ writes the sparse map under "cluster" (v1.6: "sparseCluster").
     cluster = {"chief": ["c:1"], "worker": ["w0:1", "w1:1", "w2:1"], "ps": ["p0:1", "p1:1"]}
     worker = render_task_env(cluster, "worker", 2, "kubeflow", dynamic_workers=True)
-    assert worker["TF_CONFIG"] == (
-        '{"cluster":{"worker":{"2":"w2:1"},"ps":["p0:1","p1:1"]},"task":{"type":"worker","index":2}}'
-    )
+    assert worker["TF_CONFIG"] == ('{"cluster":{"worker":{"2":"w2:1"},"ps":["p0:1","p1:1"]},"task":{"type":"worker","index":2}}')
     ps = render_task_env(cluster, "ps", 1, "kubeflow", dynamic_workers=True)
     assert ps["TF_CONFIG"] == '{"cluster":{"worker":{},"ps":["p1:1"]},"task":{"type":"ps","index":1}}'
     chief = render_task_env(cluster, "chief", 0, "kubeflow", dynamic_workers=True)

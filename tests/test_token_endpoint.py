@@ -71,6 +71,9 @@ def test_refused_credentials_say_how_to_log_in_again() -> None:
             raise auth_exceptions.RefreshError("invalid_grant: Token has been expired or revoked.")
 
     credentials = Revoked(token=None, refresh_token="r", client_id="i", client_secret="s", token_uri="https://oauth2.googleapis.com/token")
-    with pytest.raises(AuthError, match=r"were refused by oauth2.googleapis.com \(invalid_grant: Token has been expired or revoked.\); "
-                       r"nothing was sent. Log in again: gcloud auth application-default login"):
+    with pytest.raises(
+        AuthError,
+        match=r"were refused by oauth2.googleapis.com \(invalid_grant: Token has been expired or revoked.\); "
+        r"nothing was sent. Log in again: gcloud auth application-default login",
+    ):
         ensure_token(credentials, env={"GOOGLE_APPLICATION_CREDENTIALS": "/k.json"})

@@ -79,7 +79,9 @@ def test_reaching_max_failed_trials_exits_1_as_a_real_process(tmp_path: Path) ->
     assert proc.returncode == 1, proc.stderr
     study_id = proc.stdout.strip()
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"error: study {study_id} FAILED: 2 trials failed, which reaches maxFailedTrials 2; last: trial 2: task chief-0 exited with code 3")
+    assert last.startswith(
+        f"error: study {study_id} FAILED: 2 trials failed, which reaches maxFailedTrials 2; last: trial 2: task chief-0 exited with code 3"
+    )
     assert "Traceback" not in proc.stderr
     with JobStore() as store:
         record = store.get(study_id)
@@ -109,13 +111,25 @@ def test_dry_run_prints_the_local_study(tmp_path: Path) -> None:
         (["tune", TOY, "-m", "toy.task"], r"Missing option '--hparams'"),
         (["tune", TOY, "-m", "toy.task", "--hparams", "nope.yaml"], r"--hparams 'nope.yaml': no such file"),
         (["tune", TOY, "-m", "toy.task", "--hparams", "/dev/zero"], r"--hparams '/dev/zero' is not a regular file"),
-        (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--backend", "kubeflow"], r"--backend kubeflow cannot tune; tfjob tune runs on --backend local \(Optuna\) or vertex"),
+        (
+            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--backend", "kubeflow"],
+            r"--backend kubeflow cannot tune; tfjob tune runs on --backend local \(Optuna\) or vertex",
+        ),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--async"], r"a local study runs in this process to its end; drop --async"),
-        (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--algorithm", "grid"], r"parameter learning_rate is a DOUBLE, and GRID_SEARCH needs"),
+        (
+            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--algorithm", "grid"],
+            r"parameter learning_rate is a DOUBLE, and GRID_SEARCH needs",
+        ),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--algorithm", "hill-climb"], r"--algorithm 'hill-climb' is not known"),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--parallel-trials", "9"], r"maxParallelTrials 9 is more than maxTrials 6"),
-        (["tune", TOY, "-m", "toy.task", "--hparams", str(ROOT / "tests/data/configs/legacy_hyperparameters.yaml"), "--config", LEGACY], r"describes the trials' cluster and so does --config"),
-        (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--image", "gcr.io/p/t:1"], r"image gcr.io/p/t:1 is not in \w+'s store|needs a container engine"),
+        (
+            ["tune", TOY, "-m", "toy.task", "--hparams", str(ROOT / "tests/data/configs/legacy_hyperparameters.yaml"), "--config", LEGACY],
+            r"describes the trials' cluster and so does --config",
+        ),
+        (
+            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--image", "gcr.io/p/t:1"],
+            r"image gcr.io/p/t:1 is not in \w+'s store|needs a container engine",
+        ),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--output", "xml", "--dry-run"], r"--output 'xml' must be json or yaml"),
     ],
 )

@@ -128,7 +128,13 @@ def test_a_failing_trial_is_reported_and_counted(records: Path) -> None:
 
 
 def test_reaching_max_failed_trials_stops_the_study(records: Path) -> None:
-    study = StudySpec(MetricSpec("loss", "MINIMIZE"), (LR, ParameterSpec("optimizer", "CATEGORICAL", values=("sgd",))), max_trials=6, parallel_trials=1, max_failed_trials=2)
+    study = StudySpec(
+        MetricSpec("loss", "MINIMIZE"),
+        (LR, ParameterSpec("optimizer", "CATEGORICAL", values=("sgd",))),
+        max_trials=6,
+        parallel_trials=1,
+        max_failed_trials=2,
+    )
     result = Tuning(study, str(TOY), "toy.task", args=["--fail-optimizer", "sgd"]).run(None)
     assert result.state is JobState.FAILED and len(result.trials) == 2
     assert result.message == (

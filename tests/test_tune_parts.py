@@ -103,7 +103,7 @@ def test_random_search_draws_inside_the_ranges_with_the_scales() -> None:
     lrs = [d["learning_rate"] for d in draws]
     assert all(1e-4 <= x <= 1e-1 for x in lrs)
     # Log scale: as many draws in each decade, so the median sits near the geometric middle.
-    assert 10 ** -3.3 < statistics.median(lrs) < 10 ** -2.2
+    assert 10**-3.3 < statistics.median(lrs) < 10**-2.2
     moms = [d["momentum"] for d in draws]
     assert all(0.01 <= m <= 1.0 for m in moms)
     assert statistics.median(moms) > 0.8  # reverse log: crowded toward the top
@@ -208,8 +208,14 @@ def test_the_live_view_redraws_on_a_terminal_and_prints_news_elsewhere() -> None
     from tfjob.tuning.view import TrialsView
 
     study = _study(max_trials=2, parallel_trials=2)
-    running = [Trial("1", {"learning_rate": 0.01, "optimizer": "adam"}, "RUNNING"), Trial("2", {"learning_rate": 0.1, "optimizer": "sgd"}, "QUEUED")]
-    done = [Trial("1", running[0].params, "SUCCEEDED", 0.0), Trial("2", running[1].params, "FAILED", message="task chief-0 exited with code 3")]
+    running = [
+        Trial("1", {"learning_rate": 0.01, "optimizer": "adam"}, "RUNNING"),
+        Trial("2", {"learning_rate": 0.1, "optimizer": "sgd"}, "QUEUED"),
+    ]
+    done = [
+        Trial("1", running[0].params, "SUCCEEDED", 0.0),
+        Trial("2", running[1].params, "FAILED", message="task chief-0 exited with code 3"),
+    ]
 
     tty = io.StringIO()
     live = TrialsView(study, tty, live=True)

@@ -68,9 +68,7 @@ def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spec() -> Any:
-    return build_spec(
-        name="toy-tune", module="toy.task", workers=2, job_dir="gs://b/out", args=["--epochs", "3"], labels={"team": "ml"}
-    )
+    return build_spec(name="toy-tune", module="toy.task", workers=2, job_dir="gs://b/out", args=["--epochs", "3"], labels={"team": "ml"})
 
 
 # -- rendering ---------------------------------------------------------------------------------------
@@ -101,7 +99,11 @@ def test_strict_protobuf_contract_and_the_custom_job_renderer(study: StudySpec) 
 def test_study_spec_fields() -> None:
     spec = render_study_spec(STUDY)
     assert spec["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
-    assert spec["parameters"][1] == {"parameterId": "layers", "integerValueSpec": {"minValue": "1", "maxValue": "8"}, "scaleType": "UNIT_LINEAR_SCALE"}
+    assert spec["parameters"][1] == {
+        "parameterId": "layers",
+        "integerValueSpec": {"minValue": "1", "maxValue": "8"},
+        "scaleType": "UNIT_LINEAR_SCALE",
+    }
     assert spec["parameters"][3]["discreteValueSpec"] == {"values": [16.0, 32.0, 64.0]}
     assert (spec["algorithm"], spec["measurementSelectionType"], spec["observationNoise"]) == ("RANDOM_SEARCH", "BEST_MEASUREMENT", "HIGH")
     plain = render_study_spec(parse_hparams(TUNE / "toy_vertex.yaml"))
@@ -114,7 +116,20 @@ def test_dry_run_needs_no_credentials(tmp_path: Path) -> None:
     (toy / "__init__.py").write_text("")
     (toy / "task.py").write_text("print('toy')\n")
     result = CliRunner().invoke(
-        app, ["tune", str(tmp_path), "-m", "toy.task", "--hparams", str(TUNE / "toy_legacy.yaml"), "--backend", "vertex", "--dry-run", "--workers", "1"]
+        app,
+        [
+            "tune",
+            str(tmp_path),
+            "-m",
+            "toy.task",
+            "--hparams",
+            str(TUNE / "toy_legacy.yaml"),
+            "--backend",
+            "vertex",
+            "--dry-run",
+            "--workers",
+            "1",
+        ],
     )
     assert result.exit_code == 0, result.stderr
     body = json.loads(result.stdout)
@@ -150,7 +165,9 @@ def test_a_study_on_vertex_end_to_end_as_a_real_process(emulator: Any, fake: Fak
     body = strict_roundtrip(sent)  # the client may write enums as numbers: compare what they mean
     assert body["studySpec"] == render_study_spec(parse_hparams(TUNE / "toy_vertex.yaml"))
     pools = body["trialJobSpec"]["workerPoolSpecs"]
-    assert [p["replicaCount"] for p in pools] == ["1", "1"] and pools[0]["pythonPackageSpec"]["packageUris"] == [f"gs://b/{b.name}" for b in blobs]
+    assert [p["replicaCount"] for p in pools] == ["1", "1"] and pools[0]["pythonPackageSpec"]["packageUris"] == [
+        f"gs://b/{b.name}" for b in blobs
+    ]
     assert (body["maxTrialCount"], body["parallelTrialCount"], body["maxFailedTrialCount"]) == (6, 2, 2)
     # The live table showed the trials, and the best one is named.
     losses = {t["id"]: t["finalMeasurement"]["metrics"][0]["value"] for t in fake.jobs[job_id]["trials"]}
@@ -175,7 +192,12 @@ def test_a_study_on_vertex_end_to_end_as_a_real_process(emulator: Any, fake: Fak
 def test_trials_are_read_as_the_study_types_them(fake: FakeTuning) -> None:
     from tfjob.backends.vertex.tuning import parse_trials, study_of
 
-    study = StudySpec(MetricSpec("loss", "MINIMIZE"), (ParameterSpec("layers", "INTEGER", 1, 8), ParameterSpec("optimizer", "CATEGORICAL", values=("adam", "sgd"))), max_trials=2, parallel_trials=2)
+    study = StudySpec(
+        MetricSpec("loss", "MINIMIZE"),
+        (ParameterSpec("layers", "INTEGER", 1, 8), ParameterSpec("optimizer", "CATEGORICAL", values=("adam", "sgd"))),
+        max_trials=2,
+        parallel_trials=2,
+    )
     job = {
         "studySpec": render_study_spec(study), "maxTrialCount": 2, "parallelTrialCount": 2,
         "trials": [

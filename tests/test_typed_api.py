@@ -35,7 +35,10 @@ SET_BY_THE_FRONT_END = {
 #: Keywords a backend accepts for the command line's sake but does not use.
 NOT_FOR_THIS_BACKEND = {
     ("local", "stream_logs"): "local tasks always stream their logs; the flag is accepted for the Vertex AI command line",
-    **{(b, "use_chief"): "only AI Platform's TF_CONFIG (local with dialect ai-platform, ai-platform) names a master" for b in ("vertex", "kubeflow", "jobset", "trainjob")},
+    **{
+        (b, "use_chief"): "only AI Platform's TF_CONFIG (local with dialect ai-platform, ai-platform) names a master"
+        for b in ("vertex", "kubeflow", "jobset", "trainjob")
+    },
 }
 #: Settings fields that are clients for the backend object, not job keywords.
 CLIENTS = {"credentials", "api_client"}
@@ -56,9 +59,13 @@ def test_every_keyword_a_backend_takes_has_a_typed_home(backend: str) -> None:
     homeless = sorted(
         key
         for key in job_keywords(backend)
-        if key not in JOB_PARAMETERS | ROLE_KEYWORDS | fields and key not in SET_BY_THE_FRONT_END and (backend, key) not in NOT_FOR_THIS_BACKEND
+        if key not in JOB_PARAMETERS | ROLE_KEYWORDS | fields
+        and key not in SET_BY_THE_FRONT_END
+        and (backend, key) not in NOT_FOR_THIS_BACKEND
     )
-    assert not homeless, f"{backend}: add these to Job's parameters, Replicas or the {backend} settings class (tfjob/platforms.py): {homeless}"
+    assert not homeless, (
+        f"{backend}: add these to Job's parameters, Replicas or the {backend} settings class (tfjob/platforms.py): {homeless}"
+    )
     # And the other way: a settings field is something that backend takes (or one of its clients).
     strays = sorted(fields - set(job_keywords(backend)) - CLIENTS)
     assert not strays, f"{backend}'s settings declare what the backend does not take: {strays}"
@@ -87,7 +94,11 @@ def test_help_lists_every_parameter_with_its_type() -> None:
         doc = pydoc.render_doc(cls, renderer=pydoc.plaintext)
         for f in dataclasses.fields(cls):
             if f.name != "_":
-                assert f.name in (cls.__doc__ or "") or cls.__bases__[0] is not tfjob.platforms.Platform and f.name in (cls.__bases__[0].__doc__ or ""), (cls.__name__, f.name)
+                assert (
+                    f.name in (cls.__doc__ or "")
+                    or cls.__bases__[0] is not tfjob.platforms.Platform
+                    and f.name in (cls.__bases__[0].__doc__ or "")
+                ), (cls.__name__, f.name)
                 assert f"{f.name}: " in doc, (cls.__name__, f.name)
 
 
@@ -145,7 +156,10 @@ def test_clients_in_the_settings_go_to_a_backend_object_of_their_own() -> None:
     [
         ({"chief": Replicas(2)}, r"^chief=Replicas\(2, …\): the chief runs exactly 1 replica; add the others as workers$"),
         ({"backend": Vertex}, r"^backend=Vertex is the class; give its settings: backend=Vertex\(\.\.\.\)$"),
-        ({"backend": 3}, r"^backend=3 is not a backend: give its settings \(Local\(\.\.\.\), Vertex\(\.\.\.\), Kubernetes\(\.\.\.\)…\), a name "),
+        (
+            {"backend": 3},
+            r"^backend=3 is not a backend: give its settings \(Local\(\.\.\.\), Vertex\(\.\.\.\), Kubernetes\(\.\.\.\)…\), a name ",
+        ),
         ({"workers": "3"}, r"^workers='3' must be a whole number$"),
         ({"workers": Replicas(0)}, r"^workers=0 must be ≥ 1; leave workers out for a job without that role$"),
         ({"workers": Replicas(2, accelerator="NVIDIA_L4:x")}, r"count 'x' is not a whole number ≥ 1"),

@@ -124,7 +124,9 @@ def test_list_stops_at_the_limit(http: responses.RequestsMock) -> None:
 
 @pytest.mark.reliability
 @pytest.mark.parametrize("status", [429, 500, 503])
-def test_transient_errors_are_retried_with_bounded_jittered_backoff(http: responses.RequestsMock, status: int, reliability: Reliability) -> None:
+def test_transient_errors_are_retried_with_bounded_jittered_backoff(
+    http: responses.RequestsMock, status: int, reliability: Reliability
+) -> None:
     reliability.fault(f"vertex {status}", 2)
     for _ in range(2):
         http.add(responses.GET, f"{JOBS}/9", json=error(status, "try later", "UNAVAILABLE"), status=status)
@@ -219,7 +221,12 @@ def test_400_shows_the_server_field_message(http: responses.RequestsMock) -> Non
 def test_403_names_the_permission_role_and_project(http: responses.RequestsMock) -> None:
     details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "IAM_PERMISSION_DENIED", "domain": "aiplatform.googleapis.com",
                 "metadata": {"permission": "aiplatform.customJobs.create", "resource": "projects/p/locations/us-central1"}}]  # fmt: skip
-    http.add(responses.POST, JOBS, json=error(403, "Permission 'aiplatform.customJobs.create' denied on resource", "PERMISSION_DENIED", details), status=403)
+    http.add(
+        responses.POST,
+        JOBS,
+        json=error(403, "Permission 'aiplatform.customJobs.create' denied on resource", "PERMISSION_DENIED", details),
+        status=403,
+    )
     with pytest.raises(AuthError, match=r"permission denied in project 'p', region 'us-central1': the caller lacks "
                        r"aiplatform.customJobs.create \(grant it, e.g. with role roles/aiplatform.user, on project p\)"):  # fmt: skip
         make_client().create_custom_job(BODY, SUB)
@@ -228,14 +235,22 @@ def test_403_names_the_permission_role_and_project(http: responses.RequestsMock)
 def test_403_api_disabled_says_how_to_enable(http: responses.RequestsMock) -> None:
     details = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED", "domain": "googleapis.com",
                 "metadata": {"service": "aiplatform.googleapis.com"}}]  # fmt: skip
-    http.add(responses.GET, f"{JOBS}/1", json=error(403, "Vertex AI API has not been used in project p before or it is disabled.", "PERMISSION_DENIED", details), status=403)
+    http.add(
+        responses.GET,
+        f"{JOBS}/1",
+        json=error(403, "Vertex AI API has not been used in project p before or it is disabled.", "PERMISSION_DENIED", details),
+        status=403,
+    )
     with pytest.raises(AuthError, match=r"`gcloud services enable aiplatform.googleapis.com --project p`"):
         make_client().get_custom_job("1")
 
 
 def test_404_on_the_project_or_region(http: responses.RequestsMock) -> None:
     http.add(responses.POST, JOBS, json=error(404, "Project 'p' not found.", "NOT_FOUND"), status=404)
-    with pytest.raises(UsageError, match=r"project 'p', region 'us-central1' was not found by Vertex AI: check --project .* and --region"), cli_words():
+    with (
+        pytest.raises(UsageError, match=r"project 'p', region 'us-central1' was not found by Vertex AI: check --project .* and --region"),
+        cli_words(),
+    ):
         make_client().create_custom_job(BODY, SUB)
 
 
@@ -251,8 +266,12 @@ def test_expired_credentials_say_how_to_refresh(http: responses.RequestsMock) ->
     refresh = "1//0refresh-token-that-must-not-leak-xyz"
     http.add(responses.POST, "https://oauth2.googleapis.com/token",
              json={"error": "invalid_grant", "error_description": "Token has been expired or revoked."}, status=400)  # fmt: skip
-    creds = Credentials(token=None, refresh_token=refresh, token_uri="https://oauth2.googleapis.com/token", client_id="cid", client_secret="csecret")
-    with pytest.raises(AuthError, match=r"credentials were refused \(expired or revoked\): run `gcloud auth application-default login`") as info:
+    creds = Credentials(
+        token=None, refresh_token=refresh, token_uri="https://oauth2.googleapis.com/token", client_id="cid", client_secret="csecret"
+    )
+    with pytest.raises(
+        AuthError, match=r"credentials were refused \(expired or revoked\): run `gcloud auth application-default login`"
+    ) as info:
         make_client(credentials=creds).get_custom_job("1")
     assert refresh not in str(info.value) and "csecret" not in str(info.value)
 

@@ -37,7 +37,20 @@ def trainer(tmp_path: Path) -> Path:
 
 
 def test_dry_run_subprocess_prints_a_strict_custom_job(trainer: Path, tfjob_exe: str) -> None:
-    cmd = [tfjob_exe, "submit", "trainer/", "--module-name", "trainer.task", "--workers", "4", "--ps", "2", "--backend", "vertex", "--dry-run"]
+    cmd = [
+        tfjob_exe,
+        "submit",
+        "trainer/",
+        "--module-name",
+        "trainer.task",
+        "--workers",
+        "4",
+        "--ps",
+        "2",
+        "--backend",
+        "vertex",
+        "--dry-run",
+    ]
     out = subprocess.run(cmd, cwd=trainer.parent, capture_output=True, text=True, env={**os.environ, **OFFLINE}, timeout=120)
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)

@@ -116,9 +116,7 @@ def test_failed_job_exits_1_with_the_server_message(emulator: Any, fake: FakeVer
     assert "Traceback" not in out.stderr
 
 
-def test_bucket_in_another_region_fails_before_anything_is_created(
-    emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str
-) -> None:
+def test_bucket_in_another_region_fails_before_anything_is_created(emulator: Any, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
     cmd = submit_cmd(tfjob_exe, trainer, fake)
     cmd[cmd.index("us-central1")] = "europe-west4"
     out = run(cmd)
@@ -248,7 +246,11 @@ def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVerte
 
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-adc.json"))
     given = Credentials(token="ya29.given-by-the-pipeline")
-    job = Job(image="gcr.io/p/t:1", module="trainer.task", backend=Vertex(project="p", region="us-central1", api_endpoint=fake.endpoint, credentials=given))
+    job = Job(
+        image="gcr.io/p/t:1",
+        module="trainer.task",
+        backend=Vertex(project="p", region="us-central1", api_endpoint=fake.endpoint, credentials=given),
+    )
     assert isinstance(job.backend, VertexBackend) and job.backend.credentials is given
     handle = job.run()
     assert handle.status().state.value == "SUCCEEDED" and handle.backend_name == "vertex"
@@ -262,8 +264,13 @@ def test_credentials_given_to_the_backend_are_the_only_ones_used(fake: FakeVerte
     # The registry's backend (no credentials given) looks up application-default ones: the file named is missing.
     from tfjob.errors import AuthError
 
-    with pytest.raises(AuthError, match=r"^GOOGLE_APPLICATION_CREDENTIALS names .*no-such-adc\.json, which cannot be used \(File .* was not found\); point it at"):
-        Job(image="gcr.io/p/t:1", module="trainer.task", backend=Vertex(project="p", region="us-central1", api_endpoint=fake.endpoint)).submit()
+    with pytest.raises(
+        AuthError,
+        match=r"^GOOGLE_APPLICATION_CREDENTIALS names .*no-such-adc\.json, which cannot be used \(File .* was not found\); point it at",
+    ):
+        Job(
+            image="gcr.io/p/t:1", module="trainer.task", backend=Vertex(project="p", region="us-central1", api_endpoint=fake.endpoint)
+        ).submit()
 
 
 def test_real_credentials_flow_never_prints_the_token(

@@ -49,15 +49,34 @@ def test_a_wrong_experiment_is_one_error(given: dict[str, str], message: str) ->
 
 def test_the_cli_flags_and_their_mistakes() -> None:
     runner = CliRunner()
-    args = ["render", "-m", "trainer.task", "--image", "r/x:1", "--backend", "vertex", "--project", "my-project", "--region", "us-central1", "-o", "json"]
+    args = [
+        "render",
+        "-m",
+        "trainer.task",
+        "--image",
+        "r/x:1",
+        "--backend",
+        "vertex",
+        "--project",
+        "my-project",
+        "--region",
+        "us-central1",
+        "-o",
+        "json",
+    ]
     done = runner.invoke(app, [*args, "--experiment", "census", "--experiment-run", "run-1"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["jobSpec"]["experimentRun"] == f"{CTX}/census-run-1"
     bad = runner.invoke(app, [*args, "--experiment-run", "run-1"])
-    assert bad.exit_code == 2 and bad.stderr.strip().splitlines() == ["error: --experiment-run needs --experiment: a run belongs to an experiment"]
+    assert bad.exit_code == 2 and bad.stderr.strip().splitlines() == [
+        "error: --experiment-run needs --experiment: a run belongs to an experiment"
+    ]
     local = runner.invoke(app, ["render", "-m", "trainer.task", "--experiment", "census"])
     assert local.exit_code == 2 and "--experiment is for the vertex backend" in local.output
-    legacy = runner.invoke(app, ["render", "-m", "trainer.task", "--backend", "ai-platform", "--project", "p", "--region", "us-central1", "--experiment", "census"])
+    legacy = runner.invoke(
+        app,
+        ["render", "-m", "trainer.task", "--backend", "ai-platform", "--project", "p", "--region", "us-central1", "--experiment", "census"],
+    )
     assert legacy.exit_code == 2 and "--experiment" in legacy.output
 
 

@@ -59,8 +59,11 @@ KNOBS: dict[str, dict[str, Any]] = {
     "spot": dict(spot=True, disable_retries=True, boot_disk_type="pd-standard", boot_disk_size=300, kms_key=KEY),
     "flex": dict(flex_start=True, max_wait=5400.0, network_attachment=ATTACHMENT, enable_dashboard_access=True),
     "reserved": dict(
-        reservation=RESERVATION, persistent_resource_id="team-pool", network="projects/1/global/networks/v",
-        reserved_ip_ranges=("range-a",), worker_boot_disk_size=1000,
+        reservation=RESERVATION,
+        persistent_resource_id="team-pool",
+        network="projects/1/global/networks/v",
+        reserved_ip_ranges=("range-a",),
+        worker_boot_disk_size=1000,
     ),  # fmt: skip
     "any-reservation": dict(reservation="any"),
     "no-reservation": dict(reservation="none", scheduling_strategy="STANDARD"),
@@ -69,7 +72,9 @@ KNOBS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("case", sorted(KNOBS))
 def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> None:
-    job = Job.from_keywords(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", region="us-central1", **KNOBS[case])
+    job = Job.from_keywords(
+        name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", region="us-central1", **KNOBS[case]
+    )
     body = render_custom_job(job.spec, job.options)
     _strict(body)
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
@@ -83,10 +88,16 @@ def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> Non
         (dict(spot=True, flex_start=True), r"--spot and --flex-start are two scheduling strategies; choose one"),
         (dict(max_wait=600.0), r"--max-wait is how long a Flex-start job waits .* add --flex-start"),
         (dict(flex_start=True, max_wait=float("inf")), r"--max-wait inf must be a positive duration"),
-        (dict(scheduling_strategy="SPOTT"), r"scheduling_strategy='SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)"),
+        (
+            dict(scheduling_strategy="SPOTT"),
+            r"scheduling_strategy='SPOTT' is not one of STANDARD, SPOT, FLEX_START \(did you mean 'SPOT'\?\)",
+        ),
         (dict(boot_disk_size=50), r"--boot-disk-size 50 must be a whole number of GB from 100 to 64000"),
         (dict(boot_disk_size=True), r"--boot-disk-size True must be a whole number"),
-        (dict(boot_disk_type="pd-ssdd"), r"--boot-disk-type 'pd-ssdd' is not one of pd-ssd, pd-standard, hyperdisk-balanced \(did you mean 'pd-ssd'\?\)"),
+        (
+            dict(boot_disk_type="pd-ssdd"),
+            r"--boot-disk-type 'pd-ssdd' is not one of pd-ssd, pd-standard, hyperdisk-balanced \(did you mean 'pd-ssd'\?\)",
+        ),
         (dict(ps_boot_disk_size=200), r"^ps_boot_disk_\* is set but the job has no ps pool$"),
         (dict(reservation="h100-pool"), r"--reservation 'h100-pool' must be any, none, or a reservation's full name"),
         (dict(reservation="any", spot=True), r"--reservation cannot be combined with --spot"),
@@ -173,13 +184,20 @@ def test_protected_artifact_location_reaches_the_custom_job_from_flag_settings_a
     )
     from_file = Job(config=str(config), backend=Vertex(project="p", region="us-central1"))
     assert _location_in(from_file.render()) == "europe-west4"
-    assert "protectedArtifactLocationId" not in Job(image="gcr.io/p/t:1", backend=Vertex(project="p", region="us-central1")).render()["jobSpec"]
+    assert (
+        "protectedArtifactLocationId"
+        not in Job(image="gcr.io/p/t:1", backend=Vertex(project="p", region="us-central1")).render()["jobSpec"]
+    )
     # A wrong value is one error in each face's words; another backend refuses the flag.
-    with pytest.raises(SpecError, match=r"^protected_artifact_location_id='Europe' is not a Google Cloud region; give one such as europe-west4$"):
+    with pytest.raises(
+        SpecError, match=r"^protected_artifact_location_id='Europe' is not a Google Cloud region; give one such as europe-west4$"
+    ):
         Job(image="gcr.io/p/t:1", backend=Vertex(protected_artifact_location_id="Europe"))
     bad = CliRunner().invoke(app, ["render", "--image", "gcr.io/p/t:1", *cloud, "--protected-artifact-location-id", "Europe"])
     assert bad.exit_code == 2 and bad.stderr.splitlines()[-1] == (
         "error: --protected-artifact-location-id 'Europe' is not a Google Cloud region; give one such as europe-west4"
     )
-    local = CliRunner().invoke(app, ["render", "--image", "gcr.io/p/t:1", "--backend", "local", "--protected-artifact-location-id", "europe-west4"])
+    local = CliRunner().invoke(
+        app, ["render", "--image", "gcr.io/p/t:1", "--backend", "local", "--protected-artifact-location-id", "europe-west4"]
+    )
     assert local.exit_code == 2 and "--protected-artifact-location-id is for the vertex backend, not local" in local.stderr

@@ -101,7 +101,10 @@ def test_a_preempted_job_is_submitted_again_as_attempt_2(fake: FakeVertex, train
 def test_the_trainers_failure_is_not_retried(fake: FakeVertex, trainer: Path) -> None:
     from tfjob.errors import JobFailedError
 
-    fake.next_jobs = [(FAILS, {"code": 3, "message": "The replica workerpool0-0 exited with a non-zero status of 1."}), (DEFAULT_SCRIPT, None)]
+    fake.next_jobs = [
+        (FAILS, {"code": 3, "message": "The replica workerpool0-0 exited with a non-zero status of 1."}),
+        (DEFAULT_SCRIPT, None),
+    ]
     with pytest.raises(JobFailedError, match=r"non-zero status of 1"):
         vertex_job(trainer, fake, max_restarts=2).run()
     assert len(fake.created_bodies()) == 1

@@ -125,7 +125,10 @@ def test_bucket_region(location: str, region: str, ok: bool) -> None:
 
 
 def test_bucket_region_error_names_both_and_the_fix() -> None:
-    with pytest.raises(UsageError, match=r"staging bucket gs://b is in EUROPE-WEST1, but the job runs in us-central1: .*--staging-bucket"), cli_words():
+    with (
+        pytest.raises(UsageError, match=r"staging bucket gs://b is in EUROPE-WEST1, but the job runs in us-central1: .*--staging-bucket"),
+        cli_words(),
+    ):
         check_bucket_region("b", "EUROPE-WEST1", "us-central1")
 
 
@@ -428,5 +431,8 @@ def test_a_well_known_credentials_file_that_is_no_key_is_named(monkeypatch: pyte
     monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
     (tmp_path / "application_default_credentials.json").write_text("[1, 2]")
-    with pytest.raises(AuthError, match=r"^the application-default credentials file .*application_default_credentials\.json, which is JSON but no key file.*run `gcloud auth application-default login` again$"):
+    with pytest.raises(
+        AuthError,
+        match=r"^the application-default credentials file .*application_default_credentials\.json, which is JSON but no key file.*run `gcloud auth application-default login` again$",
+    ):
         resolve_credentials(None)

@@ -54,7 +54,9 @@ def _did_you_mean(name: str) -> str:
 def _check_name(name: str) -> tuple[str, str]:
     entry = BACKENDS.get(name)
     if entry is None:
-        raise UsageError(field="backend", value=name, problem=f"is not a backend{_did_you_mean(name)}", fix=f"choose one of {', '.join(BACKENDS)}")
+        raise UsageError(
+            field="backend", value=name, problem=f"is not a backend{_did_you_mean(name)}", fix=f"choose one of {', '.join(BACKENDS)}"
+        )
     return entry
 
 

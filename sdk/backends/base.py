@@ -39,14 +39,23 @@ class GoogleCloudKnobs:
     #: The Google Cloud project.
     project: str | None = knob("Google Cloud project (default: TFJOB_PROJECT, GOOGLE_CLOUD_PROJECT, gcloud's, the config file's).")
     #: The region.
-    region: str | None = knob("Google Cloud region, e.g. us-central1 (default: TFJOB_REGION, gcloud's ai/region, the config file's).", config="trainingInput.region")
+    region: str | None = knob(
+        "Google Cloud region, e.g. us-central1 (default: TFJOB_REGION, gcloud's ai/region, the config file's).",
+        config="trainingInput.region",
+    )
     #: ``gs://BUCKET[/PATH]`` for the trainer's packages (``--staging-bucket``).
-    staging_bucket: str | None = knob("gs://BUCKET[/PATH] for the trainer's packages (default: the --job-dir bucket, then the configured one).")
+    staging_bucket: str | None = knob(
+        "gs://BUCKET[/PATH] for the trainer's packages (default: the --job-dir bucket, then the configured one)."
+    )
     #: The VPC network to peer with (``projects/N/global/networks/NET``).
     network: str | None = knob("VPC network to peer with (projects/N/global/networks/NAME).", config="network")
     #: Interactive shell access to the tasks.
     enable_web_access: bool = knob(
-        "Interactive shell into the tasks.", default=False, kind="switch", flags=("--enable-web-access/--no-enable-web-access",), config="enableWebAccess"
+        "Interactive shell into the tasks.",
+        default=False,
+        kind="switch",
+        flags=("--enable-web-access/--no-enable-web-access",),
+        config="enableWebAccess",
     )
 
 
@@ -112,8 +121,16 @@ class Tuner(Protocol):
         """What the study would run (no credentials, nothing started)."""
 
     def run_study(
-        self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, stream: TextIO | None, seed: int | None,
-        cores: int | None, port_picker: Any, echo: Callable[[str], None],
+        self,
+        study: StudySpec,
+        spec: JobSpec,
+        options: SubmitOptions,
+        *,
+        stream: TextIO | None,
+        seed: int | None,
+        cores: int | None,
+        port_picker: Any,
+        echo: Callable[[str], None],
     ) -> StudyResult:
         """Run the study to its end (or submit it, without ``options.wait``), its trials shown on ``stream``."""
 

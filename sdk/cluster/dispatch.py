@@ -68,14 +68,18 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
     """
     strategy = strategy or DEFAULT_STRATEGY
     if strategy not in STRATEGIES:
-        raise UsageError(field="strategy", value=strategy, problem=f"is not known{_did_you_mean(strategy)}", fix=f"choose one of {', '.join(STRATEGIES)}")
+        raise UsageError(
+            field="strategy", value=strategy, problem=f"is not known{_did_you_mean(strategy)}", fix=f"choose one of {', '.join(STRATEGIES)}"
+        )
     if strategy == "auto":
         return "parameter-server" if ps else "module"
     if strategy == "multi-worker":
         return "module"
     if strategy == "parameter-server" and not (ps and workers):
         raise UsageError(
-            field="strategy", value=Word("parameter-server"), problem="(the bootstrap serves ps and worker tasks) needs {workers} ≥ 1 and {ps} ≥ 1",
+            field="strategy",
+            value=Word("parameter-server"),
+            problem="(the bootstrap serves ps and worker tasks) needs {workers} ≥ 1 and {ps} ≥ 1",
             fix="add them, or use {strategy=module}",
         )
     return strategy
@@ -146,4 +150,8 @@ def bootstrap_command(spec: Any, options: DispatchOptions, packages: Sequence[st
     strategy = job_strategy(spec, options.strategy)
     tf_config = options.tf_config or "platform"
     installs = [arg for uri in packages for arg in ("--package", uri)]
-    return [BOOTSTRAP, *installs, *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script)]
+    return [
+        BOOTSTRAP,
+        *installs,
+        *bootstrap_args(spec.module, [], strategy=strategy, dialect="vertex", tf_config=tf_config, script=spec.script),
+    ]

@@ -72,7 +72,13 @@ def parse_roles(text: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for part in text.split(","):
         role, sep, count = part.strip().partition("=")
-        if not sep or role not in ROLES or role in counts or not (count.isascii() and count.isdigit()) or not 1 <= int(count) <= MAX_TASKS_PER_ROLE:
+        if (
+            not sep
+            or role not in ROLES
+            or role in counts
+            or not (count.isascii() and count.isdigit())
+            or not 1 <= int(count) <= MAX_TASKS_PER_ROLE
+        ):
             raise ClusterConfigError(f"{ROLES_VAR}={text!r} is not role=count pairs (e.g. chief=1,worker=2,ps=1)")
         counts[role] = int(count)
     return counts
@@ -96,9 +102,7 @@ def jobset_cluster(
     domain = subdomain or jobset
     jobs = jobs or {}
     return {
-        role: [f"{jobset}-{jobs.get(role, role)}-0-{i}.{domain}:{port}" for i in range(counts[role])]
-        for role in ROLES
-        if counts.get(role)
+        role: [f"{jobset}-{jobs.get(role, role)}-0-{i}.{domain}:{port}" for i in range(counts[role])] for role in ROLES if counts.get(role)
     }
 
 

@@ -57,13 +57,9 @@ def _check_cluster(cluster: Mapping[str, Sequence[str]]) -> dict[str, list[str]]
     out: dict[str, list[str]] = {}
     for role, addresses in cluster.items():
         if role not in ROLES:
-            raise ClusterConfigError(
-                f"cluster role {role!r} is not one of {', '.join(ROLES)}; name the primary replica 'chief'"
-            )
+            raise ClusterConfigError(f"cluster role {role!r} is not one of {', '.join(ROLES)}; name the primary replica 'chief'")
         if isinstance(addresses, (str, bytes)) or not all(isinstance(a, str) and a for a in addresses):
-            raise ClusterConfigError(
-                f"cluster[{role!r}] = {addresses!r}: give a list of 'host:port' strings"
-            )
+            raise ClusterConfigError(f"cluster[{role!r}] = {addresses!r}: give a list of 'host:port' strings")
         if addresses:
             out[role] = list(addresses)
     if "chief" in out and len(out["chief"]) != 1:
@@ -79,8 +75,7 @@ def _check_task(cluster: dict[str, list[str]], role: str, index: int) -> None:
     count = len(cluster.get(role, ()))
     if not 0 <= index < count:
         raise ClusterConfigError(
-            f"task {role}-{index} is not in the cluster: {role!r} has {count} task(s)"
-            + (f", indices 0..{count - 1}" if count else "")
+            f"task {role}-{index} is not in the cluster: {role!r} has {count} task(s)" + (f", indices 0..{count - 1}" if count else "")
         )
 
 
@@ -185,9 +180,7 @@ def _render_vertex(
     job_dir: str | None,
 ) -> dict[str, str]:
     if "chief" not in cluster:
-        raise ClusterConfigError(
-            "a Vertex AI job needs a chief: worker pool 0 (workerPoolSpecs[0]) runs the primary replica"
-        )
+        raise ClusterConfigError("a Vertex AI job needs a chief: worker pool 0 (workerPoolSpecs[0]) runs the primary replica")
     pools = {f"workerpool{n}": cluster[r] for n, r in enumerate(ROLES) if r in cluster}
     job_entry = dict(job) if job is not None else {}
     env = {
@@ -345,9 +338,7 @@ def render_kubeflow_cluster(
     return out
 
 
-def render_gcloud_local_cluster(
-    workers: int, ps: int, *, start_port: int = GCLOUD_LOCAL_START_PORT
-) -> dict[str, list[str]]:
+def render_gcloud_local_cluster(workers: int, ps: int, *, start_port: int = GCLOUD_LOCAL_START_PORT) -> dict[str, list[str]]:
     """The addresses ``gcloud ai-platform local train --distributed`` assigns.
 
     One contiguous block of ``localhost`` ports from ``start_port``: the chief

@@ -63,9 +63,7 @@ class ClusterSpec:
                 elif isinstance(tasks, dict):
                     job_tasks = {int(i): task for i, task in tasks.items()}
                 else:
-                    raise TypeError(
-                        "The tasks for job %r must be a list or a dictionary from integers to strings." % job_name
-                    )
+                    raise TypeError("The tasks for job %r must be a list or a dictionary from integers to strings." % job_name)
                 self._cluster_spec[job_name] = job_tasks
             self._make_cluster_def()
         elif isinstance(cluster, ClusterSpec):

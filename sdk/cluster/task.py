@@ -209,7 +209,7 @@ def _load(variable: str, text: str) -> dict[str, Any]:
     except RecursionError:
         raise ClusterConfigError(f"{variable} is nested too deeply to read: {_quote(text[:60])}") from None
     if not isinstance(data, dict):
-        raise ClusterConfigError(f"{variable} must be a JSON object with \"cluster\" and \"task\", not {_quote(data)}")
+        raise ClusterConfigError(f'{variable} must be a JSON object with "cluster" and "task", not {_quote(data)}')
     return data
 
 
@@ -218,7 +218,7 @@ def _parse_index(variable: str, task: Mapping[str, Any]) -> int:
     if isinstance(index, str) and index.isdigit() and index.isascii():
         return int(index)
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ClusterConfigError(f"{variable} task index must be a whole number ≥ 0: \"task\": {_quote(task)}")
+        raise ClusterConfigError(f'{variable} task index must be a whole number ≥ 0: "task": {_quote(task)}')
     return index
 
 
@@ -227,7 +227,7 @@ def _parse_jobs(variable: str, cluster: Any, key: str = "cluster") -> dict[str, 
     if cluster is None:
         return {}
     if not isinstance(cluster, dict):
-        raise ClusterConfigError(f"{variable} \"{key}\" must be an object of job name → addresses: {_quote(cluster)}")
+        raise ClusterConfigError(f'{variable} "{key}" must be an object of job name → addresses: {_quote(cluster)}')
     jobs: dict[str, list[str] | dict[int, str]] = {}
     for name, tasks in cluster.items():
         if tasks is None:  # Go writes a nil slice as null (a Kubeflow job without ps)
@@ -240,9 +240,7 @@ def _parse_jobs(variable: str, cluster: Any, key: str = "cluster") -> dict[str, 
             sparse: dict[int, str] = {}
             for i, address in tasks.items():
                 if not (i.isdigit() and i.isascii()) or not isinstance(address, str):
-                    raise ClusterConfigError(
-                        f"{variable} job {name!r} must map task indices (0, 1, …) to addresses: {_quote(tasks)}"
-                    )
+                    raise ClusterConfigError(f"{variable} job {name!r} must map task indices (0, 1, …) to addresses: {_quote(tasks)}")
                 sparse[int(i)] = address
             jobs[name] = sparse
         else:
@@ -256,9 +254,7 @@ def _canonical(variable: str, jobs: dict[str, Any], rename: Mapping[str, str]) -
     for name, tasks in jobs.items():
         role = rename.get(name, name)
         if role in out:
-            raise ClusterConfigError(
-                f"{variable} names the same role twice ({role!r}): {_quote(list(jobs))}; a job has one chief"
-            )
+            raise ClusterConfigError(f"{variable} names the same role twice ({role!r}): {_quote(list(jobs))}; a job has one chief")
         out[role] = tasks
     chief = out.get("chief")
     if chief is not None and len(chief) > 1:
@@ -286,32 +282,29 @@ def _task_info(
     """
     task_type = task.get("type")
     if not isinstance(task_type, str):
-        raise ClusterConfigError(f"{variable} task type must be a string: \"task\": {_quote(task)}")
+        raise ClusterConfigError(f'{variable} task type must be a string: "task": {_quote(task)}')
     role = rename.get(task_type)
     if role is None:
-        raise ClusterConfigError(
-            f"{variable} task type {task_type!r} is not one of {', '.join(sorted(rename))}: \"task\": {_quote(task)}"
-        )
+        raise ClusterConfigError(f'{variable} task type {task_type!r} is not one of {", ".join(sorted(rename))}: "task": {_quote(task)}')
     index = _parse_index(variable, task)
     trial = task.get("trial")
     if trial is not None and (isinstance(trial, bool) or not isinstance(trial, (str, int))):
-        raise ClusterConfigError(f"{variable} task trial must be a string: \"task\": {_quote(task)}")
+        raise ClusterConfigError(f'{variable} task trial must be a string: "task": {_quote(task)}')
     environment = data.get("environment")
     if environment is not None and not isinstance(environment, str):
-        raise ClusterConfigError(f"{variable} \"environment\" must be a string: {_quote(environment)}")
+        raise ClusterConfigError(f'{variable} "environment" must be a string: {_quote(environment)}')
     cluster = _canonical(variable, jobs, rename)
     if task_type not in jobs:
         # TensorFlow lets an evaluator sit outside the cluster; nothing else.
         if role != "evaluator" and not sparse:
             raise ClusterConfigError(
-                f"{variable} task type {task_type!r} is not in the cluster (jobs: {_quote(list(jobs))}): "
-                f"\"task\": {_quote(task)}"
+                f'{variable} task type {task_type!r} is not in the cluster (jobs: {_quote(list(jobs))}): "task": {_quote(task)}'
             )
     elif index not in cluster.task_indices(role) and not sparse:
         # (A sparse cluster lists a ps by its own address alone, whatever its index.)
         raise ClusterConfigError(
             f"{variable} task index {index} is out of range for {task_type!r}, which has tasks "
-            f"{_quote(cluster.task_indices(role))}: \"task\": {_quote(task)}"
+            f'{_quote(cluster.task_indices(role))}: "task": {_quote(task)}'
         )
     return TaskInfo(
         role,
@@ -344,7 +337,7 @@ def parse_tf_config(text: str, env: Mapping[str, str] | None = None) -> TaskInfo
     if task is None:
         task = {}
     if not isinstance(task, dict):
-        raise ClusterConfigError(f"TF_CONFIG \"task\" must be an object with type and index: {_quote(task)}")
+        raise ClusterConfigError(f'TF_CONFIG "task" must be an object with type and index: {_quote(task)}')
     jobs = _parse_jobs("TF_CONFIG", data.get(key), key)
     # Kubeflow's dynamic workers: a sparse worker map (training-operator ≤ v1.6 under
     # "sparseCluster", v1.7+ under "cluster"); a chief or ps of such a job is not in it.
@@ -375,8 +368,8 @@ def _local_or_complete(variable: str, task: Mapping[str, Any], jobs: Mapping[str
         return False
     missing = "type and index" if not (has_type or has_index) else ("index" if has_type else "type")
     raise ClusterConfigError(
-        f"{variable} lists a cluster of {_task_count(jobs)} tasks but its \"task\" has no {missing} "
-        f"(\"task\": {_quote(dict(task))}): every task of a cluster must say which one it is"
+        f'{variable} lists a cluster of {_task_count(jobs)} tasks but its "task" has no {missing} '
+        f'("task": {_quote(dict(task))}): every task of a cluster must say which one it is'
     )
 
 
@@ -399,14 +392,13 @@ def parse_cluster_spec(text: str, env: Mapping[str, str] | None = None) -> TaskI
     if task is None:
         task = {}
     if not isinstance(task, dict):
-        raise ClusterConfigError(f"CLUSTER_SPEC \"task\" must be an object with type and index: {_quote(task)}")
+        raise ClusterConfigError(f'CLUSTER_SPEC "task" must be an object with type and index: {_quote(task)}')
     pools = [name for name in jobs if name in _POOLS]
     if pools:
         if len(pools) != len(jobs):
             others = [name for name in jobs if name not in pools]
             raise ClusterConfigError(
-                f"CLUSTER_SPEC mixes Vertex worker pools with other jobs: {_quote(others)}; "
-                "Vertex names its pools workerpool0..workerpool3"
+                f"CLUSTER_SPEC mixes Vertex worker pools with other jobs: {_quote(others)}; Vertex names its pools workerpool0..workerpool3"
             )
         rename = {f"workerpool{n}": role for n, role in enumerate(ROLES)}
         dialect = "vertex"

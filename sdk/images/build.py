@@ -125,7 +125,9 @@ class Progress:
 _PODMAN_STEP = re.compile(r"^STEP (\d+/\d+): (.*)")
 _DOCKER_STEP = re.compile(r"^#\d+ \[(?:[\w-]+ )?(\d+/\d+)\] (.*)")
 _MOUNT_FLAG = re.compile(r"--mount=\S+\s*")
-_PUSH_BLOB = re.compile(r"^(Copying blob \S+(?: skipped: already exists| done)?|Copying config \S+(?: done)?|Writing manifest.*|Storing signatures|[0-9a-f]{12}: (?:Pushed|Layer already exists|Mounted from \S+|Pull complete|Already exists))")
+_PUSH_BLOB = re.compile(
+    r"^(Copying blob \S+(?: skipped: already exists| done)?|Copying config \S+(?: done)?|Writing manifest.*|Storing signatures|[0-9a-f]{12}: (?:Pushed|Layer already exists|Mounted from \S+|Pull complete|Already exists))"
+)
 
 
 def _step_line(line: str) -> str | None:
@@ -146,7 +148,9 @@ def _short(text: str, width: int = 140) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _run_streamed(argv: list[str], progress: Progress, env: dict[str, str] | None = None, *, terminal: bool = False) -> tuple[int, list[str]]:
+def _run_streamed(
+    argv: list[str], progress: Progress, env: dict[str, str] | None = None, *, terminal: bool = False
+) -> tuple[int, list[str]]:
     """Run the engine, its output (stdout and stderr) line by line to ``progress``; return
     its exit status and the last :data:`TAIL_LINES` lines. Ctrl-C stops the engine first.
 
@@ -254,7 +258,9 @@ def plan_build(source: Path, *, module: str | None, base: _Base | None, base_ref
     from ..requirements import trainer_requirements
 
     package = build_sdist(source, module=module, include_secrets=include_secrets, requirements=requirements)
-    declared = trainer_requirements(str(source), requirements, project=(source / "pyproject.toml").is_file() or (source / "setup.py").is_file())
+    declared = trainer_requirements(
+        str(source), requirements, project=(source / "pyproject.toml").is_file() or (source / "setup.py").is_file()
+    )
     req_text = "".join(f"{r}\n" for r in declared)
     assert base is not None
     wheel_name = None
@@ -392,7 +398,9 @@ def build_image(
     progress = progress or Progress.auto()
     src = Path(source).expanduser()
     if not src.is_dir():
-        raise UsageError(f"trainer directory {str(source)!r} is not a directory; pass the directory holding the trainer (and its Dockerfile, if any)")
+        raise UsageError(
+            f"trainer directory {str(source)!r} is not a directory; pass the directory holding the trainer (and its Dockerfile, if any)"
+        )
     src = src.resolve()
     repo = parse_repository(image_repo) if image_repo else None
     base_ref = base or default_base()
@@ -438,7 +446,10 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
     from .cloudbuild import remote_base, render_build_request, run_build, stage_context
 
     if repo is None:
-        raise UsageError(field="cloud_build", problem="pushes the image from Cloud Build: give {image_repo=REGISTRY/PATH} (e.g. REGION-docker.pkg.dev/PROJECT/REPO/NAME)")
+        raise UsageError(
+            field="cloud_build",
+            problem="pushes the image from Cloud Build: give {image_repo=REGISTRY/PATH} (e.g. REGION-docker.pkg.dev/PROJECT/REPO/NAME)",
+        )
     resolved = None
     if needs_base:
         ref, digest = remote_base(base_ref, cloud.credentials)
@@ -461,7 +472,9 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
         return BuiltImage(tag, tag, plan.key, None, None, False, False, plan.kind, plan.package_sha256, plan.warnings, request)
     digest = run_build(request, cloud, repo, tag, progress.say)
     progress.say(f"pushed {repo.name}@{digest} (Cloud Build)")
-    return BuiltImage(f"{repo.name}@{digest}", tag, plan.key, digest, None, True, True, plan.kind, plan.package_sha256, plan.warnings, request)
+    return BuiltImage(
+        f"{repo.name}@{digest}", tag, plan.key, digest, None, True, True, plan.kind, plan.package_sha256, plan.warnings, request
+    )
 
 
 def _find_built(engine: Engine, key: str, tag: str) -> str | None:
@@ -503,7 +516,9 @@ def _registry_login(repo: Repository, engine: Engine | None, credentials: object
 
 
 def _build(engine: Engine, plan: _Plan, source: Path, tag: str, progress: Progress) -> str:
-    progress.say(f"building {tag} from {source} ({'its own Dockerfile' if plan.kind != 'generated' else 'the trainer sdist on ' + (plan.build_args.get('BASE_IMAGE') or 'the base')})")
+    progress.say(
+        f"building {tag} from {source} ({'its own Dockerfile' if plan.kind != 'generated' else 'the trainer sdist on ' + (plan.build_args.get('BASE_IMAGE') or 'the base')})"
+    )
     with _context(plan) as ctx:
         iidfile = ctx.parent / f"{ctx.name}.iid"
         argv = engine.command("build", "--iidfile", str(iidfile), "-f", str(ctx / "Dockerfile"),

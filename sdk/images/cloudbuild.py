@@ -50,7 +50,7 @@ def check_target(project: str | None, staging_bucket: str | None, api_endpoint: 
         raise UsageError(field="cloud_build", problem="runs in a Google Cloud project: give {project} (or set GOOGLE_CLOUD_PROJECT)")
     if not staging_bucket:
         raise UsageError(field="cloud_build", problem="stages the build context in Cloud Storage: give {staging_bucket=gs://BUCKET}")
-    bucket = staging_bucket[len("gs://"):] if staging_bucket.startswith("gs://") else None
+    bucket = staging_bucket[len("gs://") :] if staging_bucket.startswith("gs://") else None
     if not bucket or "/" in bucket.strip("/"):
         raise UsageError(field="staging_bucket", value=staging_bucket, problem="must be gs://BUCKET")
     return CloudBuildTarget(project, bucket.strip("/"), api_endpoint, credentials)
@@ -68,12 +68,13 @@ def remote_base(ref: str, credentials: Any = None) -> tuple[str, str]:
 
     name, _, digest = ref.partition("@")
     last = name.rsplit("/", 1)[-1]
-    repo_part, tag = (name.rsplit(":", 1) if ":" in last else (name, "latest"))
+    repo_part, tag = name.rsplit(":", 1) if ":" in last else (name, "latest")
     try:
         repo = parse_repository(repo_part, "base_image")
     except Exception:
         raise UsageError(
-            field="cloud_build", problem=f"pulls the base image from a registry: give {{base_image=REGISTRY/PATH:TAG}} (not {ref!r})",
+            field="cloud_build",
+            problem=f"pulls the base image from a registry: give {{base_image=REGISTRY/PATH:TAG}} (not {ref!r})",
             fix="e.g. the tfjob base image pushed to Artifact Registry",
         ) from None
     if digest:
@@ -89,7 +90,9 @@ def context_object(sha256: str) -> str:
     return f"tfjob/build/{sha256}/context.tar.gz"
 
 
-def render_build_request(*, bucket: str, source_object: str, tag: str, key: str, build_args: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+def render_build_request(
+    *, bucket: str, source_object: str, tag: str, key: str, build_args: dict[str, str], labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The Cloud Build ``Build`` (as the REST API's JSON) that builds ``tag`` from the staged context and pushes it (pure)."""
     args = ["build", "--label", f"dev.tfjob.build.key={key}"]
     for name, value in sorted(build_args.items()):
@@ -138,7 +141,9 @@ def _upload(path: Path, name: str, target: CloudBuildTarget, say: Any) -> None:
     except core.PreconditionFailed:
         return  # written meanwhile: the same bytes
     except core.NotFound as e:
-        raise UsageError(problem=f"staging bucket gs://{target.staging_bucket} does not exist", fix="create it or pass another {staging_bucket}") from e
+        raise UsageError(
+            problem=f"staging bucket gs://{target.staging_bucket} does not exist", fix="create it or pass another {staging_bucket}"
+        ) from e
     except Exception as e:
         raise translate(e, action="stage", project=target.project, endpoint=f"gs://{target.staging_bucket}") from e
 

@@ -113,8 +113,15 @@ def render_dockerfile(recipe: Recipe) -> str:
     return "\n".join(lines) + "\n"
 
 
-def content_key(*, base_id: str, dockerfile: str, requirements: str = "", package_sha256: str = "",
-                context_files: dict[str, str] | None = None, build_args: dict[str, str] | None = None) -> str:
+def content_key(
+    *,
+    base_id: str,
+    dockerfile: str,
+    requirements: str = "",
+    package_sha256: str = "",
+    context_files: dict[str, str] | None = None,
+    build_args: dict[str, str] | None = None,
+) -> str:
     """The hex sha256 naming an image: the same inputs, the same key (pure).
 
     Args:

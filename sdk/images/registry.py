@@ -74,12 +74,17 @@ def parse_repository(repo: str, field: str = "image_repo") -> Repository:
     last = repo.rsplit("/", 1)[-1]
     if "@" in repo or ":" in last:
         raise SpecError(
-            field=field, value=repo, problem="names a tag or digest", fix="give the repository alone (REGISTRY/PATH), tfjob tags the image by its content"
+            field=field,
+            value=repo,
+            problem="names a tag or digest",
+            fix="give the repository alone (REGISTRY/PATH), tfjob tags the image by its content",
         )
     first, _, rest = repo.partition("/")
     if not rest or not ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
         raise SpecError(
-            field=field, value=repo, problem="names no registry",
+            field=field,
+            value=repo,
+            problem="names no registry",
             fix="give REGISTRY/PATH, e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer or 127.0.0.1:5000/trainer",
         )
     return Repository(first, rest)

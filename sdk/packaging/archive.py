@@ -105,10 +105,7 @@ def read_tar(path: Path) -> Iterator[tuple[str, bytes, bool]]:
                 yield m.name, f.read(), bool(m.mode & 0o111)
 
 
-
-def finish(
-    entries: list[tuple[str, bytes, bool]], out_dir: Path, filename: str, name: str, version: str, found: Collected
-) -> BuiltPackage:
+def finish(entries: list[tuple[str, bytes, bool]], out_dir: Path, filename: str, name: str, version: str, found: Collected) -> BuiltPackage:
     """Write the canonical archive of ``entries`` into ``out_dir/<digest>/filename``."""
     staging = out_dir / ".partial"
     sha = write_canonical_tar(entries, staging / filename)

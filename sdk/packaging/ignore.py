@@ -184,9 +184,7 @@ def _char_class(glob: str, start: int, where: str) -> tuple[str, int]:
     first = True
     while True:
         if i >= n:
-            raise ConfigFileError(
-                f"{where} opens a character class '[' that is never closed; write \\[ for a literal bracket"
-            )
+            raise ConfigFileError(f"{where} opens a character class '[' that is never closed; write \\[ for a literal bracket")
         c = glob[i]
         if c == "]" and not first:
             break
@@ -201,9 +199,7 @@ def _char_class(glob: str, start: int, where: str) -> tuple[str, int]:
                 j += 1
                 hi = glob[j]
             if hi < c:
-                raise ConfigFileError(
-                    f"{where} has the range [{c}-{hi}], which runs backwards; write [{hi}-{c}]"
-                )
+                raise ConfigFileError(f"{where} has the range [{c}-{hi}], which runs backwards; write [{hi}-{c}]")
             items.append(re.escape(c) + "-" + re.escape(hi))
             i = j + 1
             continue
@@ -433,6 +429,7 @@ class RuleSet:
             if self.ignored("/".join(parts[:i]), True):
                 return True
         return self.ignored(path, False)
+
 
 def _as_set(rules: "Sequence[IgnoreRule] | RuleSet") -> RuleSet:
     return rules if isinstance(rules, RuleSet) else RuleSet(rules)

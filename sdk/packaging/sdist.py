@@ -69,10 +69,7 @@ def _setup_py(name: str, package_data: dict[str, list[str]], requirements: list[
 
 def _pkg_info(name: str, requirements: list[str]) -> str:
     requires = "".join(f"Requires-Dist: {line}\n" for line in requirements)
-    return (
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {BARE_VERSION}\nSummary: Trainer package {name}, built by tfjob\n"
-        f"{requires}"
-    )
+    return f"Metadata-Version: 2.1\nName: {name}\nVersion: {BARE_VERSION}\nSummary: Trainer package {name}, built by tfjob\n{requires}"
 
 
 def _package_data(files: list[str], packages: set[str]) -> dict[str, list[str]]:
@@ -90,9 +87,7 @@ def _package_data(files: list[str], packages: set[str]) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def _build_bare(
-    source: Path, root: Path, name: str, out_dir: Path, include_secrets: bool, requirements: list[str]
-) -> BuiltPackage:
+def _build_bare(source: Path, root: Path, name: str, out_dir: Path, include_secrets: bool, requirements: list[str]) -> BuiltPackage:
     """Minimal sdist around ``root``: the package dir (``source`` itself or below it)."""
     found = collect_files(source, include_secrets=include_secrets)
     files = found.files
@@ -171,7 +166,9 @@ def _build_project_now(source: Path, out_dir: Path, rules: RuleSet, found: Colle
     for member, data, executable in entries:
         rel = member.split("/", 1)[1] if "/" in member else member
         if rel not in chosen and (
-            rules.excluded(rel) or secret_by_name(rel) or secret_in_content(data[:SECRET_SCAN_BYTES], python_source=rel.endswith(".py"), name=rel)
+            rules.excluded(rel)
+            or secret_by_name(rel)
+            or secret_in_content(data[:SECRET_SCAN_BYTES], python_source=rel.endswith(".py"), name=rel)
         ):
             continue
         kept.append((member, data, executable))
@@ -254,7 +251,9 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
     if (source / "pyproject.toml").is_file() or (source / "setup.py").is_file():
         if module and not any(module_exists(base, module) for base in (source, source / "src")):
             raise PackagingError(
-                field="module", value=Word(module), problem=f": no {module.replace('.', '/')}.py in project {source}",
+                field="module",
+                value=Word(module),
+                problem=f": no {module.replace('.', '/')}.py in project {source}",
                 fix="give the module's dotted path from the project root (or its src/ directory)",
             )
         return "project", source, source.name
@@ -263,18 +262,25 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
         name = source.name
         if top is not None and top != name:
             raise PackagingError(
-                field="module", value=Word(str(module)), problem=f": the package directory {source} is the package {name!r}, so the module must start with {name}. (e.g. {name}.task)"
+                field="module",
+                value=Word(str(module)),
+                problem=f": the package directory {source} is the package {name!r}, so the module must start with {name}. (e.g. {name}.task)",
             )
         if module and not module_exists(source.parent, module):
             raise PackagingError(
-                field="module", value=Word(module), problem=f": no {module.replace('.', '/')}.py in {source.parent}", fix="check the module name or add the file"
+                field="module",
+                value=Word(module),
+                problem=f": no {module.replace('.', '/')}.py in {source.parent}",
+                fix="check the module name or add the file",
             )
         return "bare", source, name
 
     if top is not None and (source / top / "__init__.py").is_file():
         if not module_exists(source, module or ""):
             raise PackagingError(
-                field="module", value=Word(str(module)), problem=f": no {(module or '').replace('.', '/')}.py in {source}",
+                field="module",
+                value=Word(str(module)),
+                problem=f": no {(module or '').replace('.', '/')}.py in {source}",
                 fix="check the module name or add the file",
             )
         return "bare", source / top, top
@@ -327,7 +333,9 @@ def gather_packages(
             path = built.path
         elif not path.is_file():
             problem = "is neither a directory nor a regular file" if path.exists() else "no such file or directory"
-            raise SpecError(**subject_of(flag), value=Word(item), problem=f": {problem}", fix="give a trainer directory, a built package or a gs:// URI")
+            raise SpecError(
+                **subject_of(flag), value=Word(item), problem=f": {problem}", fix="give a trainer directory, a built package or a gs:// URI"
+            )
         if any(f.name == path.name for f in files):
             raise SpecError(**subject_of(flag), value=Word(item), problem=f": two packages are named {path.name}", fix="rename one")
         files.append(path.resolve())

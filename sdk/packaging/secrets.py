@@ -115,12 +115,20 @@ _B64_BEGIN = LazyPattern(r"(LS0tLS1CRUdJT|0tLS0tQkVHSU|tLS0tLUJFR0lO)[A-Za-z0-9+
 # its literal prefix (so the search is a fast scan for it); the character before a match is
 # checked apart (:func:`_token`).
 _TOKENS: tuple[tuple[str, tuple[str, ...], LazyPattern], ...] = (
-    ("an AWS access key id", ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"), LazyPattern(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    (
+        "an AWS access key id",
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
+        LazyPattern(r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    ),
     ("a Google API key", ("AIza",), LazyPattern(r"AIza[0-9A-Za-z_-]{35}(?![\w-])")),
     ("an OAuth client secret", ("GOCSPX-",), LazyPattern(r"GOCSPX-[0-9A-Za-z_-]{20,}")),
     ("a Google OAuth access token", ("ya29.",), LazyPattern(r"ya29\.[0-9A-Za-z_-]{20,}")),
     ("a Google OAuth refresh token", ("1//0",), LazyPattern(r"1//0[0-9A-Za-z_-]{20,}")),
-    ("a GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), LazyPattern(r"gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{40,}")),
+    (
+        "a GitHub token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        LazyPattern(r"gh[pousr]_[0-9A-Za-z]{36}|github_pat_[0-9A-Za-z_]{40,}"),
+    ),
     ("a Slack token", ("xox",), LazyPattern(r"xox[abposr]-[0-9A-Za-z-]{10,}")),
 )
 _JSON_ESCAPE = LazyPattern(r"\\u([0-9a-fA-F]{4})")

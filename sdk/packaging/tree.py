@@ -79,9 +79,7 @@ def read_ignore_rules(source: Path) -> list[IgnoreRule]:
 
 
 def _read_ignore_file(path: Path) -> str:
-    return read_bounded_text(
-        path, "the ignore file", MAX_IGNORE_FILE_BYTES, "an ignore file (one pattern per line)", errors="replace"
-    )
+    return read_bounded_text(path, "the ignore file", MAX_IGNORE_FILE_BYTES, "an ignore file (one pattern per line)", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -120,13 +118,12 @@ class Collected:
         out = []
         if self.secrets:
             out.append(
-                "left out of the package because they look like secrets: " + names(self.secrets)
+                "left out of the package because they look like secrets: "
+                + names(self.secrets)
                 + " (to package one on purpose: --include-secrets, or a '!PATH' line naming it in .tfjobignore)"
             )
         if self.wildcard_kept:
-            out.append(
-                "a wildcard '!' line does not keep a secret, name it exactly ('!PATH') to package it: " + names(self.wildcard_kept)
-            )
+            out.append("a wildcard '!' line does not keep a secret, name it exactly ('!PATH') to package it: " + names(self.wildcard_kept))
         if self.kept_secrets:
             out.append("packaged although they look like secrets (kept on purpose): " + names(self.kept_secrets))
         if self.links:

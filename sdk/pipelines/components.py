@@ -65,8 +65,16 @@ def _tfjob_train(
 
     try:
         job = build_job(
-            module=module, package=package, image=image, backend=backend, workers=workers, ps=ps,
-            evaluators=evaluators, job_dir=job_dir, args=args, options=options,
+            module=module,
+            package=package,
+            image=image,
+            backend=backend,
+            workers=workers,
+            ps=ps,
+            evaluators=evaluators,
+            job_dir=job_dir,
+            args=args,
+            options=options,
         )
         result = run_step(job, timeout=timeout or None, require_model=require_model)
     except TfjobError as e:
@@ -147,8 +155,18 @@ def custom_training_job_op(args: Dict[str, Any], image: str = GCPC_LAUNCHER_IMAG
         return dsl.ContainerSpec(
             image=image,
             command=["python3", "-u", "-m", GCPC_CUSTOM_JOB_LAUNCHER],
-            args=["--type", "CustomJob", "--payload", payload, "--project", project, "--location", location,
-                  "--gcp_resources", gcp_resources],
+            args=[
+                "--type",
+                "CustomJob",
+                "--payload",
+                payload,
+                "--project",
+                project,
+                "--location",
+                location,
+                "--gcp_resources",
+                gcp_resources,
+            ],
         )
 
     return dsl.container_component(tfjob_custom_job)

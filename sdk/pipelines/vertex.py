@@ -80,7 +80,7 @@ def op_arguments(body: dict[str, Any], *, project: str | None, location: str) ->
     scheduling = spec.get("scheduling", {})
     for path, keyword in _NOT_IN_THE_OP.items():
         head, _, tail = path.partition(".")
-        if (scheduling.get(tail) if tail else spec.get(head)):
+        if scheduling.get(tail) if tail else spec.get(head):
             raise SpecError(
                 f"{keyword}=True has no CustomTrainingJobOp argument: leave it out for a pipeline step, "
                 "or submit the job with tfjob submit --backend vertex"

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+
 @dataclass(frozen=True)
 class MetricReading:
     """What a trial's metrics file says about the study's metric.

@@ -79,7 +79,13 @@ class _Handler(JsonHandler):
             return self._error(400, f"gs://{source.get('bucket')}/{source.get('object')} is not found", "INVALID_ARGUMENT")
         build_id = f"b{len(self.state.builds) + 1:04d}"
         self.state.created.append(body)
-        self.state.builds[(project, build_id)] = {**body, "id": build_id, "projectId": project, "status": "QUEUED", "_source": hashlib.sha256(staged).hexdigest()}
+        self.state.builds[(project, build_id)] = {
+            **body,
+            "id": build_id,
+            "projectId": project,
+            "status": "QUEUED",
+            "_source": hashlib.sha256(staged).hexdigest(),
+        }
         self._reply(200, {
             "name": f"operations/build/{project}/{build_id}",
             "metadata": {"@type": METADATA_TYPE, "build": self.state.public(project, build_id)},
@@ -137,4 +143,9 @@ class FakeCloudBuild(LocalServer):
         build.update(status="SUCCESS", results={"images": images})
         build["steps"] = [{**s, "status": "SUCCESS"} for s in build["steps"]]
         public = self.public(project, build_id)
-        return {"name": name, "done": True, "metadata": {"@type": METADATA_TYPE, "build": public}, "response": {"@type": BUILD_TYPE, **public}}
+        return {
+            "name": name,
+            "done": True,
+            "metadata": {"@type": METADATA_TYPE, "build": public},
+            "response": {"@type": BUILD_TYPE, **public},
+        }

@@ -149,9 +149,7 @@ class FakeKube(LocalServer):
             "kind": "Config",
             "clusters": [{"name": "fake-cluster", "cluster": {"server": self.url}}],
             "users": [{"name": "tester", "user": {}}],
-            "contexts": [
-                {"name": context, "context": {"cluster": "fake-cluster", "user": "tester", "namespace": namespace}}
-            ],
+            "contexts": [{"name": context, "context": {"cluster": "fake-cluster", "user": "tester", "namespace": namespace}}],
             "current-context": context,
         }
         path.write_text(json.dumps(config, indent=2))  # JSON is YAML
@@ -225,8 +223,7 @@ class FakeKube(LocalServer):
                 "Running": f"TFJob {namespace}/{name} is running.",
                 "Restarting": f"TFJob {name} is restarting because 1 Worker replica(s) failed.",
                 "Succeeded": f"TFJob {namespace}/{name} successfully completed.",
-                "Failed": f"TFJob {namespace}/{name} has failed because 1 "
-                f"{_type_of(failed_task)} replica(s) failed.",
+                "Failed": f"TFJob {namespace}/{name} has failed because 1 {_type_of(failed_task)} replica(s) failed.",
             }[condition]
             conditions.append(
                 {
@@ -366,8 +363,13 @@ class FakeKube(LocalServer):
         if condition in ("Complete", "Failed"):
             with self._cond:
                 trainjob.setdefault("status", {}).setdefault("conditions", []).append(
-                    {"type": condition, "status": "True", "reason": f"Jobs{condition}", "message": f"jobset {name} {condition.lower()}",
-                     "lastTransitionTime": _now()}  # fmt: skip
+                    {
+                        "type": condition,
+                        "status": "True",
+                        "reason": f"Jobs{condition}",
+                        "message": f"jobset {name} {condition.lower()}",
+                        "lastTransitionTime": _now(),
+                    }  # fmt: skip
                 )
                 self._bump(trainjob)
 
@@ -407,9 +409,12 @@ class FakeKube(LocalServer):
                         "ownerReferences": [{"apiVersion": GROUP_VERSION, "kind": "TFJob", "name": name, "uid": job["metadata"]["uid"]}],
                     },
                     "spec": rspec["template"]["spec"],
-                    "status": {"phase": "Pending", "containerStatuses": [
-                        {"name": "tensorflow", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}
-                    ]},
+                    "status": {
+                        "phase": "Pending",
+                        "containerStatuses": [
+                            {"name": "tensorflow", "ready": False, "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                        ],
+                    },
                 }
                 self.pods[(namespace, pod_name)] = _Pod(pod)
 
@@ -463,6 +468,8 @@ _TRAINJOBS = _Kind(
     "TrainJob", "trainjobs", "trainer.kubeflow.org", "trainjobs", lambda k: (k.trainer_schemas or {}).get("TrainJob"),
     check=_runtime_missing, owns_pods=True,
 )  # fmt: skip
+
+
 def _configmap_too_big(kube: "FakeKube", body: dict[str, Any]) -> str | None:
     import base64
 
@@ -608,7 +615,9 @@ class _Handler(BaseHTTPRequestHandler):
         if query.get("limit"):
             items = items[: int(query["limit"])]
         version = "v1" if kind == "PodList" else GROUP_VERSION
-        self._send(200, {"apiVersion": version, "kind": kind, "metadata": {"resourceVersion": str(self.kube._resource_version)}, "items": items})
+        self._send(
+            200, {"apiVersion": version, "kind": kind, "metadata": {"resourceVersion": str(self.kube._resource_version)}, "items": items}
+        )
 
     def _tfjobs_all(self, method: str, query: dict[str, str], body: Any) -> None:
         if not self.kube.crd_installed:
@@ -657,9 +666,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
                 return
             obj = json.loads(json.dumps(body))
-            obj["metadata"].update(
-                namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1
-            )
+            obj["metadata"].update(namespace=ns, uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
             kube._bump(obj)
             kube.tfjobs[(ns, name)] = obj
             answer = json.loads(json.dumps(obj))
@@ -675,7 +682,9 @@ class _Handler(BaseHTTPRequestHandler):
         with kube._cond:
             obj = kube.tfjobs.get((ns, name))
             if obj is None:
-                self._error(404, f'tfjobs.kubeflow.org "{name}" not found', details={"name": name, "group": "kubeflow.org", "kind": "tfjobs"})
+                self._error(
+                    404, f'tfjobs.kubeflow.org "{name}" not found', details={"name": name, "group": "kubeflow.org", "kind": "tfjobs"}
+                )
                 return
             if method == "DELETE":
                 del kube.tfjobs[(ns, name)]
@@ -683,8 +692,13 @@ class _Handler(BaseHTTPRequestHandler):
                 for key in [k for k, p in kube.pods.items() if k[0] == ns and p.obj["metadata"]["labels"].get(_JOB) == name]:
                     kube.pods.pop(key).done = True
                 kube._cond.notify_all()
-                answer: Any = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                               "details": {"name": name, "group": "kubeflow.org", "kind": "tfjobs", "uid": obj["metadata"]["uid"]}}
+                answer: Any = {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": {"name": name, "group": "kubeflow.org", "kind": "tfjobs", "uid": obj["metadata"]["uid"]},
+                }
             else:
                 answer = json.loads(json.dumps(obj))
         self._send(200, answer)
@@ -823,7 +837,7 @@ class _Handler(BaseHTTPRequestHandler):
         tail = query.get("tailLines")
         if tail is not None:
             lines = text.splitlines(keepends=True)
-            text = "".join(lines[-int(tail):]) if int(tail) > 0 else ""
+            text = "".join(lines[-int(tail) :]) if int(tail) > 0 else ""
         # The API server reads a boolean as Go's strconv.ParseBool does: kubernetes<31 (which
         # KFP pins) sends follow=True, newer clients follow=true.
         if query.get("follow") not in ("1", "t", "T", "true", "True", "TRUE"):
@@ -884,7 +898,10 @@ def kube_fixture(crd_path: Path, tmp_path: Path, monkeypatch: Any) -> Iterator[F
     versions = _load_crd(crd_path.parent / "jobset.x-k8s.io_jobsets.yaml")["spec"]["versions"]
     jobset_schema = next(v for v in versions if v["name"] == "v1alpha2")["schema"]["openAPIV3Schema"]
     trainer_schemas = {}
-    for kind, file in (("TrainJob", "trainer.kubeflow.org_trainjobs.yaml"), ("ClusterTrainingRuntime", "trainer.kubeflow.org_clustertrainingruntimes.yaml")):
+    for kind, file in (
+        ("TrainJob", "trainer.kubeflow.org_trainjobs.yaml"),
+        ("ClusterTrainingRuntime", "trainer.kubeflow.org_clustertrainingruntimes.yaml"),
+    ):
         trainer_schemas[kind] = _load_crd(crd_path.parent / file)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     with FakeKube(namespaces={"default", "ml"}, schema=schema, jobset_schema=jobset_schema, trainer_schemas=trainer_schemas) as server:
         yield server

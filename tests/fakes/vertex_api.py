@@ -223,8 +223,22 @@ class _Handler(JsonHandler):
                 return self._reset()
             details = list(fault.details)
             if fault.reason:
-                details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": fault.reason, "domain": "googleapis.com", "metadata": fault.metadata})
-            grpc = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}.get(int(fault.status), "INTERNAL")
+                details.append(
+                    {
+                        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                        "reason": fault.reason,
+                        "domain": "googleapis.com",
+                        "metadata": fault.metadata,
+                    }
+                )
+            grpc = {
+                400: "INVALID_ARGUMENT",
+                401: "UNAUTHENTICATED",
+                403: "PERMISSION_DENIED",
+                404: "NOT_FOUND",
+                429: "RESOURCE_EXHAUSTED",
+                503: "UNAVAILABLE",
+            }.get(int(fault.status), "INTERNAL")
             # "{authorization}" echoes the request's credentials, as a careless proxy might.
             message = fault.message.replace("{authorization}", self.headers.get("Authorization", ""))
             return self._error(int(fault.status), message, grpc, details)

@@ -125,14 +125,26 @@ class FakeTuning(LocalServer):
             trial = active[0]
             trial["endTime"] = _now(10 * int(trial["id"]) + 9)
             if trial["id"] in self.infeasible:
-                trial.update(state="INFEASIBLE", infeasibleReason=f"The replica workerpool0-0 of trial {trial['id']} exited with a non-zero status of 3.")
+                trial.update(
+                    state="INFEASIBLE",
+                    infeasibleReason=f"The replica workerpool0-0 of trial {trial['id']} exited with a non-zero status of 3.",
+                )
             else:
                 params = {p["parameterId"]: p["value"] for p in trial["parameters"]}
-                trial.update(state="SUCCEEDED", finalMeasurement={"stepCount": "1", "metrics": [{"metricId": job["studySpec"]["metrics"][0]["metricId"], "value": self.objective(params)}]})
+                trial.update(
+                    state="SUCCEEDED",
+                    finalMeasurement={
+                        "stepCount": "1",
+                        "metrics": [{"metricId": job["studySpec"]["metrics"][0]["metricId"], "value": self.objective(params)}],
+                    },
+                )
         failed = sum(t["state"] == "INFEASIBLE" for t in trials)
         if job.get("maxFailedTrialCount") and failed >= job["maxFailedTrialCount"]:
             job["state"] = "JOB_STATE_FAILED"
-            job["error"] = {"code": 9, "message": f"{failed} of {len(trials)} trials failed; the job reached maxFailedTrialCount {job['maxFailedTrialCount']}."}
+            job["error"] = {
+                "code": 9,
+                "message": f"{failed} of {len(trials)} trials failed; the job reached maxFailedTrialCount {job['maxFailedTrialCount']}.",
+            }
             return
         while len([t for t in trials if t["state"] == "ACTIVE"]) < job["parallelTrialCount"] and len(trials) < job["maxTrialCount"]:
             k = len(trials)

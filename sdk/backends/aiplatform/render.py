@@ -92,7 +92,9 @@ def _check_expressible(spec: JobSpec) -> None:
     }
     for knob, used in vertex_only.items():
         if used:
-            raise SpecError(problem=f"{knob} has no equivalent in legacy AI Platform Training", fix="leave it out, or render with {backend=vertex}")
+            raise SpecError(
+                problem=f"{knob} has no equivalent in legacy AI Platform Training", fix="leave it out, or render with {backend=vertex}"
+            )
     if not spec.has_chief:
         raise SpecError(
             problem="AI Platform Training always runs a master, so a job without a chief ({chief=False}) cannot run there",
@@ -145,7 +147,9 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             body[f"{prefix}Config"] = config
     if spec.script is not None and not spec.image:
         raise SpecError(
-            field="script", value=Word(spec.script), problem=": an AI Platform package job runs a Python module of the package",
+            field="script",
+            value=Word(spec.script),
+            problem=": an AI Platform package job runs a Python module of the package",
             fix="give {module}, or run the script in an {image}",
         )
     if spec.module is not None and not spec.image:

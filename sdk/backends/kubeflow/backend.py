@@ -64,7 +64,8 @@ def build_shipment(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, Ship
     for path in paths:
         if not _CONFIGMAP_KEY_RE.fullmatch(path.name) or len(path.name) > 253:
             raise SpecError(
-                field="packages", value=str(path),
+                field="packages",
+                value=str(path),
                 problem=f": a ConfigMap key is letters, digits, '-', '_' and '.' (at most 253), so {path.name!r} cannot be shipped to the pods",
                 fix="rename the file",
             )

@@ -145,8 +145,12 @@ class KubeClient:
             # expanding it beyond bounds and never containing itself (the client's own errors
             # on anything else are tracebacks, and it would walk an alias bomb).
             document = read_config_file(
-                path, "kubeconfig", max_bytes=MAX_KUBECONFIG_BYTES, what="a kubeconfig (a few KiB)",
-                where=f"kubeconfig {path} cannot be read", as_json=False,
+                path,
+                "kubeconfig",
+                max_bytes=MAX_KUBECONFIG_BYTES,
+                what="a kubeconfig (a few KiB)",
+                where=f"kubeconfig {path} cannot be read",
+                as_json=False,
             )
             _check_kubeconfig_shape(path, document)
         try:
@@ -159,7 +163,9 @@ class KubeClient:
             chosen = next((c for c in contexts or [] if c.get("name") == self.context), None)
             if chosen is None:
                 raise UsageError(
-                    field="context", value=self.context, problem=f"is not in {self.kubeconfig}; its contexts are {', '.join(map(str, names)) or 'none'}"
+                    field="context",
+                    value=self.context,
+                    problem=f"is not in {self.kubeconfig}; its contexts are {', '.join(map(str, names)) or 'none'}",
                 )
         try:
             config.load_kube_config(
@@ -206,7 +212,9 @@ class KubeClient:
                 )
             if "namespaces" in message and "not found" in message:
                 return UsageError(
-                    field="namespace", value=namespace, problem=f"does not exist on the cluster at {self.server}",
+                    field="namespace",
+                    value=namespace,
+                    problem=f"does not exist on the cluster at {self.server}",
                     fix="pass {namespace} of an existing one (kubectl get namespaces)",
                 )
             if name is not None:
@@ -253,7 +261,9 @@ class KubeClient:
         r, name = resource, manifest["metadata"]["name"]
         try:
             if r.cluster_scoped:
-                return self._custom.create_cluster_custom_object(r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout)
+                return self._custom.create_cluster_custom_object(
+                    r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout
+                )
             assert namespace is not None
             return self._custom.create_namespaced_custom_object(
                 r.group, r.version, namespace, r.plural, dict(manifest), _request_timeout=self.timeout

@@ -45,12 +45,10 @@ INSTALL_HINT = (
     '"github.com/kubeflow/training-operator.git/manifests/overlays/standalone?ref=v1.9.0")'
 )
 JOBSET_INSTALL_HINT = (
-    "install JobSet (kubectl apply --server-side -f "
-    "https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml)"
+    "install JobSet (kubectl apply --server-side -f https://github.com/kubernetes-sigs/jobset/releases/download/v0.12.0/manifests.yaml)"
 )
 TRAINER_INSTALL_HINT = (
-    "install Kubeflow Trainer v2 (kubectl apply --server-side -k "
-    '"github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.3.0")'
+    'install Kubeflow Trainer v2 (kubectl apply --server-side -k "github.com/kubeflow/trainer.git/manifests/overlays/manager?ref=v2.3.0")'
 )
 
 TFJOB = Resource(GROUP, VERSION, PLURAL, "TFJob", INSTALL_HINT, check=validate_tfjob)
@@ -110,7 +108,11 @@ TFJOB_KIND = JobKind(
 )
 #: A ``JobSet`` (jobset.x-k8s.io): no training operator; the bootstrap derives ``TF_CONFIG``.
 JOBSET_KIND = JobKind(
-    JOBSET, "the JobSet controller", render_jobset, lambda obj: parse_jobset_state(obj), lambda name, task, spec: build_jobset_selector(name, task)
+    JOBSET,
+    "the JobSet controller",
+    render_jobset,
+    lambda obj: parse_jobset_state(obj),
+    lambda name, task, spec: build_jobset_selector(name, task),
 )
 #: A Kubeflow Trainer v2 ``TrainJob`` on the TensorFlow ``ClusterTrainingRuntime`` tfjob renders.
 TRAINJOB_KIND = JobKind(

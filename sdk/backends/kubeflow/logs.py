@@ -75,7 +75,9 @@ class StreamFeed(LineFeed):
     """The job's pods' log streams: one reader thread per container puts its lines in a queue;
     a look lists the pods and opens a stream for each new one (or restarted container)."""
 
-    def __init__(self, client: KubeClient, namespace: str, selector: str, tail: int | None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, client: KubeClient, namespace: str, selector: str, tail: int | None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.client, self.namespace, self.selector, self.tail, self.clock = client, namespace, selector, tail, clock
         self.lines: "queue.Queue[Any]" = queue.Queue()
         self.readers: dict[tuple[str, int], _Reader] = {}

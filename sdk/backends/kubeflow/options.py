@@ -31,8 +31,12 @@ class KubernetesKnobs:
     cpu: str | Sequence[str] | Mapping[str, str] | None = knob(
         "CPUs of every pod (2, 500m), or ROLE=CPUS (repeat); replaces the machine type's.", kind="list", **_NOT_TUNED
     )
-    memory: str | Sequence[str] | Mapping[str, str] | None = knob("Memory of every pod (8Gi), or ROLE=MEMORY (repeat).", kind="list", **_NOT_TUNED)
-    gpu: str | int | Sequence[str] | Mapping[str, Any] | None = knob("nvidia.com/gpu of every pod, or ROLE=COUNT (repeat).", kind="list", **_NOT_TUNED)
+    memory: str | Sequence[str] | Mapping[str, str] | None = knob(
+        "Memory of every pod (8Gi), or ROLE=MEMORY (repeat).", kind="list", **_NOT_TUNED
+    )
+    gpu: str | int | Sequence[str] | Mapping[str, Any] | None = knob(
+        "nvidia.com/gpu of every pod, or ROLE=COUNT (repeat).", kind="list", **_NOT_TUNED
+    )
     #: A YAML pod template (or role → pod template) merged into every replica.
     pod_template: StrPath | Mapping[str, StrPath] | None = knob(
         "YAML pod template (or role: template) merged into every replica: nodeSelector, tolerations, volumes, sidecars, labels…",

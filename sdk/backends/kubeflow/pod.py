@@ -61,7 +61,9 @@ def parse_role_values(values: Any, field: str) -> dict[str, str]:
     for role, value in items:
         if role not in (*ROLES, "default"):
             raise SpecError(
-                field=field, value=Word(f"{role}={value}"), problem=f": {role!r} is not a role",
+                field=field,
+                value=Word(f"{role}={value}"),
+                problem=f": {role!r} is not a role",
                 fix=f"use VALUE for every role or ROLE=VALUE ({', '.join(ROLES)})",
             )
         if role in out:
@@ -117,7 +119,9 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
 
     data = read_config_file(path, "pod_template")
     if not isinstance(data, Mapping) or not data:
-        raise UsageError(field="pod_template", value=str(path), problem="must be a pod template (metadata, spec) or a mapping of roles to pod templates")
+        raise UsageError(
+            field="pod_template", value=str(path), problem="must be a pod template (metadata, spec) or a mapping of roles to pod templates"
+        )
     if set(data) <= set(TEMPLATE_KEYS):
         templates = {"default": dict(data)}
     elif set(data) <= {*ROLES, "default"}:
@@ -128,11 +132,15 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
             template_keys = sorted(set(map(str, data)) & set(TEMPLATE_KEYS))
             roles = sorted(set(map(str, data)) - set(TEMPLATE_KEYS))
             raise UsageError(
-                field="pod_template", value=str(path), problem=f"mixes pod template keys ({', '.join(template_keys)}) with roles ({', '.join(roles)})",
+                field="pod_template",
+                value=str(path),
+                problem=f"mixes pod template keys ({', '.join(template_keys)}) with roles ({', '.join(roles)})",
                 fix="give one pod template, or put it under a role (default: for every role)",
             )
         raise UsageError(
-            field="pod_template", value=str(path), problem=f": {unknown[0]!r} is neither a pod template key (metadata, spec) nor a role ({', '.join(ROLES)}, default)"
+            field="pod_template",
+            value=str(path),
+            problem=f": {unknown[0]!r} is neither a pod template key (metadata, spec) nor a role ({', '.join(ROLES)}, default)",
         )
     for role, template in templates.items():
         where = str(path) + ("" if role == "default" and set(data) <= set(TEMPLATE_KEYS) else f": {role}")
@@ -185,7 +193,11 @@ def _check_template(template: Mapping[str, Any], where: str) -> None:
 #: Label (and annotation) key prefixes the operators and the Job controller set on a job's
 #: objects and pods (a user's would be overwritten, or make them lose track of their pods).
 RESERVED_LABEL_PREFIXES = (
-    "training.kubeflow.org/", "kubeflow.org/", "jobset.sigs.k8s.io/", "trainer.kubeflow.org/", "batch.kubernetes.io/",
+    "training.kubeflow.org/",
+    "kubeflow.org/",
+    "jobset.sigs.k8s.io/",
+    "trainer.kubeflow.org/",
+    "batch.kubernetes.io/",
 )
 #: Single keys of the same kind: the Job controller's own (on a JobSet's pods).
 RESERVED_LABEL_KEYS = ("job-name", "controller-uid")

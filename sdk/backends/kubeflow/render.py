@@ -103,7 +103,9 @@ def check_k8s_name(name: str, field: str = "name", max_length: int = MAX_NAME_LE
         else "is not a DNS-1035 label (lower-case letters, digits and '-', starting with a letter, not ending with '-')"
     )
     raise SpecError(
-        field=field, value=name, problem=f"{why}, as Kubernetes requires for a TFJob",
+        field=field,
+        value=name,
+        problem=f"{why}, as Kubernetes requires for a TFJob",
         fix=f"use {{{field}={suggest_k8s_name(name, suggest_length or max_length)}}}",
     )
 
@@ -121,7 +123,9 @@ def check_restart_policy(value: str | None) -> str:
         if value.strip().lower() == policy.lower():
             return policy
     raise SpecError(
-        field="restart_policy", value=value, problem=f"is not a restart policy{did_you_mean(value, RESTART_POLICIES)}",
+        field="restart_policy",
+        value=value,
+        problem=f"is not a restart policy{did_you_mean(value, RESTART_POLICIES)}",
         fix=f"choose one of {', '.join(RESTART_POLICIES)}",
     )
 
@@ -149,7 +153,8 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
         info = machine_info(pool.machine.type)
         if info is None or not info.vcpus or tpu_chips(pool.machine.type) is not None:
             raise SpecError(
-                field=f"{pool.role}_machine_type", value=Word(pool.machine.type),
+                field=f"{pool.role}_machine_type",
+                value=Word(pool.machine.type),
                 problem="has no CPU and memory tfjob knows, or is a TPU VM: a Kubeflow pod needs them",
                 fix="choose a listed type (`tfjob machines`), or give {cpu} and {memory}",
             )
@@ -195,7 +200,8 @@ def render_container(spec: JobSpec, pool: Pool, options: KubernetesOptions) -> d
     container["ports"] = [{"name": PORT_NAME, "containerPort": PORT}]
 
     explicit = role_resources(
-        pool.role, *(parse_role_values(value, name) for name, value in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))
+        pool.role,
+        *(parse_role_values(value, name) for name, value in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu))),
     )
     container["resources"] = render_resources(pool, explicit)
     return container
@@ -208,7 +214,8 @@ def check_name_room(name: str, suffix: str, what: str) -> None:
     check_k8s_name(name, suggest_length=room)
     if len(name) > room:
         raise SpecError(
-            field="name", value=name,
+            field="name",
+            value=name,
             problem=f"is too long for its {what} ({name}{suffix} has {len(name) + len(suffix)} characters, Kubernetes allows {MAX_NAME_LENGTH})",
             fix=f"use {{name={suggest_k8s_name(name, room)}}}",
         )
@@ -220,7 +227,8 @@ def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
     if missing:
         pools = f"{' and '.join(missing)} pool{'s have' if len(missing) > 1 else ' has'}"
         raise SpecError(
-            field="backend", value=Word("kubeflow"),
+            field="backend",
+            value=Word("kubeflow"),
             problem=f"runs container images, and the {pools} none: pass {{image}} (a trainer image built FROM the tfjob base image, or the base image itself with PACKAGE_PATH)",
         )
     if spec.package or spec.packages:
@@ -229,11 +237,11 @@ def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
             problem=f"the manifest alone cannot ship {what}: the Kubernetes backends do (tfjob render/submit --backend "
             "kubeflow puts the packages in a ConfigMap the pods install from)"
         )
-    if spec.service_account and not (
-        len(spec.service_account) <= 253 and _DNS1123_SUBDOMAIN_RE.match(spec.service_account)
-    ):
+    if spec.service_account and not (len(spec.service_account) <= 253 and _DNS1123_SUBDOMAIN_RE.match(spec.service_account)):
         raise SpecError(
-            field="service_account", value=spec.service_account, problem="is not a Kubernetes service account name",
+            field="service_account",
+            value=spec.service_account,
+            problem="is not a Kubernetes service account name",
             fix="on Kubeflow give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail",
         )
     from ...spec import is_kubernetes_label_key
@@ -241,10 +249,7 @@ def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
 
     for key, value in spec.labels.items():
         if reserved_label(key):
-            raise SpecError(
-                f"label {key!r} is set by the operator or the Job controller on the job's objects and pods; "
-                "choose another key"
-            )
+            raise SpecError(f"label {key!r} is set by the operator or the Job controller on the job's objects and pods; choose another key")
         if is_kubernetes_label_key(key):
             continue  # a prefixed Kubernetes key, checked with its value by the spec
         # Vertex takes a trailing '-' or '_'; Kubernetes wants both ends alphanumeric.
@@ -263,7 +268,9 @@ def check_queue(queue: Any) -> None:
         return
     if not isinstance(queue, str) or len(queue) > 63 or not _DNS1123_SUBDOMAIN_RE.match(queue):
         raise SpecError(
-            field="queue", value=queue, problem="is not a queue name: a LocalQueue's name, lower-case letters, digits, '-' and '.', at most 63 characters"
+            field="queue",
+            value=queue,
+            problem="is not a queue name: a LocalQueue's name, lower-case letters, digits, '-' and '.', at most 63 characters",
         )
 
 
@@ -301,7 +308,11 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     templates = load_pod_template(options.pod_template) if options.pod_template else {}
     policies = parse_role_values(options.restart_policy, "restart_policy")
     known_roles(
-        [templates, policies, *(parse_role_values(v, n) for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu)))],
+        [
+            templates,
+            policies,
+            *(parse_role_values(v, n) for n, v in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu))),
+        ],
         [p.role for p in spec.pools],
         "{pod_template}, {restart_policy}, {cpu}, {memory} or {gpu}",
     )
@@ -329,9 +340,7 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     return manifest
 
 
-def render_pod_template(
-    spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], **pod: Any
-) -> dict[str, Any]:
+def render_pod_template(spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], **pod: Any) -> dict[str, Any]:
     """One role's pod template: its ``tensorflow`` container, the service account, the GPU's
     node selector, the job's labels, then the user's ``--pod-template`` merged in; ``pod``
     adds fields of the pod spec (a JobSet's ``restartPolicy``)."""
@@ -371,7 +380,9 @@ def _job_dir_volume(job_dir: str, pod_spec: dict[str, Any], role: str) -> None:
     """
     if not job_dir.startswith("/"):
         raise SpecError(
-            field="job_dir", value=Word(job_dir), problem=": on Kubernetes the job dir is a path in every pod",
+            field="job_dir",
+            value=Word(job_dir),
+            problem=": on Kubernetes the job dir is a path in every pod",
             fix="give an absolute path on a shared volume (e.g. /job) or gs://BUCKET/PATH",
         )
     target = job_dir.rstrip("/") or "/"
@@ -383,7 +394,8 @@ def _job_dir_volume(job_dir: str, pod_spec: dict[str, Any], role: str) -> None:
     ]
     if not any(target == m or target.startswith(m.rstrip("/") + "/") for m in mounts if m != "/"):
         raise SpecError(
-            field="job_dir", value=Word(job_dir),
+            field="job_dir",
+            value=Word(job_dir),
             problem=f": no volume is mounted there in the {role} pods, so each pod would write its own filesystem and the others could not read it",
             fix=f"mount a shared volume (a ReadWriteMany PersistentVolumeClaim) at {target} with {{pod_template}} (volumes and volumeMounts), "
             "or give {job_dir=gs://BUCKET/PATH}",
@@ -400,13 +412,15 @@ def render_run_policy(spec: JobSpec, options: TFJobOptions) -> dict[str, Any]:
         match = [p for p in CLEAN_POD_POLICIES if p.lower() == str(clean).strip().lower()]
         if not match:
             raise SpecError(
-                field="clean_pod_policy", value=clean,
+                field="clean_pod_policy",
+                value=clean,
                 problem=f"is not one of {', '.join(CLEAN_POD_POLICIES)}{did_you_mean(str(clean), CLEAN_POD_POLICIES)}",
             )
         clean = match[0]
     if options.max_restarts is not None:
         raise SpecError(
-            field="max_restarts", problem=": a TFJob restarts its replicas ({restart_policy}, up to {backoff_limit}), not the whole job",
+            field="max_restarts",
+            problem=": a TFJob restarts its replicas ({restart_policy}, up to {backoff_limit}), not the whole job",
             fix="{backend=jobset} restarts the whole set (failurePolicy.maxRestarts)",
         )
     run_policy: dict[str, Any] = {
@@ -458,16 +472,13 @@ def find_tfjob_problems(manifest: Mapping[str, Any]) -> list[str]:
     """
     problems: list[str] = []
     if manifest.get("apiVersion") != API_VERSION or manifest.get("kind") != KIND:
-        problems.append(
-            f"apiVersion/kind is {manifest.get('apiVersion')!r}/{manifest.get('kind')!r}, not {API_VERSION}/{KIND}"
-        )
+        problems.append(f"apiVersion/kind is {manifest.get('apiVersion')!r}/{manifest.get('kind')!r}, not {API_VERSION}/{KIND}")
     name = (manifest.get("metadata") or {}).get("name")
     if not isinstance(name, str) or not name:
         problems.append("metadata.name is missing")
     elif len(name) > MAX_NAME_LENGTH or not _DNS1035_RE.match(name):
         problems.append(
-            f"metadata.name {name!r} is not a DNS-1035 label of at most {MAX_NAME_LENGTH} characters "
-            f"(try {suggest_k8s_name(name)!r})"
+            f"metadata.name {name!r} is not a DNS-1035 label of at most {MAX_NAME_LENGTH} characters (try {suggest_k8s_name(name)!r})"
         )
     spec = manifest.get("spec") or {}
     replica_specs = spec.get("tfReplicaSpecs")
@@ -481,8 +492,7 @@ def find_tfjob_problems(manifest: Mapping[str, Any]) -> list[str]:
         path = f"spec.tfReplicaSpecs.{rtype}"
         if rtype not in VALID_REPLICA_TYPES:
             problems.append(
-                f"{path}: {rtype!r} is not a replica type{did_you_mean(rtype, VALID_REPLICA_TYPES)}; "
-                f"use {', '.join(VALID_REPLICA_TYPES)}"
+                f"{path}: {rtype!r} is not a replica type{did_you_mean(rtype, VALID_REPLICA_TYPES)}; use {', '.join(VALID_REPLICA_TYPES)}"
             )
         rspec = rspec or {}
         replicas = rspec.get("replicas", 1)

@@ -95,7 +95,11 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     _check_spec(spec, options)
     check_name_room(spec.name, _hostname_suffix(spec), "pods' hostnames")
     if isinstance(options, TFJobOptions):
-        given = {"clean_pod_policy": options.clean_pod_policy, "priority_class": options.priority_class, "min_available": options.min_available}
+        given = {
+            "clean_pod_policy": options.clean_pod_policy,
+            "priority_class": options.priority_class,
+            "min_available": options.min_available,
+        }
         for name, value in given.items():
             if value is not None:
                 raise SpecError(field=name, problem="is a TFJob run policy; a JobSet has none", fix="use {backend=kubeflow}")
@@ -104,7 +108,9 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     policies = parse_policies(options.restart_policy)
     if "Always" in policies.values():
         raise SpecError(
-            field="restart_policy", value=Word("Always"), problem=": the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes)",
+            field="restart_policy",
+            value=Word("Always"),
+            problem=": the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes)",
             fix="use {backend=kubeflow} for Always",
         )
     backoff = _whole(options.backoff_limit, "backoff_limit", DEFAULT_BACKOFF_LIMIT)
@@ -127,7 +133,9 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         clash = sorted(set(spec.env_for(pool.role)) & {str(e["name"]) for e in cluster_env})
         if clash:
             raise SpecError(
-                field="env", value=Word(clash[0]), problem="is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it)",
+                field="env",
+                value=Word(clash[0]),
+                problem="is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it)",
                 fix="choose another name",
             )
         container = render_container(spec, pool, options)
@@ -146,7 +154,9 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
             # Kubeflow's ExitCode: 1–127 is the program's own error (the Job fails); a pod killed
             # by a signal or ended 128–255 is made again at its index (the same host name).
             job_spec["podFailurePolicy"] = {
-                "rules": [{"action": "FailJob", "onExitCodes": {"containerName": CONTAINER_NAME, "operator": "In", "values": list(range(1, 128))}}]
+                "rules": [
+                    {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER_NAME, "operator": "In", "values": list(range(1, 128))}}
+                ]
             }
         replicated.append({"name": pool.role, "replicas": 1, "template": {"spec": job_spec}})
     metadata: dict[str, Any] = {"name": spec.name}

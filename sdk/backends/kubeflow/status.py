@@ -272,12 +272,14 @@ def parse_pod_task(pod: Mapping[str, Any]) -> TaskStatus:
     if restarts and last:
         # The kubelet keeps only the last ended run of a restarted container.
         code = last.get("exitCode") if isinstance(last.get("exitCode"), int) else None
-        history.append(TaskRestart(
-            time=parse_time(last.get("finishedAt")) or 0.0,
-            exit_code=code,
-            signal=code - 128 if code is not None and code > 128 else None,
-            reason=str(last.get("reason") or "")[:MAX_REASON_CHARS],
-        ))
+        history.append(
+            TaskRestart(
+                time=parse_time(last.get("finishedAt")) or 0.0,
+                exit_code=code,
+                signal=code - 128 if code is not None and code > 128 else None,
+                reason=str(last.get("reason") or "")[:MAX_REASON_CHARS],
+            )
+        )
     return TaskStatus(
         name=pod_task_name(pod),
         state=state,
@@ -387,6 +389,9 @@ def parse_task(task: str) -> tuple[str, int | None]:
     role = _ROLE_ALIASES.get(match.group("role")) if match else None
     if role is None or match is None:
         raise UsageError(
-            field="task", value=task, problem="is not a task", fix=f"write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)"
+            field="task",
+            value=task,
+            problem="is not a task",
+            fix=f"write ROLE or ROLE-INDEX with ROLE one of {', '.join(_ROLE_ORDER)} (e.g. worker-1)",
         )
     return role, (int(match.group("index")) if match.group("index") is not None else None)

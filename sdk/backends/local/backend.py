@@ -198,9 +198,7 @@ class LocalBackend(Lifecycle):
 
         store = self.store
         record = store.resolve(job_id)
-        names = [t.name for t in store.tasks(record.id)] or [
-            f"{role}-{i}" for role, i in JobSpec.from_dict(record.spec).tasks()
-        ]
+        names = [t.name for t in store.tasks(record.id)] or [f"{role}-{i}" for role, i in JobSpec.from_dict(record.spec).tasks()]
         if not record.log_dir:
             raise UsageError(f"job {record.id} has no log directory")
         log_dir = Path(record.log_dir)
@@ -284,8 +282,16 @@ class LocalBackend(Lifecycle):
         }
 
     def run_study(
-        self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, stream: TextIO | None = None, seed: int | None = None,
-        cores: int | None = None, port_picker: Any = None, echo: Callable[[str], None] | None = None,
+        self,
+        study: StudySpec,
+        spec: JobSpec,
+        options: SubmitOptions,
+        *,
+        stream: TextIO | None = None,
+        seed: int | None = None,
+        cores: int | None = None,
+        port_picker: Any = None,
+        echo: Callable[[str], None] | None = None,
     ) -> StudyResult:
         """Run the study here to its end, recorded in this backend's store (see :mod:`.tuning`)."""
         from .tuning import LocalStudy

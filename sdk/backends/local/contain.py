@@ -227,9 +227,7 @@ def adopted_orphans(children_before: set[int]) -> list[int]:
     for pid, (_, ppid, _) in table.items():
         kids.setdefault(ppid, []).append(pid)
     roots = [
-        pid
-        for pid in kids.get(me, ())
-        if pid not in children_before and table[pid][0] != "Z" and (own is None or table[pid][2] != own[2])
+        pid for pid in kids.get(me, ()) if pid not in children_before and table[pid][0] != "Z" and (own is None or table[pid][2] != own[2])
     ]
     found, todo = [], list(roots)
     while todo:
@@ -247,9 +245,7 @@ def _kill(pids: list[int]) -> None:
             pass
 
 
-def stop_escaped(
-    job_id: str, children_before: set[int], wait: float = 2.0, rounds: int = 20, orphans: bool = True
-) -> list[int]:
+def stop_escaped(job_id: str, children_before: set[int], wait: float = 2.0, rounds: int = 20, orphans: bool = True) -> list[int]:
     """SIGKILL every live process of the job, reap those re-parented here; return their pids.
 
     What is the job's: each process carrying its id in its environment, and (``orphans``:

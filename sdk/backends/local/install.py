@@ -72,9 +72,7 @@ def install_trainer(
         if not archive.is_file():
             raise PackagingError(f"package {package!r} does not exist")
     else:
-        built = build_sdist(
-            package, work_dir / "dist", module=spec.module, include_secrets=include_secrets, requirements=spec.requirements
-        )
+        built = build_sdist(package, work_dir / "dist", module=spec.module, include_secrets=include_secrets, requirements=spec.requirements)
         for line in built.warnings:
             if note is not None:
                 note(line)

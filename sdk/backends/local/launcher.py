@@ -130,9 +130,19 @@ class _Task:
 
     def record(self) -> TaskRecord:
         return TaskRecord(
-            self.plan.name, self.plan.role, self.plan.index, self.state, self.proc.pid,
-            self.exit_code, self.signal, self.started, self.ended, str(self.output.path), self.proc_start,
-            restarts=self.restarts, restart_history=list(self.history),
+            self.plan.name,
+            self.plan.role,
+            self.plan.index,
+            self.state,
+            self.proc.pid,
+            self.exit_code,
+            self.signal,
+            self.started,
+            self.ended,
+            str(self.output.path),
+            self.proc_start,
+            restarts=self.restarts,
+            restart_history=list(self.history),
         )
 
 
@@ -308,7 +318,9 @@ class Launcher:
                 if self.engine is not None:
                     self._network = self.engine.create_network(self.job_id)
                     if self._network is None:
-                        self.router.note(f"{self.engine.name} could not make a network for the job: its tasks share this machine's, on 127.0.0.1 ports")
+                        self.router.note(
+                            f"{self.engine.name} could not make a network for the job: its tasks share this machine's, on 127.0.0.1 ports"
+                        )
                 self._run_attempts()
         except BackendError as e:
             self._outcome = Outcome(JobState.FAILED, str(e))
@@ -601,7 +613,9 @@ class Launcher:
                 when = now + (self._rng.expovariate(1.0 / p.at) if p.every else p.at)
                 self._scheduled.append((when, p.task, p.every, p.at))
         else:  # a new attempt of the whole job: random preemptions go on from its start
-            self._scheduled = [(now + self._rng.expovariate(1.0 / mean), task, True, mean) for _, task, every, mean in self._scheduled if every]
+            self._scheduled = [
+                (now + self._rng.expovariate(1.0 / mean), task, True, mean) for _, task, every, mean in self._scheduled if every
+            ]
 
     def _next_timer(self) -> float | None:
         times = [t.kill_at for t in self.tasks if t.kill_at is not None]
@@ -667,14 +681,17 @@ class Launcher:
         name = task.plan.name
         if self._restarts_used >= self.rules.backoff_limit:
             self._outcome = self._failure(
-                task, f"task {name} {how}; {why} would restart it, but the job's tasks were "
+                task,
+                f"task {name} {how}; {why} would restart it, but the job's tasks were "
                 f"restarted {self._restarts_used} times already (--backoff-limit {self.rules.backoff_limit})",
             )
             return True
         self._restarts_used += 1
         delay = restart_delay(self.rules.delay, task.restarts + 1)
         task.restart_at = self.clock() + delay
-        self._note(f"{name} {how}; {why}: restarting it in {delay:g}s ({self._restarts_used}/{self.rules.backoff_limit} of --backoff-limit)")
+        self._note(
+            f"{name} {how}; {why}: restarting it in {delay:g}s ({self._restarts_used}/{self.rules.backoff_limit} of --backoff-limit)"
+        )
         return True
 
     def _dispatch(self, events: list[tuple[selectors.SelectorKey, int]], watching: bool) -> None:
@@ -888,4 +905,3 @@ class Launcher:
             exit_code=outcome.task_exit_code,
             extra=merged,
         )
-

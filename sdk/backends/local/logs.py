@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO
 
 from ...lifecycle import LineFeed, follow_lines
+
 # The summary table is the job model's (every backend's `tfjob status` shows it); named here too
 # for the launcher and the runner, which write it at a job's end.
 from ...model import SummaryRow, describe_exit, format_duration, render_summary  # noqa: F401

@@ -19,11 +19,20 @@ class LocalKnobs:
 
     #: Whose ``TF_CONFIG`` / ``CLUSTER_SPEC`` the tasks see: ``vertex``, ``ai-platform``,
     #: ``kubeflow`` or ``gcloud-local``.
-    dialect: str = knob("Whose TF_CONFIG/CLUSTER_SPEC the tasks see: vertex (default), ai-platform, kubeflow or gcloud-local.", default="vertex", kind="text")
+    dialect: str = knob(
+        "Whose TF_CONFIG/CLUSTER_SPEC the tasks see: vertex (default), ai-platform, kubeflow or gcloud-local.",
+        default="vertex",
+        kind="text",
+    )
     #: The interpreter the tasks run (default: this one).
     python: StrPath | None = knob("The Python interpreter the tasks run (default: this one).", kind="text")
     #: Install the trainer's sdist in a throw-away venv first, as the platforms do.
-    install: bool = knob("Pip-install the built sdist in a throw-away venv, as the cloud does.", default=False, kind="switch", flags=("--install/--no-install",))
+    install: bool = knob(
+        "Pip-install the built sdist in a throw-away venv, as the cloud does.",
+        default=False,
+        kind="switch",
+        flags=("--install/--no-install",),
+    )
     #: Seconds between SIGTERM and SIGKILL when the cluster is torn down.
     grace: float = knob("Seconds between SIGTERM and SIGKILL at teardown (default 5).", default=5.0)
     #: Return at once; a supervisor process runs the job.
@@ -37,7 +46,9 @@ class LocalKnobs:
     #: Restarts of tasks (all together) before the job fails (default 3, as Kubeflow's).
     backoff_limit: int | None = knob("Task restarts before the job fails (default 3).", **_NOT_TUNED)
     #: Seconds before a task's first restart, doubled for each further one (default 1).
-    restart_delay: float | None = knob("The pause before a task's first restart (1s), doubled for each further one.", kind="text", **_NOT_TUNED)
+    restart_delay: float | None = knob(
+        "The pause before a task's first restart (1s), doubled for each further one.", kind="text", **_NOT_TUNED
+    )
     #: Restarts of the whole job after it failed from a lost task (a preemption, a signal).
     max_restarts: int | None = knob(
         "Start the whole job again, up to N times, when it failed from a lost task (a preemption, a signal).", **_NOT_TUNED
@@ -47,7 +58,9 @@ class LocalKnobs:
         "Rehearse a preemption: TASK@TIME (worker-1@30s) or random@MEAN (random:worker@2m) (repeat).", kind="list", **_NOT_TUNED
     )
     #: Seconds between a preemption's SIGTERM and its SIGKILL (default 30, as Spot VMs).
-    preempt_grace: float | None = knob("Seconds between a preemption's SIGTERM and SIGKILL (default 30s, as Spot VMs and Kubernetes).", kind="text", **_NOT_TUNED)
+    preempt_grace: float | None = knob(
+        "Seconds between a preemption's SIGTERM and SIGKILL (default 30s, as Spot VMs and Kubernetes).", kind="text", **_NOT_TUNED
+    )
     #: Seed of ``--preempt random@…`` (the same seed, the same tasks at the same times).
     preempt_seed: int = knob("Seed of --preempt random@… (the same seed, the same preemptions).", default=0, kind="int", **_NOT_TUNED)
 

@@ -62,7 +62,12 @@ def task_name(role: str, index: int) -> str:
 def check_dialect(dialect: str) -> str:
     """The dialect if known; else a SpecError that lists the known ones."""
     if dialect not in DIALECTS:
-        raise SpecError(field="dialect", value=dialect, problem=f"is not known{did_you_mean(dialect, DIALECTS)}", fix=f"choose one of {', '.join(DIALECTS)}")
+        raise SpecError(
+            field="dialect",
+            value=dialect,
+            problem=f"is not known{did_you_mean(dialect, DIALECTS)}",
+            fix=f"choose one of {', '.join(DIALECTS)}",
+        )
     return dialect
 
 
@@ -70,7 +75,8 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
     """A job without a chief runs locally only in the dialect of a platform that runs one (Kubeflow)."""
     if not spec.has_chief and dialect != "kubeflow":
         raise SpecError(
-            field="chief", value=False,
+            field="chief",
+            value=False,
             problem=f"(worker 0 as the chief) runs on Kubeflow, not on {dialect}, whose primary replica is always the chief or master",
             fix="add {dialect=kubeflow} to run it as Kubeflow would",
         )
@@ -107,9 +113,7 @@ def build_host_cluster(spec: JobSpec, dialect: str) -> dict[str, list[str]]:
     return cluster
 
 
-def render_job_info(
-    spec: JobSpec, dialect: str, strategy: str = "module", tf_config: str = "platform"
-) -> dict[str, object] | None:
+def render_job_info(spec: JobSpec, dialect: str, strategy: str = "module", tf_config: str = "platform") -> dict[str, object] | None:
     """The ``job`` part of TF_CONFIG / CLUSTER_SPEC as the platform of ``dialect`` writes it.
 
     AI Platform puts the job's ``trainingInput``, Vertex AI its ``CustomJobSpec``,
@@ -173,12 +177,7 @@ def platform_variables(env: Mapping[str, str]) -> dict[str, str]:
 
 def base_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """The caller's environment without the per-task variables a platform sets."""
-    return {
-        k: v
-        for k, v in environ.items()
-        if k not in _PLATFORM_VARS and not k.startswith(_PLATFORM_PREFIXES)
-    }
-
+    return {k: v for k, v in environ.items() if k not in _PLATFORM_VARS and not k.startswith(_PLATFORM_PREFIXES)}
 
 
 def _check_mountable(path: str, what: str) -> None:
@@ -188,6 +187,7 @@ def _check_mountable(path: str, what: str) -> None:
             f"{what} {path!r} holds ':', which a container engine's -v takes for its separator, so it cannot be "
             "mounted into the containers; choose a path without ':'"
         )
+
 
 def build_task_plans(
     spec: JobSpec,

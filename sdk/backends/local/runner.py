@@ -107,7 +107,9 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     if spec.module is None and spec.script is None:
         raise SpecError(field="module", problem="is required: the trainer module every task runs, e.g. trainer.task (or {script})")
     if spec.script is not None and options.install:
-        raise SpecError(field="script", problem="runs a file of the trainer directory, which {install} does not keep", fix="use {module} with {install}")
+        raise SpecError(
+            field="script", problem="runs a file of the trainer directory, which {install} does not keep", fix="use {module} with {install}"
+        )
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
@@ -121,12 +123,16 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
 
         python = shutil.which(python) or python
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise SpecError(field="python", value=options.python, problem="is not an executable interpreter", fix="give a path like /usr/bin/python3")
+        raise SpecError(
+            field="python", value=options.python, problem="is not an executable interpreter", fix="give a path like /usr/bin/python3"
+        )
     if options.python:
         probe = subprocess.run([python, "-c", "import tfjob.container.bootstrap"], capture_output=True)
         if probe.returncode != 0:
             raise SpecError(
-                field="python", value=options.python, problem="cannot import tfjob (needed for the bootstrap in every task)",
+                field="python",
+                value=options.python,
+                problem="cannot import tfjob (needed for the bootstrap in every task)",
                 fix=f"install it there: {python} -m pip install --no-deps tfjob",
             )
     for extra in spec.packages:
@@ -137,7 +143,8 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         check_built_package(extra)
     if spec.packages and not options.install:
         raise SpecError(
-            field="packages", problem="are installed next to the trainer, as the cloud does",
+            field="packages",
+            problem="are installed next to the trainer, as the cloud does",
             fix="add {install} to run the job from a throw-away venv that has them",
         )
     package = spec.package
@@ -159,7 +166,9 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         if not module_exists(Path(source_root), spec.module):
             # The same check, and the same exit code (2), as packaging for the cloud.
             raise SpecError(
-                field="module", value=Word(spec.module), problem=f": no {spec.module.replace('.', '/')}.py in {source_root}",
+                field="module",
+                value=Word(spec.module),
+                problem=f": no {spec.module.replace('.', '/')}.py in {source_root}",
                 fix="check the module name or add the file",
             )
     elif package and not package.endswith(BUILT_PACKAGE_SUFFIXES):
@@ -193,9 +202,7 @@ def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None
     check_requirements_met(requirements, python, source)
 
 
-def create_record(
-    spec: JobSpec, options: SubmitOptions, store: JobStore, *, supervisor_pid: int, detached: bool
-) -> JobRecord:
+def create_record(spec: JobSpec, options: SubmitOptions, store: JobStore, *, supervisor_pid: int, detached: bool) -> JobRecord:
     """Add the job to the store (PENDING) with a fresh id and its log directory."""
     record = JobRecord(
         id="",

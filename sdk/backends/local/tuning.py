@@ -366,7 +366,12 @@ class LocalStudy:
             self.id,
             [
                 TaskRecord(
-                    f"trial-{t.id}", "trial", int(t.id), _TRIAL_STATE[t.state], started=t.started, ended=t.ended,
+                    f"trial-{t.id}",
+                    "trial",
+                    int(t.id),
+                    _TRIAL_STATE[t.state],
+                    started=t.started,
+                    ended=t.ended,
                     log_path=str(self._log_dir / f"trial-{t.id}.log"),
                 )  # fmt: skip
                 for t in snapshot

@@ -101,7 +101,7 @@ def _check_key_files(env: Mapping[str, str] | None = None) -> None:
     except (OSError, ValueError):
         return  # unreadable or not JSON: google-auth's own message names the file
     if not isinstance(document, dict):
-        raise AuthError(f"{where}, which is JSON but no key file (a key is an object with a \"type\"); {fix}")
+        raise AuthError(f'{where}, which is JSON but no key file (a key is an object with a "type"); {fix}')
 
 
 def credentials_source(credentials: Any, env: Mapping[str, str] | None = None) -> str:

@@ -108,23 +108,27 @@ class VertexBackend(Lifecycle):
         return body
 
     def run_study(
-        self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, stream: TextIO | None = None, seed: int | None = None,
-        cores: int | None = None, port_picker: Any = None, echo: Callable[[str], None] | None = None,
+        self,
+        study: StudySpec,
+        spec: JobSpec,
+        options: SubmitOptions,
+        *,
+        stream: TextIO | None = None,
+        seed: int | None = None,
+        cores: int | None = None,
+        port_picker: Any = None,
+        echo: Callable[[str], None] | None = None,
     ) -> StudyResult:
         """Create the tuning job and follow it to its end (``options.wait``), its trials on ``stream``."""
         from .tuning import run_tuning
 
-        return run_tuning(
-            study, spec, self.typed(options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store
-        )
+        return run_tuning(study, spec, self.typed(options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store)
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
         """Create the tuning job; return its id at once."""
         from .tuning import submit_tuning
 
-        return submit_tuning(
-            study, spec, self.typed(options), echo=echo or self.echo, credentials=self.credentials, store=self.store
-        )
+        return submit_tuning(study, spec, self.typed(options), echo=echo or self.echo, credentials=self.credentials, store=self.store)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """Jobs tfjob submitted (the ``tfjob`` label) in the configured project and region, newest first."""

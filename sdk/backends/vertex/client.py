@@ -209,9 +209,7 @@ class VertexClient:
         name = self.job_name(job)
         return self._call("get", lambda: self._to_dict(self._client.get_custom_job(name=name)), job=job_id_of(name))
 
-    def list_custom_jobs(
-        self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None
-    ) -> list[dict[str, Any]]:
+    def list_custom_jobs(self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of the project and region matching ``filter``, following every page up to ``limit``."""
         return self.list_pages(
             lambda token: self._client.list_custom_jobs(

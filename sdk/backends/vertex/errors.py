@@ -40,10 +40,7 @@ ROLES = {
     "stage": "roles/storage.objectAdmin",
 }
 DEFAULT_ROLE = "roles/aiplatform.user"
-REFRESH_HINT = (
-    "run `gcloud auth application-default login` (or point GOOGLE_APPLICATION_CREDENTIALS "
-    "at a valid service-account key file)"
-)
+REFRESH_HINT = "run `gcloud auth application-default login` (or point GOOGLE_APPLICATION_CREDENTIALS at a valid service-account key file)"
 
 # (pattern, keep the first group): the kept group is the label in front of the secret.
 _SECRETS: list[tuple[re.Pattern[str], bool]] = [
@@ -129,7 +126,9 @@ def translate(
         return AuthError(f"the Google Cloud credentials were refused (expired or revoked): {REFRESH_HINT}")
     if isinstance(exc, auth.TransportError) or isinstance(exc, (requests.ConnectionError, requests.Timeout)):
         tries = f" after {attempts} attempts" if attempts else ""
-        return BackendError(f"cannot reach {endpoint or 'Google Cloud'}{tries} ({type(exc).__name__}); check the network and --api-endpoint, then try again")
+        return BackendError(
+            f"cannot reach {endpoint or 'Google Cloud'}{tries} ({type(exc).__name__}); check the network and --api-endpoint, then try again"
+        )
     if not isinstance(exc, core.GoogleAPICallError):
         return BackendError(f"{action} failed: {redact(str(exc))}")
 
@@ -139,9 +138,7 @@ def translate(
     if isinstance(exc, core.Forbidden):
         if reason == "SERVICE_DISABLED" or "has not been used" in message or "is disabled" in message:
             service = metadata.get("service", "aiplatform.googleapis.com")
-            return AuthError(
-                f"the {service} API is not enabled in {where}: run `gcloud services enable {service} --project {project}`"
-            )
+            return AuthError(f"the {service} API is not enabled in {where}: run `gcloud services enable {service} --project {project}`")
         match = _PERMISSION.search(message)
         permission = metadata.get("permission") or (match.group(1) if match else PERMISSIONS.get(action, "?"))
         role = ROLES.get(action, DEFAULT_ROLE)

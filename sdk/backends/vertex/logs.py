@@ -103,7 +103,11 @@ def read_entries(
     filter_ = build_filter(job_id, task, since or format_time(0))
     resource = [f"projects/{project}"]
     if tail is not None:
-        newest = list(client.list_entries(resource_names=resource, filter_=filter_, order_by=cloud_logging.DESCENDING, max_results=tail, page_size=tail))
+        newest = list(
+            client.list_entries(
+                resource_names=resource, filter_=filter_, order_by=cloud_logging.DESCENDING, max_results=tail, page_size=tail
+            )
+        )
         return newest[::-1]
     return list(client.list_entries(resource_names=resource, filter_=filter_, order_by=cloud_logging.ASCENDING, page_size=1000))
 

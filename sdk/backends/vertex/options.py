@@ -47,7 +47,9 @@ class VertexKnobs:
         flags=("--restart-job-on-worker-restart/--no-restart-job-on-worker-restart",), config="scheduling.restartJobOnWorkerRestart",
     )  # fmt: skip
     #: A Vertex AI TensorBoard (``projects/P/locations/R/tensorboards/ID``) the job streams its logs to.
-    tensorboard: str | None = knob("Vertex TensorBoard resource to stream to (projects/P/locations/R/tensorboards/ID).", config="tensorboard")
+    tensorboard: str | None = knob(
+        "Vertex TensorBoard resource to stream to (projects/P/locations/R/tensorboards/ID).", config="tensorboard"
+    )
     #: The Vertex AI Experiment the job is logged to (a name, or the context's resource name).
     experiment: str | None = knob("Vertex AI Experiment to log the job to (a name, or its context resource name).", config="experiment")
     #: The run of that experiment (a name, or the run context's resource name).
@@ -62,21 +64,38 @@ class VertexKnobs:
     #: ``STANDARD``, ``SPOT`` or ``FLEX_START`` (what ``spot`` / ``flex_start`` set).
     scheduling_strategy: str | None = knob("STANDARD, SPOT or FLEX_START, named directly.", config="scheduling.strategy", cli=False)
     #: Seconds a FLEX_START job may wait for its machines.
-    max_wait: float | None = knob("How long a --flex-start job waits for its machines (2h, 30m, seconds).", kind="duration", config="scheduling.maxWaitDuration")
+    max_wait: float | None = knob(
+        "How long a --flex-start job waits for its machines (2h, 30m, seconds).", kind="duration", config="scheduling.maxWaitDuration"
+    )
     #: Fail the job at its first error instead of retrying.
-    disable_retries: bool = knob("Fail at the first error instead of retrying the job on platform errors.", default=False, config="scheduling.disableRetries")
+    disable_retries: bool = knob(
+        "Fail at the first error instead of retrying the job on platform errors.", default=False, config="scheduling.disableRetries"
+    )
     #: ``any``, ``none`` or a reservation's full name (every pool's ``reservationAffinity``).
-    reservation: str | None = knob("Run on reserved machines: any, none, or projects/P/zones/Z/reservations/NAME.", config="machineSpec.reservationAffinity")
+    reservation: str | None = knob(
+        "Run on reserved machines: any, none, or projects/P/zones/Z/reservations/NAME.", config="machineSpec.reservationAffinity"
+    )
     #: The persistent resource the job runs on.
     persistent_resource_id: str | None = knob(
-        "Run on this persistent resource's machines (its id).", flags=("--persistent-resource", "--persistent-resource-id"), config="persistentResourceId"
+        "Run on this persistent resource's machines (its id).",
+        flags=("--persistent-resource", "--persistent-resource-id"),
+        config="persistentResourceId",
     )
     #: The Cloud KMS key the job's resources are encrypted with.
-    kms_key: str | None = knob("Encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K).", config="encryptionSpec.kmsKeyName")
+    kms_key: str | None = knob(
+        "Encrypt the job with this Cloud KMS key (projects/P/locations/REGION/keyRings/R/cryptoKeys/K).", config="encryptionSpec.kmsKeyName"
+    )
     #: Reserved IP ranges of the peered ``network`` the job may use.
-    reserved_ip_ranges: Sequence[str] = knob("A reserved IP range of the --network to place the job in (repeat).", default=(), flags=("--reserved-ip-range",), config="reservedIpRanges")
+    reserved_ip_ranges: Sequence[str] = knob(
+        "A reserved IP range of the --network to place the job in (repeat).",
+        default=(),
+        flags=("--reserved-ip-range",),
+        config="reservedIpRanges",
+    )
     #: A Private Service Connect interface: the network attachment's full name.
-    network_attachment: str | None = knob("Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.", config="pscInterfaceConfig.networkAttachment")
+    network_attachment: str | None = knob(
+        "Private Service Connect interface: projects/P/regions/R/networkAttachments/NAME.", config="pscInterfaceConfig.networkAttachment"
+    )
     #: Let the training dashboard reach the tasks.
     enable_dashboard_access: bool = knob("Let the training dashboard reach the tasks.", default=False, config="enableDashboardAccess")
     #: Every pool's boot disk (``diskSpec``); ``Replicas(boot_disk_type=…)`` sets one pool's.
@@ -101,18 +120,34 @@ class VertexOptions(GoogleCloudOptions, VertexKnobs):
     #: One pool's boot disk, over ``boot_disk_type`` / ``boot_disk_size`` (``Replicas(boot_disk_…)``,
     #: a config file's ``workerPoolSpecs[N].diskSpec``).
     chief_boot_disk_type: str | None = knob("The chief's boot disk type.", config="workerPoolSpecs[0].diskSpec.bootDiskType", cli=False)
-    chief_boot_disk_size: int | None = knob("The chief's boot disk size in GB.", config="workerPoolSpecs[0].diskSpec.bootDiskSizeGb", cli=False)
+    chief_boot_disk_size: int | None = knob(
+        "The chief's boot disk size in GB.", config="workerPoolSpecs[0].diskSpec.bootDiskSizeGb", cli=False
+    )
     worker_boot_disk_type: str | None = knob("The workers' boot disk type.", config="workerPoolSpecs[1].diskSpec.bootDiskType", cli=False)
-    worker_boot_disk_size: int | None = knob("The workers' boot disk size in GB.", config="workerPoolSpecs[1].diskSpec.bootDiskSizeGb", cli=False)
-    ps_boot_disk_type: str | None = knob("The parameter servers' boot disk type.", config="workerPoolSpecs[2].diskSpec.bootDiskType", cli=False)
-    ps_boot_disk_size: int | None = knob("The parameter servers' boot disk size in GB.", config="workerPoolSpecs[2].diskSpec.bootDiskSizeGb", cli=False)
-    evaluator_boot_disk_type: str | None = knob("The evaluators' boot disk type.", config="workerPoolSpecs[3].diskSpec.bootDiskType", cli=False)
-    evaluator_boot_disk_size: int | None = knob("The evaluators' boot disk size in GB.", config="workerPoolSpecs[3].diskSpec.bootDiskSizeGb", cli=False)
+    worker_boot_disk_size: int | None = knob(
+        "The workers' boot disk size in GB.", config="workerPoolSpecs[1].diskSpec.bootDiskSizeGb", cli=False
+    )
+    ps_boot_disk_type: str | None = knob(
+        "The parameter servers' boot disk type.", config="workerPoolSpecs[2].diskSpec.bootDiskType", cli=False
+    )
+    ps_boot_disk_size: int | None = knob(
+        "The parameter servers' boot disk size in GB.", config="workerPoolSpecs[2].diskSpec.bootDiskSizeGb", cli=False
+    )
+    evaluator_boot_disk_type: str | None = knob(
+        "The evaluators' boot disk type.", config="workerPoolSpecs[3].diskSpec.bootDiskType", cli=False
+    )
+    evaluator_boot_disk_size: int | None = knob(
+        "The evaluators' boot disk size in GB.", config="workerPoolSpecs[3].diskSpec.bootDiskSizeGb", cli=False
+    )
 
     def own_disk_roles(self) -> list[str]:
         """The roles given a boot disk of their own (``<role>_boot_disk_type`` / ``_size``)."""
         given = vars(self)
-        return [r for r in ("chief", "worker", "ps", "evaluator") if (given[f"{r}_boot_disk_type"], given[f"{r}_boot_disk_size"]) != (None, None)]
+        return [
+            r
+            for r in ("chief", "worker", "ps", "evaluator")
+            if (given[f"{r}_boot_disk_type"], given[f"{r}_boot_disk_size"]) != (None, None)
+        ]
 
     def boot_disk(self, role: str) -> tuple[str | None, int | None]:
         """The boot disk type and size of ``role``'s pool: its own, else every pool's (None: the platform's)."""
@@ -154,7 +189,9 @@ def check_vertex_options(options: VertexOptions) -> None:
     for role in ("", "chief_", "worker_", "ps_", "evaluator_"):
         check_boot_disk(getattr(options, f"{role}boot_disk_type"), getattr(options, f"{role}boot_disk_size"))
     if isinstance(options.reserved_ip_ranges, str):
-        raise SpecError(field="reserved_ip_ranges", value=options.reserved_ip_ranges, problem="must be a list of range names", fix="e.g. ['range-a']")
+        raise SpecError(
+            field="reserved_ip_ranges", value=options.reserved_ip_ranges, problem="must be a list of range names", fix="e.g. ['range-a']"
+        )
     options.reserved_ip_ranges = tuple(options.reserved_ip_ranges or ())
     if options.spot or options.flex_start:
         if options.spot and options.flex_start:
@@ -162,14 +199,17 @@ def check_vertex_options(options: VertexOptions) -> None:
         chosen = "SPOT" if options.spot else "FLEX_START"
         if options.scheduling_strategy not in (None, chosen):
             raise SpecError(
-                field="scheduling_strategy", value=options.scheduling_strategy,
-                problem=f"and {{{'spot' if options.spot else 'flex_start'}=True}} disagree", fix="give one",
+                field="scheduling_strategy",
+                value=options.scheduling_strategy,
+                problem=f"and {{{'spot' if options.spot else 'flex_start'}=True}} disagree",
+                fix="give one",
             )
         options.scheduling_strategy = chosen
     strategy = options.scheduling_strategy
     if strategy is not None and strategy not in SCHEDULING_STRATEGIES:
         raise SpecError(
-            field="scheduling_strategy", value=strategy,
+            field="scheduling_strategy",
+            value=strategy,
             problem=f"is not one of {', '.join(SCHEDULING_STRATEGIES)}{did_you_mean(str(strategy), SCHEDULING_STRATEGIES)} ({{spot}}, {{flex_start}})",
         )
     if options.max_wait is not None:
@@ -177,22 +217,31 @@ def check_vertex_options(options: VertexOptions) -> None:
         if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 < wait < float("inf"):
             raise SpecError(field="max_wait", value=wait, problem="must be a positive duration (seconds, or 2h, 30m)")
         if strategy != "FLEX_START":
-            raise SpecError(field="max_wait", problem="is how long a Flex-start job waits for its machines; add {flex_start=True} (or drop {max_wait})")
+            raise SpecError(
+                field="max_wait", problem="is how long a Flex-start job waits for its machines; add {flex_start=True} (or drop {max_wait})"
+            )
     reservation = options.reservation
     if reservation is not None and reservation not in ("any", "none") and not _RESERVATION_RE.match(str(reservation)):
         raise SpecError(
-            field="reservation", value=reservation, problem="must be any, none, or a reservation's full name (projects/PROJECT/zones/ZONE/reservations/NAME)"
+            field="reservation",
+            value=reservation,
+            problem="must be any, none, or a reservation's full name (projects/PROJECT/zones/ZONE/reservations/NAME)",
         )
     if reservation not in (None, "none") and strategy in ("SPOT", "FLEX_START"):
-        raise SpecError(field="reservation", problem=f"cannot be combined with {{{strategy.lower()}=True}}: reserved machines are on-demand")
+        raise SpecError(
+            field="reservation", problem=f"cannot be combined with {{{strategy.lower()}=True}}: reserved machines are on-demand"
+        )
     if options.persistent_resource_id is not None and not _RESOURCE_ID_RE.match(str(options.persistent_resource_id)):
         raise SpecError(
-            field="persistent_resource_id", value=options.persistent_resource_id,
+            field="persistent_resource_id",
+            value=options.persistent_resource_id,
             problem="must be a persistent resource's id (lower-case letters, digits and -, 1-63 characters)",
         )
     if options.kms_key is not None and not _KMS_KEY_RE.match(str(options.kms_key)):
         raise SpecError(
-            field="kms_key", value=options.kms_key, problem="must be a Cloud KMS key's full name",
+            field="kms_key",
+            value=options.kms_key,
+            problem="must be a Cloud KMS key's full name",
             fix="write projects/PROJECT/locations/REGION/keyRings/RING/cryptoKeys/KEY",
         )
     for name in options.reserved_ip_ranges:
@@ -203,13 +252,19 @@ def check_vertex_options(options: VertexOptions) -> None:
     if options.network_attachment is not None:
         if not _ATTACHMENT_RE.match(str(options.network_attachment)):
             raise SpecError(
-                field="network_attachment", value=options.network_attachment,
+                field="network_attachment",
+                value=options.network_attachment,
                 problem="must be a network attachment's full name (projects/PROJECT/regions/REGION/networkAttachments/NAME)",
             )
         if options.network:
-            raise SpecError(field="network_attachment", problem="(Private Service Connect) and {network} (VPC peering) are alternatives", fix="give one")
+            raise SpecError(
+                field="network_attachment", problem="(Private Service Connect) and {network} (VPC peering) are alternatives", fix="give one"
+            )
     location = options.protected_artifact_location_id
     if location is not None and (not isinstance(location, str) or not _LOCATION_RE.match(location)):
         raise SpecError(
-            field="protected_artifact_location_id", value=location, problem="is not a Google Cloud region", fix="give one such as europe-west4"
+            field="protected_artifact_location_id",
+            value=location,
+            problem="is not a Google Cloud region",
+            fix="give one such as europe-west4",
         )

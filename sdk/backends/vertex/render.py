@@ -70,16 +70,22 @@ def experiment_contexts(options: VertexOptions) -> tuple[str | None, str | None]
         if "/" in value:
             if not _CONTEXT_RE.match(value):
                 raise SpecError(
-                    field=field, value=value, problem="is not an experiment context",
+                    field=field,
+                    value=value,
+                    problem="is not an experiment context",
                     fix="write a name (lower-case letters, digits, '-') or projects/PROJECT/locations/REGION/metadataStores/default/contexts/NAME",
                 )
             return value
         if not _EXPERIMENT_NAME_RE.match(value):
             raise SpecError(
-                field=field, value=value, problem=": Vertex AI Experiments take lower-case letters, digits and '-' (at most 128), starting with a letter or digit"
+                field=field,
+                value=value,
+                problem=": Vertex AI Experiments take lower-case letters, digits and '-' (at most 128), starting with a letter or digit",
             )
         if not project or not region:
-            raise SpecError(field=field, value=value, problem="needs {project} and {region} to name its context (or give the full resource name)")
+            raise SpecError(
+                field=field, value=value, problem="needs {project} and {region} to name its context (or give the full resource name)"
+            )
         return f"projects/{project}/locations/{region}/metadataStores/default/contexts/{name}"
 
     experiment = context("experiment", given, given) if given else None
@@ -89,7 +95,9 @@ def experiment_contexts(options: VertexOptions) -> tuple[str | None, str | None]
         run = context("experiment_run", given_run, f"{base}-{given_run}")
         if "/" not in given_run and len(run.rsplit("/", 1)[1]) > 128:
             raise SpecError(
-                field="experiment", value=given, problem=f"with {{experiment_run}} {given_run!r} names a run context longer than 128 characters"
+                field="experiment",
+                value=given,
+                problem=f"with {{experiment_run}} {given_run!r} names a run context longer than 128 characters",
             )
     return experiment, run
 
@@ -153,8 +161,6 @@ def render_duration(seconds: float) -> str:
 def _env(env: dict[str, str]) -> list[dict[str, str]]:
     # An empty value is the proto default: left out, as the API's JSON mapping does.
     return [{"name": k, "value": v} if v else {"name": k} for k, v in sorted(env.items())]
-
-
 
 
 def _machine(pool: Pool, reservation: str | None = None) -> dict[str, Any]:
@@ -238,7 +244,8 @@ def _pool_body(
             container["command"] = list(spec.command)
         elif package_uris:
             raise SpecError(
-                field="packages", problem="with an {image} that keeps its own entrypoint cannot be installed by tfjob",
+                field="packages",
+                problem="with an {image} that keeps its own entrypoint cannot be installed by tfjob",
                 fix="give {module} (tfjob-bootstrap installs them first), or build them into the image",
             )
         if args:
@@ -254,7 +261,9 @@ def _pool_body(
             )
         if spec.script is not None:
             raise SpecError(
-                field="script", value=Word(spec.script), problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
+                field="script",
+                value=Word(spec.script),
+                problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
                 fix="give {module}, or run the script in an {image}",
             )
         package: dict[str, Any] = {
@@ -288,15 +297,21 @@ def check_vertex_spec(spec: JobSpec, options: VertexOptions | None = None) -> No
     """Raise SpecError for what Vertex AI would refuse about this job."""
     options = options_as(VertexOptions, options)
     if spec.job_dir and not _GCS_RE.match(spec.job_dir):
-        raise SpecError(field="job_dir", value=spec.job_dir, problem=": Vertex AI writes its output to Cloud Storage", fix="give gs://BUCKET/PATH")
+        raise SpecError(
+            field="job_dir", value=spec.job_dir, problem=": Vertex AI writes its output to Cloud Storage", fix="give gs://BUCKET/PATH"
+        )
     if options.tensorboard:
         if not _TENSORBOARD_RE.match(options.tensorboard):
             raise SpecError(
-                field="tensorboard", value=options.tensorboard, problem="is not a TensorBoard resource name",
+                field="tensorboard",
+                value=options.tensorboard,
+                problem="is not a TensorBoard resource name",
                 fix="write projects/PROJECT/locations/REGION/tensorboards/ID",
             )
         if not spec.job_dir or not spec.service_account:
-            raise SpecError(field="tensorboard", problem="needs {job_dir=gs://…} and {service_account}: Vertex AI streams the logs it writes there")
+            raise SpecError(
+                field="tensorboard", problem="needs {job_dir=gs://…} and {service_account}: Vertex AI streams the logs it writes there"
+            )
     for role in options.own_disk_roles():
         if spec.pool(role) is None:
             raise SpecError(what=f"{role}_boot_disk_*", problem=f"is set but the job has no {role} pool")
@@ -330,21 +345,26 @@ def vertex_restart_policy(value: Any, options: VertexOptions | None = None) -> s
         return None
     if set(policies) != {"default"}:
         raise SpecError(
-            field="restart_policy", value=Word("ROLE=POLICY"), problem=": Vertex AI has one retry setting for the whole job",
+            field="restart_policy",
+            value=Word("ROLE=POLICY"),
+            problem=": Vertex AI has one retry setting for the whole job",
             fix="give {restart_policy=Never}, or none (a preempted replica is restarted)",
         )
     policy = policies["default"]
     if policy != "Never":
         raise SpecError(
-            field="restart_policy", value=Word(policy),
+            field="restart_policy",
+            value=Word(policy),
             problem=": Vertex AI cannot restart a replica by its exit code; it restarts a replica whose VM was preempted or failed "
             "(the default, no {restart_policy}) or nothing ({restart_policy=Never})",
             fix="{restart_job_on_worker_restart=True} restarts the whole job with it",
         )
     if options is not None and options.restart_job_on_worker_restart:
         raise SpecError(
-            field="restart_policy", value=Word("Never"),
-            problem="turns Vertex AI's retries off (disableRetries), which {restart_job_on_worker_restart=True} needs", fix="give one",
+            field="restart_policy",
+            value=Word("Never"),
+            problem="turns Vertex AI's retries off (disableRetries), which {restart_job_on_worker_restart=True} needs",
+            fix="give one",
         )
     return policy
 
@@ -388,9 +408,7 @@ def render_custom_job(
         if pool is None:
             pools.append({})  # the pool's position carries its role: keep the gap
             continue
-        pools.append(
-            _pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options, bootstrap_uri)
-        )
+        pools.append(_pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options, bootstrap_uri))
 
     job_spec: dict[str, Any] = {"workerPoolSpecs": pools}
     scheduling: dict[str, Any] = {}

@@ -79,7 +79,13 @@ def make_client(
 
 # -- submit -----------------------------------------------------------------------------
 def submit_job(
-    spec: JobSpec, options: VertexOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None
+    spec: JobSpec,
+    options: VertexOptions,
+    *,
+    echo: Echo = _quiet,
+    client: Any = None,
+    credentials: Any = None,
+    store: JobStore | None = None,
 ) -> str:
     """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id."""
     store = resolve_store(store)
@@ -179,7 +185,9 @@ def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any =
     submission = record.extra["submission_id"]
     found = client.find_by_submission_id(submission, display_name=record.name)
     if found is None:
-        store.set_state(record.id, JobState.FAILED, "Vertex AI has no job with this submission's label: it was never created; submit it again")
+        store.set_state(
+            record.id, JobState.FAILED, "Vertex AI has no job with this submission's label: it was never created; submit it again"
+        )
         return store.status(record.id)
     job_id = _record_created(store, record, found, dict(record.extra))
     return _record_status(store, job_id, found, store.get(job_id))
@@ -223,7 +231,9 @@ def locate(
         return record, settings.project, text("region") or settings.region or DEFAULT_REGION, text("api_endpoint") or settings.api_endpoint
     settings = load_settings()
     if not settings.project:
-        raise UsageError(problem=f"{what} {job_id} is not in the job store and no project is set", fix="pass {project} or set GOOGLE_CLOUD_PROJECT")
+        raise UsageError(
+            problem=f"{what} {job_id} is not in the job store and no project is set", fix="pass {project} or set GOOGLE_CLOUD_PROJECT"
+        )
     return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
 

@@ -115,9 +115,7 @@ class _Progress:
         if percent // 5 != self._shown // 5:  # every 5 %
             self._shown = percent
             end = "\n" if percent == 100 else ""
-            self._stream.write(
-                f"\rtfjob: uploading {self._name} {percent:3d}% ({self._done / 1e6:.1f}/{self._size / 1e6:.1f} MB){end}"
-            )
+            self._stream.write(f"\rtfjob: uploading {self._name} {percent:3d}% ({self._done / 1e6:.1f}/{self._size / 1e6:.1f} MB){end}")
             self._stream.flush()
         return data
 

@@ -86,7 +86,9 @@ def parse_gcs_uri(uri: str, field: str) -> tuple[str, str]:
     rest = text[5:] if text.startswith("gs://") else text
     bucket, _, path = rest.partition("/")
     if not _BUCKET_RE.match(bucket) or ".." in bucket:
-        raise SpecError(**subject_of(field), value=uri, problem="is not a Cloud Storage location", fix="write gs://BUCKET or gs://BUCKET/PATH")
+        raise SpecError(
+            **subject_of(field), value=uri, problem="is not a Cloud Storage location", fix="write gs://BUCKET or gs://BUCKET/PATH"
+        )
     return bucket, path.strip("/")
 
 
@@ -116,7 +118,9 @@ def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str
 def check_region(region: str) -> str:
     """The region if it looks like one (``us-central1``); else a SpecError."""
     if not _REGION_RE.match(region):
-        raise SpecError(field="region", value=region, problem="is not a Google Cloud region", fix="write it like us-central1 or europe-west4")
+        raise SpecError(
+            field="region", value=region, problem="is not a Google Cloud region", fix="write it like us-central1 or europe-west4"
+        )
     return region
 
 
@@ -215,7 +219,9 @@ def package_on_image(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, Su
             fix="give one {image}, or build the trainer into each image and leave out PACKAGE_PATH",
         )
     if options.executor_image and options.executor_image != images[0]:
-        raise SpecError(field="image", problem="with PACKAGE_PATH is the executor image the package runs on", fix="leave out {executor_image}")
+        raise SpecError(
+            field="image", problem="with PACKAGE_PATH is the executor image the package runs on", fix="leave out {executor_image}"
+        )
     pools = tuple(dataclasses.replace(p, image=None) for p in spec.pools)
     return spec.replace(image=None, pools=pools), dataclasses.replace(options, executor_image=images[0])
 
@@ -247,7 +253,9 @@ def plan_submission(
     spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
         raise SpecError(
-            field="script", value=Word(spec.script), problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
+            field="script",
+            value=Word(spec.script),
+            problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
             fix="give {module}, or run the script in an {image}",
         )
     region = check_region(options.region or spec.region or DEFAULT_REGION)
@@ -257,7 +265,8 @@ def plan_submission(
     if not project:
         if not dry_run:
             raise SpecError(
-                field="project", problem="is needed for {backend=vertex}",
+                field="project",
+                problem="is needed for {backend=vertex}",
                 fix="pass {project}, set GOOGLE_CLOUD_PROJECT, or put `project: ID` in $TFJOB_HOME/config.yaml",
             )
         notes.append("no project set: the request would go to projects/YOUR_PROJECT (--project to set it)")
@@ -297,7 +306,9 @@ def plan_submission(
                     raise SpecError(field="runtime_version", value=spec.runtime_version, problem="is not a TensorFlow version like 2.15")
             if spec.python_version and spec.python_version not in ("3.10", "3"):
                 raise SpecError(
-                    field="python_version", value=Word(spec.python_version), problem=": Vertex AI's prebuilt TensorFlow training images run Python 3.10",
+                    field="python_version",
+                    value=Word(spec.python_version),
+                    problem=": Vertex AI's prebuilt TensorFlow training images run Python 3.10",
                     fix="give {executor_image} for another",
                 )
             if not options.executor_image:
@@ -321,9 +332,7 @@ def plan_submission(
             uploads.append(bootstrap)
             bootstrap_uri = bootstrap.uri
 
-    body = render_custom_job(
-        spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri
-    )
+    body = render_custom_job(spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri)
     return Submission(
         project=project,
         region=region,

@@ -87,9 +87,7 @@ class TuningClient(VertexClient):
     def get_tuning_job(self, job: str) -> dict[str, Any]:
         """The tuning job (by id or name) as the service has it now, trials included."""
         name = self.tuning_job_name(job)
-        return self._call(
-            "get", lambda: self._to_dict(self._client.get_hyperparameter_tuning_job(name=name)), job=job_id_of(name)
-        )
+        return self._call("get", lambda: self._to_dict(self._client.get_hyperparameter_tuning_job(name=name)), job=job_id_of(name))
 
     def list_tuning_jobs(self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None) -> list[dict[str, Any]]:
         """Tuning jobs matching ``filter``, following every page up to ``limit``."""
@@ -121,7 +119,10 @@ def study_of(job: dict[str, Any]) -> StudySpec:
     """The study a ``HyperparameterTuningJob`` dict describes."""
     from ...tuning.hparams import parse_document
 
-    doc = {"studySpec": job.get("studySpec", {}), **{k: job[k] for k in ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount") if k in job}}
+    doc = {
+        "studySpec": job.get("studySpec", {}),
+        **{k: job[k] for k in ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount") if k in job},
+    }
     return parse_document(doc, f"tuning job {job.get('name', '')}").study
 
 
@@ -197,8 +198,14 @@ def plan_tuning(study: StudySpec, spec: JobSpec, options: SubmitOptions, *, dry_
 
 
 def submit_tuning(
-    study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Echo = _quiet, client: TuningClient | None = None,
-    credentials: Any = None, store: JobStore | None = None,
+    study: StudySpec,
+    spec: JobSpec,
+    options: SubmitOptions,
+    *,
+    echo: Echo = _quiet,
+    client: TuningClient | None = None,
+    credentials: Any = None,
+    store: JobStore | None = None,
 ) -> str:
     """Stage the packages, create the tuning job once and record it in ``store``; return its id."""
     from .service import resolve_store, client_credentials
@@ -231,8 +238,14 @@ def submit_tuning(
 
 
 def run_tuning(
-    study: StudySpec, spec: JobSpec, options: SubmitOptions, stream: TextIO | None, *, echo: Echo = _quiet,
-    credentials: Any = None, store: JobStore | None = None,
+    study: StudySpec,
+    spec: JobSpec,
+    options: SubmitOptions,
+    stream: TextIO | None,
+    *,
+    echo: Echo = _quiet,
+    credentials: Any = None,
+    store: JobStore | None = None,
 ) -> StudyResult:
     """Create the tuning job and, with ``options.wait``, follow it to its end showing its trials
     on ``stream``; how it ended (QUEUED: submitted, not followed)."""
@@ -372,13 +385,22 @@ def list_tunings(
     settings = load_settings()
     if client is None and not settings.project:
         return [r.to_status() for r in resolve_store(store).list(limit=limit, backend=BACKEND_NAME)]
-    client = client or make_tuning_client(settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
-    statuses = [tuning_status(job, job_id_of(job.get("name", ""))) for job in client.list_tuning_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)]
+    client = client or make_tuning_client(
+        settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials
+    )
+    statuses = [
+        tuning_status(job, job_id_of(job.get("name", ""))) for job in client.list_tuning_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)
+    ]
     return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
 
 
 def fetch_tuning_logs(
-    job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None, *, credentials: Any = None,
+    job_id: str,
+    task: str | None = None,
+    follow: bool = False,
+    tail: int | None = None,
+    *,
+    credentials: Any = None,
     store: JobStore | None = None,
 ) -> Iterator[str]:
     """Log lines of a tuning job; ``--task trial-3`` reads that trial's own CustomJob."""
@@ -398,7 +420,10 @@ def fetch_tuning_logs(
     if store.get(trial["job_id"]) is None:
         store.add(
             JobRecord(
-                id=trial["job_id"], backend="vertex", name=f"{status.name}-{task}", state=JobState.RUNNING,
+                id=trial["job_id"],
+                backend="vertex",
+                name=f"{status.name}-{task}",
+                state=JobState.RUNNING,
                 options={"project": project, "region": region, "api_endpoint": endpoint},
                 extra={"study": job_id, "trial": trial["id"]},
             )  # fmt: skip

@@ -41,28 +41,77 @@ NUMERIC_COLUMNS = ("age", "fnlwgt", "education_num", "capital_gain", "capital_lo
 #: Vocabularies of the categorical columns (UCI Adult).
 VOCABULARIES: dict[str, tuple[str, ...]] = {
     "workclass": (
-        "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov",
-        "Local-gov", "State-gov", "Without-pay", "Never-worked",
+        "Private",
+        "Self-emp-not-inc",
+        "Self-emp-inc",
+        "Federal-gov",
+        "Local-gov",
+        "State-gov",
+        "Without-pay",
+        "Never-worked",
     ),
     "education": (
-        "Preschool", "1st-4th", "5th-6th", "7th-8th", "9th", "10th", "11th", "12th", "HS-grad",
-        "Some-college", "Assoc-voc", "Assoc-acdm", "Bachelors", "Masters", "Prof-school", "Doctorate",
+        "Preschool",
+        "1st-4th",
+        "5th-6th",
+        "7th-8th",
+        "9th",
+        "10th",
+        "11th",
+        "12th",
+        "HS-grad",
+        "Some-college",
+        "Assoc-voc",
+        "Assoc-acdm",
+        "Bachelors",
+        "Masters",
+        "Prof-school",
+        "Doctorate",
     ),
     "marital_status": (
-        "Married-civ-spouse", "Divorced", "Never-married", "Separated",
-        "Widowed", "Married-spouse-absent", "Married-AF-spouse",
+        "Married-civ-spouse",
+        "Divorced",
+        "Never-married",
+        "Separated",
+        "Widowed",
+        "Married-spouse-absent",
+        "Married-AF-spouse",
     ),
     "occupation": (
-        "Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial",
-        "Prof-specialty", "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical",
-        "Farming-fishing", "Transport-moving", "Priv-house-serv", "Protective-serv", "Armed-Forces",
+        "Tech-support",
+        "Craft-repair",
+        "Other-service",
+        "Sales",
+        "Exec-managerial",
+        "Prof-specialty",
+        "Handlers-cleaners",
+        "Machine-op-inspct",
+        "Adm-clerical",
+        "Farming-fishing",
+        "Transport-moving",
+        "Priv-house-serv",
+        "Protective-serv",
+        "Armed-Forces",
     ),
     "relationship": ("Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried"),
     "race": ("White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"),
     "gender": ("Female", "Male"),
     "native_country": (
-        "United-States", "Mexico", "Philippines", "Germany", "Canada", "India", "England",
-        "China", "Cuba", "Jamaica", "South", "Italy", "Puerto-Rico", "Vietnam", "Japan",
+        "United-States",
+        "Mexico",
+        "Philippines",
+        "Germany",
+        "Canada",
+        "India",
+        "England",
+        "China",
+        "Cuba",
+        "Jamaica",
+        "South",
+        "Italy",
+        "Puerto-Rico",
+        "Vietnam",
+        "Japan",
     ),
 }
 CATEGORICAL_COLUMNS = tuple(VOCABULARIES)
@@ -119,10 +168,25 @@ def generate_rows(n: int, seed: int) -> list[list[Any]]:
             + rng.gauss(0.0, 0.6)
         )
         label = ">50K" if rng.random() < 1.0 / (1.0 + math.exp(-logit)) else "<=50K"
-        rows.append([
-            age, workclass, fnlwgt, education, education_num, marital, occupation, relationship,
-            race, gender, capital_gain, capital_loss, hours, country, label,
-        ])
+        rows.append(
+            [
+                age,
+                workclass,
+                fnlwgt,
+                education,
+                education_num,
+                marital,
+                occupation,
+                relationship,
+                race,
+                gender,
+                capital_gain,
+                capital_loss,
+                hours,
+                country,
+                label,
+            ]
+        )
     return rows
 
 

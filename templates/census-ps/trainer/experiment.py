@@ -89,15 +89,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     hyperparameter tuning services pass ``--<parameter name>=<value>``.
     """
     p = argparse.ArgumentParser(prog="trainer.task", description="Train the census income classifier.")
-    p.add_argument("--job-dir", "--job_dir", default=_default_job_dir(), help="Where checkpoints, metrics and the model go (local or gs://).")
-    p.add_argument("--train-files", "--train_files", nargs="+", help="Training CSV files or globs (UCI Adult layout). Default: generated data.")
+    p.add_argument(
+        "--job-dir", "--job_dir", default=_default_job_dir(), help="Where checkpoints, metrics and the model go (local or gs://)."
+    )
+    p.add_argument(
+        "--train-files", "--train_files", nargs="+", help="Training CSV files or globs (UCI Adult layout). Default: generated data."
+    )
     p.add_argument("--eval-files", "--eval_files", nargs="+", help="Evaluation CSV files or globs. Default: generated data.")
-    p.add_argument("--train-steps", "--train_steps", type=_positive_int, default=1000, help="Total training steps (batches), across restarts.")
+    p.add_argument(
+        "--train-steps", "--train_steps", type=_positive_int, default=1000, help="Total training steps (batches), across restarts."
+    )
     p.add_argument("--eval-steps", "--eval_steps", type=_positive_int, default=20, help="Batches in each evaluation.")
     p.add_argument("--batch-size", "--batch_size", type=_positive_int, default=64, help="Rows per training step.")
     p.add_argument("--learning-rate", "--learning_rate", type=_positive_float, default=0.01, help="Adam's learning rate.")
     p.add_argument("--hidden-units", "--hidden_units", type=_units, default=(64, 32), help="Hidden layer sizes, e.g. 64,32.")
-    p.add_argument("--steps-per-checkpoint", "--steps_per_checkpoint", type=_positive_int, help="Steps between checkpoints (default: a quarter of --train-steps).")
+    p.add_argument(
+        "--steps-per-checkpoint",
+        "--steps_per_checkpoint",
+        type=_positive_int,
+        help="Steps between checkpoints (default: a quarter of --train-steps).",
+    )
     p.add_argument("--seed", type=int, default=42, help="Seed of the generated data.")
     args = p.parse_args(argv)
     if args.steps_per_checkpoint is None:

@@ -32,18 +32,21 @@ def build_model(learning_rate: float = 0.01, hidden_units: Sequence[int] = (64, 
     import tensorflow as tf
 
     inputs = {
-        name: tf.keras.Input(shape=(1,), name=name, dtype=tf.string if name in data.VOCABULARIES else tf.float32)
-        for name in FEATURES
+        name: tf.keras.Input(shape=(1,), name=name, dtype=tf.string if name in data.VOCABULARIES else tf.float32) for name in FEATURES
     }
     numeric = tf.keras.layers.Concatenate(name="numeric")([inputs[n] for n in NORMALIZED])
     mean, std = zip(*NORMALIZED.values())
     encoded = [tf.keras.layers.Normalization(mean=list(mean), variance=[s * s for s in std], name="normalize")(numeric)]
     for name, boundaries in BUCKETED.items():
         buckets = tf.keras.layers.Discretization(bin_boundaries=list(boundaries), name=f"{name}_bucket")(inputs[name])
-        encoded.append(tf.keras.layers.CategoryEncoding(num_tokens=len(boundaries) + 1, output_mode="one_hot", name=f"{name}_onehot")(buckets))
+        encoded.append(
+            tf.keras.layers.CategoryEncoding(num_tokens=len(boundaries) + 1, output_mode="one_hot", name=f"{name}_onehot")(buckets)
+        )
     for name, vocabulary in data.VOCABULARIES.items():
         # One out-of-vocabulary slot takes "?" (missing) and values unseen in the vocabulary.
-        encoded.append(tf.keras.layers.StringLookup(vocabulary=list(vocabulary), output_mode="one_hot", name=f"{name}_lookup")(inputs[name]))
+        encoded.append(
+            tf.keras.layers.StringLookup(vocabulary=list(vocabulary), output_mode="one_hot", name=f"{name}_lookup")(inputs[name])
+        )
     x = tf.keras.layers.Concatenate(name="features")(encoded)
     for i, units in enumerate(hidden_units):
         x = tf.keras.layers.Dense(units, activation="relu", name=f"hidden_{i}")(x)
@@ -82,9 +85,7 @@ def serving_signatures(model: Any) -> dict[str, Any]:
     """
     import tensorflow as tf
 
-    specs = {
-        name: tf.TensorSpec([None], tf.string if name in data.VOCABULARIES else tf.float32, name=name) for name in FEATURES
-    }
+    specs = {name: tf.TensorSpec([None], tf.string if name in data.VOCABULARIES else tf.float32, name=name) for name in FEATURES}
 
     @tf.function(input_signature=[specs])
     def serve_features(features: dict[str, Any]) -> dict[str, Any]:
