@@ -22,7 +22,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 from .backends import BACKENDS, Backend, backend_keywords, get_backend, knobs, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .results import Diagnosis, JobMetrics, JobOutputs
-from .errors import NOTHING, JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError, UsageError, keyword_words, shown
+from .errors import (
+    NOTHING,
+    JobCancelledError,
+    JobFailedError,
+    JobNotFoundError,
+    JobTimeoutError,
+    SpecError,
+    UsageError,
+    keyword_words,
+    shown,
+)
 from .lifecycle import poll
 from .machines import did_you_mean
 from .platforms import Platform, Replicas, StrPath
@@ -67,7 +77,8 @@ def check_backend_keywords(backend: str, given: Any) -> None:
             continue
         names = " and ".join([", ".join(allowed[:-1]), allowed[-1]] if len(allowed) > 1 else allowed)
         raise SpecError(
-            field=key, problem=f"is for the {names} backend{'s' if len(allowed) > 1 else ''}, not {backend}",
+            field=key,
+            problem=f"is for the {names} backend{'s' if len(allowed) > 1 else ''}, not {backend}",
             fix=f"leave it out, or choose {{backend={allowed[0]}}}",
         )
 
@@ -132,7 +143,9 @@ def _refuse_nul(values: dict[str, Any]) -> None:
             seen.add(id(item))
             if isinstance(item, str):
                 if "\0" in item:
-                    raise SpecError(field=key, problem="holds a NUL character (\\x00), which no path, argument, environment value or label can carry")
+                    raise SpecError(
+                        field=key, problem="holds a NUL character (\\x00), which no path, argument, environment value or label can carry"
+                    )
             elif isinstance(item, dict):
                 stack.extend(item.keys())
                 stack.extend(item.values())
@@ -152,7 +165,9 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         raise SpecError(field="build", problem="makes the job's image from the trainer directory", fix="drop {image} (or drop {build})")
     package = spec.package
     if not package or package.startswith("gs://") or not Path(package).expanduser().is_dir():
-        raise SpecError(field="build", problem=f"needs the trainer directory as the package (got {package!r}); an image is built from a directory")
+        raise SpecError(
+            field="build", problem=f"needs the trainer directory as the package (got {package!r}); an image is built from a directory"
+        )
     if options.image_repo is not None:
         from .images.registry import parse_repository
 
@@ -163,11 +178,13 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         check_image(options.base_image, "base_image")
     if options.cloud_build and not options.image_repo:
         raise SpecError(
-            field="cloud_build", problem="pushes the image from Cloud Build: give {image_repo=REGISTRY/PATH} (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer)"
+            field="cloud_build",
+            problem="pushes the image from Cloud Build: give {image_repo=REGISTRY/PATH} (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer)",
         )
     if backend not in ("local",) and not options.image_repo and not options.dry_run:
         raise SpecError(
-            field="build", problem=f"on the {backend} backend needs {{image_repo=REGISTRY/PATH}} (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer): "
+            field="build",
+            problem=f"on the {backend} backend needs {{image_repo=REGISTRY/PATH}} (e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer): "
             "the platform pulls the image from a registry",
         )
 
@@ -298,7 +315,13 @@ class Job:
             "container_engine": container_engine, "config": config,
         }  # fmt: skip
         values: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-        flags = {"quiet": quiet, "cancel_on_interrupt": cancel_on_interrupt, "include_secrets": include_secrets, "build": build, "cloud_build": cloud_build}
+        flags = {
+            "quiet": quiet,
+            "cancel_on_interrupt": cancel_on_interrupt,
+            "include_secrets": include_secrets,
+            "build": build,
+            "cloud_build": cloud_build,
+        }
         for key, flag in flags.items():
             if flag is not False:
                 values[key] = flag
@@ -327,7 +350,12 @@ class Job:
         #: A Replicas value's fields, by the flat keyword they become (worker_machine_type → workers, machine_type).
         self._typed = {
             f"{role}_{name}": (param, name)
-            for param, role, value in (("chief", "chief", chief), ("workers", "worker", workers), ("ps", "ps", ps), ("evaluators", "evaluator", evaluators))
+            for param, role, value in (
+                ("chief", "chief", chief),
+                ("workers", "worker", workers),
+                ("ps", "ps", ps),
+                ("evaluators", "evaluator", evaluators),
+            )
             if isinstance(value, Replicas)
             for name in (f.name for f in dataclasses.fields(Replicas) if f.name != "count")
         }
@@ -361,7 +389,9 @@ class Job:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
         # The user's store is chosen when the job first needs one (a render needs none: no
         # tfjob.store, no sqlite3 on the dry-run path).
-        self._store: JobStore | None = store if store is not None else (given_backend.store if getattr(given_backend, "has_store", False) else None)
+        self._store: JobStore | None = (
+            store if store is not None else (given_backend.store if getattr(given_backend, "has_store", False) else None)
+        )
         if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
             self._backend_object = kwargs["backend"]
             name = getattr(self._backend_object, "name", None)
@@ -377,8 +407,7 @@ class Job:
             backend = _chosen_backend(load_settings(**{k: kwargs[k] for k in _SETTING_FIELDS if kwargs.get(k) is not None}))
             valid = job_keywords(backend) if backend in BACKENDS else job_keywords()
             raise SpecError(
-                f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; "
-                f"the {backend} backend takes: {', '.join(valid)}"
+                f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; the {backend} backend takes: {', '.join(valid)}"
             )
         _check_kinds({"package": package, "module": module, **kwargs})
         self._build(package, module, kwargs)
@@ -405,8 +434,10 @@ class Job:
         self.backend_name = _chosen_backend(self.settings)
         if self.backend_name not in BACKENDS:
             raise SpecError(
-                **self.settings.subject("backend"), value=self.backend_name,
-                problem=f"is not a backend{did_you_mean(self.backend_name, BACKENDS)}", fix=f"choose one of {', '.join(BACKENDS)}",
+                **self.settings.subject("backend"),
+                value=self.backend_name,
+                problem=f"is not a backend{did_you_mean(self.backend_name, BACKENDS)}",
+                fix=f"choose one of {', '.join(BACKENDS)}",
             )
         options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
@@ -483,7 +514,11 @@ class Job:
             credentials=credentials, pull=push and self.backend_name == "local" and cloud is None, cloud=cloud,
         )  # fmt: skip
         if self.options.image_repo and not built.digest:
-            print(f"tfjob: {built.tag} is not on {self.options.image_repo.split('/')[0]} yet; submitting pushes it", file=sys.stderr, flush=True)
+            print(
+                f"tfjob: {built.tag} is not on {self.options.image_repo.split('/')[0]} yet; submitting pushes it",
+                file=sys.stderr,
+                flush=True,
+            )
         if built.build_request is not None and not push:
             import json
 
@@ -930,9 +965,7 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
     (default: the backend object's, else the user's, ``$TFJOB_HOME/jobs.db``).
     """
     if not isinstance(job_id, str):
-        raise SpecError(
-            f"get_job: job_id={job_id!r:.60} must be text, a job's id as `tfjob list` shows it, not {type(job_id).__name__}"
-        )
+        raise SpecError(f"get_job: job_id={job_id!r:.60} must be text, a job's id as `tfjob list` shows it, not {type(job_id).__name__}")
     if len(job_id) > MAX_JOB_ID:
         raise SpecError(f"get_job: a job id is at most {MAX_JOB_ID} characters, not {len(job_id)} ({job_id[:40]!r}…)")
     if backend is not None and not isinstance(backend, str) and not isinstance(getattr(backend, "name", None), str):

@@ -113,7 +113,9 @@ class Tuning:
             config = load_hparams(hparams, tuple(knobs().values()))
         given = {k: v for k, v in kwargs.items() if v is not None}
         if config.job and given.get("config"):
-            raise UsageError(problem=f"{config.source} describes the trials' cluster and so does {{config}} {given['config']}", fix="keep one of them")
+            raise UsageError(
+                problem=f"{config.source} describes the trials' cluster and so does {{config}} {given['config']}", fix="keep one of them"
+            )
         self.seed = seed
         self.study = apply_overrides(
             config.study,
@@ -170,7 +172,9 @@ def _tuner(backend: Any) -> Tuner:
         other = tuner_of(get_backend(name))
         if other is not None:
             able.append(f"{name} ({other.study_search})" if other.study_search else name)
-    raise UsageError(field="backend", value=Word(backend.name), problem="cannot tune", fix=f"tfjob tune runs on {{backend}} {' or '.join(able)}")
+    raise UsageError(
+        field="backend", value=Word(backend.name), problem="cannot tune", fix=f"tfjob tune runs on {{backend}} {' or '.join(able)}"
+    )
 
 
 def check_result(result: StudyResult) -> StudyResult:
