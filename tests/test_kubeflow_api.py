@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -449,3 +450,25 @@ def test_run_reports_a_pod_restarted_by_its_restart_policy(
     err = capsys.readouterr().err.splitlines()
     assert "tfjob: job default/census-ps: worker-0 restarted after exit code 143, Error (restarts: 1)" in err
     assert err[-1] == "tfjob: job default/census-ps SUCCEEDED: TFJob default/census-ps successfully completed."
+
+
+def test_leaving_a_follow_while_a_task_is_quiet_returns_at_once(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
+    """A follower left (Ctrl-C, a ``break``) while a task writes nothing — a parameter server
+    waiting, its stream open with no line to come — returns at once: each stream's socket is
+    shut before its response is closed, or the close would wait on the blocked read forever."""
+    import threading
+
+    ns = "default"
+    job_id = backend.submit(_spec(workers=1, ps=None), TFJobOptions(kubeconfig=kubeconfig))
+    fake.advance(ns, "census-ps", "Created")
+    fake.write_log(ns, "census-ps-chief-0", "starting\n")
+    fake.script(ns, "census-ps", "Running")
+    lines = backend.logs(job_id, follow=True)
+    assert next(lines) == "[chief-0] starting"
+    fake.write_log(ns, "census-ps-worker-0", "worker up\n")
+    assert next(lines) == "[worker-0] worker up"
+    time.sleep(0.5)  # both readers now wait in recv() for a line that does not come
+    closer = threading.Thread(target=lines.close, daemon=True)
+    closer.start()
+    closer.join(timeout=20)
+    assert not closer.is_alive(), "closing the follow hung on a quiet stream"

@@ -9,6 +9,7 @@ and stops once the job has ended and every stream is closed.
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -65,10 +66,26 @@ class _Reader(threading.Thread):
         self._closed.set()
         response = self.response
         if response is not None:
+            # The socket is shut first: this thread blocked in its read holds the response's
+            # buffer, which closing it waits for, so a close alone would hang until the
+            # container wrote another line (forever, for a quiet parameter server).
+            _shut(response)
             try:
                 response.close()
             except Exception:  # closing a half-read socket may complain; it is closed anyway
                 pass
+
+
+def _shut(response: Any) -> None:
+    """Shut the socket under a streaming urllib3 response down, so a read blocked on it returns."""
+    sock = getattr(getattr(response, "connection", None), "sock", None)
+    if sock is None:  # the http.client response under it: its buffered socket file
+        sock = getattr(getattr(getattr(getattr(response, "_fp", None), "fp", None), "raw", None), "_sock", None)
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed by the other end
+            pass
 
 
 class StreamFeed(LineFeed):
