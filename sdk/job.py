@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import inspect
 import re
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
@@ -35,12 +36,24 @@ from .errors import (
 )
 from .lifecycle import poll
 from .machines import did_you_mean
-from .platforms import Platform, Replicas, StrPath
 from .settings import SETTING_NAMES, Settings, load_settings
 from .spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 if TYPE_CHECKING:
+    from .platforms import Platform, Replicas, StrPath
     from .store import JobStore
+
+
+def _replica_fields() -> list[str]:
+    """A Replicas value's fields beside its count (tfjob.platforms is imported: one was given)."""
+    from .platforms import Replicas
+
+    return [f.name for f in dataclasses.fields(Replicas) if f.name != "count"]
+
+
+class _Never:
+    """A class nothing is an instance of: the settings classes before tfjob.platforms is imported."""
+
 
 _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
@@ -325,6 +338,12 @@ class Job:
         for key, flag in flags.items():
             if flag is not False:
                 values[key] = flag
+        # The settings objects' classes, when they exist: a Replicas, a Vertex(...) can only be
+        # given once tfjob.platforms was imported, so a job of plain values (the CLI's) never
+        # pays for importing it (its dataclasses are a fifth of a re-submit's start).
+        platforms = sys.modules.get("tfjob.platforms")
+        Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
+        Platform = platforms.Platform if platforms is not None else _Never  # noqa: N806
         for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):
             count_key = {"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]
             if isinstance(replicas, Replicas):
@@ -357,7 +376,7 @@ class Job:
                 ("evaluators", "evaluator", evaluators),
             )
             if isinstance(value, Replicas)
-            for name in (f.name for f in dataclasses.fields(Replicas) if f.name != "count")
+            for name in _replica_fields()
         }
         with self._in_typed_words():
             self._init_keywords(package, module, values, store)
