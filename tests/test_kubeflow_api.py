@@ -12,7 +12,7 @@ import copy
 import re
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Generator, Iterator
 
 import pytest
 
@@ -228,7 +228,8 @@ def test_logs_of_a_bad_or_absent_task_say_so(fake: FakeKube, kubeconfig: str, ba
         list(backend.logs(job_id, task="evaluator"))
 
 
-def test_follow_streams_lines_as_they_are_written_until_the_job_ends(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
+def _following(fake: FakeKube, backend: KubeflowBackend, kubeconfig: str) -> Generator[str, None, None]:
+    """A chief + 1 worker TFJob, running, followed past each task's first line."""
     ns = "default"
     job_id = backend.submit(_spec(workers=1, ps=None), TFJobOptions(kubeconfig=kubeconfig))
     fake.advance(ns, "census-ps", "Created")
@@ -239,6 +240,12 @@ def test_follow_streams_lines_as_they_are_written_until_the_job_ends(fake: FakeK
     assert next(lines) == "[chief-0] starting"
     fake.write_log(ns, "census-ps-worker-0", "worker up\n")
     assert next(lines) == "[worker-0] worker up"
+    return lines
+
+
+def test_follow_streams_lines_as_they_are_written_until_the_job_ends(fake: FakeKube, kubeconfig: str, backend: KubeflowBackend) -> None:
+    ns = "default"
+    lines = _following(fake, backend, kubeconfig)
     fake.write_log(ns, "census-ps-chief-0", "step 1\nstep 2\n")
     assert [next(lines), next(lines)] == ["[chief-0] step 1", "[chief-0] step 2"]
     fake.write_log(ns, "census-ps-chief-0", "saved model\n")
@@ -458,15 +465,7 @@ def test_leaving_a_follow_while_a_task_is_quiet_returns_at_once(fake: FakeKube, 
     shut before its response is closed, or the close would wait on the blocked read forever."""
     import threading
 
-    ns = "default"
-    job_id = backend.submit(_spec(workers=1, ps=None), TFJobOptions(kubeconfig=kubeconfig))
-    fake.advance(ns, "census-ps", "Created")
-    fake.write_log(ns, "census-ps-chief-0", "starting\n")
-    fake.script(ns, "census-ps", "Running")
-    lines = backend.logs(job_id, follow=True)
-    assert next(lines) == "[chief-0] starting"
-    fake.write_log(ns, "census-ps-worker-0", "worker up\n")
-    assert next(lines) == "[worker-0] worker up"
+    lines = _following(fake, backend, kubeconfig)
     time.sleep(0.5)  # both readers now wait in recv() for a line that does not come
     closer = threading.Thread(target=lines.close, daemon=True)
     closer.start()
