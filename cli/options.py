@@ -31,90 +31,18 @@ class Flag:
 
 
 _FLAGS: dict[str, Flag] | None = None
-#: The most a cached table may hold (the real one is ~40 KiB).
-_CACHE_BYTES = 1 << 20
 
 
 def knobs() -> dict[str, Flag]:
-    """Every knob's flag (:func:`tfjob.job_knobs`), read when a command first needs its options.
-
-    Reading the declarations imports every backend's options module (their dataclasses cost
-    ~20 ms at each start), so the table is kept beside the compiled modules, as Python keeps
-    its bytecode: ``__pycache__/knob-flags-<fingerprint>.json``, the fingerprint being the
-    size and time of every module that declares knobs. A table that is missing, stale,
-    unreadable or malformed is made again from the declarations; one that cannot be written
-    (a read-only install) is simply not kept."""
+    """Every knob's flag (:func:`tfjob.job_knobs`), read when a command first needs its options
+    (from the declarations' table, which :mod:`tfjob.backends.declarations` keeps beside the
+    bytecode, so a start imports no backend's options)."""
     global _FLAGS
     if _FLAGS is None:
-        cache = _cache_path()
-        _FLAGS = _read_flags(cache) if cache is not None else None
-        if _FLAGS is None:
-            from tfjob import job_knobs
+        from tfjob import job_knobs
 
-            _FLAGS = {k.name: Flag(k.name, tuple(k.flags), k.kind, k.described(), k.cli, k.tune) for k in job_knobs().values()}
-            if cache is not None:
-                _write_flags(cache, _FLAGS)
+        _FLAGS = {k.name: Flag(k.name, tuple(k.flags), k.kind, k.described(), k.cli, k.tune) for k in job_knobs().values()}
     return _FLAGS
-
-
-def _cache_path() -> Any:
-    """``__pycache__/knob-flags-<fingerprint>.json`` beside this module, None when the
-    declaring modules cannot be listed."""
-    import importlib.util
-    import os
-    import zlib
-
-    spec = importlib.util.find_spec("tfjob")  # the package's folder (the CLI imports only its public names)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    root = list(spec.submodule_search_locations)[0]
-    seen: list[str] = []
-    try:
-        for top, dirs, files in os.walk(os.path.join(root, "backends")):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            seen += [os.path.join(top, f) for f in sorted(files) if f.endswith(".py")]
-        seen += [os.path.join(root, "knobs.py"), os.path.join(root, "model.py"), __file__]
-        stamp = "\n".join(f"{p} {st.st_size} {st.st_mtime_ns}" for p in seen for st in [os.stat(p)])
-    except OSError:
-        return None
-    from pathlib import Path
-
-    key = f"{zlib.crc32(stamp.encode()):08x}{len(stamp):x}"
-    return Path(__file__).parent / "__pycache__" / f"knob-flags-{key}.json"
-
-
-def _read_flags(path: Any) -> dict[str, Flag] | None:
-    import json
-
-    try:
-        with open(path, "rb") as f:
-            data = f.read(_CACHE_BYTES + 1)
-        rows = json.loads(data) if len(data) <= _CACHE_BYTES else None
-        found = {}
-        for name, flags, kind, text, cli, tune in rows:
-            if not (isinstance(name, str) and isinstance(kind, str) and isinstance(text, str) and isinstance(flags, list)):
-                return None
-            if not (all(isinstance(f, str) for f in flags) and isinstance(cli, bool) and isinstance(tune, bool)):
-                return None
-            found[name] = Flag(name, tuple(flags), kind, text, cli, tune)
-        return found or None
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def _write_flags(path: Any, flags: dict[str, Flag]) -> None:
-    import json
-    import os
-
-    try:
-        path.parent.mkdir(exist_ok=True)
-        for old in path.parent.glob("knob-flags-*.json"):  # an older table, made before a change
-            old.unlink(missing_ok=True)
-        part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        part.write_text(json.dumps([f.row() for f in flags.values()]))
-        os.replace(part, path)
-    except OSError:
-        pass
 
 
 def option_of(knob: Flag) -> Callable[[Any], Any]:

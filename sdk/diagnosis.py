@@ -20,6 +20,7 @@ from typing import Callable, Iterable
 from .lazy import LazyPattern
 from .model import JobState, JobStatus
 from .results import Diagnosis
+from .shown import Shown
 
 #: How much of a log is read for patterns (its end): a runaway line cannot stall a status.
 MAX_TEXT = 64 * 1024
@@ -29,8 +30,8 @@ MAX_EVIDENCE = 240
 _KUBEFLOW_BACKENDS = ("kubeflow", "jobset", "trainjob")
 
 
-@dataclass(frozen=True)
-class _Pattern:
+@dataclass(frozen=True, repr=False)
+class _Pattern(Shown):
     code: str
     regex: LazyPattern  # compiled on first use: a job that fails with no log to read never compiles them
     cause: Callable[[re.Match[str], str], str]

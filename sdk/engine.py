@@ -16,6 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from .errors import BackendError, UsageError
+from .shown import Shown
 
 #: How long a query of the engine (``image inspect``, ``ps``, ``network ls``…) may take: it
 #: answers in well under a second, so one that has not answered is hung (a daemon that
@@ -42,8 +43,8 @@ ENGINE_NOISE = re.compile(
 )
 
 
-@dataclass(frozen=True)
-class Engine:
+@dataclass(frozen=True, repr=False)
+class Engine(Shown):
     """A container engine's command line."""
 
     name: str

@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .backends import BACKENDS, Backend, backend_keywords, get_backend, knobs, options_type
+from .backends import BACKENDS, Backend, get_backend, keyword_backends, knobs, option_annotations, options_type
 from .model import JobState, JobStatus, SubmitOptions
-from .results import Diagnosis, JobMetrics, JobOutputs
 from .errors import (
     NOTHING,
     JobCancelledError,
@@ -41,6 +40,7 @@ from .spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 if TYPE_CHECKING:
     from .platforms import Platform, Replicas, StrPath
+    from .results import Diagnosis, JobMetrics, JobOutputs  # (read when a job has ended: not on a submit's path)
     from .store import JobStore
 
 
@@ -61,16 +61,10 @@ _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = list(SETTING_NAMES)
 
 
-@functools.lru_cache(maxsize=1)
 def _backend_only() -> dict[str, tuple[str, ...]]:
     """Keyword → the backends that take it, for the keywords only some backends take:
-    gathered from each backend's declared options (``tfjob.backends.BACKENDS``)."""
-    takers: dict[str, list[str]] = {}
-    for name in BACKENDS:
-        if name != "vertex-tuning":  # tuning jobs are created by `tfjob tune`, not by Job
-            for key in backend_keywords(name):
-                takers.setdefault(key, []).append(name)
-    return {key: tuple(names) for key, names in sorted(takers.items())}
+    gathered from each backend's declared options (:func:`tfjob.backends.keyword_backends`)."""
+    return keyword_backends()
 
 
 def job_keywords(backend: str | None = None) -> list[str]:
@@ -121,9 +115,8 @@ def _kinds() -> tuple[frozenset[str], frozenset[str]]:
     annotations: dict[str, str] = {n: str(p.annotation) for n, p in inspect.signature(build_spec).parameters.items()}
     for f in dataclasses.fields(JobSpec):
         annotations.setdefault(f.name, str(f.type))
-    for name in BACKENDS:
-        for f in dataclasses.fields(options_type(name)):
-            annotations.setdefault(f.name, str(f.type))
+    for name, annotation in option_annotations().items():
+        annotations.setdefault(name, annotation)
     text = {k for k, a in annotations.items() if a.replace(" ", "") in ("str", "str|None")} | {"config"}
     accelerators = {k for k, a in annotations.items() if "Accelerator" in a}
     return frozenset(text), frozenset(accelerators)
@@ -832,6 +825,7 @@ class JobHandle:
         step the trial's number), from the trials the study recorded.
         """
         from .metrics import read_metrics, study_metrics
+        from .results import JobMetrics
 
         record = _stored(self.store, self.id)
         if record is not None and record.extra.get("kind") == "study":

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
+from .shown import Shown
 
 
 class JobState(str, Enum):
@@ -44,8 +45,8 @@ class JobState(str, Enum):
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST, JobState.STOPPED)
 
 
-@dataclass
-class TaskRestart:
+@dataclass(repr=False)
+class TaskRestart(Shown):
     """One restart of a task: when its previous run ended, how, and why it was started again."""
 
     #: When the ended run was seen to end (seconds since the epoch).
@@ -61,8 +62,8 @@ class TaskRestart:
         return dict(self.__dict__)
 
 
-@dataclass
-class TaskStatus:
+@dataclass(repr=False)
+class TaskStatus(Shown):
     """One task of a job (``worker-1``) as last seen."""
 
     name: str
@@ -89,8 +90,8 @@ class TaskStatus:
         return out
 
 
-@dataclass
-class JobStatus:
+@dataclass(repr=False)
+class JobStatus(Shown):
     """A job as last seen by its backend."""
 
     id: str
@@ -113,8 +114,8 @@ class JobStatus:
         return out
 
 
-@dataclass
-class SubmitOptions:
+@dataclass(repr=False)
+class SubmitOptions(Shown):
     """How to submit and follow a job, beyond its description: what every backend takes.
 
     Each backend declares the options only it takes as a subclass of this
@@ -199,8 +200,8 @@ def parse_time(text: str | None) -> float | None:
 
 
 # -- the job written for people: durations and the task table (pure) ------------------------
-@dataclass
-class SummaryRow:
+@dataclass(repr=False)
+class SummaryRow(Shown):
     """One task in the summary table."""
 
     task: str

@@ -17,6 +17,7 @@ from typing import Any
 
 from .model import JobStatus, TaskStatus
 from .results import Diagnosis, JobMetrics, JobOutputs
+from .shown import Shown
 
 _STATE_COLOURS = {
     "SUCCEEDED": "#2e7d32", "FAILED": "#c62828", "RUNNING": "#1565c0", "STOPPED": "#757575",
@@ -36,8 +37,8 @@ pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:10px;overflow-x:auto;fon
 """
 
 
-@dataclass
-class ReportData:
+@dataclass(repr=False)
+class ReportData(Shown):
     """Everything a report shows (gathered by :func:`gather`)."""
 
     status: JobStatus

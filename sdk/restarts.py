@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Protocol
 
 from .errors import UsageError, Word
 from .lazy import LazyPattern
+from .shown import Shown
 
 POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -133,8 +134,8 @@ def parse_seconds(text: Any, flag: str) -> float:
     return seconds
 
 
-@dataclass(frozen=True)
-class Preemption:
+@dataclass(frozen=True, repr=False)
+class Preemption(Shown):
     """One preemption to deliver: ``task`` (``worker-1``; for a random one, the role to pick
     from or ``*``) at ``at`` seconds after the job's tasks started. ``every``: a random
     preemption, again and again, ``at`` seconds apart on average."""
@@ -185,8 +186,8 @@ def parse_preemptions(values: Any, flag: str = "--preempt") -> list[Preemption]:
     return out
 
 
-@dataclass(frozen=True)
-class Rules:
+@dataclass(frozen=True, repr=False)
+class Rules(Shown):
     """What restarts a local job's tasks and the job itself, and the preemptions to rehearse."""
 
     policies: Mapping[str, str]

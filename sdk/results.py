@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from .shown import Shown
 
 
-@dataclass(frozen=True)
-class Diagnosis:
+@dataclass(frozen=True, repr=False)
+class Diagnosis(Shown):
     """Why a task failed (or a job hangs), recognised in what it printed, and the fix.
 
     Attributes:
@@ -42,8 +43,8 @@ class Diagnosis:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class OutputFile:
+@dataclass(frozen=True, repr=False)
+class OutputFile(Shown):
     """One file a job wrote under its output directory.
 
     Attributes:
@@ -62,8 +63,8 @@ class OutputFile:
         return asdict(self)
 
 
-@dataclass
-class JobOutputs:
+@dataclass(repr=False)
+class JobOutputs(Shown):
     """What a job wrote under its job dir (``--job-dir`` / Vertex AI's ``baseOutputDirectory``).
 
     Attributes:
@@ -100,8 +101,8 @@ class JobOutputs:
         return out
 
 
-@dataclass(frozen=True)
-class ScalarPoint:
+@dataclass(frozen=True, repr=False)
+class ScalarPoint(Shown):
     """One logged value of a scalar."""
 
     step: int
@@ -109,8 +110,8 @@ class ScalarPoint:
     value: float
 
 
-@dataclass
-class JobMetrics:
+@dataclass(repr=False)
+class JobMetrics(Shown):
     """The scalars a job logged for TensorBoard, per run (``train``, ``validation``…).
 
     Attributes:

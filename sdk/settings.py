@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from .errors import ConfigFileError
+from .shown import Shown
 
 #: Environment variables read for each setting, in order.
 ENV_VARS: dict[str, tuple[str, ...]] = {
@@ -27,8 +28,8 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class Settings:
+@dataclass(repr=False)
+class Settings(Shown):
     """Settings that outlive one job."""
 
     project: str | None = None

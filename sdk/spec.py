@@ -41,6 +41,7 @@ from .machines import (
     tpu_chips,
     well_formed_machine_type,
 )
+from .shown import Shown
 
 #: The canonical roles, in the order of Vertex worker pools 0..3.
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -113,8 +114,8 @@ TIERS: dict[ScaleTier, dict[str, tuple[int, str, str | None, int]]] = {
 }
 
 
-@dataclass(frozen=True)
-class Accelerator:
+@dataclass(frozen=True, repr=False)
+class Accelerator(Shown):
     """An accelerator attached to each machine of a pool.
 
     Attributes:
@@ -195,8 +196,8 @@ def check_boot_disk(disk_type: Any, size_gb: Any) -> None:
         raise SpecError(field="boot_disk_size", value=size_gb, problem=f"must be a whole number of GB from {low} to {high}")
 
 
-@dataclass(frozen=True)
-class Machine:
+@dataclass(frozen=True, repr=False)
+class Machine(Shown):
     """A Compute Engine machine type, with the accelerator each machine carries.
 
     Use :meth:`resolve` to accept legacy AI Platform names too.
@@ -320,8 +321,8 @@ class Machine:
         return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"))
 
 
-@dataclass(frozen=True)
-class Pool:
+@dataclass(frozen=True, repr=False)
+class Pool(Shown):
     """``replicas`` tasks of one role on one kind of machine.
 
     Attributes:
@@ -491,8 +492,8 @@ def check_job_name(name: str) -> None:
         raise SpecError(field="name", value=name, problem="contains control characters", fix="use letters, digits, '-' and '_'")
 
 
-@dataclass(frozen=True)
-class JobSpec:
+@dataclass(frozen=True, repr=False)
+class JobSpec(Shown):
     """A whole training job.
 
     Attributes:

@@ -32,6 +32,7 @@ from typing import Any, Iterator
 from .model import JobState, JobStatus, TaskRestart, TaskStatus
 from .errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
+from .shown import Shown
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -87,8 +88,8 @@ CREATE TABLE IF NOT EXISTS tasks (
 """
 
 
-@dataclass
-class JobRecord:
+@dataclass(repr=False)
+class JobRecord(Shown):
     """One row of the jobs table."""
 
     id: str
@@ -128,8 +129,8 @@ class JobRecord:
         )
 
 
-@dataclass
-class TaskRecord:
+@dataclass(repr=False)
+class TaskRecord(Shown):
     """One row of the tasks table (a task of a local job)."""
 
     name: str

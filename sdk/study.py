@@ -36,6 +36,7 @@ from typing import Any, Mapping
 from .errors import SpecError
 from .limits import check_platform_count
 from .machines import did_you_mean
+from .shown import Shown
 
 #: Parameter types, as both platforms name them.
 PARAMETER_TYPES = ("DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE")
@@ -56,8 +57,8 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _UNSET = ("", "NONE", "SCALE_TYPE_UNSPECIFIED")
 
 
-@dataclass(frozen=True)
-class MetricSpec:
+@dataclass(frozen=True, repr=False)
+class MetricSpec(Shown):
     """The metric a study optimizes.
 
     Attributes:
@@ -92,8 +93,8 @@ def _number(value: Any, what: str) -> float:
     return value
 
 
-@dataclass(frozen=True)
-class ParameterSpec:
+@dataclass(frozen=True, repr=False)
+class ParameterSpec(Shown):
     """One hyperparameter, passed to every trial's trainer as ``--name=value``.
 
     Attributes:
@@ -250,8 +251,8 @@ class ParameterSpec:
         )
 
 
-@dataclass(frozen=True)
-class StudySpec:
+@dataclass(frozen=True, repr=False)
+class StudySpec(Shown):
     """A hyperparameter study.
 
     Attributes:
@@ -366,8 +367,8 @@ class StudySpec:
         return cls(**values)
 
 
-@dataclass(frozen=True)
-class HparamsConfig:
+@dataclass(frozen=True, repr=False)
+class HparamsConfig(Shown):
     """What an ``--hparams`` file says.
 
     Attributes:

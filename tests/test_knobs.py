@@ -4,6 +4,7 @@ and the CLI's flags made from those declarations (tfjob.knobs, tfjob.backends.kn
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 
@@ -210,42 +211,86 @@ def test_the_knob_addition_diff_in_the_architecture_doc_touches_the_vertex_folde
             assert bare(line) in now, f"{path} no longer has: {line}"
 
 
-_FLAG_TABLE = """
+_DECLARED_TABLE = """
 import json, sys
 from tfjob.cli.main import app
 from tfjob.cli import options
+import tfjob.backends as b
+from tfjob.job import _kinds, check_backend_keywords, job_keywords
 command = app.commands["submit"]
 command.make_context("submit", ["trainer/", "-m", "trainer.task", "--workers", "4"])
-print(json.dumps({"flags": [f.row() for f in options.knobs().values()], "backends_read": "tfjob.backends.vertex.options" in sys.modules}))
+job_keywords()
+check_backend_keywords("local", {"workers", "dialect"})
+_kinds()
+print(json.dumps({
+    "knobs": [repr(k) for k in b.knobs().values()],
+    "flags": [f.row() for f in options.knobs().values()],
+    "takers": b.keyword_backends(),
+    "fields": b.option_annotations(),
+    "options_read": sorted(m for m in sys.modules if m.startswith("tfjob.backends.") and m.endswith(".options")),
+}))
 """
 
 
-def _flag_table() -> dict[str, object]:
+def _declared_table() -> dict[str, object]:
     import json
 
-    done = subprocess.run([sys.executable, "-c", _FLAG_TABLE], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", _DECLARED_TABLE], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-def test_the_cli_keeps_the_knobs_flags_beside_its_bytecode_and_makes_them_again_from_the_declarations() -> None:
-    """The flags a command parses are the declarations' (a start reads them from
-    ``__pycache__`` without importing a backend's options); a table that is damaged, or that
-    a changed declaring module made stale, is made again from the declarations."""
+def test_the_declarations_are_kept_beside_the_bytecode_and_made_again_when_damaged_or_stale() -> None:
+    """What a start reads of the knobs' declarations — every knob, who takes each keyword, each
+    options field's annotation — comes from ``backends/__pycache__`` without importing a
+    backend's options, and is exactly what the declarations give; a table that is damaged,
+    oversized or made stale by a changed declaring module is made again from them."""
+    import dataclasses
     from pathlib import Path
 
-    import tfjob.cli.options as options
+    import tfjob.backends as backends
+    from tfjob.backends import declarations
 
-    declared_rows = [[k.name, list(k.flags), k.kind, k.described(), k.cli, k.tune] for k in knobs().values()]
-    first = _flag_table()
-    assert first["flags"] == declared_rows
-    again = _flag_table()
-    assert again == {"flags": declared_rows, "backends_read": False}  # the kept table: no backend options imported
+    made = backends._declared_knobs()
+    expected = {
+        "knobs": [repr(k) for k in made.values()],
+        "flags": [[k.name, list(k.flags), k.kind, k.described(), k.cli, k.tune] for k in made.values()],
+        "takers": {
+            key: [n for n in backends.BACKENDS if n != "vertex-tuning" and key in backends.backend_keywords(n)]
+            for key in sorted({k for n in backends.BACKENDS if n != "vertex-tuning" for k in backends.backend_keywords(n)})
+        },
+        "fields": {},
+    }
+    for name in backends.BACKENDS:
+        for f in dataclasses.fields(backends.options_type(name)):
+            expected["fields"].setdefault(f.name, str(f.type))  # type: ignore[attr-defined]
+    every = sorted({backends.BACKENDS[n][1].split(":")[0] for n in backends.BACKENDS})
 
-    cache = Path(options.__file__).parent / "__pycache__"
-    (kept,) = cache.glob("knob-flags-*.json")
-    kept.write_text('[["workers", ["--workers"], "int", "forged", true, true]] trailing')
-    assert _flag_table() == {"flags": declared_rows, "backends_read": True}
-    kept.write_text('[["workers", "--workers", 3]]')
-    assert _flag_table() == {"flags": declared_rows, "backends_read": True}
-    assert _flag_table()["backends_read"] is False
+    first = _declared_table()
+    assert {k: v for k, v in first.items() if k != "options_read"} == expected
+    kept_run = _declared_table()
+    assert kept_run == {**expected, "options_read": []}  # the kept table: no backend's options imported
+
+    cache = Path(declarations.__file__).parent / "__pycache__"
+    (kept,) = cache.glob("declared-*.json")
+    original = kept.read_text()
+    for damaged in (
+        original + " trailing",  # not JSON
+        '{"knobs": [["workers", "forged", "int"]], "takers": {}, "fields": {}}',  # not the shape
+        original.replace('"fields": {', '"fields": {"x": 1, ', 1),  # a field's annotation not text
+        " " * (declarations.CACHE_BYTES + 1),  # too big to read
+    ):
+        kept.write_text(damaged)
+        again = _declared_table()
+        assert again["options_read"] == [m for m in every if m.endswith(".options")] and again["knobs"] == expected["knobs"]
+        assert kept.read_text() == original  # made again, and kept again
+    # A declaring module that changed (its size or time) names another table.
+    options_module = Path(backends.__file__).parent / "local" / "options.py"
+    stat = options_module.stat()
+    os.utime(options_module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    try:
+        assert _declared_table()["options_read"] != []
+        assert [p.name for p in cache.glob("declared-*.json")] != [kept.name]
+        assert _declared_table()["options_read"] == []
+    finally:
+        os.utime(options_module, ns=(stat.st_atime_ns, stat.st_mtime_ns))

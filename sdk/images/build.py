@@ -38,6 +38,7 @@ from ..engine import Engine, find_engine
 from ..errors import TfjobError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
+from ..shown import Shown
 
 if TYPE_CHECKING:
     from .cloudbuild import CloudBuildTarget
@@ -61,8 +62,8 @@ def default_base() -> str:
     return f"tfjob:{__version__}"
 
 
-@dataclass(frozen=True)
-class BuiltImage:
+@dataclass(frozen=True, repr=False)
+class BuiltImage(Shown):
     """An image built (or found) for a trainer directory.
 
     Attributes:
@@ -95,8 +96,8 @@ class BuiltImage:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items() if k != "build_request" or v is not None}
 
 
-@dataclass
-class Progress:
+@dataclass(repr=False)
+class Progress(Shown):
     """Where build and push progress goes: ``tty`` (the engine's own output, as on a
     terminal), ``steps`` (one line per step or layer), or ``none`` (``--output json``)."""
 
@@ -179,8 +180,8 @@ def _run_streamed(
         raise
 
 
-@dataclass(frozen=True)
-class _Base:
+@dataclass(frozen=True, repr=False)
+class _Base(Shown):
     ref: str
     id: str
     user: str
@@ -236,8 +237,8 @@ def _file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass
-class _Plan:
+@dataclass(repr=False)
+class _Plan(Shown):
     dockerfile: str
     kind: str  # "generated" or the Dockerfile's name
     key: str

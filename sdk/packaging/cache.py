@@ -7,12 +7,12 @@ first). A damaged entry is built again; a cache that cannot be written is skippe
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
 from pathlib import Path
 
+from ..digest import sha256
 from .archive import BuiltPackage
 from .tree import Collected, is_executable, read_member
 
@@ -32,14 +32,14 @@ def tree_key(found: Collected, include_secrets: bool) -> str:
     """A digest of exactly what the build backend would see: every packaged file's path,
     mode and bytes (the build config, pyproject.toml/setup.py/setup.cfg, among them), the
     rules' outcome, the Python and build-backend versions (the interpreter builds it)."""
-    digest = hashlib.sha256()
+    digest = sha256()  # fed one digest per file: small
     digest.update(f"tfjob-build-cache {_CACHE_FORMAT} {sys.version_info[:3]} {include_secrets}\n".encode())
     for rel in found.files:
         real = found.sources[rel]
         data = read_member(real)
         executable = is_executable(real)
         digest.update(f"{rel}\0{len(data)}\0{executable}\0".encode())
-        digest.update(hashlib.sha256(data).digest())
+        digest.update(sha256(data).digest())
     from ..requirements import installed_version  # read from their dist-info names: importlib.metadata costs more
 
     digest.update(f"setuptools {installed_version('setuptools')} build {installed_version('build')}".encode())
@@ -55,7 +55,7 @@ def cache_get(key: str, out_dir: Path, found: Collected) -> BuiltPackage | None:
         data = archive.read_bytes()
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if hashlib.sha256(data).hexdigest() != meta.get("sha256"):
+    if sha256(data).hexdigest() != meta.get("sha256"):
         return None  # damaged: build again
     final = out_dir / meta["sha256"][:16] / meta["filename"]
     if not final.is_file():

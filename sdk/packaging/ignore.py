@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
 from ..errors import ConfigFileError
+from ..shown import Shown
 
 _INCLUDE = "#!include:"
 #: The most patterns the ignore files of one trainer hold (with the files they include).
@@ -246,8 +247,8 @@ def _match_tokens(tokens: Sequence[Token], segments: Sequence[str]) -> bool:
     return ti == nt
 
 
-@dataclass(frozen=True)
-class IgnoreRule:
+@dataclass(frozen=True, repr=False)
+class IgnoreRule(Shown):
     """One line of an ignore file.
 
     Attributes:

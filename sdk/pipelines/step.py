@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import JobCancelledError, SpecError, TfjobError
+from ..shown import Shown
 
 #: How long a terminated step waits for its job to reach CANCELLED before it ends anyway
 #: (KFP and Kubernetes give a terminated pod 30 s before SIGKILL).
@@ -41,8 +42,8 @@ class _Terminated(BaseException):
     Exception`` between the signal and :func:`run_step` swallows it."""
 
 
-@dataclass
-class StepResult:
+@dataclass(repr=False)
+class StepResult(Shown):
     """What a finished job hands the next pipeline step.
 
     Attributes:

@@ -13,12 +13,13 @@ from typing import Any, Mapping, Sequence
 
 from ...knobs import StrPath, knob
 from ...model import SubmitOptions
+from ...shown import Shown
 
 _NOT_TUNED = {"tune": False}
 
 
-@dataclass(kw_only=True)
-class KubernetesKnobs:
+@dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
+class KubernetesKnobs(Shown):
     """Where the job goes in a cluster, and what every pod gets: every Kubernetes backend's knobs."""
 
     #: The namespace (default: ``TFJOB_NAMESPACE``, the kubeconfig context's, ``default``).
@@ -62,8 +63,8 @@ class KubernetesKnobs:
     queue: str | None = knob("Kueue LocalQueue / scheduler queue (label and schedulingPolicy.queue).", **_NOT_TUNED)
 
 
-@dataclass(kw_only=True)
-class TFJobKnobs:
+@dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
+class TFJobKnobs(Shown):
     """What only the training operator's ``TFJob`` has: its cleanup and gang-scheduling policies."""
 
     #: ``None``, ``Running`` or ``All``.
@@ -74,11 +75,11 @@ class TFJobKnobs:
     min_available: int | None = knob("Gang scheduling: tasks that must start together.", **_NOT_TUNED)
 
 
-@dataclass
+@dataclass(repr=False)
 class KubernetesOptions(SubmitOptions, KubernetesKnobs):
     """Where the job goes in a cluster, and what every pod gets (:class:`KubernetesKnobs`)."""
 
 
-@dataclass
+@dataclass(repr=False)
 class TFJobOptions(KubernetesOptions, TFJobKnobs):
     """A Kubeflow ``TFJob``: the training operator's restart, cleanup and gang-scheduling policies."""

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Mapping
 
 from ...cluster.dispatch import PACKAGES_MOUNT as MOUNT  # where the job's packages are mounted in every pod
 from ...errors import SpecError
+from ...shown import Shown
 
 #: The pod volume's name.
 VOLUME = "tfjob-packages"
@@ -29,8 +30,8 @@ VOLUME = "tfjob-packages"
 MAX_BYTES = 1_000_000
 
 
-@dataclass(frozen=True)
-class Shipment:
+@dataclass(frozen=True, repr=False)
+class Shipment(Shown):
     """What a job ships to its pods.
 
     Attributes:

@@ -44,6 +44,7 @@ from . import contain
 from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
 from .plan import TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
 from .ports import PortPicker, pick_ports
+from ...shown import Shown
 
 #: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL).
 PORT_TAKEN_EXIT = 75
@@ -94,8 +95,8 @@ def _which(program: str, path: str) -> str | None:
 _SIGNALS = frozenset(int(sig) for sig in signal.Signals)
 
 
-@dataclass
-class _Task:
+@dataclass(repr=False)
+class _Task(Shown):
     plan: TaskPlan
     output: TaskOutput
     proc: subprocess.Popen[bytes]
@@ -146,8 +147,8 @@ class _Task:
         )
 
 
-@dataclass
-class Outcome:
+@dataclass(repr=False)
+class Outcome(Shown):
     """How a local job ended.
 
     Attributes:

@@ -30,10 +30,11 @@ from ...cluster.dispatch import job_strategy
 from ...restarts import build_rules
 from .plan import check_chief, check_dialect, find_source_root
 from .ports import PortPicker, pick_ports
+from ...shown import Shown
 
 
-@dataclass(frozen=True)
-class Prepared:
+@dataclass(frozen=True, repr=False)
+class Prepared(Shown):
     """What a local job runs with, checked before anything starts."""
 
     spec: JobSpec

@@ -10,12 +10,13 @@ from ...errors import SpecError
 from ...knobs import knob
 from ...lazy import LazyPattern
 from ..base import GoogleCloudOptions
+from ...shown import Shown
 
 _NOT_TUNED = {"tune": False}
 
 
-@dataclass(kw_only=True)
-class VertexKnobs:
+@dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
+class VertexKnobs(Shown):
     """Every knob only Vertex AI takes, declared once: the fields of both the :class:`VertexOptions`
     the backend reads and the :class:`tfjob.Vertex` settings users write (which adds the
     project, region, bucket and network both Google services take). A knob added here is a
@@ -108,7 +109,7 @@ class VertexKnobs:
     )
 
 
-@dataclass
+@dataclass(repr=False)
 class VertexOptions(GoogleCloudOptions, VertexKnobs):
     """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials): where it
     goes (:class:`GoogleCloudOptions`) and every Vertex AI knob (:class:`VertexKnobs`).

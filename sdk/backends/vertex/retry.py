@@ -14,6 +14,7 @@ import random
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, TypeVar
+from ...shown import Shown
 
 T = TypeVar("T")
 
@@ -21,8 +22,8 @@ T = TypeVar("T")
 RETRYABLE_CODES = frozenset({408, 429, 500, 502, 503, 504})
 
 
-@dataclass(frozen=True)
-class Backoff:
+@dataclass(frozen=True, repr=False)
+class Backoff(Shown):
     """How long to wait between tries, and how many tries.
 
     Attributes:

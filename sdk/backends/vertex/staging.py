@@ -23,6 +23,7 @@ from typing import IO, Any, Callable, Sequence
 
 from ...errors import UsageError, missing_extra
 from .submission import LocalPackage, parse_gcs_uri
+from ...shown import Shown
 
 #: Uploads bigger than this show progress.
 PROGRESS_THRESHOLD = 4 * 1024 * 1024
@@ -46,8 +47,8 @@ MULTI_REGIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class UploadReport:
+@dataclass(repr=False)
+class UploadReport(Shown):
     """What staging did.
 
     Attributes:

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 
-import hashlib
 import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...digest import sha256
 from ...limits import read_bounded_text
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
 from ...errors import PackagingError, SpecError, Word, subject_of
 from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
 from ...spec import JobSpec, check_image
+from ...shown import Shown
 
 #: The region used when none is given (as the Vertex AI SDK does).
 DEFAULT_REGION = "us-central1"
@@ -36,8 +37,8 @@ _TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
 _TF_REQ_RE = re.compile(r"""["'\s,\[]?(?:tensorflow|tensorflow-cpu|tensorflow-gpu)\s*(?:==|~=|>=|===)\s*(\d+\.\d+)""")
 
 
-@dataclass(frozen=True)
-class LocalPackage:
+@dataclass(frozen=True, repr=False)
+class LocalPackage(Shown):
     """A local file to stage.
 
     Attributes:
@@ -53,8 +54,8 @@ class LocalPackage:
     size: int
 
 
-@dataclass
-class Submission:
+@dataclass(repr=False)
+class Submission(Shown):
     """Everything one submission sends, worked out locally.
 
     Attributes:
@@ -172,7 +173,7 @@ def file_package(path: Path, base_uri: str) -> LocalPackage:
 
     path = check_built_package(str(path))
     data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    sha = sha256(data).hexdigest()
     return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
 
 
@@ -189,7 +190,7 @@ def bootstrap_package(base_uri: str, build_dir: Path | None = None) -> LocalPack
     except OSError as e:
         raise PackagingError(f"cannot write the tfjob-bootstrap wheel under {build_dir}: {e.strerror or e}") from None
     data = path.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    sha = sha256(data).hexdigest()
     return LocalPackage(path, sha, f"{base_uri}/{sha}/{path.name}", len(data))
 
 
