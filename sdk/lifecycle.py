@@ -331,7 +331,37 @@ class Lifecycle:
         raise NotImplementedError
 
     def status(self, job_id: str) -> JobStatus:
+        """The job's current status: its record in :attr:`store` (:meth:`_lookup`), the platform's
+        view of it (:meth:`_fetch`), and the record brought up to date with that view (:meth:`sync`).
+        A job its platform no longer has is LOST, unless its record says it ended (:meth:`lost`).
+
+        Raises:
+            JobNotFoundError: neither the store nor the platform knows the job.
+        """
+        record = self._lookup(job_id)
+        status = self._fetch(job_id, record)
+        if status is None:
+            if record is None:
+                from .errors import JobNotFoundError
+
+                raise JobNotFoundError(f"no job {job_id!r} on {self.platform}")
+            return self.lost(record, self._gone(record))
+        current = self.store.get(status.id) if record is not None else None
+        return self.sync(status, current)
+
+    def _lookup(self, job_id: str) -> JobRecord | None:
+        """The store's record of ``job_id`` (None: the store does not know it; a backend that
+        can ask its platform by id alone answers for it)."""
+        return self.store.get(job_id)
+
+    def _fetch(self, job_id: str, record: JobRecord | None) -> JobStatus | None:
+        """The job as its platform sees it now, mapped to a :class:`JobStatus` (None: the
+        platform no longer has it). ``record`` is the store's (None: not recorded here)."""
         raise NotImplementedError
+
+    def _gone(self, record: JobRecord) -> str:
+        """Why a recorded job its platform no longer has is LOST."""
+        return f"{self.platform} no longer has the job and its end was not seen"
 
     def _cancel(self, job_id: str) -> None:
         """Ask the platform to stop a job that has not ended."""

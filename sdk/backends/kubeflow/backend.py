@@ -200,16 +200,18 @@ class KubeflowBackend(Lifecycle):
             return KubeClient(api_client=self.api_client, namespace=self.namespace)
         return KubeClient(kubeconfig, context, backend=self.name)
 
-    def _record(self, job_id: str) -> JobRecord | None:
-        return self.store.get(job_id)
-
     def _locate(self, job_id: str) -> tuple[str | None, str, JobRecord | None]:
         """(namespace or None for the context's, name, the store's record if any)."""
-        record = self._record(job_id)
+        record = self._lookup(job_id)
+        return (*self._place(job_id, record), record)
+
+    @staticmethod
+    def _place(job_id: str, record: JobRecord | None) -> tuple[str | None, str]:
+        """(namespace or None for the context's, name): the record's namespace, else the id's."""
         namespace, name = parse_job_id(job_id)
         if record is not None:
             namespace = record.options.get("namespace") or namespace
-        return namespace, name, record
+        return namespace, name
 
     def _client_for(self, record: JobRecord | None) -> Any:
         options = record.options if record is not None else {}
@@ -280,14 +282,15 @@ class KubeflowBackend(Lifecycle):
                 pass
             raise
 
-    def status(self, job_id: str) -> JobStatus:
-        """The TFJob's state from its conditions, with a task per pod.
+    def _fetch(self, job_id: str, record: JobRecord | None) -> JobStatus | None:
+        """The job's state from its object's conditions, with a task per pod (None: the object
+        is gone from the cluster; ``status`` then keeps an end the store saw, else LOST).
 
         A FAILED status names the failed task and carries its last log lines
-        (``extra["log_tail"]``). A TFJob gone from the cluster keeps the state the job
-        store last saw if that was an end (cancelled, finished), else is LOST.
+        (``extra["log_tail"]``); a job ``tfjob cancel`` deleted stays CANCELLED while its
+        object lingers.
         """
-        namespace, name, record = self._locate(job_id)
+        namespace, name = self._place(job_id, record)
         client = self._client_for(record)
         try:
             namespace = namespace or client.namespace
@@ -297,7 +300,7 @@ class KubeflowBackend(Lifecycle):
             except JobNotFoundError:
                 if record is None:
                     raise
-                return self._gone(record)
+                return None
             pods = client.list_pods(namespace, self._selector(name))
             status = self._status(full_id, tfjob, pods)
             if record is not None and record.state is JobState.CANCELLED:
@@ -307,7 +310,7 @@ class KubeflowBackend(Lifecycle):
                 status.extra["log_tail"] = self._log_tail(client, namespace, pods, status.failed_task)
         finally:
             client.close()
-        return self.sync(status, record)
+        return status
 
     @staticmethod
     def _log_tail(client: Any, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
@@ -319,11 +322,10 @@ class KubeflowBackend(Lifecycle):
                     return ""  # the tail is a courtesy; the failure itself is already known
         return ""
 
-    def _gone(self, record: JobRecord) -> JobStatus:
-        return self.lost(
-            record,
+    def _gone(self, record: JobRecord) -> str:
+        return (
             f"the {self.kind.name} is no longer on the cluster (deleted outside tfjob, or removed after "
-            "ttlSecondsAfterFinished) and its end was not seen",
+            "ttlSecondsAfterFinished) and its end was not seen"
         )
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:

@@ -184,13 +184,18 @@ class LocalBackend(Lifecycle):
         store.update(record.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
         return record.id
 
-    def status(self, job_id: str) -> JobStatus:
-        """The job and its tasks; a job whose supervisor died unrecorded is LOST."""
+    def _lookup(self, job_id: str) -> JobRecord | None:
+        """The job's record (a unique prefix of its id will do); a local job is only in the store."""
+        return self.store.resolve(job_id)
+
+    def _fetch(self, job_id: str, record: JobRecord | None) -> JobStatus | None:
+        """The job and its tasks as its launcher records them; a job whose launcher died
+        unrecorded is recorded LOST first."""
         from .reap import reap_lost
 
-        store = self.store
-        reap_lost(store, store.resolve(job_id))
-        return store.status(job_id)
+        assert record is not None  # _lookup raises for an unknown id
+        reap_lost(self.store, record)
+        return self.store.status(record.id)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines (``[worker-1] …``), of one task if given, following until it ends."""

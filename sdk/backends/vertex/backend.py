@@ -21,6 +21,7 @@ from ...model import JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
+    from ...store import JobRecord
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
 
@@ -76,11 +77,17 @@ class VertexBackend(Lifecycle):
             )
         return follow_job(job_id, options, echo=self.echo, sleep=self._sleep, credentials=self.credentials, store=self.store)
 
-    def status(self, job_id: str) -> JobStatus:
-        """The job as Vertex AI sees it now (the store is updated)."""
-        from .service import fetch_status
+    def _lookup(self, job_id: str) -> JobRecord | None:
+        """The job's record (a pending submission's id leads to the job it became)."""
+        from .service import find_record
 
-        return fetch_status(job_id, credentials=self.credentials, store=self.store)
+        return find_record(job_id, store=self.store)
+
+    def _fetch(self, job_id: str, record: JobRecord | None) -> JobStatus | None:
+        """The job as Vertex AI sees it now (from its record alone once it has ended)."""
+        from .service import read_status
+
+        return read_status(job_id, record, credentials=self.credentials, store=self.store)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's Cloud Logging lines, ``[worker-1] …``; ``follow`` until the job ends."""

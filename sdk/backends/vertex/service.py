@@ -199,20 +199,22 @@ def client_credentials(client: Any) -> Any:
 
 
 # -- records ----------------------------------------------------------------------------
-def locate(
-    job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore | None = None
-) -> tuple[JobRecord | None, str, str, str | None]:
-    """The record (if any) of a ``backend`` job — a custom job, or a tuning job — and the
-    project, region and endpoint it lives in: its own, else the configured ones."""
-    from ...settings import load_settings
-
-    store = resolve_store(store)
+def find_record(job_id: str, backend: str = "vertex", *, store: JobStore) -> JobRecord | None:
+    """The store's record of a ``backend`` job (a custom job, or a tuning job), if any; a pending
+    submission resolved since is found under its Vertex AI id."""
     record = store.get(job_id)
     if record is None and job_id.startswith("pending-"):
         # A pending submission resolved since: its record now has Vertex AI's id.
         submission = job_id[len("pending-") :]
         record = next((r for r in store.list(backend=backend) if r.extra.get("submission_id") == submission), None)
-    if record is not None and record.backend == backend:
+    return record if record is not None and record.backend == backend else None
+
+
+def where(job_id: str, record: JobRecord | None, what: str = "job") -> tuple[str, str, str | None]:
+    """The project, region and endpoint a job lives in: its record's, else the configured ones."""
+    from ...settings import load_settings
+
+    if record is not None:
         opts = record.options
 
         def text(key: str) -> str | None:
@@ -220,7 +222,7 @@ def locate(
             return value if isinstance(value, str) and value else None
 
         if text("project"):
-            return record, str(text("project")), text("region") or DEFAULT_REGION, text("api_endpoint")
+            return str(text("project")), text("region") or DEFAULT_REGION, text("api_endpoint")
         # A record without its project (written by another version, or damaged): the configured one.
         settings = load_settings()
         if not settings.project:
@@ -228,17 +230,27 @@ def locate(
                 f"{what} {job_id}: its job store record names no project (another version wrote it, or it is damaged); "
                 "set GOOGLE_CLOUD_PROJECT (or project in $TFJOB_HOME/config.yaml) to the job's project"
             )
-        return record, settings.project, text("region") or settings.region or DEFAULT_REGION, text("api_endpoint") or settings.api_endpoint
+        return settings.project, text("region") or settings.region or DEFAULT_REGION, text("api_endpoint") or settings.api_endpoint
     settings = load_settings()
     if not settings.project:
         raise UsageError(
             problem=f"{what} {job_id} is not in the job store and no project is set", fix="pass {project} or set GOOGLE_CLOUD_PROJECT"
         )
-    return None, settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
+    return settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
 
-def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
-    """Bring the store up to date with what Vertex AI said; return the status."""
+def locate(
+    job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore | None = None
+) -> tuple[JobRecord | None, str, str, str | None]:
+    """The record (if any) of a ``backend`` job — a custom job, or a tuning job — and the
+    project, region and endpoint it lives in: its own, else the configured ones."""
+    record = find_record(job_id, backend, store=resolve_store(store))
+    return (record, *where(job_id, record, what))
+
+
+def view_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """What Vertex AI's ``job`` says of ``job_id``, with what its record keeps (attempts, links);
+    a failure about to be retried (``max_restarts`` left) is not the job's end: RUNNING."""
     status = job_status(job, job_id)
     if record is None:
         return status
@@ -248,11 +260,18 @@ def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: Jo
         status.ended = None
         status.message = f"this attempt failed ({status.message[:200]}); following the job (`tfjob wait {job_id}`) submits it again"
         return status
-    sync_status(store, store.get(job_id) or record, status)
     current = store.get(job_id)
     if current is not None:
         status.extra = {**current.extra, **status.extra}
         status.created = status.created or current.created
+    return status
+
+
+def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """Bring the store up to date with what Vertex AI said; return the status."""
+    status = view_status(store, job_id, job, record)
+    if record is not None and not (status.state is JobState.RUNNING and parse_state(job.get("state")) is JobState.FAILED):
+        sync_status(store, store.get(job_id) or record, status)  # (an attempt about to be retried is not recorded)
     return status
 
 
@@ -325,17 +344,27 @@ def _end_attempt(store: JobStore, job_id: str, status: JobStatus) -> None:
 
 
 # -- status / follow / cancel / list -------------------------------------------------------
-def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:
-    """The job as Vertex AI has it (from the store alone once the job has ended)."""
-    store = resolve_store(store)
-    record, project, region, endpoint = locate(job_id, store=store)
+def read_status(job_id: str, record: JobRecord | None, *, client: Any = None, credentials: Any = None, store: JobStore) -> JobStatus:
+    """The job as Vertex AI has it now (:func:`view_status`; the store is not brought up to date),
+    from its record alone once it has ended. A pending submission is looked up by its label
+    first, and re-recorded under its Vertex AI id (or failed: never created)."""
     if record is not None and record.state.is_terminal:
         return record.to_status()
+    project, region, endpoint = where(job_id, record)
     client = client or make_client(project, region, endpoint, credentials=credentials)
     if record is not None and record.extra.get("pending"):
         return resolve_pending(record, client=client, store=store)
     job_id = record.id if record is not None else job_id
-    return _record_status(store, job_id, client.get_custom_job(current_attempt(job_id, record)), record)
+    return view_status(store, job_id, client.get_custom_job(current_attempt(job_id, record)), record)
+
+
+def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:
+    """The job as Vertex AI has it (from the store alone once the job has ended), its record
+    brought up to date: what ``VertexBackend.status`` does, with a given client."""
+    store = resolve_store(store)
+    record = find_record(job_id, store=store)
+    status = read_status(job_id, record, client=client, credentials=credentials, store=store)
+    return sync_status(store, store.get(status.id), status) if record is not None else status
 
 
 def _settled(store: JobStore, job_id: str, client: Any) -> tuple[str, JobRecord | None]:

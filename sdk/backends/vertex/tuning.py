@@ -278,32 +278,55 @@ def _location(store: JobStore, job_id: str) -> tuple[JobRecord | None, str, str,
     return locate(job_id, BACKEND_NAME, "tuning job", store=store)
 
 
-def _record(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
-    """Bring the store up to date with what Vertex AI said; return the status."""
+def view_tuning(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """What Vertex AI's tuning ``job`` says of ``job_id``, its trials read against the recorded
+    study, with what its record keeps."""
     study = StudySpec.from_dict(record.extra["study"]) if record is not None and "study" in record.extra else None
     status = tuning_status(job, job_id, study)
-    if record is None:
-        return status
-    current = store.get(job_id)
-    extra = {**(current.extra if current else {}), **status.extra}
-    store.update(job_id, extra=extra)
-    sync_status(store, store.get(job_id) or record, status)
-    status.extra = extra
+    if record is not None:
+        current = store.get(job_id)
+        status.extra = {**(current.extra if current else {}), **status.extra}
     return status
+
+
+def keep_tuning(store: JobStore, record: JobRecord | None, status: JobStatus) -> JobStatus:
+    """Bring the tuning job's record up to date with ``status``: its trials, then its state."""
+    if record is not None:
+        store.update(record.id, extra=status.extra)
+        sync_status(store, store.get(record.id) or record, status)
+    return status
+
+
+def _record(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """Bring the store up to date with what Vertex AI said; return the status."""
+    return keep_tuning(store, record, view_tuning(store, job_id, job, record))
 
 
 def fetch_tuning_status(
     job_id: str, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
 ) -> JobStatus:
-    """The tuning job as Vertex AI has it (from the store alone once it has ended)."""
-    from .service import resolve_store
+    """The tuning job as Vertex AI has it (from the store alone once it has ended), its record
+    brought up to date: what ``VertexTuningBackend.status`` does, with a given client."""
+    from .service import find_record, resolve_store
 
     store = resolve_store(store)
-    record, project, region, endpoint = _location(store, job_id)
+    record = find_record(job_id, BACKEND_NAME, store=store)
+    status = fetch_tuning(job_id, record, client=client, credentials=credentials, store=store)
+    return status if record is None or record.state.is_terminal else keep_tuning(store, record, status)
+
+
+def fetch_tuning(
+    job_id: str, record: JobRecord | None, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore
+) -> JobStatus:
+    """The tuning job as Vertex AI has it now (:func:`view_tuning`; the store is not changed),
+    from its record alone once it has ended."""
+    from .service import where
+
     if record is not None and record.state.is_terminal:
         return record.to_status()
+    project, region, endpoint = where(job_id, record, "tuning job")
     client = client or make_tuning_client(project, region, endpoint, credentials=credentials)
-    return _record(store, job_id, client.get_tuning_job(job_id), record)
+    return view_tuning(store, job_id, client.get_tuning_job(job_id), record)
 
 
 def follow_tuning(
@@ -450,8 +473,19 @@ class VertexTuningBackend(Lifecycle):
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
-    def status(self, job_id: str) -> JobStatus:
-        return fetch_tuning_status(job_id, credentials=self.credentials, store=self.store)
+    def _lookup(self, job_id: str) -> JobRecord | None:
+        from .service import find_record
+
+        return find_record(job_id, BACKEND_NAME, store=self.store)
+
+    def _fetch(self, job_id: str, record: JobRecord | None) -> JobStatus | None:
+        return fetch_tuning(job_id, record, credentials=self.credentials, store=self.store)
+
+    def sync(self, status: JobStatus, record: JobRecord | None) -> JobStatus:
+        """The record's trials, then its state, brought up to date (:func:`keep_tuning`)."""
+        if record is not None and record.state.is_terminal:
+            return status  # answered from the record: nothing new
+        return keep_tuning(self.store, record, status)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials, store=self.store)
