@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import click
 import pytest
 from click.testing import CliRunner
@@ -228,28 +230,45 @@ print(json.dumps({
     "takers": b.keyword_backends(),
     "fields": b.option_annotations(),
     "options_read": sorted(m for m in sys.modules if m.startswith("tfjob.backends.") and m.endswith(".options")),
+    "imported_from": sys.modules["tfjob"].__file__,
 }))
 """
 
 
-def _declared_table() -> dict[str, object]:
+def _private_tfjob(root: Path) -> dict[str, str]:
+    """A copy of tfjob's sources under ``root`` (its own ``__pycache__``: what this test damages
+    no other test reads), and the environment that imports it."""
+    import shutil
+
+    import tfjob
+
+    repo = Path(tfjob.__file__).resolve().parent.parent
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(repo / "sdk", root / "tfjob", ignore=skip)
+    shutil.copytree(repo / "cli", root / "tfjob" / "cli", ignore=skip)
+    shutil.copytree(repo / "container", root / "tfjob" / "container", ignore=skip)
+    return {**os.environ, "PYTHONPATH": str(root)}
+
+
+def _declared_table(env: dict[str, str]) -> dict[str, object]:
     import json
 
-    done = subprocess.run([sys.executable, "-c", _DECLARED_TABLE], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", _DECLARED_TABLE], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-def test_the_declarations_are_kept_beside_the_bytecode_and_made_again_when_damaged_or_stale() -> None:
+def test_the_declarations_are_kept_beside_the_bytecode_and_made_again_when_damaged_or_stale(tmp_path: Path) -> None:
     """What a start reads of the knobs' declarations — every knob, who takes each keyword, each
     options field's annotation — comes from ``backends/__pycache__`` without importing a
     backend's options, and is exactly what the declarations give; a table that is damaged,
     oversized or made stale by a changed declaring module is made again from them."""
     import dataclasses
-    from pathlib import Path
 
     import tfjob.backends as backends
     from tfjob.backends import declarations
+
+    env = _private_tfjob(tmp_path)
 
     made = backends._declared_knobs()
     expected = {
@@ -266,12 +285,16 @@ def test_the_declarations_are_kept_beside_the_bytecode_and_made_again_when_damag
             expected["fields"].setdefault(f.name, str(f.type))  # type: ignore[attr-defined]
     every = sorted({backends.BACKENDS[n][1].split(":")[0] for n in backends.BACKENDS})
 
-    first = _declared_table()
-    assert {k: v for k, v in first.items() if k != "options_read"} == expected
-    kept_run = _declared_table()
-    assert kept_run == {**expected, "options_read": []}  # the kept table: no backend's options imported
+    first = _declared_table(env)
+    assert {k: v for k, v in first.items() if k not in ("options_read", "imported_from")} == expected
+    kept_run = _declared_table(env)
+    assert {k: v for k, v in kept_run.items() if k != "imported_from"} == {
+        **expected,
+        "options_read": [],
+    }  # the kept table: no backend's options imported
 
-    cache = Path(declarations.__file__).parent / "__pycache__"
+    assert first["imported_from"] == kept_run["imported_from"] == str(tmp_path / "tfjob" / "__init__.py")
+    cache = tmp_path / "tfjob" / "backends" / "__pycache__"
     (kept,) = cache.glob("declared-*.json")
     original = kept.read_text()
     for damaged in (
@@ -281,16 +304,13 @@ def test_the_declarations_are_kept_beside_the_bytecode_and_made_again_when_damag
         " " * (declarations.CACHE_BYTES + 1),  # too big to read
     ):
         kept.write_text(damaged)
-        again = _declared_table()
+        again = _declared_table(env)
         assert again["options_read"] == [m for m in every if m.endswith(".options")] and again["knobs"] == expected["knobs"]
         assert kept.read_text() == original  # made again, and kept again
     # A declaring module that changed (its size or time) names another table.
-    options_module = Path(backends.__file__).parent / "local" / "options.py"
+    options_module = tmp_path / "tfjob" / "backends" / "local" / "options.py"
     stat = options_module.stat()
     os.utime(options_module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-    try:
-        assert _declared_table()["options_read"] != []
-        assert [p.name for p in cache.glob("declared-*.json")] != [kept.name]
-        assert _declared_table()["options_read"] == []
-    finally:
-        os.utime(options_module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _declared_table(env)["options_read"] != []
+    assert [p.name for p in cache.glob("declared-*.json")] != [kept.name]
+    assert _declared_table(env)["options_read"] == []
