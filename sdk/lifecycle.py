@@ -319,16 +319,61 @@ class Lifecycle:
         """Record that the job was asked to stop (:func:`record_cancel`)."""
         record_cancel(self.store, record, state, message, only_from)
 
-    # -- what a backend implements ---------------------------------------------------------
+    # -- the template: what every backend does, through the hooks it fills --------------------
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
-        """Create the job on its platform (:meth:`_create_job`, with the options read as this
-        backend's) and keep its record in the store; return its id. A backend whose record
-        comes before its create (a Vertex AI submission, a local job's launcher) submits itself."""
-        return self.record(self._create_job(spec, self.typed(options)))
+        """Create the job on its platform and keep its record in :attr:`store`; return its id.
 
-    def _create_job(self, spec: JobSpec, options: Any) -> JobRecord:
-        """Create the job on the platform; return the record to keep (its id is the job's)."""
+        The options are read as this backend's (:meth:`typed`); :meth:`_prepare` checks and
+        plans (nothing is created yet); a backend that records before it creates gives that
+        record (:meth:`_pending`: a create whose answer is lost leaves the job findable, a
+        launcher reads its job from the store); :meth:`_create` creates the job. The record it
+        returns is kept (replacing the pending one); when the create fails, the pending record
+        is dealt with by :meth:`_not_created` (default: removed, as no job was made).
+        """
+        plan = self._prepare(spec, self.typed(options))
+        pending = self._pending(plan)
+        if pending is not None:
+            if pending.id:
+                self.store.add(pending)
+            else:
+                self.store.add_new(pending)  # a fresh id from its name
+        try:
+            created = self._create(plan, pending)
+        except BaseException as error:
+            if pending is not None:
+                self._not_created(pending, error)
+            raise
+        if created is None:  # the pending record is the job's
+            assert pending is not None
+            return pending.id
+        if pending is None:
+            return self.record(created)
+        if pending.id != created.id:
+            self.store.remove(pending.id)
+        if self.store.get(created.id) is None:  # (else a look-up by its label recorded it first)
+            self.store.add(created)
+        return created.id
+
+    def _prepare(self, spec: JobSpec, options: Any) -> Any:
+        """Check the job and plan its creation (packages built, request rendered; nothing created
+        on the platform): what :meth:`_pending` and :meth:`_create` are given. Default: the spec
+        and options as they are."""
+        return (spec, options)
+
+    def _pending(self, plan: Any) -> JobRecord | None:
+        """The record kept before the create (an empty id: a fresh one from the job's name), or
+        None: the job is recorded once created."""
+        return None
+
+    def _create(self, plan: Any, pending: JobRecord | None) -> JobRecord | None:
+        """Create the job on the platform; return the record to keep (its id is the job's), or
+        None when ``pending`` is the job's record."""
         raise NotImplementedError
+
+    def _not_created(self, pending: JobRecord, error: BaseException) -> None:
+        """The create of a job recorded first failed with ``error``: no job was made, so its
+        record goes (a backend whose create may have happened unseen says so instead)."""
+        self.store.remove(pending.id)
 
     def status(self, job_id: str) -> JobStatus:
         """The job's current status: its record in :attr:`store` (:meth:`_lookup`), the platform's

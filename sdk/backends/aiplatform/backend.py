@@ -40,10 +40,10 @@ class AIPlatformBackend(Lifecycle):
         """The legacy ``Job`` body ``{"jobId", "trainingInput", "labels"}`` (pure)."""
         return render_job(spec, options)
 
-    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+    def _prepare(self, spec: JobSpec, options: Any) -> NoReturn:
         _shut_down(f"submit job {spec.name!r}")
 
-    def status(self, job_id: str) -> JobStatus:
+    def _lookup(self, job_id: str) -> NoReturn:
         _shut_down(f"look up job {job_id!r}")
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:

@@ -145,7 +145,7 @@ class KubeflowBackend(Lifecycle):
         return {"apiVersion": "v1", "kind": "List", "items": [configmap, *items]}
 
     # -- the job's resource, as its JobKind describes it ------------------------------------
-    def _create(self, client: Any, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
+    def _create_object(self, client: Any, namespace: str, manifest: dict[str, Any]) -> dict[str, Any]:
         """Create the job (its companions first) in ``namespace``; return it as stored."""
         *companions, job = manifest["items"] if manifest.get("kind") == "List" else [manifest]
         for obj in companions:
@@ -218,7 +218,12 @@ class KubeflowBackend(Lifecycle):
         return self._connect(options.get("kubeconfig"), options.get("context"))
 
     # -- I/O -------------------------------------------------------------------------------
-    def _create_job(self, spec: JobSpec, options: Any) -> JobRecord:
+    def _prepare(self, spec: JobSpec, options: Any) -> tuple[JobSpec, Any, dict[str, Any], dict[str, Any] | None]:
+        """The job's manifest and its packages' ConfigMap (:meth:`render`: checked against the
+        operator's rules, the trainer built; nothing sent)."""
+        return (spec, options, *split_configmap(self.render(spec, options)))
+
+    def _create(self, plan: tuple[JobSpec, Any, dict[str, Any], dict[str, Any] | None], pending: JobRecord | None) -> JobRecord:
         """Create the job (its kind's resource, its companions, its packages' ConfigMap); return
         its record, id ``NAMESPACE/NAME`` (``Lifecycle.submit`` keeps it in the store).
 
@@ -228,12 +233,12 @@ class KubeflowBackend(Lifecycle):
             AuthError: the cluster refused the credentials or the permission (401/403).
             BackendError: the TFJob CRD is not installed, or the API failed.
         """
-        manifest, configmap = split_configmap(self.render(spec, options))
+        spec, options, manifest, configmap = plan
         client = self._connect(options.kubeconfig, options.context)
         try:
             namespace = options.namespace or client.namespace
             check_k8s_name(namespace, field="namespace")
-            created = self._create(client, namespace, manifest)
+            created = self._create_object(client, namespace, manifest)
             if configmap is not None:
                 self._ship(client, namespace, spec.name, configmap, created)
         finally:

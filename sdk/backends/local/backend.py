@@ -160,29 +160,52 @@ class LocalBackend(Lifecycle):
         )
         return record.id
 
-    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
-        """Start the job under a detached supervisor process; return its id at once."""
-        from .runner import check_job, create_record
+    # -- Lifecycle.submit's hooks: recorded first, then handed to a detached supervisor -------
+    def _prepare(self, spec: JobSpec, options: Any) -> tuple[Any, Any]:
+        """The job checked and prepared (:func:`.runner.check_job`); its notice said."""
+        from .runner import check_job
 
-        options = self.typed(options)
         prepared = check_job(spec, options)
         if options.notice:
             print(options.notice, file=sys.stderr, flush=True)
+        return prepared, options
+
+    def _pending(self, plan: tuple[Any, Any]) -> JobRecord:
+        """The job's record, kept before its supervisor starts (it reads the job from the store);
+        until then this process answers for the job."""
+        from .runner import new_record
+
+        prepared, options = plan
+        return new_record(prepared.spec, options, supervisor_pid=os.getpid(), detached=True)
+
+    def _create(self, plan: tuple[Any, Any], pending: JobRecord | None) -> None:
+        """Start the job's detached supervisor (it runs the job to its end); ``pending`` stays the
+        job's record, now naming the supervisor."""
+        from .runner import open_log_dir
+
+        assert pending is not None
         store = self.store
-        # Until the supervisor runs, this process answers for the job.
-        record = create_record(prepared.spec, options, store, supervisor_pid=os.getpid(), detached=True)
-        assert record.log_dir is not None
-        with open(Path(record.log_dir) / "supervisor.log", "ab") as log:
+        open_log_dir(store, pending)
+        assert pending.log_dir is not None
+        with open(Path(pending.log_dir) / "supervisor.log", "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tfjob.backends.local.supervisor", "--store", str(store.path.absolute()), record.id],
+                [sys.executable, "-m", "tfjob.backends.local.supervisor", "--store", str(store.path.absolute()), pending.id],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # Ctrl-C in the submitting shell must not reach it
                 close_fds=True,
             )
-        store.update(record.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
-        return record.id
+        store.update(pending.id, supervisor_pid=proc.pid, supervisor_start=process_start_time(proc.pid))
+        return None
+
+    def _not_created(self, pending: JobRecord, error: BaseException) -> None:
+        """No supervisor started: the job's record and its log directory go."""
+        import shutil
+
+        if pending.log_dir:
+            shutil.rmtree(pending.log_dir, ignore_errors=True)
+        super()._not_created(pending, error)
 
     def _lookup(self, job_id: str) -> JobRecord | None:
         """The job's record (a unique prefix of its id will do); a local job is only in the store."""

@@ -205,7 +205,14 @@ def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None
 
 def create_record(spec: JobSpec, options: SubmitOptions, store: JobStore, *, supervisor_pid: int, detached: bool) -> JobRecord:
     """Add the job to the store (PENDING) with a fresh id and its log directory."""
-    record = JobRecord(
+    record = store.add_new(new_record(spec, options, supervisor_pid=supervisor_pid, detached=detached))
+    open_log_dir(store, record)
+    return record
+
+
+def new_record(spec: JobSpec, options: SubmitOptions, *, supervisor_pid: int, detached: bool) -> JobRecord:
+    """The job's first record (PENDING, no id yet: :meth:`JobStore.add_new` draws one)."""
+    return JobRecord(
         id="",
         backend="local",
         name=spec.name,
@@ -216,12 +223,14 @@ def create_record(spec: JobSpec, options: SubmitOptions, store: JobStore, *, sup
         supervisor_start=process_start_time(supervisor_pid),
         extra={"detached": detached},
     )
-    store.add_new(record)
+
+
+def open_log_dir(store: JobStore, record: JobRecord) -> None:
+    """Make the recorded job's log directory and record it."""
     log_dir = store.jobs_dir / record.id
     log_dir.mkdir(parents=True, exist_ok=True)
     store.update(record.id, log_dir=str(log_dir))
     record.log_dir = str(log_dir)
-    return record
 
 
 @contextmanager

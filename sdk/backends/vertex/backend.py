@@ -21,6 +21,7 @@ from ...model import JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
+    from .service import Submission
     from ...store import JobRecord
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
@@ -35,6 +36,8 @@ class VertexBackend(Lifecycle):
             default: application-default credentials, found when a call needs them.
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
         sleep: how waiting pauses (injected by tests).
+        client: a ready :class:`~tfjob.backends.vertex.client.VertexClient` to create jobs with
+            (default: one made for the job's project and region).
         store: the job store its jobs are recorded in (default: the user's).
 
     ``Job(..., backend=VertexBackend(credentials=creds))`` runs a job with them, as the
@@ -45,9 +48,11 @@ class VertexBackend(Lifecycle):
     platform = "Vertex AI"
     options_class = VertexOptions
 
-    def __init__(self, *, credentials: Any = None, **kwargs: Any) -> None:
+    def __init__(self, *, credentials: Any = None, client: Any = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.credentials = credentials
+        #: A ready :class:`~.client.VertexClient` that submitting uses (None: one made for the job's project).
+        self.client = client
 
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         """The ``CustomJob`` body ``submit`` would send (no credentials, no network)."""
@@ -59,11 +64,30 @@ class VertexBackend(Lifecycle):
         self.echo(f"dry run: would create this CustomJob in {plan.parent}")
         return plan.body
 
-    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
-        """Stage the packages and create the job; return Vertex AI's job id."""
-        from .service import submit_job
+    # -- Lifecycle.submit's hooks: staged, recorded pending, created, recorded -------------
+    def _prepare(self, spec: JobSpec, options: Any) -> Submission:
+        """Plan the request and stage the packages (unchanged code uploads nothing)."""
+        from .service import prepare_submission
 
-        return submit_job(spec, self.typed(options), echo=self.echo, credentials=self.credentials, store=self.store)
+        return prepare_submission(spec, options, echo=self.echo, client=self.client, credentials=self.credentials)
+
+    def _pending(self, plan: Submission) -> JobRecord:
+        """Recorded before the create, so a create whose answer is lost is found by its label."""
+        from .service import pending_record
+
+        return pending_record(plan)
+
+    def _create(self, plan: Submission, pending: JobRecord | None) -> JobRecord:
+        """Create the ``CustomJob`` once; its record is under Vertex AI's job id."""
+        from .service import create_submission
+
+        assert pending is not None
+        return create_submission(plan, pending, echo=self.echo)
+
+    def _not_created(self, pending: JobRecord, error: BaseException) -> None:
+        from .service import not_created
+
+        not_created(self.store, pending, error)
 
     def follow(self, job_id: str, options: SubmitOptions) -> JobStatus:
         """Follow the job to its end with one client (the store updated at each change);

@@ -15,6 +15,7 @@ setting the environment.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ...model import JobState, JobStatus, SubmitOptions
@@ -77,7 +78,7 @@ def make_client(
     return (client_class or VertexClient)(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
 
 
-# -- submit -----------------------------------------------------------------------------
+# -- submit (the steps of ``Lifecycle.submit``, VertexBackend's hooks) --------------------
 def submit_job(
     spec: JobSpec,
     options: VertexOptions,
@@ -87,8 +88,30 @@ def submit_job(
     credentials: Any = None,
     store: JobStore | None = None,
 ) -> str:
-    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id."""
-    store = resolve_store(store)
+    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id
+    (``VertexBackend.submit`` with a ready ``client``)."""
+    from .backend import VertexBackend
+
+    return VertexBackend(credentials=credentials, client=client, echo=echo, store=resolve_store(store)).submit(spec, options)
+
+
+@dataclass
+class Submission:
+    """A job ready to create: its plan (the request, the packages staged), the client to create it
+    with, and what its record keeps."""
+
+    spec: JobSpec
+    plan: Any
+    client: Any
+    location: dict[str, Any]
+    extra: dict[str, Any]
+
+
+def prepare_submission(
+    spec: JobSpec, options: VertexOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None
+) -> Submission:
+    """Plan the job's request and stage its packages (content-addressed: unchanged code uploads
+    nothing); nothing is created yet."""
     from .staging import stage_packages, storage_client
     from .submission import plan_submission
 
@@ -112,32 +135,42 @@ def submit_job(
     }
     if max_restarts:
         extra["max_restarts"] = max_restarts
-    # Recorded before the create: if its answer is lost, the job is still known here
-    # (and `tfjob status` finds it by its label) rather than running unseen.
-    pending = JobRecord(
-        id=pending_id(plan.submission_id),
+    return Submission(spec, plan, client, location, extra)
+
+
+def pending_record(submission: Submission) -> JobRecord:
+    """The record kept before the create: if its answer is lost, the job is still known here
+    (and `tfjob status` finds it by its label) rather than running unseen."""
+    return JobRecord(
+        id=pending_id(submission.plan.submission_id),
         backend="vertex",
-        name=spec.name,
+        name=submission.spec.name,
         state=JobState.QUEUED,
-        spec=spec.to_dict(),
-        options=location,
+        spec=submission.spec.to_dict(),
+        options=submission.location,
         message="being created on Vertex AI",
-        extra={**extra, "pending": True},
+        extra={**submission.extra, "pending": True},
     )
-    store.add(pending)
-    try:
-        job = client.create_custom_job(plan.body, plan.submission_id)
-    except SubmissionUncertainError as e:
+
+
+def create_submission(submission: Submission, pending: JobRecord, *, echo: Echo = _quiet) -> JobRecord:
+    """Create the job once; return its record (under Vertex AI's id)."""
+    plan = submission.plan
+    job = submission.client.create_custom_job(plan.body, plan.submission_id)
+    record = created_record(pending, job, submission.extra)
+    echo(f"submitted Vertex AI job {record.id} ({submission.spec.name}): {console_url(plan.project, plan.region, record.id)}")
+    return record
+
+
+def not_created(store: JobStore, pending: JobRecord, error: BaseException) -> None:
+    """The create failed: a lost answer keeps the pending record (`tfjob status` looks the job up
+    by its label); any other answer means no job was created, and the record goes."""
+    if isinstance(error, SubmissionUncertainError):
         store.update(pending.id, message=f"unknown: the create's answer was lost; `tfjob status {pending.id}` looks it up")
-        e.pending_id = pending.id
-        e.args = (f"{e}; `tfjob status {pending.id}` looks it up",)
-        raise
-    except BaseException:
-        store.remove(pending.id)  # the service answered: no job was created
-        raise
-    job_id = _record_created(store, pending, job, extra)
-    echo(f"submitted Vertex AI job {job_id} ({spec.name}): {console_url(plan.project, plan.region, job_id)}")
-    return job_id
+        error.pending_id = pending.id
+        error.args = (f"{error}; `tfjob status {pending.id}` looks it up",)
+        return
+    store.remove(pending.id)  # the service answered: no job was created
 
 
 def pending_id(submission_id: str) -> str:
@@ -145,14 +178,14 @@ def pending_id(submission_id: str) -> str:
     return f"pending-{submission_id}"
 
 
-def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
-    """Replace a pending record by the created job's record; return the job's id."""
+def created_record(pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> JobRecord:
+    """The record of the job ``pending`` became (Vertex AI's answer ``job``)."""
     from .client import job_id_of
 
     job_id = job_id_of(job["name"])
     status = job_status(job, job_id)
     opts = pending.options
-    record = JobRecord(
+    return JobRecord(
         id=job_id,
         backend="vertex",
         name=pending.name,
@@ -166,10 +199,15 @@ def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], ex
             "console_url": console_url(opts["project"], opts["region"], job_id),
         },
     )
+
+
+def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
+    """Replace a pending record by the created job's record; return the job's id."""
+    record = created_record(pending, job, extra)
     store.remove(pending.id)
-    if store.get(job_id) is None:
+    if store.get(record.id) is None:
         store.add(record)
-    return job_id
+    return record.id
 
 
 def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:

@@ -470,7 +470,7 @@ class VertexTuningBackend(Lifecycle):
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
-    def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
+    def _prepare(self, spec: JobSpec, options: Any) -> Any:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
     def _lookup(self, job_id: str) -> JobRecord | None:
