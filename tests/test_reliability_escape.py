@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -328,3 +329,49 @@ def test_a_record_cannot_choose_which_cgroup_is_killed(tmp_path: Path) -> None:
     finally:
         cgroup.kill()
     assert not cgroup.path.exists()
+
+
+def _joining() -> bool:
+    return any(t.name == "tfjob-cgroup-join" for t in threading.enumerate())
+
+
+def _cgroup_or_skip(job_id: str) -> JobCgroup:
+    cgroup = JobCgroup.create(job_id)
+    if cgroup is None:
+        pytest.skip("no writable cgroup v2 here")
+    return cgroup
+
+
+def test_joining_ahead_puts_the_launcher_in_the_cgroup_for_the_start_and_back_out_after() -> None:
+    # The launcher moves itself in while it plans the cluster (JobCgroup.join_ahead), so the
+    # tasks it then starts are born in the job's cgroup; it is back in its own cgroup after.
+    from tfjob.backends.local.contain import cgroup_pids
+
+    cgroup = _cgroup_or_skip(f"ahead-{os.getpid()}")
+    try:
+        cgroup.join_ahead()
+        with cgroup.entered():
+            assert not _joining()  # entered waited for the move: no thread of it left
+            assert os.getpid() in cgroup_pids(cgroup.path)
+            child = subprocess.Popen(["sleep", "30"])
+            assert child.pid in cgroup_pids(cgroup.path)
+        assert os.getpid() not in cgroup_pids(cgroup.path)
+        assert cgroup.kill() == [child.pid]
+        child.wait(timeout=10)  # reaped by the kill (a subreaper's zombies are) or here
+        assert not Path(f"/proc/{child.pid}").exists()
+        assert not cgroup.path.exists()
+    finally:
+        cgroup.kill()
+
+
+def test_a_job_ended_before_its_start_leaves_no_cgroup_and_the_launcher_outside() -> None:
+    # Cancelled before it started: the launcher joined ahead but started no task; killing the
+    # cgroup takes it back out first (never killing itself), and the cgroup is removed.
+    from tfjob.backends.local.contain import cgroup_pids
+
+    cgroup = _cgroup_or_skip(f"unstarted-{os.getpid()}")
+    home = cgroup.path.parent
+    cgroup.join_ahead()
+    assert cgroup.kill() == []
+    assert not cgroup.path.exists()
+    assert os.getpid() in cgroup_pids(home) and not _joining()

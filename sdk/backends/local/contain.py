@@ -371,6 +371,9 @@ class JobCgroup:
     def __init__(self, path: Path, procs: int) -> None:
         self.path = path
         self._procs = procs  # cgroup.procs, open for writing: a task writes "0" to join
+        self._ahead: threading.Thread | None = None  # join_ahead's, until settle()
+        self._ahead_error: OSError | None = None
+        self._joined = False
 
     @classmethod
     def create(cls, job_id: str) -> "JobCgroup | None":
@@ -403,6 +406,32 @@ class JobCgroup:
         """Move the calling process into the cgroup (run in a task between fork and exec)."""
         os.write(self._procs, b"0")
 
+    def join_ahead(self) -> None:
+        """Start moving this process into the cgroup now, in a thread of its own, for
+        :meth:`entered`: the kernel's first move of a process between cgroups waits for an RCU
+        grace period (10–20 ms here), which this hides behind the work before the first task
+        starts. Only where this process starts no other process until :meth:`settle`."""
+
+        def move() -> None:
+            try:
+                self.join()
+            except OSError as e:
+                self._ahead_error = e
+
+        self._ahead = threading.Thread(target=move, name="tfjob-cgroup-join", daemon=True)
+        self._ahead.start()
+
+    def settle(self) -> None:
+        """Wait for :meth:`join_ahead`'s move (this process is then inside, or the error is raised)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return
+        ahead.join()
+        error, self._ahead_error = self._ahead_error, None
+        if error is not None:
+            raise error
+        self._joined = True
+
     @contextmanager
     def entered(self) -> Iterator[None]:
         """This process inside the cgroup while it starts tasks, so that they are born in it
@@ -410,19 +439,32 @@ class JobCgroup:
 
         Only for a process with no other thread that could start a process meanwhile.
         """
-        home = self.path.parent / "cgroup.procs"
-        self.join()
+        self.settle()
+        if not self._joined:
+            self.join()
+        self._joined = False
         try:
             yield
         finally:
-            try:
-                with open(home, "w") as f:
-                    f.write("0")
-            except OSError:
-                pass  # its own cgroup is gone: it stays here, and kill_cgroup spares it
+            self._leave()
+
+    def _leave(self) -> None:
+        """Back to this process's own cgroup."""
+        try:
+            with open(self.path.parent / "cgroup.procs", "w") as f:
+                f.write("0")
+        except OSError:
+            pass  # its own cgroup is gone: it stays here, and kill_cgroup spares it
 
     def kill(self, wait: float = 2.0) -> list[int]:
         """SIGKILL everything in the cgroup, remove it; return the pids that were in it."""
+        try:
+            self.settle()  # a join_ahead no task start took up (the job ended before starting)
+        except OSError:
+            pass
+        if self._joined:
+            self._joined = False
+            self._leave()
         self.close()
         return kill_cgroup(self.path, wait)
 

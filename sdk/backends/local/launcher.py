@@ -364,6 +364,10 @@ class Launcher:
         """Make the job's cgroup (where the machine allows) and keep its path in the job's
         record, so that a job found LOST is ended through it too (:mod:`.reap`)."""
         self._cgroup = contain.JobCgroup.create(self.job_id)
+        if self._cgroup is not None and self.engine is None and contain.pdeathsig_prefix() is not None:
+            # Tasks will be born in the cgroup (the fast start): the move in, whose first time
+            # waits on the kernel, overlaps the cluster's planning (no process starts meanwhile).
+            self._cgroup.join_ahead()
         if self._cgroup is not None:
             record = self.store.get(self.job_id)
             self.store.update(self.job_id, extra={**(record.extra if record else {}), "cgroup": str(self._cgroup.path)})
@@ -438,6 +442,8 @@ class Launcher:
         return ENGINE_NOISE
 
     def _start(self) -> None:
+        if self._cgroup is not None:
+            self._cgroup.settle()  # join_ahead's move done: no thread of ours left (see _fast_start)
         if self._network is not None:
             cluster = build_host_cluster(self.spec, self.options.dialect)  # the platform's host names, port 2222
         else:
