@@ -5,15 +5,18 @@ line ``error: …`` on stderr and the error's exit code (2 for usage, 1 for fail
 no traceback. Unexpected exceptions keep theirs.
 
 Heavy libraries (Google clients, TensorFlow, kubernetes) are imported only inside the
-commands that need them, so ``tfjob --help`` stays fast.
+commands that need them, so ``tfjob --help`` stays fast. A plain ``tfjob submit`` line is
+read without click (:mod:`tfjob.cli.fast`); ``app``, the click group with every command, is
+made when first asked for.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from .app import app
+if TYPE_CHECKING:
+    from .app import app
 
 __all__ = ["app", "main"]
 
@@ -30,7 +33,14 @@ def _register() -> None:
     from . import after  # noqa: F401
 
 
-_register()
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from .app import app
+
+        _register()
+        globals()["app"] = app
+        return app
+    raise AttributeError(name)
 
 
 def _show_warning(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
@@ -44,4 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.showwarning = _show_warning
     warnings.filterwarnings("always", category=UserWarning, module=r"tfjob\.")
-    return app.main(args=list(argv) if argv is not None else None, prog_name="tfjob")
+    args = list(argv) if argv is not None else sys.argv[1:]
+    from .fast import main as fast_main
+
+    code = fast_main(args)
+    if code is not None:
+        sys.exit(code)
+    group: Any = __getattr__("app")
+    return group.main(args=args, prog_name="tfjob")

@@ -8,17 +8,15 @@ aliases) and are defined once, in :mod:`tfjob.cli.options`, each named after the
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from tfjob import UsageError
-
 from . import options as opts
 from .app import CONTEXT_SETTINGS, app
+from .submitting import dump, job_keywords, submit_job
+
+__all__ = ["dump", "job_keywords", "submit", "UserArgsCommand"]
 
 USER_ARGS = "tfjob_user_args"
 
@@ -32,39 +30,6 @@ class UserArgsCommand(opts.KnobCommand):
             ctx.meta[USER_ARGS] = args[i + 1 :]
             args = args[:i]
         return super().parse_args(ctx, args)
-
-
-def dump(data: Any, output: str) -> str:
-    """``data`` as ``json`` (indented) or ``yaml`` text."""
-    if output == "yaml":
-        import yaml
-
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
-    return json.dumps(data, indent=2)
-
-
-def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
-    """The job options' values (named after :class:`tfjob.Job` keywords) as ``Job`` takes
-    them, unset ones left out. Pure; shared by ``submit``, ``render`` and ``tune``."""
-    from tfjob import parse_duration, parse_key_values
-
-    # A knob declared a duration (--timeout, --max-wait) takes 2h, 30m or seconds.
-    durations = {k.name for k in opts.knobs().values() if k.kind == "duration"}
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        if isinstance(value, tuple):  # a repeatable option: () when not given
-            value = list(value) or None
-        if value is None:
-            continue
-        if name in ("packages", "command"):
-            value = [p for item in value for p in item.split(",") if p] or None
-        elif name in ("labels", "env"):
-            value = parse_key_values(value, name) or None
-        elif name in durations:
-            value = parse_duration(value, name)
-        if value is not None:
-            out[name] = value
-    return out
 
 
 _EXAMPLES = """\b
@@ -97,67 +62,18 @@ def submit(
     PACKAGE_PATH is the trainer's source directory (a Python package, or a project holding
     one); with --package-path, the job's name, as gcloud takes it.
     """
-    from tfjob import Job
-
-    display_name, packages = job_options.get("name"), job_options.get("packages")
-    stream_logs, detach, backend = job_options.get("stream_logs"), job_options.get("detach"), job_options.get("backend")
-
-    if output not in ("json", "yaml"):
-        raise UsageError(f"--output {output!r} must be json or yaml")
-    if package_path and package_path_opt and package_path != package_path_opt:
-        import re
-
-        looks_like_name = re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,127}", package_path) is not None
-        if Path(package_path).exists() or display_name is not None or not looks_like_name:
-            raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
-        # gcloud's form: `submit JOB --package-path DIR`: the positional is the job's name.
-        display_name, package_path = package_path, None
-    if python_package_uris:
-        uris = [u for item in python_package_uris for u in item.split(",") if u]
-        if package_path or package_path_opt or packages:
-            raise UsageError(
-                "--python-package-uris names the trainer package and its extras; leave out PACKAGE_PATH, --package-path and --packages"
-            )
-        bad = [u for u in uris if not u.startswith("gs://")]
-        if bad:
-            raise UsageError(f"--python-package-uris {bad[0]!r} is not a gs:// URI; a local trainer directory is PACKAGE_PATH")
-        package_path, packages = uris[0], uris[1:] or None
-        job_options["packages"] = tuple(packages or ())
-    if stream_logs and (run_async or detach):
-        raise UsageError(
-            "--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)"
-        )
-    rendering = ctx.info_name == "render"
-    job_options["name"] = display_name
-    values = job_keywords(job_options)
-    if worker_pool_spec:
-        from tfjob import pool_spec_keywords
-
-        values.update(pool_spec_keywords(worker_pool_spec, values))
-        if "package" in values:
-            if package_path or package_path_opt:
-                raise UsageError("--worker-pool-spec local-package-path names the trainer directory; leave out PACKAGE_PATH")
-            package_path = values.pop("package")
-    if dry_run or rendering:
-        values["dry_run"] = True
-    user_args = ctx.meta.get(USER_ARGS, [])
-    if user_args:
-        values["args"] = user_args
-    job = Job.from_keywords(package_path or package_path_opt, **values)
-    if dry_run or rendering:
-        click.echo(dump(job.render(), output))
-        return
-    if job.backend_name == "local" and backend is None and job.settings.backend is None:
-        job.options.notice = (
-            "tfjob: no cloud project configured, so the cluster runs on this machine "
-            "(--backend vertex --project P --region R runs it on Vertex AI)"
-        )
-    if detach or run_async:
-        handle = job.submit()
-    else:
-        handle = job.run()
-    click.echo(handle.id)
-    sys.stdout.flush()
+    submit_job(
+        package_path,
+        package_path_opt,
+        python_package_uris,
+        worker_pool_spec,
+        run_async,
+        dry_run,
+        output,
+        rendering=ctx.info_name == "render",
+        user_args=ctx.meta.get(USER_ARGS, []),
+        **job_options,
+    )
 
 
 app.add_command(submit)
