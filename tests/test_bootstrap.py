@@ -506,3 +506,5 @@ def test_bootstrap_imports_only_the_stdlib_before_dispatch(trainer_dir: Path, di
     }
     assert foreign == set()
     assert not any(name.startswith("tensorflow") for name in used)
+    # Imported only to raise an error (0.6 ms of every task's start): this task raises none.
+    assert "tfjob.errors" not in used

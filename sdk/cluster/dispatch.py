@@ -20,8 +20,6 @@ Dispatch (``--strategy``), recorded in the job and applied on every backend:
 
 from __future__ import annotations
 
-from ..errors import UsageError, Word
-
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,6 +66,8 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
     """
     strategy = strategy or DEFAULT_STRATEGY
     if strategy not in STRATEGIES:
+        from ..errors import UsageError  # here: a task's bootstrap comes through and raises nothing
+
         raise UsageError(
             field="strategy", value=strategy, problem=f"is not known{_did_you_mean(strategy)}", fix=f"choose one of {', '.join(STRATEGIES)}"
         )
@@ -76,6 +76,8 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
     if strategy == "multi-worker":
         return "module"
     if strategy == "parameter-server" and not (ps and workers):
+        from ..errors import UsageError, Word
+
         raise UsageError(
             field="strategy",
             value=Word("parameter-server"),

@@ -21,9 +21,8 @@ variable on every backend. Stdlib only (the bootstrap imports it).
 
 from __future__ import annotations
 
-from ..errors import ClusterConfigError
 from ..lazy import LazyPattern
-from .render import ROLES, render_task_env
+from .render import ROLES, config_error, render_task_env
 
 # Not `from typing import TYPE_CHECKING` (~3 ms), nor collections.abc at run time: every
 # task's bootstrap imports this module.
@@ -68,7 +67,7 @@ def parse_roles(text: str) -> dict[str, int]:
         ClusterConfigError: not ``role=count`` pairs of known roles, each once.
     """
     if len(text) > 200:
-        raise ClusterConfigError(f"{ROLES_VAR} is longer than 200 characters; tfjob writes role=count pairs")
+        raise config_error(f"{ROLES_VAR} is longer than 200 characters; tfjob writes role=count pairs")
     counts: dict[str, int] = {}
     for part in text.split(","):
         role, sep, count = part.strip().partition("=")
@@ -79,7 +78,7 @@ def parse_roles(text: str) -> dict[str, int]:
             or not (count.isascii() and count.isdigit())
             or not 1 <= int(count) <= MAX_TASKS_PER_ROLE
         ):
-            raise ClusterConfigError(f"{ROLES_VAR}={text!r} is not role=count pairs (e.g. chief=1,worker=2,ps=1)")
+            raise config_error(f"{ROLES_VAR}={text!r} is not role=count pairs (e.g. chief=1,worker=2,ps=1)")
         counts[role] = int(count)
     return counts
 
@@ -90,7 +89,7 @@ def parse_jobs(text: str) -> dict[str, str]:
     for part in filter(None, (p.strip() for p in text.split(","))):
         role, sep, job = part.partition("=")
         if not sep or role not in ROLES or role in jobs or not _NAME_RE.match(job) or len(job) > 63 or len(jobs) >= len(ROLES):
-            raise ClusterConfigError(f"{JOBS_VAR}={text!r} is not role=job pairs (e.g. worker=node)")
+            raise config_error(f"{JOBS_VAR}={text!r} is not role=job pairs (e.g. worker=node)")
         jobs[role] = job
     return jobs
 
@@ -121,21 +120,21 @@ def jobset_task_env(env: Mapping[str, str]) -> dict[str, str]:
     role = env.get(REPLICATED_JOB_VAR, "")
     index_text = env.get(COMPLETION_INDEX_VAR, "")
     if not _NAME_RE.match(name) or len(name) > 63:
-        raise ClusterConfigError(f"{JOBSET_NAME_VAR}={name!r} is not a JobSet name")
+        raise config_error(f"{JOBSET_NAME_VAR}={name!r} is not a JobSet name")
     counts = parse_roles(env.get(ROLES_VAR, ""))
     jobs = parse_jobs(env.get(JOBS_VAR, ""))
     role = {job: r for r, job in jobs.items()}.get(role, role)
     if role not in counts:
-        raise ClusterConfigError(f"{REPLICATED_JOB_VAR}={role!r} is not one of this job's roles ({', '.join(counts)})")
+        raise config_error(f"{REPLICATED_JOB_VAR}={role!r} is not one of this job's roles ({', '.join(counts)})")
     if env.get(JOB_INDEX_VAR, "0") != "0":
-        raise ClusterConfigError(f"{JOB_INDEX_VAR}={env.get(JOB_INDEX_VAR)!r}: tfjob runs one Job per role (index 0)")
+        raise config_error(f"{JOB_INDEX_VAR}={env.get(JOB_INDEX_VAR)!r}: tfjob runs one Job per role (index 0)")
     if not (index_text.isascii() and index_text.isdigit()) or int(index_text) >= counts[role]:
-        raise ClusterConfigError(f"{COMPLETION_INDEX_VAR}={index_text!r} is not an index of the {counts[role]} {role} tasks")
+        raise config_error(f"{COMPLETION_INDEX_VAR}={index_text!r} is not an index of the {counts[role]} {role} tasks")
     port_text = env.get(PORT_VAR, "2222")
     if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
-        raise ClusterConfigError(f"{PORT_VAR}={port_text!r} is not a port")
+        raise config_error(f"{PORT_VAR}={port_text!r} is not a port")
     subdomain = env.get(SUBDOMAIN_VAR) or None
     if subdomain is not None and (not _NAME_RE.match(subdomain) or len(subdomain) > 63):
-        raise ClusterConfigError(f"{SUBDOMAIN_VAR}={subdomain!r} is not a DNS label")
+        raise config_error(f"{SUBDOMAIN_VAR}={subdomain!r} is not a DNS label")
     cluster = jobset_cluster(name, counts, int(port_text), subdomain, jobs)
     return render_task_env(cluster, role, int(index_text), "kubeflow")

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import ClusterConfigError
-from .render import ROLES
+from .render import ROLES, config_error
 from .spec import ClusterSpec
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
@@ -205,11 +204,11 @@ def _load(variable: str, text: str) -> dict[str, Any]:
     try:
         data = _json_loads(text)
     except ValueError as e:  # JSONDecodeError; also lone surrogates and the like
-        raise ClusterConfigError(f"{variable} is not valid JSON ({e}): {_quote(text)}") from None
+        raise config_error(f"{variable} is not valid JSON ({e}): {_quote(text)}") from None
     except RecursionError:
-        raise ClusterConfigError(f"{variable} is nested too deeply to read: {_quote(text[:60])}") from None
+        raise config_error(f"{variable} is nested too deeply to read: {_quote(text[:60])}") from None
     if not isinstance(data, dict):
-        raise ClusterConfigError(f'{variable} must be a JSON object with "cluster" and "task", not {_quote(data)}')
+        raise config_error(f'{variable} must be a JSON object with "cluster" and "task", not {_quote(data)}')
     return data
 
 
@@ -218,7 +217,7 @@ def _parse_index(variable: str, task: Mapping[str, Any]) -> int:
     if isinstance(index, str) and index.isdigit() and index.isascii():
         return int(index)
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-        raise ClusterConfigError(f'{variable} task index must be a whole number ≥ 0: "task": {_quote(task)}')
+        raise config_error(f'{variable} task index must be a whole number ≥ 0: "task": {_quote(task)}')
     return index
 
 
@@ -227,24 +226,24 @@ def _parse_jobs(variable: str, cluster: Any, key: str = "cluster") -> dict[str, 
     if cluster is None:
         return {}
     if not isinstance(cluster, dict):
-        raise ClusterConfigError(f'{variable} "{key}" must be an object of job name → addresses: {_quote(cluster)}')
+        raise config_error(f'{variable} "{key}" must be an object of job name → addresses: {_quote(cluster)}')
     jobs: dict[str, list[str] | dict[int, str]] = {}
     for name, tasks in cluster.items():
         if tasks is None:  # Go writes a nil slice as null (a Kubeflow job without ps)
             continue
         if isinstance(tasks, list):
             if not all(isinstance(a, str) for a in tasks):
-                raise ClusterConfigError(f"{variable} job {name!r} has a non-string address: {_quote(tasks)}")
+                raise config_error(f"{variable} job {name!r} has a non-string address: {_quote(tasks)}")
             jobs[name] = list(tasks)
         elif isinstance(tasks, dict):
             sparse: dict[int, str] = {}
             for i, address in tasks.items():
                 if not (i.isdigit() and i.isascii()) or not isinstance(address, str):
-                    raise ClusterConfigError(f"{variable} job {name!r} must map task indices (0, 1, …) to addresses: {_quote(tasks)}")
+                    raise config_error(f"{variable} job {name!r} must map task indices (0, 1, …) to addresses: {_quote(tasks)}")
                 sparse[int(i)] = address
             jobs[name] = sparse
         else:
-            raise ClusterConfigError(f"{variable} job {name!r} must list its addresses: {_quote({name: tasks})}")
+            raise config_error(f"{variable} job {name!r} must list its addresses: {_quote({name: tasks})}")
     return jobs
 
 
@@ -254,15 +253,15 @@ def _canonical(variable: str, jobs: dict[str, Any], rename: Mapping[str, str]) -
     for name, tasks in jobs.items():
         role = rename.get(name, name)
         if role in out:
-            raise ClusterConfigError(f"{variable} names the same role twice ({role!r}): {_quote(list(jobs))}; a job has one chief")
+            raise config_error(f"{variable} names the same role twice ({role!r}): {_quote(list(jobs))}; a job has one chief")
         out[role] = tasks
     chief = out.get("chief")
     if chief is not None and len(chief) > 1:
-        raise ClusterConfigError(f"{variable} lists {len(chief)} chiefs: {_quote(chief)}; a job has exactly one")
+        raise config_error(f"{variable} lists {len(chief)} chiefs: {_quote(chief)}; a job has exactly one")
     try:
         return ClusterSpec(out)
     except (TypeError, ValueError) as e:
-        raise ClusterConfigError(f"{variable} cluster is not a valid TensorFlow cluster ({e}): {_quote(jobs)}") from None
+        raise config_error(f"{variable} cluster is not a valid TensorFlow cluster ({e}): {_quote(jobs)}") from None
 
 
 def _task_info(
@@ -282,27 +281,27 @@ def _task_info(
     """
     task_type = task.get("type")
     if not isinstance(task_type, str):
-        raise ClusterConfigError(f'{variable} task type must be a string: "task": {_quote(task)}')
+        raise config_error(f'{variable} task type must be a string: "task": {_quote(task)}')
     role = rename.get(task_type)
     if role is None:
-        raise ClusterConfigError(f'{variable} task type {task_type!r} is not one of {", ".join(sorted(rename))}: "task": {_quote(task)}')
+        raise config_error(f'{variable} task type {task_type!r} is not one of {", ".join(sorted(rename))}: "task": {_quote(task)}')
     index = _parse_index(variable, task)
     trial = task.get("trial")
     if trial is not None and (isinstance(trial, bool) or not isinstance(trial, (str, int))):
-        raise ClusterConfigError(f'{variable} task trial must be a string: "task": {_quote(task)}')
+        raise config_error(f'{variable} task trial must be a string: "task": {_quote(task)}')
     environment = data.get("environment")
     if environment is not None and not isinstance(environment, str):
-        raise ClusterConfigError(f'{variable} "environment" must be a string: {_quote(environment)}')
+        raise config_error(f'{variable} "environment" must be a string: {_quote(environment)}')
     cluster = _canonical(variable, jobs, rename)
     if task_type not in jobs:
         # TensorFlow lets an evaluator sit outside the cluster; nothing else.
         if role != "evaluator" and not sparse:
-            raise ClusterConfigError(
+            raise config_error(
                 f'{variable} task type {task_type!r} is not in the cluster (jobs: {_quote(list(jobs))}): "task": {_quote(task)}'
             )
     elif index not in cluster.task_indices(role) and not sparse:
         # (A sparse cluster lists a ps by its own address alone, whatever its index.)
-        raise ClusterConfigError(
+        raise config_error(
             f"{variable} task index {index} is out of range for {task_type!r}, which has tasks "
             f'{_quote(cluster.task_indices(role))}: "task": {_quote(task)}'
         )
@@ -337,7 +336,7 @@ def parse_tf_config(text: str, env: Mapping[str, str] | None = None) -> TaskInfo
     if task is None:
         task = {}
     if not isinstance(task, dict):
-        raise ClusterConfigError(f'TF_CONFIG "task" must be an object with type and index: {_quote(task)}')
+        raise config_error(f'TF_CONFIG "task" must be an object with type and index: {_quote(task)}')
     jobs = _parse_jobs("TF_CONFIG", data.get(key), key)
     # Kubeflow's dynamic workers: a sparse worker map (training-operator ≤ v1.6 under
     # "sparseCluster", v1.7+ under "cluster"); a chief or ps of such a job is not in it.
@@ -367,7 +366,7 @@ def _local_or_complete(variable: str, task: Mapping[str, Any], jobs: Mapping[str
     if _task_count(jobs) <= 1 and not has_type and not has_index and not sparse:
         return False
     missing = "type and index" if not (has_type or has_index) else ("index" if has_type else "type")
-    raise ClusterConfigError(
+    raise config_error(
         f'{variable} lists a cluster of {_task_count(jobs)} tasks but its "task" has no {missing} '
         f'("task": {_quote(dict(task))}): every task of a cluster must say which one it is'
     )
@@ -392,12 +391,12 @@ def parse_cluster_spec(text: str, env: Mapping[str, str] | None = None) -> TaskI
     if task is None:
         task = {}
     if not isinstance(task, dict):
-        raise ClusterConfigError(f'CLUSTER_SPEC "task" must be an object with type and index: {_quote(task)}')
+        raise config_error(f'CLUSTER_SPEC "task" must be an object with type and index: {_quote(task)}')
     pools = [name for name in jobs if name in _POOLS]
     if pools:
         if len(pools) != len(jobs):
             others = [name for name in jobs if name not in pools]
-            raise ClusterConfigError(
+            raise config_error(
                 f"CLUSTER_SPEC mixes Vertex worker pools with other jobs: {_quote(others)}; Vertex names its pools workerpool0..workerpool3"
             )
         rename = {f"workerpool{n}": role for n, role in enumerate(ROLES)}
@@ -416,7 +415,7 @@ def _parse_tony(data: dict[str, Any], env: Mapping[str, str]) -> TaskInfo:
         return local_task("tony", source="CLUSTER_SPEC")
     task: dict[str, Any] = {"type": job_name, "index": task_index}
     if not (task_index.isascii() and task_index.isdigit()):
-        raise ClusterConfigError(f"TASK_INDEX must be a whole number ≥ 0, not {task_index!r}")
+        raise config_error(f"TASK_INDEX must be a whole number ≥ 0, not {task_index!r}")
     return _task_info("CLUSTER_SPEC", {}, jobs, _ROLE_OF, task, "tony")
 
 
@@ -496,7 +495,7 @@ def render_bootstrap_env(info: TaskInfo, env: Mapping[str, str] | None = None, m
     so the two variables never disagree.
     """
     if mode not in TF_CONFIG_MODES:
-        raise ClusterConfigError(f"TF_CONFIG mode {mode!r} is not one of {', '.join(TF_CONFIG_MODES)}")
+        raise config_error(f"TF_CONFIG mode {mode!r} is not one of {', '.join(TF_CONFIG_MODES)}")
     env = {} if env is None else env
     out: dict[str, str | None] = {
         "TFJOB_TASK_TYPE": info.role,
