@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from .backends import BACKENDS, Backend, get_backend, keyword_backends, knobs, option_annotations, options_type
+from .backends import BACKENDS, Backend, backend_class, get_backend, keyword_backends, knobs, option_annotations, options_type
 from .model import JobState, JobStatus, SubmitOptions
 from .errors import (
     NOTHING,
@@ -375,7 +375,7 @@ class Job:
             self._init_keywords(package, module, values, store)
         if client:
             # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
-            self._backend_object = type(get_backend(self.backend_name))(**client)
+            self._backend_object = backend_class(self.backend_name)(**client)
 
     @classmethod
     def from_keywords(
@@ -495,9 +495,9 @@ class Job:
     def backend(self) -> Any:
         """The backend object: the one given as ``backend=``, else the registry's; recording in
         :attr:`store` unless it was given a store of its own."""
-        base = self._unbound_backend()
+        base = self._backend_object
         if self._bound is None or self._bound[0] is not base:
-            self._bound = (base, bind_store(base, self.store))
+            self._bound = (base, get_backend(self.backend_name, self.store) if base is None else bind_store(base, self.store))
         return self._bound[1]
 
     def build_image(self, push: bool = True) -> Any:
@@ -650,9 +650,9 @@ class JobHandle:
 
     @property
     def _backend(self) -> Any:
-        base = self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        base = self._backend_object
         if self._bound is None or self._bound[0] is not base:
-            self._bound = (base, bind_store(base, self.store))
+            self._bound = (base, get_backend(self.backend_name, self.store) if base is None else bind_store(base, self.store))
         return self._bound[1]
 
     def status(self) -> JobStatus:

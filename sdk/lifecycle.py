@@ -248,8 +248,9 @@ class Lifecycle:
         sleep: how waiting pauses (injected by tests).
         store: the job store the backend records its jobs in and reads them from
             (:class:`tfjob.store.JobStore`); everything the backend does goes through it.
-            Without one, :attr:`store` is the user's store, ``$TFJOB_HOME/jobs.db`` (the
-            edges — the CLI, :class:`tfjob.Job`, :func:`tfjob.get_job` — give one).
+            Without one the backend renders but keeps no jobs; the edges — the CLI,
+            :class:`tfjob.Job`, :func:`tfjob.get_job` — choose the user's store,
+            ``$TFJOB_HOME/jobs.db``, and give it.
     """
 
     name: str = ""
@@ -273,17 +274,23 @@ class Lifecycle:
     # -- the job store ---------------------------------------------------------------------
     @property
     def store(self) -> JobStore:
-        """The job store this backend records in: the one it was given, else the user's
-        (``$TFJOB_HOME/jobs.db``, as ``$TFJOB_HOME`` is when asked; opened on first use)."""
-        if self._store is not None:
-            return self._store
-        from .store import JobStore
+        """The job store this backend records in, as it was given (``store=``, :meth:`with_store`).
 
-        return JobStore()
+        Raises:
+            UsageError: it was made without one (it renders, but keeps no jobs).
+        """
+        if self._store is None:
+            from .errors import UsageError
+
+            raise UsageError(
+                problem=f"this {self.name} backend object has no job store, so it cannot keep or find jobs",
+                fix="give it one: get_backend(name, store=JobStore()), its class's store=, or .with_store(store)",
+            )
+        return self._store
 
     @property
     def has_store(self) -> bool:
-        """Whether this backend was given a store (else it uses the user's)."""
+        """Whether this backend was given a store (a backend without one only renders)."""
         return self._store is not None
 
     def with_store(self: L, store: JobStore) -> L:

@@ -125,12 +125,12 @@ def assert_no_survivors(processes: list[tuple[int, int | None]], within: float =
 def no_leftover_jobs() -> Iterator[None]:
     """After each test, cancel any local job it left running (a failed test must not leak a cluster)."""
     yield
-    from tfjob.backends.local.backend import BACKEND
+    from tfjob.backends.local.backend import LocalBackend
     from tfjob.job import JobHandle
 
     with JobStore() as store:
         live = [r.id for r in store.list(backend="local") if not reap_lost(store, r).state.is_terminal]
-    for job_id in live:
-        BACKEND.cancel(job_id)
+        for job_id in live:
+            LocalBackend(store=store).cancel(job_id)
     for job_id in live:
         JobHandle("local", job_id).wait(timeout=60)

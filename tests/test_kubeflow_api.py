@@ -48,7 +48,7 @@ def kubeconfig(fake: FakeKube, tmp_path: Path) -> str:
 @pytest.fixture
 def backend() -> KubeflowBackend:
     sleeps: list[float] = []
-    b = KubeflowBackend(poll_interval=0.01, sleep=sleeps.append)
+    b = KubeflowBackend(poll_interval=0.01, sleep=sleeps.append, store=JobStore())
     b.sleeps = sleeps  # type: ignore[attr-defined]
     return b
 
@@ -184,7 +184,7 @@ def test_a_tfjob_deleted_behind_our_back_is_lost_and_an_unknown_one_not_found(
     assert status.state is JobState.LOST and "no longer on the cluster" in status.message
     monkeypatch.setenv("KUBECONFIG", kubeconfig)
     with pytest.raises(JobNotFoundError, match=r"TFJob default/nope is not on the cluster at http://127\.0\.0\.1:\d+"):
-        KubeflowBackend().status("default/nope")  # no record: the default kubeconfig (KUBECONFIG) is used
+        KubeflowBackend(store=JobStore()).status("default/nope")  # no record: the default kubeconfig (KUBECONFIG) is used
 
 
 # -- logs -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from helpers import cli_words
 
 from tfjob.backends.local.options import LocalOptions
-from tfjob.backends.local.backend import BACKEND
+from tfjob.backends.local.backend import LocalBackend
 from tfjob.cluster.task import parse_cluster_spec, parse_tf_config
 from tfjob.errors import SpecError, UsageError
 from tfjob.backends.local.plan import (
@@ -148,7 +148,7 @@ def test_dialect_and_strategy_are_checked() -> None:
 
 def test_render_shows_each_task_without_starting_anything() -> None:
     spec = _spec(workers=1, ps=1)
-    rendered = BACKEND.render(spec, LocalOptions(dialect="ai-platform"))
+    rendered = LocalBackend().render(spec, LocalOptions(dialect="ai-platform"))
     assert rendered["strategy"] == "module"
     assert [t["name"] for t in rendered["tasks"]] == ["chief-0", "worker-0", "ps-0"]
     assert rendered["tasks"][0]["address"] == "127.0.0.1:27182"
@@ -231,7 +231,7 @@ def test_a_path_with_a_colon_is_not_mounted_into_containers() -> None:
 def test_render_shows_the_package_a_container_run_mounts(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
     spec = build_spec(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1)
-    for task in BACKEND.render(spec, LocalOptions())["tasks"]:
+    for task in LocalBackend().render(spec, LocalOptions())["tasks"]:
         argv = task["argv"]
         assert f"{tmp_path}/<sdist>:/tfjob/packages/<sdist>:ro" in argv
         assert argv[argv.index("localhost/tfjob:1") + 1 : argv.index("localhost/tfjob:1") + 3] == ["--package", "/tfjob/packages/<sdist>"]

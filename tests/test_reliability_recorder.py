@@ -68,7 +68,7 @@ def test_a_job_whose_launcher_died_shows_lost_and_is_accounted_for() -> None:
     assert (recorder.orphans, recorder.lost) == (0, 0)
     from tfjob.backends import get_backend
 
-    assert get_backend("local").status("gone-1").state is JobState.LOST  # what `tfjob status` / `tfjob list` show
+    assert get_backend("local", JobStore()).status("gone-1").state is JobState.LOST  # what `tfjob status` / `tfjob list` show
 
 
 def test_a_job_a_service_created_but_the_store_does_not_know_is_lost() -> None:

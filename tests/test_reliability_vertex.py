@@ -73,8 +73,8 @@ def test_a_storm_and_a_lost_create_end_in_one_recorded_job_followed_to_success(f
     waits, lines = Waits(), []
     vertex = client(fake, waits, lines)
 
-    job_id = submit_job(SPEC, OPTIONS, client=vertex, echo=lines.append)
-    final = follow_job(job_id, OPTIONS, client=vertex, echo=lines.append, sleep=waits)
+    job_id = submit_job(SPEC, OPTIONS, client=vertex, echo=lines.append, store=JobStore())
+    final = follow_job(job_id, OPTIONS, client=vertex, echo=lines.append, sleep=waits, store=JobStore())
 
     assert list(fake.jobs) == [job_id]  # the lost create was found by its label, not sent again
     assert len(fake.created_bodies()) == 4  # 429, 429, 503, lost: each a try, one job
@@ -94,7 +94,7 @@ def test_a_create_storm_longer_than_the_retries_fails_in_one_line_and_creates_no
     storm(fake, reliability, CREATE, *[503] * BACKOFF.attempts)
     waits, lines = Waits(), []
     with pytest.raises(BackendError, match=rf"Vertex AI answered 503 after {BACKOFF.attempts} attempts while trying to create") as caught:
-        submit_job(SPEC, OPTIONS, client=client(fake, waits, lines))
+        submit_job(SPEC, OPTIONS, client=client(fake, waits, lines), store=JobStore())
     assert "\n" not in str(caught.value)
     assert fake.jobs == {}
     # A 503 may hide a job that was created: each one was looked up before trying again.
@@ -110,14 +110,14 @@ def test_a_create_storm_longer_than_the_retries_fails_in_one_line_and_creates_no
 def test_a_storm_while_following_is_ridden_out(fake: FakeVertex, reliability: Reliability, status: int) -> None:
     waits, lines = Waits(), []
     vertex = client(fake, waits, lines)
-    job_id = submit_job(SPEC, OPTIONS, client=vertex)
+    job_id = submit_job(SPEC, OPTIONS, client=vertex, store=JobStore())
 
     def on_state(line: str) -> None:
         # After each change of state, the next reads meet a storm one short of the retries' limit.
         if not line.endswith("SUCCEEDED"):
             storm(fake, reliability, GET, *[status] * (BACKOFF.attempts - 1))
 
-    final = follow_job(job_id, OPTIONS, client=vertex, echo=on_state, sleep=waits)
+    final = follow_job(job_id, OPTIONS, client=vertex, echo=on_state, sleep=waits, store=JobStore())
     assert final.state is JobState.SUCCEEDED
     assert list(fake.jobs) == [job_id]
     assert fake.faults == []
@@ -144,20 +144,20 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
         SubmissionUncertainError,
         match=r"do not submit it again: it carries the label tfjob-submission-id=\w+; `tfjob status pending-\w+` looks it up",
     ) as raised:
-        submit_job(SPEC, OPTIONS, client=vertex, echo=lines.append)
+        submit_job(SPEC, OPTIONS, client=vertex, echo=lines.append, store=JobStore())
     assert len(fake.created_bodies()) == 1 and len(fake.jobs) == 1  # created once, never sent again
     pending = raised.value.pending_id
     assert pending == pending_id(raised.value.submission_id)
     with JobStore() as store:
         assert store.get(pending).extra["pending"] is True
 
-    found = fetch_status(pending, client=vertex)  # the service answers again
+    found = fetch_status(pending, client=vertex, store=JobStore())  # the service answers again
     (job_id,) = fake.jobs
     assert found.id == job_id
     with JobStore() as store:
         assert store.get(pending) is None and store.get(job_id).extra["submission_id"] == raised.value.submission_id
-    assert fetch_status(pending, client=vertex).id == job_id  # the pending id still leads to the job
-    final = follow_job(pending, OPTIONS, client=vertex, echo=lines.append, sleep=waits)
+    assert fetch_status(pending, client=vertex, store=JobStore()).id == job_id  # the pending id still leads to the job
+    final = follow_job(pending, OPTIONS, client=vertex, echo=lines.append, sleep=waits, store=JobStore())
     assert final.state is JobState.SUCCEEDED and list(fake.jobs) == [job_id]
 
 
@@ -172,5 +172,5 @@ def test_a_pending_submission_that_was_never_created_fails_and_says_submit_again
     )  # fmt: skip
     with JobStore() as store:
         store.add(record)
-    status = fetch_status(record.id, client=client(fake, Waits(), []))
+    status = fetch_status(record.id, client=client(fake, Waits(), []), store=JobStore())
     assert status.state is JobState.FAILED and "never created; submit it again" in status.message

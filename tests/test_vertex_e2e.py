@@ -176,7 +176,9 @@ def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer
     from tfjob.spec import build_spec
 
     spec = build_spec(name="follow", module="trainer.task", package=str(trainer), workers=1)
-    job_id = submit_job(spec, VertexOptions(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint))
+    job_id = submit_job(
+        spec, VertexOptions(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint), store=JobStore()
+    )
     fake.add_log(job_id, "workerpool0-0", "epoch 1", 1)
     arrived: list[str] = []
 
@@ -186,7 +188,7 @@ def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer
         fake.add_log(job_id, "workerpool1-0", f"line {n}", 2 + n)
         arrived.append("x")
 
-    lines = list(fetch_logs(job_id, follow=True, sleep=sleep))
+    lines = list(fetch_logs(job_id, follow=True, sleep=sleep, store=JobStore()))
     assert lines[0] == "[chief-0] epoch 1"
     assert lines[1:] == [f"[worker-0] line {i}" for i in range(len(arrived))]
     assert fake.jobs[job_id]["state"] == "JOB_STATE_SUCCEEDED"

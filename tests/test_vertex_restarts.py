@@ -138,7 +138,7 @@ def test_cancel_cancels_the_current_attempt(fake: FakeVertex, trainer: Path) -> 
             raise Stop("the second attempt runs")
 
     with pytest.raises(Stop, match="the second attempt runs"):
-        follow_job(job_id, None, sleep=sleep)  # type: ignore[arg-type]
+        follow_job(job_id, None, sleep=sleep, store=JobStore())  # type: ignore[arg-type]
     second = max(fake.jobs)
     cancel = CliRunner().invoke(app, ["cancel", job_id])
     assert cancel.exit_code == 0, cancel.output
@@ -172,16 +172,16 @@ def test_status_and_list_before_the_follow_loop_submits_again(fake: FakeVertex, 
     fake.next_jobs = [(FAILS, PREEMPTED), (DEFAULT_SCRIPT, None)]
     job_id = vertex_job(trainer, fake, max_restarts=1).submit().id
     for _ in range(4):  # another process reads the first attempt to its (retryable) end
-        status = fetch_status(job_id)
+        status = fetch_status(job_id, store=JobStore())
     assert fake.jobs[job_id]["state"] == "JOB_STATE_FAILED"
     assert status.state is JobState.RUNNING and f"(`tfjob wait {job_id}`) submits it again" in status.message
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
     monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
     with JobStore() as store:
         assert store.get(job_id).state is JobState.RUNNING
-    assert follow_job(job_id, None).state is JobState.SUCCEEDED  # type: ignore[arg-type]
+    assert follow_job(job_id, None, store=JobStore()).state is JobState.SUCCEEDED  # type: ignore[arg-type]
     assert len(fake.jobs) == 2
     with JobStore() as store:
         assert store.get(job_id).state is JobState.SUCCEEDED
-    listed = [s for s in list_jobs() if s.id in fake.jobs]
+    listed = [s for s in list_jobs(store=JobStore()) if s.id in fake.jobs]
     assert [(s.id, s.state) for s in listed] == [(job_id, JobState.SUCCEEDED)]  # one row: the job, its current attempt's state

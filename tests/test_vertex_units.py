@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tfjob.store import JobStore
+
 import os
 import random
 import re
@@ -245,7 +247,7 @@ def _submit_container_job(fake: FakeVertex) -> str:
     from tfjob.spec import build_spec
 
     spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)
-    return submit_job(spec, VertexOptions(project="p", region="us-central1", api_endpoint=fake.endpoint))
+    return submit_job(spec, VertexOptions(project="p", region="us-central1", api_endpoint=fake.endpoint), store=JobStore())
 
 
 @pytest.mark.parametrize("cancel", [False, True])
@@ -265,7 +267,7 @@ def test_interrupt_while_following(fake: FakeVertex, cancel: bool) -> None:
 
     # As on every backend: cancelled on Ctrl-C is JobCancelledError; otherwise the interrupt goes on.
     with pytest.raises(JobCancelledError if cancel else KeyboardInterrupt, match="cancel" if cancel else "^$"):
-        follow_job(job_id, VertexOptions(cancel_on_interrupt=cancel, poll_interval=0.01), echo=said.append, sleep=sleep)
+        follow_job(job_id, VertexOptions(cancel_on_interrupt=cancel, poll_interval=0.01), echo=said.append, sleep=sleep, store=JobStore())
     assert said[:2] == [f"job {job_id} QUEUED", f"job {job_id} RUNNING"]
     with JobStore() as store:
         state = store.get(job_id).state
@@ -281,9 +283,9 @@ def test_status_of_an_ended_job_needs_no_call(fake: FakeVertex) -> None:
     from tfjob.backends.vertex.service import fetch_status, follow_job
 
     job_id = _submit_container_job(fake)
-    follow_job(job_id, VertexOptions(poll_interval=0.01), sleep=lambda s: None)
+    follow_job(job_id, VertexOptions(poll_interval=0.01), sleep=lambda s: None, store=JobStore())
     before = len(fake.requests)
-    assert fetch_status(job_id).state is JobState.SUCCEEDED
+    assert fetch_status(job_id, store=JobStore()).state is JobState.SUCCEEDED
     assert len(fake.requests) == before
 
 
@@ -294,7 +296,7 @@ def test_list_filters_on_the_tfjob_label(fake: FakeVertex, monkeypatch: pytest.M
     fake.create("p", "us-central1", {"displayName": "not ours", "jobSpec": {}})
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
     monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
-    assert [s.id for s in list_jobs()] == [ours]
+    assert [s.id for s in list_jobs(store=JobStore())] == [ours]
     query = [path for method, path, _ in fake.requests if method == "GET" and path.endswith("/customJobs")]
     assert query
 

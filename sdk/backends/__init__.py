@@ -2,8 +2,9 @@
 
 Each backend is a folder here — ``local/``, ``vertex/``, ``kubeflow/`` (TFJob, JobSet,
 TrainJob), ``aiplatform/`` — holding its render, its client, its status parsing, its logs
-and its tuning. Its ``backend`` module exposes ``BACKEND``, an object that follows
-:class:`~tfjob.backends.base.Backend` and derives from :class:`tfjob.lifecycle.Lifecycle`.
+and its tuning. Its backend class follows :class:`~tfjob.backends.base.Backend` and derives
+from :class:`tfjob.lifecycle.Lifecycle`; the registry makes an object of it when asked
+(:func:`get_backend`), never at import, and gives it its job store.
 A backend imports the layers below it (the job model, the spec, ``tfjob.cluster``, the
 store), never another backend's folder nor anything above it (``tfjob.job``, the CLI).
 Modules are imported only when asked for, so ``tfjob --help`` never pays for a cloud
@@ -28,20 +29,21 @@ from .base import Backend
 if TYPE_CHECKING:
     from ..store import JobStore
 
-#: Backend name → the module that implements it (its ``BACKEND``) and the class of the
+#: Backend name → the class that implements it (``module:Class``, a
+#: :class:`~tfjob.lifecycle.Lifecycle`, made on demand by :func:`get_backend`) and the class of the
 #: options it takes (``module:Class``, a :class:`SubmitOptions`; a light module).
 BACKENDS: dict[str, tuple[str, str]] = {
-    "local": ("tfjob.backends.local.backend", "tfjob.backends.local.options:LocalOptions"),
-    "vertex": ("tfjob.backends.vertex.backend", "tfjob.backends.vertex.options:VertexOptions"),
-    "kubeflow": ("tfjob.backends.kubeflow.backend", "tfjob.backends.kubeflow.options:TFJobOptions"),
+    "local": ("tfjob.backends.local.backend:LocalBackend", "tfjob.backends.local.options:LocalOptions"),
+    "vertex": ("tfjob.backends.vertex.backend:VertexBackend", "tfjob.backends.vertex.options:VertexOptions"),
+    "kubeflow": ("tfjob.backends.kubeflow.backend:KubeflowBackend", "tfjob.backends.kubeflow.options:TFJobOptions"),
     # A JobSet (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed.
-    "jobset": ("tfjob.backends.kubeflow.jobset", "tfjob.backends.kubeflow.options:KubernetesOptions"),
+    "jobset": ("tfjob.backends.kubeflow.jobset:JobSetBackend", "tfjob.backends.kubeflow.options:KubernetesOptions"),
     # A Kubeflow Trainer v2 TrainJob with the TensorFlow runtime tfjob renders for it: render only.
-    "trainjob": ("tfjob.backends.kubeflow.trainjob", "tfjob.backends.kubeflow.options:KubernetesOptions"),
+    "trainjob": ("tfjob.backends.kubeflow.trainjob:TrainJobBackend", "tfjob.backends.kubeflow.options:KubernetesOptions"),
     # Vertex AI hyperparameter tuning jobs, which `tfjob tune --backend vertex` creates (status, logs, cancel).
-    "vertex-tuning": ("tfjob.backends.vertex.tuning", "tfjob.backends.vertex.options:VertexOptions"),
+    "vertex-tuning": ("tfjob.backends.vertex.tuning:VertexTuningBackend", "tfjob.backends.vertex.options:VertexOptions"),
     # Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
-    "ai-platform": ("tfjob.backends.aiplatform.backend", "tfjob.backends.base:GoogleCloudOptions"),
+    "ai-platform": ("tfjob.backends.aiplatform.backend:AIPlatformBackend", "tfjob.backends.base:GoogleCloudOptions"),
 }
 
 
@@ -61,10 +63,17 @@ def _check_name(name: str) -> tuple[str, str]:
 
 
 def get_backend(name: str, store: JobStore | None = None) -> Backend:
-    """The backend called ``name`` (``local``, ``vertex``, ``kubeflow``…), recording its jobs
-    in ``store`` (default: the user's job store, ``$TFJOB_HOME/jobs.db``)."""
-    backend = importlib.import_module(_check_name(name)[0]).BACKEND
-    return backend if store is None else backend.with_store(store)
+    """A new backend object called ``name`` (``local``, ``vertex``, ``kubeflow``…) with its
+    defaults, recording its jobs in ``store``. Nothing is made before it is asked for; without
+    a store it renders but keeps no jobs (the edges — the CLI, :class:`tfjob.Job`,
+    :func:`tfjob.get_job` — give the user's store, ``$TFJOB_HOME/jobs.db``)."""
+    return backend_class(name)(store=store)  # type: ignore[no-any-return]
+
+
+def backend_class(name: str) -> type[Any]:
+    """The class of the backend called ``name`` (its module imported only now)."""
+    module, cls = _check_name(name)[0].split(":")
+    return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
 
 
 def options_type(name: str) -> type[_SubmitOptions]:
@@ -175,7 +184,7 @@ def flag_words(name: str, value: Any = NOTHING) -> str:
 
 
 __all__ = [
-    "BACKENDS", "Backend", "backend_keywords", "find_knob", "flag_of",
+    "BACKENDS", "Backend", "backend_class", "backend_keywords", "find_knob", "flag_of",
     "flag_words",
     "get_backend", "keyword_backends", "knobs", "option_annotations", "options_type",
 ]  # fmt: skip

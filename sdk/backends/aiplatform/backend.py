@@ -57,6 +57,3 @@ class AIPlatformBackend(Lifecycle):
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         _shut_down("list jobs")
-
-
-BACKEND = AIPlatformBackend()

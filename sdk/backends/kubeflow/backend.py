@@ -410,7 +410,3 @@ class KubeflowBackend(Lifecycle):
         statuses = [self._status(f"{namespace}/{object_name(j)}", j, []) for j in tfjobs]
         statuses.sort(key=lambda s: (s.created or 0.0, s.id), reverse=True)
         return statuses[:limit] if limit is not None else statuses
-
-
-#: The backend object the registry hands out.
-BACKEND = KubeflowBackend()

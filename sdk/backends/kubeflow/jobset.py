@@ -22,6 +22,3 @@ class JobSetBackend(KubeflowBackend):
     name = "jobset"
     options_class = KubernetesOptions
     kind = JOBSET_KIND
-
-
-BACKEND = JobSetBackend()

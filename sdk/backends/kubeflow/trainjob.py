@@ -22,6 +22,3 @@ class TrainJobBackend(KubeflowBackend):
     name = "trainjob"
     options_class = KubernetesOptions
     kind = TRAINJOB_KIND
-
-
-BACKEND = TrainJobBackend()

@@ -1,6 +1,6 @@
 """``--backend local``: the job as a real multi-process (or multi-container) cluster on this machine.
 
-- :mod:`.backend`: the backend object (:data:`~.backend.BACKEND`): submit in the
+- :mod:`.backend`: the backend object (its backend class, made by the registry on demand): submit in the
   foreground or under a detached supervisor, status, logs, cancel, list.
 - :mod:`.plan`: what each task runs (command, environment, address) — pure.
 - :mod:`.ports`: free ports on 127.0.0.1.

@@ -345,6 +345,3 @@ class LocalBackend(Lifecycle):
 
         store = self.store
         return [reap_lost(store, r).to_status() for r in store.list(limit=limit, backend=self.name)]
-
-
-BACKEND = LocalBackend()

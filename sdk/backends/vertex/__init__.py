@@ -4,7 +4,7 @@ Every module here is imported only on the Vertex code path, and each imports the
 Google client libraries it needs inside its functions, so a render or a dry run
 builds the request without credentials, network or Google imports.
 
-- :mod:`.backend` — the backend object (:data:`~.backend.BACKEND`);
+- :mod:`.backend` — the backend object (its backend class, made by the registry on demand);
 - :mod:`.render` — JobSpec → ``CustomJob`` body (pure);
 - :mod:`.submission` — settings, packages and the request body of one submission;
 - :mod:`.auth` — credentials (application default, or anonymous for a test endpoint);

@@ -166,6 +166,3 @@ class VertexBackend(Lifecycle):
         from .service import list_jobs
 
         return list_jobs(limit, credentials=self.credentials, store=self.store)
-
-
-BACKEND = VertexBackend()

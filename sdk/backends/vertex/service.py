@@ -35,12 +35,6 @@ def _quiet(message: str) -> None:
     pass
 
 
-def resolve_store(store: JobStore | None) -> JobStore:
-    """The store given, else the user's (``$TFJOB_HOME/jobs.db``): what a call made without
-    :class:`~.backend.VertexBackend` (a test, a script) records in."""
-    return store if store is not None else JobStore()
-
-
 def poll_interval(options: SubmitOptions | None = None) -> float:
     """Seconds between polls: ``--poll-interval``, else the ``poll_interval`` setting
     (``$TFJOB_POLL_INTERVAL``, config.yaml), else 5."""
@@ -86,13 +80,13 @@ def submit_job(
     echo: Echo = _quiet,
     client: Any = None,
     credentials: Any = None,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> str:
     """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id
     (``VertexBackend.submit`` with a ready ``client``)."""
     from .backend import VertexBackend
 
-    return VertexBackend(credentials=credentials, client=client, echo=echo, store=resolve_store(store)).submit(spec, options)
+    return VertexBackend(credentials=credentials, client=client, echo=echo, store=store).submit(spec, options)
 
 
 @dataclass
@@ -210,14 +204,13 @@ def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], ex
     return record.id
 
 
-def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:
+def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any = None, store: JobStore) -> JobStatus:
     """Find a pending submission's job by its label: re-record it under its id, or fail it.
 
     Returns:
         The created job's status (its ``id`` is Vertex AI's), or the pending record
         FAILED with "never created" when the service has no job with that label.
     """
-    store = resolve_store(store)
     opts = record.options
     client = client or make_client(opts["project"], opts.get("region") or DEFAULT_REGION, opts.get("api_endpoint"), credentials=credentials)
     submission = record.extra["submission_id"]
@@ -277,12 +270,10 @@ def where(job_id: str, record: JobRecord | None, what: str = "job") -> tuple[str
     return settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
 
-def locate(
-    job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore | None = None
-) -> tuple[JobRecord | None, str, str, str | None]:
+def locate(job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore) -> tuple[JobRecord | None, str, str, str | None]:
     """The record (if any) of a ``backend`` job — a custom job, or a tuning job — and the
     project, region and endpoint it lives in: its own, else the configured ones."""
-    record = find_record(job_id, backend, store=resolve_store(store))
+    record = find_record(job_id, backend, store=store)
     return (record, *where(job_id, record, what))
 
 
@@ -396,10 +387,9 @@ def read_status(job_id: str, record: JobRecord | None, *, client: Any = None, cr
     return view_status(store, job_id, client.get_custom_job(current_attempt(job_id, record)), record)
 
 
-def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> JobStatus:
+def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore) -> JobStatus:
     """The job as Vertex AI has it (from the store alone once the job has ended), its record
     brought up to date: what ``VertexBackend.status`` does, with a given client."""
-    store = resolve_store(store)
     record = find_record(job_id, store=store)
     status = read_status(job_id, record, client=client, credentials=credentials, store=store)
     return sync_status(store, store.get(status.id), status) if record is not None else status
@@ -417,7 +407,7 @@ def _settled(store: JobStore, job_id: str, client: Any) -> tuple[str, JobRecord 
 
 
 def interrupted(
-    job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None
+    job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore
 ) -> None:
     """Ctrl-C while following a job: :func:`tfjob.lifecycle.interrupted` on Vertex AI."""
     from ...lifecycle import interrupted as on_interrupt
@@ -435,7 +425,7 @@ def stream_job(
     echo: Echo = _quiet,
     out: Callable[[str], None] = print,
     credentials: Any = None,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> JobStatus:
     """``--stream-logs``: the job's log lines as they arrive (``[worker-1] …``, as ``tfjob
     logs --follow`` prints them) until it ends, then its final state as :func:`follow_job`."""
@@ -456,7 +446,7 @@ def follow_job(
     client: Any = None,
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> JobStatus:
     """Wait for the job to end, printing each change of state; return the final status.
 
@@ -465,7 +455,6 @@ def follow_job(
     again; with ``cancel_on_interrupt`` the job is cancelled and JobCancelledError
     raised, as on every backend.
     """
-    store = resolve_store(store)
     _, project, region, endpoint = locate(job_id, store=store)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
@@ -513,9 +502,8 @@ def follow_job(
         _resubmit(store, job_id, final, reason, client, echo)
 
 
-def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> None:
+def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    store = resolve_store(store)
     _, project, region, endpoint = locate(job_id, store=store)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
@@ -524,7 +512,7 @@ def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credenti
     echo(f"asked Vertex AI to cancel job {job_id}")
 
 
-def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None, store: JobStore | None = None) -> list[JobStatus]:
+def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None, store: JobStore) -> list[JobStatus]:
     """Jobs carrying the ``tfjob`` label in the configured project and region, newest first.
 
     Without a configured project, the Vertex AI jobs of the job store.
@@ -533,7 +521,6 @@ def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any 
     from ...settings import load_settings
     from .client import job_id_of
 
-    store = resolve_store(store)
     settings = load_settings()
     if client is None and not settings.project:
         return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
@@ -579,7 +566,7 @@ def fetch_logs(
     credentials: Any = None,
     interval: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> Iterator[str]:
     """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends
     (reading again every ``interval`` seconds, default :func:`poll_interval`)."""
@@ -589,7 +576,6 @@ def fetch_logs(
     from ...lifecycle import follow_lines
     from .logs import EntryFeed, build_filter, entry_line, format_time, logging_client, read_entries
 
-    store = resolve_store(store)
     record, project, region, endpoint = locate(job_id, store=store)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     logged = current_attempt(record.id, record) if record is not None else job_id

@@ -205,10 +205,10 @@ def submit_tuning(
     echo: Echo = _quiet,
     client: TuningClient | None = None,
     credentials: Any = None,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> str:
     """Stage the packages, create the tuning job once and record it in ``store``; return its id."""
-    from .service import resolve_store, client_credentials
+    from .service import client_credentials
     from .staging import stage_packages, storage_client
 
     plan, body = plan_tuning(study, spec, options, dry_run=False)
@@ -230,7 +230,6 @@ def submit_tuning(
         created=status.created or time.time(),
         extra={**status.extra, "resource_name": job["name"], "submission_id": plan.submission_id},
     )
-    store = resolve_store(store)
     if store.get(job_id) is None:
         store.add(record)
     echo(f"submitted Vertex AI hyperparameter tuning job {job_id} ({spec.name}): {job['name']}")
@@ -245,14 +244,12 @@ def run_tuning(
     *,
     echo: Echo = _quiet,
     credentials: Any = None,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> StudyResult:
     """Create the tuning job and, with ``options.wait``, follow it to its end showing its trials
     on ``stream``; how it ended (QUEUED: submitted, not followed)."""
     from ...tuning.view import TrialsView
-    from .service import resolve_store
 
-    store = resolve_store(store)
     view = TrialsView(study, stream, quiet=options.quiet)
     job_id = submit_tuning(study, spec, options, echo=echo, credentials=credentials, store=store)
     if not options.wait:
@@ -302,14 +299,11 @@ def _record(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord
     return keep_tuning(store, record, view_tuning(store, job_id, job, record))
 
 
-def fetch_tuning_status(
-    job_id: str, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
-) -> JobStatus:
+def fetch_tuning_status(job_id: str, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore) -> JobStatus:
     """The tuning job as Vertex AI has it (from the store alone once it has ended), its record
     brought up to date: what ``VertexTuningBackend.status`` does, with a given client."""
-    from .service import find_record, resolve_store
+    from .service import find_record
 
-    store = resolve_store(store)
     record = find_record(job_id, BACKEND_NAME, store=store)
     status = fetch_tuning(job_id, record, client=client, credentials=credentials, store=store)
     return status if record is None or record.state.is_terminal else keep_tuning(store, record, status)
@@ -338,7 +332,7 @@ def follow_tuning(
     client: TuningClient | None = None,
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> JobStatus:
     """Poll the tuning job until it ends, showing its trials as they change; return the final status.
 
@@ -346,10 +340,9 @@ def follow_tuning(
     KeyboardInterrupt is raised again.
     """
     from .follow import MAX_POLL_INTERVAL
-    from .service import resolve_store, poll_interval
+    from .service import poll_interval
     from ...lifecycle import interrupted, poll
 
-    store = resolve_store(store)
     record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     first = poll_interval(options)
@@ -383,12 +376,10 @@ def follow_tuning(
 
 
 def cancel_tuning(
-    job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
+    job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore
 ) -> None:
     """Ask Vertex AI to cancel the tuning job; the store shows CANCELLING until it has ended."""
-    from .service import resolve_store
 
-    store = resolve_store(store)
     record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     client.cancel_tuning_job(job_id)
@@ -397,17 +388,16 @@ def cancel_tuning(
 
 
 def list_tunings(
-    limit: int | None = None, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore | None = None
+    limit: int | None = None, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore
 ) -> list[JobStatus]:
     """Tuning jobs carrying the ``tfjob`` label in the configured project and region, newest first."""
-    from .service import resolve_store
     from .submission import DEFAULT_REGION
     from .render import TFJOB_LABEL
     from ...settings import load_settings
 
     settings = load_settings()
     if client is None and not settings.project:
-        return [r.to_status() for r in resolve_store(store).list(limit=limit, backend=BACKEND_NAME)]
+        return [r.to_status() for r in store.list(limit=limit, backend=BACKEND_NAME)]
     client = client or make_tuning_client(
         settings.project or "", settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials
     )
@@ -424,12 +414,11 @@ def fetch_tuning_logs(
     tail: int | None = None,
     *,
     credentials: Any = None,
-    store: JobStore | None = None,
+    store: JobStore,
 ) -> Iterator[str]:
     """Log lines of a tuning job; ``--task trial-3`` reads that trial's own CustomJob."""
-    from .service import resolve_store, fetch_logs
+    from .service import fetch_logs
 
-    store = resolve_store(store)
     if task is None:
         raise UsageError(f"name a trial: `tfjob logs {job_id} --task trial-N` (`tfjob status {job_id}` lists them)")
     if not task.startswith("trial-"):
@@ -495,6 +484,3 @@ class VertexTuningBackend(Lifecycle):
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         return list_tunings(limit, credentials=self.credentials, store=self.store)
-
-
-BACKEND = VertexTuningBackend()
