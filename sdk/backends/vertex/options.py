@@ -141,18 +141,22 @@ class VertexOptions(GoogleCloudOptions, VertexKnobs):
         "The evaluators' boot disk size in GB.", config="workerPoolSpecs[3].diskSpec.bootDiskSizeGb", cli=False
     )
 
+    def own_disks(self) -> dict[str, tuple[str | None, int | None]]:
+        """Each role's own boot disk type and size, as given (None: not given)."""
+        return {
+            "chief": (self.chief_boot_disk_type, self.chief_boot_disk_size),
+            "worker": (self.worker_boot_disk_type, self.worker_boot_disk_size),
+            "ps": (self.ps_boot_disk_type, self.ps_boot_disk_size),
+            "evaluator": (self.evaluator_boot_disk_type, self.evaluator_boot_disk_size),
+        }
+
     def own_disk_roles(self) -> list[str]:
         """The roles given a boot disk of their own (``<role>_boot_disk_type`` / ``_size``)."""
-        given = vars(self)
-        return [
-            r
-            for r in ("chief", "worker", "ps", "evaluator")
-            if (given[f"{r}_boot_disk_type"], given[f"{r}_boot_disk_size"]) != (None, None)
-        ]
+        return [role for role, disk in self.own_disks().items() if disk != (None, None)]
 
     def boot_disk(self, role: str) -> tuple[str | None, int | None]:
         """The boot disk type and size of ``role``'s pool: its own, else every pool's (None: the platform's)."""
-        own_type, own_size = getattr(self, f"{role}_boot_disk_type"), getattr(self, f"{role}_boot_disk_size")
+        own_type, own_size = self.own_disks()[role]
         return (own_type if own_type is not None else self.boot_disk_type, own_size if own_size is not None else self.boot_disk_size)
 
     def __post_init__(self) -> None:
@@ -167,8 +171,7 @@ _IP_RANGE_RE = LazyPattern(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 _LOCATION_RE = LazyPattern(r"^[a-z]+(-[a-z]+)*[0-9]+\Z")
 
 
-def _text(options: VertexOptions, name: str) -> None:
-    value = getattr(options, name)
+def _text(name: str, value: object) -> None:
     if value is not None and not isinstance(value, str):
         raise SpecError(field=name, value=value, problem=f"must be str, not {type(value).__name__}")
 
@@ -185,10 +188,13 @@ def check_vertex_options(options: VertexOptions) -> None:
     from ...machines import did_you_mean
     from ...spec import check_boot_disk
 
-    for name in ("network", "tensorboard", "experiment", "experiment_run"):
-        _text(options, name)
-    for role in ("", "chief_", "worker_", "ps_", "evaluator_"):
-        check_boot_disk(getattr(options, f"{role}boot_disk_type"), getattr(options, f"{role}boot_disk_size"))
+    _text("network", options.network)
+    _text("tensorboard", options.tensorboard)
+    _text("experiment", options.experiment)
+    _text("experiment_run", options.experiment_run)
+    check_boot_disk(options.boot_disk_type, options.boot_disk_size)
+    for disk_type, disk_size in options.own_disks().values():
+        check_boot_disk(disk_type, disk_size)
     if isinstance(options.reserved_ip_ranges, str):
         raise SpecError(
             field="reserved_ip_ranges", value=options.reserved_ip_ranges, problem="must be a list of range names", fix="e.g. ['range-a']"
