@@ -64,10 +64,11 @@ def test_the_tests_stand_alone() -> None:
 
 def test_render_code_reads_typed_options() -> None:
     """A backend's render takes its own options class (``options_as`` at the entry), so a
-    misspelt option is an AttributeError in the tests, not a silent default."""
+    misspelt option is an AttributeError in the tests, not a silent default; its options'
+    checks read their fields by name too (no computed ``getattr(options, …)`` anywhere in a backend)."""
     found = [
         f"{path.relative_to(ROOT)}:{n}"
-        for path in sorted((ROOT / "sdk" / "backends").rglob("render*.py"))
+        for path in sorted((ROOT / "sdk" / "backends").rglob("*.py"))
         for n, line in enumerate(path.read_text().splitlines(), 1)
         if "getattr(options" in line
     ]
