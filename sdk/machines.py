@@ -13,7 +13,6 @@ Facts from the platform documentation:
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from .shown import Shown
 
@@ -245,6 +244,8 @@ def tpu_chips(machine_type: str) -> int | None:
 
 def closest(name: str, choices: object, n: int = 1) -> list[str]:
     """The closest valid names to a misspelt one (possibly none)."""
+    import difflib  # only for a mistake
+
     return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)  # type: ignore[arg-type]
 
 

@@ -6,7 +6,6 @@ the renderers and the backends all build on it without importing each other back
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
 from .shown import Shown
@@ -193,6 +192,8 @@ def parse_time(text: str | None) -> float | None:
     if dot:
         digits = "".join(c for c in rest if c in "0123456789")
         text = f"{head}.{digits[:6]}{rest[len(digits) :]}"
+    from datetime import datetime  # read a platform's times only (a start need not import it)
+
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:

@@ -375,3 +375,30 @@ def test_a_job_ended_before_its_start_leaves_no_cgroup_and_the_launcher_outside(
     assert cgroup.kill() == []
     assert not cgroup.path.exists()
     assert os.getpid() in cgroup_pids(home) and not _joining()
+
+
+def test_a_process_s_children_are_listed_per_thread_as_the_process_table_has_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``children()`` reads the kernel's per-thread lists: the same set as a scan of every
+    process's parent — a child started by another thread and an unreaped zombie included —
+    and the scan where the kernel has no lists."""
+    from tfjob.backends.local import contain
+
+    def scanned() -> set[int]:
+        return {pid for pid, (_, ppid, _) in contain._process_table().items() if ppid == os.getpid()}
+
+    procs = [subprocess.Popen(["sleep", "30"])]
+    started = threading.Thread(target=lambda: procs.append(subprocess.Popen(["sleep", "30"])))
+    started.start()
+    started.join()
+    zombie = subprocess.Popen(["true"])
+    try:
+        while contain._stat3(zombie.pid)[0] != "Z":  # type: ignore[index]
+            time.sleep(0.01)
+        mine = {p.pid for p in [*procs, zombie]}
+        assert mine <= contain.children() == scanned()
+        monkeypatch.setattr(contain, "_listed_children", lambda: None)
+        assert mine <= contain.children() == scanned()
+    finally:
+        for p in [*procs, zombie]:
+            p.kill()
+            p.wait()

@@ -295,9 +295,34 @@ def _wait_gone(pids: list[int], until: float) -> None:
 
 
 def children() -> set[int]:
-    """This process's children (from /proc; empty where /proc is not there)."""
+    """This process's children (from /proc; empty where /proc is not there): each thread's
+    ``/proc/self/task/<tid>/children`` where the kernel has them (``CONFIG_PROC_CHILDREN``),
+    else a scan of every process's parent (its cost grows with the machine's processes)."""
+    listed = _listed_children()
+    if listed is not None:
+        return listed
     me = os.getpid()
     return {pid for pid, (_, ppid, _) in _process_table().items() if ppid == me}
+
+
+def _listed_children() -> set[int] | None:
+    """The children the kernel lists per thread of this process, or None where it does not."""
+    me = os.getpid()
+    found: set[int] = set()
+    try:
+        threads = os.listdir(f"/proc/{me}/task")
+        for tid in threads:
+            try:
+                with open(f"/proc/{me}/task/{tid}/children", "rb") as f:
+                    found.update(int(pid) for pid in f.read(1 << 20).split())
+            except FileNotFoundError:
+                if tid == str(me):
+                    return None  # no CONFIG_PROC_CHILDREN
+            except ProcessLookupError:
+                pass  # a thread that ended meanwhile
+    except (OSError, ValueError):
+        return None
+    return found
 
 
 def reap_orphans(children_before: set[int]) -> None:

@@ -275,7 +275,7 @@ class Launcher:
         self._carried: dict[str, tuple[int, list[TaskRestart]]] = {}
         self._scheduled_once = False
         self._attempt_started = 0.0
-        from tfjob.diagnosis import cgroup_oom_kills
+        from tfjob.oom import cgroup_oom_kills
 
         self._oom_kills = cgroup_oom_kills()
         #: The job's private container network (None: processes, or the host's network).
