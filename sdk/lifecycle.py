@@ -415,8 +415,15 @@ class Lifecycle:
         """Why a recorded job its platform no longer has is LOST."""
         return f"{self.platform} no longer has the job and its end was not seen"
 
-    def _cancel(self, job_id: str) -> None:
-        """Ask the platform to stop a job that has not ended."""
+    def _ended(self, job_id: str, record: JobRecord | None) -> bool:
+        """Whether the job has already ended (then ``cancel`` leaves it as it ended). Default:
+        its :meth:`status` says so."""
+        return self.status(job_id).state.is_terminal
+
+    def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
+        """Ask the platform to stop a job that has not ended; return what its record says now:
+        ``CANCELLING`` (asked; it ends when its tasks have stopped) or ``CANCELLED`` (gone at
+        once), and why."""
         raise NotImplementedError
 
     # -- what every backend shares ---------------------------------------------------------
@@ -490,7 +497,12 @@ class Lifecycle:
             raise
 
     def cancel(self, job_id: str) -> None:
-        """Ask the job to stop; a job that has already ended is left as it ended."""
-        if self.status(job_id).state.is_terminal:
+        """Ask the job to stop; a job that has already ended is left as it ended (:meth:`_ended`),
+        without a call to stop it. The platform is asked (:meth:`_cancel`) and the job's record
+        says so (:meth:`cancelled`): ``CANCELLING`` only from a state that had not moved on."""
+        record = self._lookup(job_id)
+        if self._ended(job_id, record):
             return
-        self._cancel(job_id)
+        state, message = self._cancel(job_id, record)
+        waiting = (JobState.QUEUED, JobState.PENDING, JobState.RUNNING) if state is JobState.CANCELLING else None
+        self.cancelled(self._lookup(job_id) or record, state, message, only_from=waiting)

@@ -52,7 +52,7 @@ class AIPlatformBackend(Lifecycle):
     def cancel(self, job_id: str) -> None:
         _shut_down(f"cancel job {job_id!r}")
 
-    def _cancel(self, job_id: str) -> None:
+    def _cancel(self, job_id: str, record: Any) -> NoReturn:
         _shut_down(f"cancel job {job_id!r}")
 
     def list(self, limit: int | None = None) -> list[JobStatus]:

@@ -372,32 +372,36 @@ class KubeflowBackend(Lifecycle):
         finally:
             client.close()
 
-    def cancel(self, job_id: str) -> None:
-        """Delete the TFJob (its pods go with it) and record the job as CANCELLED.
-
-        A job that has already ended is left as it is (nothing is deleted). One read of
-        the job object decides, without listing its pods as :meth:`status` would.
+    def _ended(self, job_id: str, record: JobRecord | None) -> bool:
+        """One read of the job object decides (its conditions), without listing its pods as
+        :meth:`status` would; a job gone from the cluster has ended if its record says so.
 
         Raises:
-            JobNotFoundError: there is no such TFJob.
+            JobNotFoundError: there is no such job, on the cluster or in the store.
         """
-        namespace, name, record = self._locate(job_id)
+        namespace, name = self._place(job_id, record)
         client = self._client_for(record)
         try:
-            namespace = namespace or client.namespace
-            try:
-                state = self._state(client, namespace, name)
-                if state.is_terminal:
-                    return  # as on every backend: a finished job is left as it ended
-                self._delete(client, namespace, name)
-            except JobNotFoundError:
-                if record is None:
-                    raise
-                if record.state.is_terminal:
-                    return  # ended and cleaned up since: left as it ended
+            return self._state(client, namespace or client.namespace, name).is_terminal
+        except JobNotFoundError:
+            if record is None:
+                raise
+            return record.state.is_terminal  # ended and cleaned up since: left as it ended
         finally:
             client.close()
-        self.cancelled(record, JobState.CANCELLED, f"cancelled: the {self.kind.name} was deleted by tfjob cancel")
+
+    def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
+        """Delete the job object (its pods go with it, then its companions): CANCELLED at once."""
+        namespace, name = self._place(job_id, record)
+        client = self._client_for(record)
+        try:
+            self._delete(client, namespace or client.namespace, name)
+        except JobNotFoundError:
+            if record is None:
+                raise
+        finally:
+            client.close()
+        return JobState.CANCELLED, f"cancelled: the {self.kind.name} was deleted by tfjob cancel"
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """The TFJobs tfjob created in the current context's namespace, newest first."""

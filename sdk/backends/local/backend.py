@@ -245,16 +245,10 @@ class LocalBackend(Lifecycle):
 
         return read_lines(path, prefix=prefix, tail=tail, follow=follow, is_done=is_done)
 
-    def cancel(self, job_id: str) -> None:
-        """Ask the job's supervisor to cancel it (it stops every task within a moment)."""
-        from .reap import reap_lost
-
-        store = self.store
-        record = reap_lost(store, store.resolve(job_id))
-        if record.state.is_terminal:
-            return
-        # The supervisor reads the request where it reads the job's state, and stops every task.
-        self.cancelled(record, JobState.CANCELLING, "cancel requested", only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING))
+    def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
+        """The job's supervisor reads the request where it reads the job's state, and stops every
+        task within a moment: recording it is the request."""
+        return JobState.CANCELLING, "cancel requested"
 
     def preempt(self, job_id: str, task: str, grace: float | None = None, wait: float = 60.0) -> str:
         """Preempt one task of a running job as a Spot VM is reclaimed — SIGTERM, ``grace``

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...spec import JobSpec
 from ...lifecycle import Lifecycle
-from ...model import JobStatus, SubmitOptions
+from ...model import JobState, JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
@@ -119,11 +119,12 @@ class VertexBackend(Lifecycle):
 
         return fetch_logs(job_id, task=task, follow=follow, tail=tail, credentials=self.credentials, store=self.store)
 
-    def _cancel(self, job_id: str) -> None:
-        """Ask Vertex AI to cancel the job."""
-        from .service import cancel_job
+    def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
+        """Ask Vertex AI to cancel the job: CANCELLING until it has ended."""
+        from .service import request_cancel
 
-        cancel_job(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+        request_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+        return JobState.CANCELLING, "cancel requested"
 
     # -- tuning (tfjob.backends.base.Tuner): a HyperparameterTuningJob ----------------------
     study_search = ""

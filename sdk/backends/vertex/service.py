@@ -504,12 +504,19 @@ def follow_job(
 
 def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
+    record = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store)
+    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
+
+
+def request_cancel(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore) -> JobRecord | None:
+    """Ask Vertex AI to cancel the job's current attempt (a pending submission is looked up first);
+    return its record (None: not recorded here). The record is not changed."""
     _, project, region, endpoint = locate(job_id, store=store)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
     client.cancel_custom_job(current_attempt(job_id, record))
-    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
     echo(f"asked Vertex AI to cancel job {job_id}")
+    return record
 
 
 def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None, store: JobStore) -> list[JobStatus]:

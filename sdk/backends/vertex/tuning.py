@@ -379,12 +379,19 @@ def cancel_tuning(
     job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore
 ) -> None:
     """Ask Vertex AI to cancel the tuning job; the store shows CANCELLING until it has ended."""
+    record = request_tuning_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store)
+    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
 
+
+def request_tuning_cancel(
+    job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore
+) -> JobRecord | None:
+    """Ask Vertex AI to cancel the tuning job; return its record (None: not recorded here), unchanged."""
     record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     client.cancel_tuning_job(job_id)
-    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
     echo(f"asked Vertex AI to cancel tuning job {job_id}")
+    return record
 
 
 def list_tunings(
@@ -479,8 +486,9 @@ class VertexTuningBackend(Lifecycle):
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials, store=self.store)
 
-    def _cancel(self, job_id: str) -> None:
-        cancel_tuning(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+    def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
+        request_tuning_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+        return JobState.CANCELLING, "cancel requested"
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         return list_tunings(limit, credentials=self.credentials, store=self.store)
