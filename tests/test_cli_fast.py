@@ -130,3 +130,35 @@ def test_mistakes_are_one_line_and_exit_2_either_way(tmp_path: Path, tfjob_exe: 
     got = subprocess.run([tfjob_exe, "submit", str(tmp_path / "t"), "-m", "t.task", *args, "--dry-run"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "TFJOB_HOME": str(tmp_path / "home")})  # fmt: skip
     assert (got.returncode, got.stderr.strip(), got.stdout) == (2, line, "")
+
+
+_ENDING = """\
+import atexit, sys, threading, time
+atexit.register(lambda: print("atexit ran", flush=True))
+if "--thread" in sys.argv:
+    sys.argv.remove("--thread")
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread ended", flush=True))).start()
+sys.argv = ["tfjob", *sys.argv[1:]]
+from tfjob.cli.main import run
+run()
+"""
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["alone", "with a thread running"])
+def test_the_command_ends_with_its_status_its_output_and_atexit_s_work_done(tmp_path: Path, thread: bool) -> None:
+    """``tfjob`` (``run``) ends without the interpreter's teardown, yet with the command's exit
+    status, all its output and the ``atexit`` callbacks; a running thread is waited for."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "__init__.py").write_text("")
+    (tmp_path / "t" / "task.py").write_text("")
+    env = {**os.environ, "TFJOB_HOME": str(tmp_path / "home")}
+    line = [sys.executable, "-c", _ENDING, "submit", str(tmp_path / "t"), "-m", "t.task", "--backend", "kubeflow", "--image", "r/i:1",
+            "--display-name", "t", "--dry-run"]  # fmt: skip
+    done = subprocess.run([*line, *(["--thread"] if thread else [])], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    printed = json.loads("\n".join(l for l in lines if l not in ("atexit ran", "thread ended")))
+    assert lines[-1] == "atexit ran" and printed["kind"] == "List"
+    assert ("thread ended" in lines) == thread
+    wrong = subprocess.run([*line, "--workers", "0"], capture_output=True, text=True, timeout=120, env=env)
+    assert (wrong.returncode, wrong.stdout) == (2, "atexit ran\n") and wrong.stderr.startswith("error: --workers 0 must be ≥ 1")

@@ -125,7 +125,7 @@ def test_wheel_holds_every_package_the_templates_and_the_dockerfile(wheel: Path)
     assert templates <= names, sorted(templates - names)
     assert not [n for n in names if n.startswith("tests/") or "__pycache__" in n]
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "tfjob = tfjob.cli.main:main" in entry_points
+    assert "tfjob = tfjob.cli.main:run" in entry_points
     assert "tfjob-bootstrap = tfjob.container.bootstrap:main" in entry_points
 
 
