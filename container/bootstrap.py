@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import sys
 
-from tfjob.cluster import TF_CONFIG_MODES, TaskInfo, render_bootstrap_env, task_info_from_env
+from tfjob.cluster.task import TF_CONFIG_MODES, TaskInfo, render_bootstrap_env, task_info_from_env
 from tfjob.cluster.dispatch import DEFAULT_STRATEGY, STRATEGIES
 from tfjob.cluster.dispatch import resolve_strategy as resolve
 

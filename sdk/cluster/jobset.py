@@ -22,7 +22,8 @@ variable on every backend. Stdlib only (the bootstrap imports it).
 from __future__ import annotations
 
 from ..lazy import LazyPattern
-from .render import ROLES, config_error, render_task_env
+from .render import render_task_env
+from .spec import ROLES, config_error
 
 # Not `from typing import TYPE_CHECKING` (~3 ms), nor collections.abc at run time: every
 # task's bootstrap imports this module.

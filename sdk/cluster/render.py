@@ -35,25 +35,13 @@ platforms' documentation and the Kubeflow training operator's source:
 
 from __future__ import annotations
 
+from .spec import ROLES, config_error
+
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping, Sequence
 
-    from ..errors import ClusterConfigError
-
-
-def config_error(message: str) -> ClusterConfigError:
-    """A :class:`~tfjob.errors.ClusterConfigError` saying ``message``; :mod:`tfjob.errors` is
-    imported only here, when one is raised: a task whose variables are well formed never
-    imports it (about 0.6 ms of every task's start, 2.6 M instructions)."""
-    from ..errors import ClusterConfigError
-
-    return ClusterConfigError(message)
-
-
-#: The canonical roles, in the order of Vertex worker pools 0..3.
-ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
 #: The dialects :func:`render_task_env` can produce.
 DIALECTS: tuple[str, ...] = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
 #: Where ``gcloud ai-platform local train --distributed`` starts numbering ports.

@@ -14,11 +14,25 @@ job names come back sorted and as ``str``.
 
 from __future__ import annotations
 
-
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from ..errors import ClusterConfigError
+
+#: The canonical roles, in the order of Vertex worker pools 0..3.
+ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
+
+
+def config_error(message: str) -> ClusterConfigError:
+    """A :class:`~tfjob.errors.ClusterConfigError` saying ``message``; :mod:`tfjob.errors` is
+    imported only here, when one is raised: a task whose variables are well formed never
+    imports it (about 0.6 ms of every task's start, 2.6 M instructions)."""
+    from ..errors import ClusterConfigError
+
+    return ClusterConfigError(message)
+
 
 # The range of a protobuf int32 map key (ClusterDef's task index).
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1

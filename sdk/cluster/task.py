@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import os
 
-from .render import ROLES, config_error
-from .spec import ClusterSpec
+from .spec import ROLES, ClusterSpec, config_error
 
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
