@@ -58,6 +58,7 @@ FILES: tuple[str, ...] = (
     "cluster/task.py",
     "container/__init__.py",
     "container/bootstrap.py",
+    "container/packages.py",
 )
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
 
