@@ -27,7 +27,8 @@ second interpreter start (30-50 ms on a busy 2-core machine) for every task; run
 in-process costs only the bootstrap's own imports, which are the standard library
 alone until dispatch (a test checks), a few milliseconds. A bad configuration prints one ``error:`` line and exits
 2; ``--check-port`` exits 75 (``EX_TEMPFAIL``) when this task's 127.0.0.1 port is
-already taken, which the local launcher answers by restarting on fresh ports.
+already taken, which the local launcher answers by restarting on fresh ports (a local
+container task's check; a process task's port the launcher checks itself as it starts it).
 """
 
 from __future__ import annotations

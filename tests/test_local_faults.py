@@ -172,7 +172,6 @@ def test_a_stolen_port_restarts_the_cluster_on_new_ports(tmp_path: Path, reliabi
         f"chief-0's port {calls[0][0]} was taken before it could listen; starting the cluster again on new ports (2/4)"
         in console.getvalue()
     )
-    assert f"port of task chief-0 (127.0.0.1:{calls[0][0]}) is already in use" in console.getvalue()
     assert reports(tmp_path / "out")["chief-0"]["cluster"]["chief"] == [f"127.0.0.1:{calls[1][0]}"]
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
 

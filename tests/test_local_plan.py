@@ -22,7 +22,7 @@ from tfjob.backends.local.plan import (
     render_job_info,
 )
 from tfjob.cluster.dispatch import job_strategy
-from tfjob.backends.local.ports import pick_ports, port_is_free
+from tfjob.backends.local.ports import pick_ports, port_is_free, port_taken
 from tfjob.spec import build_spec
 
 
@@ -97,7 +97,7 @@ def test_vertex_tasks_also_get_cluster_spec_and_the_job_dirs() -> None:
 def test_the_bootstrap_command_carries_module_strategy_and_user_args() -> None:
     plan = _plans(_spec(args=("--steps", "5")), "kubeflow")[0]
     assert plan.argv == [
-        "/usr/bin/python3", "-m", "tfjob.container.bootstrap", "--check-port", "--module", "trainer.task",
+        "/usr/bin/python3", "-m", "tfjob.container.bootstrap", "--module", "trainer.task",
         "--strategy", "parameter-server", "--", "--steps", "5",
     ]  # fmt: skip
     assert plan.cwd == "/src"
@@ -188,6 +188,17 @@ def test_picked_ports_are_distinct_and_free() -> None:
     ports = pick_ports(41)
     assert len(set(ports)) == 41
     assert all(port_is_free(p) for p in ports)
+
+
+def test_a_port_someone_listens_on_is_taken() -> None:
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert port_taken(port)
+    assert not port_taken(port)  # closed: free again (a listener leaves no TIME_WAIT)
 
 
 def test_tensorflow_info_lines_are_off_unless_the_user_asks_for_them() -> None:

@@ -37,7 +37,8 @@ def _local(spec, dialect: str, options: SubmitOptions) -> dict[str, list[str]]: 
         else:
             entrypoint = "tfjob-bootstrap"
             argv = plan.argv[plan.argv.index("tfjob.container.bootstrap") + 1 :]
-        argv.remove("--check-port")  # local only: a port picked on this machine may be taken
+        if spec.image:
+            argv.remove("--check-port")  # a local container only: a port picked on this machine may be taken
         out[plan.name] = [entrypoint, *argv]
     return out
 
@@ -104,7 +105,7 @@ def _local_package(spec, dialect: str, options: SubmitOptions) -> dict[str, list
     out = {}
     for plan in plans:
         argv = plan.argv[plan.argv.index("-m") + 1 :]
-        argv.remove("--check-port")
+        assert "--check-port" not in argv  # the launcher checks a process task's port as it starts it
         out[plan.name] = argv
     return out
 

@@ -43,10 +43,12 @@ from ...store import JobStore, TaskRecord, process_start_time
 from . import contain
 from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
 from .plan import TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
-from .ports import PortPicker, pick_ports
+from ...cluster.dispatch import BOOTSTRAP_MODULE
+from .ports import PortPicker, pick_ports, port_taken
 from ...shown import Shown
 
-#: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL).
+#: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL): a
+#: container task's check (a process task's port is checked by the launcher as it starts it).
 PORT_TAKEN_EXIT = 75
 #: Per task: command line, working directory, pid and the platform variables it got.
 TASKS_FILE = "tasks.json"
@@ -468,6 +470,9 @@ class Launcher:
         self._attempt_started = self.clock()
         with self._inside_cgroup(self._fast_start() is not None):
             for plan in plans:
+                if self._network is None and plan.argv[1:3] == ["-m", BOOTSTRAP_MODULE] and port_taken(plan.port):
+                    # A container task's bootstrap checks its own (--check-port: it exits PORT_TAKEN_EXIT).
+                    raise _Restart(f"{plan.name}'s port {plan.port} was taken before it could listen")
                 output = self._outputs.get(plan.name) or self.router.open_task(plan.name, plan.role, self._noise())
                 self._outputs[plan.name] = output
                 task = self._spawn(plan, output)
