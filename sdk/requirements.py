@@ -170,6 +170,32 @@ def check_requirements_met(requirements: Sequence[str], python: str, source: str
     )
 
 
+_DIST_INFOS: dict[tuple[str, int], dict[str, str]] = {}
+
+
+def _dist_infos(site: str) -> dict[str, str]:
+    """name → version of every ``NAME-VERSION.dist-info`` directory in ``site``, listed once
+    while the directory is unchanged (a dry run asks for four distributions, most of them in
+    one site-packages; an install or removal changes its time)."""
+    try:
+        key = (site, os.stat(site).st_mtime_ns)
+    except OSError:
+        return {}
+    found = _DIST_INFOS.get(key)
+    if found is None:
+        found = {}
+        try:
+            with os.scandir(site) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".dist-info") and "-" in entry.name:
+                        name, version = entry.name[: -len(".dist-info")].split("-", 1)
+                        found.setdefault(name.lower().replace(".", "_"), version)
+        except OSError:
+            pass
+        _DIST_INFOS[key] = found
+    return found
+
+
 def installed_version(dist: str, module: str | None = None, *, fallback: bool = True) -> str | None:
     """The version of the installed distribution ``dist`` (None: not installed).
 
@@ -188,15 +214,9 @@ def installed_version(dist: str, module: str | None = None, *, fallback: bool = 
     if spec is not None and spec.origin:
         origin = Path(spec.origin)
         site = origin.parent.parent if spec.submodule_search_locations is not None else origin.parent
-        try:
-            with os.scandir(site) as entries:
-                for entry in entries:
-                    if entry.name.endswith(".dist-info") and "-" in entry.name:
-                        name, version = entry.name[: -len(".dist-info")].split("-", 1)
-                        if name.lower().replace(".", "_") == wanted:
-                            return version
-        except OSError:
-            pass
+        version = _dist_infos(str(site)).get(wanted)
+        if version is not None:
+            return version
     if not fallback:
         return None
     from importlib import metadata

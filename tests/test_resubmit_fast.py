@@ -67,3 +67,20 @@ def test_the_bootstrap_wheel_is_made_once_and_again_when_damaged(tmp_path: Path)
         f.write(b"damage")
     assert Path(build(str(tmp_path))) == path
     assert zipfile.ZipFile(path).testzip() is None and not path.read_bytes().endswith(b"damage")
+
+
+def test_a_site_directory_is_listed_once_until_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from tfjob import requirements
+
+    (tmp_path / "Foo.Bar-1.0.dist-info").mkdir()
+    listed: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(requirements.os, "scandir", lambda p: (listed.append(p), real(p))[1])
+    assert requirements._dist_infos(str(tmp_path)) == {"foo_bar": "1.0"}
+    assert requirements._dist_infos(str(tmp_path)) == {"foo_bar": "1.0"} and len(listed) == 1
+    time.sleep(0.05)  # past the file system's clock tick
+    (tmp_path / "baz-2.0.dist-info").mkdir()
+    assert requirements._dist_infos(str(tmp_path)) == {"foo_bar": "1.0", "baz": "2.0"} and len(listed) == 2
+    assert requirements._dist_infos(str(tmp_path / "absent")) == {}
