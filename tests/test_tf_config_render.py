@@ -267,3 +267,17 @@ def test_bad_addresses_and_two_chiefs_are_refused() -> None:
         render_task_env({"chief": ["h:0", "h:1"]}, "chief", 0, "vertex")
     with pytest.raises(ClusterConfigError, match="task index True must be a whole number"):
         render_task_env({"chief": ["h:0"]}, "chief", True, "vertex")
+
+
+@pytest.mark.parametrize("dialect", ["vertex", "ai-platform", "kubeflow", "gcloud-local"])
+def test_every_task_rendered_at_once_is_each_task_rendered_alone(dialect: str) -> None:
+    from tfjob.cluster.render import render_task_envs
+
+    cluster = {"chief": ["h:1"], "worker": [f"h:{10 + i}" for i in range(3)], "ps": ["h:20", "h:21"], "evaluator": ["h:30"]}
+    tasks = [(role, i) for role, addresses in cluster.items() for i in range(len(addresses))]
+    options = {"job": {"k": "v"} if dialect != "kubeflow" else None, "use_chief": None}
+    together = render_task_envs(cluster, tasks, dialect, **options)  # type: ignore[arg-type]
+    assert together == [render_task_env(cluster, role, i, dialect, **options) for role, i in tasks]  # type: ignore[arg-type]
+    assert len({env.get("TF_CONFIG") for env in together}) == len(tasks)  # each names its own task
+    with pytest.raises(ClusterConfigError, match=r"task worker-3 is not in the cluster"):
+        render_task_envs(cluster, [("chief", 0), ("worker", 3)], dialect)

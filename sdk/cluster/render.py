@@ -150,9 +150,53 @@ def render_task_env(
         ClusterConfigError: an unknown dialect or role, an index outside the
             cluster, or a cluster that is not role → list of addresses.
     """
+    return render_task_envs(
+        cluster, [(role, index)], dialect, job=job, trial=trial, use_chief=use_chief, job_dir=job_dir, dynamic_workers=dynamic_workers
+    )[0]
+
+
+def render_task_envs(
+    cluster: Mapping[str, Sequence[str]],
+    tasks: Sequence[tuple[str, int]],
+    dialect: str,
+    *,
+    job: Mapping[str, Any] | None = None,
+    trial: str | None = None,
+    use_chief: bool | None = None,
+    job_dir: str | None = None,
+    dynamic_workers: bool = False,
+) -> list[dict[str, str]]:
+    """:func:`render_task_env` for each ``(role, index)`` of ``tasks``, in order, the cluster
+    checked once: a local launcher renders every task of its cluster, and a check of the
+    whole cluster for each task made its start grow with the square of the cluster's size.
+
+    Raises:
+        ClusterConfigError: as :func:`render_task_env`, for the first task it cannot render.
+    """
     if dialect not in DIALECTS:
         raise config_error(f"dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
     roles = _check_cluster(cluster)
+    return [
+        _render_checked(
+            roles, role, index, dialect, job=job, trial=trial, use_chief=use_chief, job_dir=job_dir, dynamic_workers=dynamic_workers
+        )
+        for role, index in tasks
+    ]
+
+
+def _render_checked(
+    roles: dict[str, list[str]],
+    role: str,
+    index: int,
+    dialect: str,
+    *,
+    job: Mapping[str, Any] | None,
+    trial: str | None,
+    use_chief: bool | None,
+    job_dir: str | None,
+    dynamic_workers: bool,
+) -> dict[str, str]:
+    """One task's variables, ``roles`` already checked (:func:`_check_cluster`)."""
     _check_task(roles, role, index)
     if dialect == "vertex":
         return _render_vertex(roles, role, index, job=job, trial=trial, job_dir=job_dir)

@@ -232,7 +232,7 @@ def build_task_plans(
             TF_CONFIG's (and CLUSTER_SPEC's) task and ``CLOUD_ML_TRIAL_ID``; the
             trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
     """
-    from ...cluster import render_task_env
+    from ...cluster.render import render_task_envs
     from ...cluster.dispatch import bootstrap_args
 
     if spec.module is None and spec.script is None and not spec.image:
@@ -250,8 +250,11 @@ def build_task_plans(
     if source_root is not None:
         base["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, base.get("PYTHONPATH", "")) if p)
     job_info = render_job_info(spec, dialect, strategy, tf_config)
+    tasks = spec.tasks()
+    # Every task's platform variables at once: the cluster is checked once, not once a task.
+    platforms = render_task_envs(cluster, tasks, dialect, job=job_info, trial=trial, use_chief=spec.use_chief, job_dir=spec.job_dir)
     plans = []
-    for role, index in spec.tasks():
+    for (role, index), platform in zip(tasks, platforms):
         address = cluster[role][index]
         # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
         trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
@@ -262,9 +265,6 @@ def build_task_plans(
         # No --check-port: the launcher checks the task's port as it starts it (a task
         # would load the socket module for it: 1.6 M instructions of every task's start).
         argv = [python, "-m", "tfjob.container.bootstrap", *boot]
-        platform = render_task_env(
-            dict(cluster), role, index, dialect, job=job_info, trial=trial, use_chief=spec.use_chief, job_dir=spec.job_dir
-        )
         env = dict(base)
         env.update(spec.env_for(role))  # the pool's own variables over the job's
         env.update(platform)
