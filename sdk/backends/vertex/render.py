@@ -29,6 +29,7 @@ from ...errors import SpecError, Word
 from ...spec import ROLES, JobSpec, Pool, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP_MODULE, bootstrap_command, package_args, trainer_args
 from ...config_vertex import RESERVATION_KEY
+from ...lazy import LazyPattern
 
 #: The label every job tfjob submits carries (value: tfjob's version), for `tfjob list`.
 TFJOB_LABEL = "tfjob"
@@ -44,12 +45,12 @@ _REGISTRY = "{area}-docker.pkg.dev/vertex-ai/training/tf-{kind}.{major}-{minor}.
 #: Where packages go in the staging bucket: ``<prefix>/<sha256>/<file>``.
 PACKAGE_PREFIX = "tfjob/packages"
 
-_GCS_RE = re.compile(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?\Z")
-_TENSORBOARD_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+\Z")
+_GCS_RE = LazyPattern(r"^gs://[a-z0-9][a-z0-9._-]{0,221}(/.*)?\Z")
+_TENSORBOARD_RE = LazyPattern(r"^projects/[^/]+/locations/[^/]+/tensorboards/[^/]+\Z")
 #: An experiment's (or a run's) context, as CustomJobSpec.experiment / experiment_run name it.
-_CONTEXT_RE = re.compile(r"^projects/[^/]+/locations/[^/]+/metadataStores/[^/]+/contexts/[a-z0-9][a-z0-9-]{0,127}\Z")
+_CONTEXT_RE = LazyPattern(r"^projects/[^/]+/locations/[^/]+/metadataStores/[^/]+/contexts/[a-z0-9][a-z0-9-]{0,127}\Z")
 #: What Vertex AI Experiments takes as an experiment or run name.
-_EXPERIMENT_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,127}\Z")
+_EXPERIMENT_NAME_RE = LazyPattern(r"^[a-z0-9][a-z0-9-]{0,127}\Z")
 
 
 def experiment_contexts(options: VertexOptions) -> tuple[str | None, str | None]:
