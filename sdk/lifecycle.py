@@ -1,8 +1,14 @@
 """One job lifecycle for every backend: waiting, following, Ctrl-C and cancelling.
 
-A backend implements what only it knows — a pure ``render``, ``submit``, ``status``
-(its native state mapped to :class:`~tfjob.model.JobState`), ``logs`` and a thin
-``_cancel`` — and inherits from :class:`Lifecycle` what must be the same everywhere:
+A backend implements what only it knows — a pure ``render``, ``logs``, ``list`` and the
+small hooks of the lifecycle's templates (create: ``_prepare``, ``_pending``, ``_create``;
+fetch: ``_lookup``, ``_fetch``, its native state mapped to :class:`~tfjob.model.JobState`;
+delete: ``_cancel``) — and inherits from :class:`Lifecycle` what must be the same everywhere:
+
+- :meth:`Lifecycle.submit`, :meth:`Lifecycle.status` and :meth:`Lifecycle.cancel`, the
+  templates: the job created and recorded (first, where a backend says so), its status
+  fetched and its record synced (LOST when the platform no longer has it), a job that has
+  ended left as it ended, and the record of a cancel kept;
 
 - :func:`poll`, the one wait loop (``JobHandle.wait``, following a job after submit,
   following a Vertex AI job or a tuning study): the pause grows ×1.5 from the first
@@ -237,11 +243,12 @@ def record_cancel(
 class Lifecycle:
     """The part of a backend that is the same on every backend (see the module's docstring).
 
-    Subclasses set ``name``, ``platform`` and ``options_class`` and implement ``submit``,
-    ``status`` and ``_cancel`` (and ``render``, ``logs``, ``list``), reading the options they
-    are given through :meth:`typed`, keeping the store in step through :meth:`record`,
-    :meth:`sync`, :meth:`lost` and :meth:`cancelled`, and following logs with
-    :func:`follow_lines` over their :class:`LineFeed`.
+    Subclasses set ``name``, ``platform`` and ``options_class``, fill the hooks of
+    :meth:`submit` (``_prepare``, ``_pending``, ``_create``, ``_not_created``), :meth:`status`
+    (``_lookup``, ``_fetch``, ``_gone``) and :meth:`cancel` (``_ended``, ``_cancel``), and
+    implement ``render``, ``logs`` (with :func:`follow_lines` over their :class:`LineFeed`)
+    and ``list``; the templates read the options through :meth:`typed` and keep the store in
+    step through :meth:`record`, :meth:`sync`, :meth:`lost` and :meth:`cancelled`.
 
     Args:
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
