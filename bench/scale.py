@@ -64,13 +64,13 @@ def kubeflow_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
 
 def local_render_bytes_per_task(workers: int, ps: int) -> Callable[[], float]:
     """Bytes per task of the local plan (as ``tfjob render --backend local`` prints it)."""
-    from tfjob.backends.local.backend import BACKEND
+    from tfjob.backends.local.backend import LocalBackend
     from tfjob.backends.local.options import LocalOptions
     from tfjob.spec import build_spec
 
     def run() -> float:
         spec = build_spec(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps)
-        return len(json.dumps(BACKEND.render(spec, LocalOptions()), indent=2)) / len(spec.tasks())
+        return len(json.dumps(LocalBackend().render(spec, LocalOptions()), indent=2)) / len(spec.tasks())
 
     return run
 
