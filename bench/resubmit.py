@@ -13,7 +13,9 @@ Interleaved in each round, so machine load hits all alike:
 Targets: unchanged ≤ 4× ``python -c pass`` (issue 25; 8× in issue 17: a cache hit imports
 neither ``build`` nor ``importlib.metadata``, versions are read from dist-info names, the
 bootstrap wheel is reused from its sources' digest, and ``tfjob.spec`` and the secret
-scanner compile their patterns on first use); changed ≤ 1.2× the bare build plus the dry
+scanner compile their patterns on first use; issue 25: the plain ``submit`` line is read
+without click, ``tfjob.cli.fast``, and the command ends without the interpreter's
+teardown, ``tfjob.cli.main.run``); changed ≤ 1.2× the bare build plus the dry
 run's own cost (``python -c pass`` × 4: a cache hit's whole path).
 
     .venv/bin/python bench/resubmit.py [--runs 5] [--quick] [--json FILE]
