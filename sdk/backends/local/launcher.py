@@ -366,9 +366,11 @@ class Launcher:
         """Make the job's cgroup (where the machine allows) and keep its path in the job's
         record, so that a job found LOST is ended through it too (:mod:`.reap`)."""
         self._cgroup = contain.JobCgroup.create(self.job_id)
-        if self._cgroup is not None and self.engine is None and contain.pdeathsig_prefix() is not None:
+        if self._cgroup is not None and self._sole_thread() and self.engine is None and contain.pdeathsig_prefix() is not None:
             # Tasks will be born in the cgroup (the fast start): the move in, whose first time
             # waits on the kernel, overlaps the cluster's planning (no process starts meanwhile).
+            # Only the main thread of a process with no other: the move takes the whole process,
+            # and a launcher in a thread (a parallel trial's) shares it with others starting tasks.
             self._cgroup.join_ahead()
         if self._cgroup is not None:
             record = self.store.get(self.job_id)
@@ -481,6 +483,11 @@ class Launcher:
         self.store.put_tasks(self.job_id, [t.record() for t in self.tasks])
         write_task_manifest(self.router.log_dir / TASKS_FILE, self.tasks)
         self._schedule_preemptions()
+
+    @staticmethod
+    def _sole_thread() -> bool:
+        """Whether this launcher runs in the main thread of a process with no other thread."""
+        return threading.current_thread() is threading.main_thread() and threading.active_count() == 1
 
     def _fast_start(self) -> tuple[str, ...] | None:
         """The command prefix that starts a task with no Python between fork and exec (so
