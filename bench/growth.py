@@ -14,6 +14,18 @@ code between fork and exec). The same in CPU time (user + system of ``tfjob subm
 its tasks, against the bare interpreters'), ``growth.cpu_*``: on a shared machine it moves
 far less with the others' load than wall time does.
 
+What an added task costs over a bare interpreter (issue 25.7): its bootstrap's start before
+the trainer, 8.9 M instructions over ``python -c pass`` with a 161-task ``TF_CONFIG``
+(callgrind; 14.3 M before ``tfjob.errors``, ``tfjob.cluster.render``, ``--package``'s code
+and the socket module left a task's path — the launcher checks a process task's port itself),
+``setpriv``'s exec for the parent-death signal (~0.5 ms of CPU, the same as ``prctl``
+through ``_ctypes`` in the task would cost), and the launcher's start of it (``Popen``, its
+log file, its record; the cluster is checked once for all tasks). What still grows with the
+cluster in each task is its ``TF_CONFIG`` (written by the launcher, read by the task): a few
+hundred thousand instructions a task at 161 tasks. At a load of 20 and more on the shared
+2-core VM the bare baselines collapse (they start every interpreter at once) and the wall
+slope comes out negative: read ``growth.cpu_slope`` there, or the instruction counts.
+
 Next to the JSON (or as ``bench/growth.png`` without ``--json``) a small plot: seconds
 against tasks for both, one point per size (median, with min–max bars).
 
