@@ -279,5 +279,10 @@ def test_every_task_rendered_at_once_is_each_task_rendered_alone(dialect: str) -
     together = render_task_envs(cluster, tasks, dialect, **options)  # type: ignore[arg-type]
     assert together == [render_task_env(cluster, role, i, dialect, **options) for role, i in tasks]  # type: ignore[arg-type]
     assert len({env.get("TF_CONFIG") for env in together}) == len(tasks)  # each names its own task
+    separators = (",", ":") if dialect == "kubeflow" else (", ", ": ")
+    for env in together:  # written in parts, laid out as json.dumps lays out the whole
+        for name in ("TF_CONFIG", "CLUSTER_SPEC"):
+            if name in env:
+                assert json.dumps(json.loads(env[name]), separators=separators) == env[name]
     with pytest.raises(ClusterConfigError, match=r"task worker-3 is not in the cluster"):
         render_task_envs(cluster, [("chief", 0), ("worker", 3)], dialect)

@@ -40,7 +40,7 @@ from .spec import ROLES, config_error
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Sequence
+    from typing import Any, Callable, Mapping, Sequence
 
 #: The dialects :func:`render_task_env` can produce.
 DIALECTS: tuple[str, ...] = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
@@ -91,6 +91,39 @@ def _dump_go(value: Any) -> str:
     import json
 
     return json.dumps(value, separators=(",", ":"))
+
+
+class _Shared:
+    """What every task of one cluster shares in its variables — the cluster as the platform
+    names it, the job entry — made and written as JSON once for all of them
+    (:func:`render_task_envs`): written once a task, it made a local cluster's start grow
+    with the square of its size."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, Any] = {}
+        self._texts: dict[str, str] = {}
+
+    def value(self, key: str, make: Callable[[], Any]) -> Any:
+        if key not in self._values:
+            self._values[key] = make()
+        return self._values[key]
+
+    def text(self, key: str, make: Callable[[], Any], compact: bool = False) -> str:
+        """``make()``'s JSON (Google's layout, or the Go operator's when ``compact``), once."""
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = (_dump_go if compact else _dump)(self.value(key, make))
+        return text
+
+
+def _object(fields: Sequence[tuple[str, str]], compact: bool = False) -> str:
+    """The JSON object of ``fields`` (key, the value's JSON text), laid out as ``json.dumps``
+    lays out a dict (``compact``: with ``separators=(",", ":")``); keys are tfjob's own."""
+    colon, comma = (":", ",") if compact else (": ", ", ")
+    return "{" + comma.join(f'"{key}"{colon}{text}' for key, text in fields) + "}"
+
+
+_CLOUD = '"cloud"'
 
 
 def _primary(use_chief: bool | None, default: bool) -> str:
@@ -176,10 +209,20 @@ def render_task_envs(
     if dialect not in DIALECTS:
         raise config_error(f"dialect {dialect!r} is not one of {', '.join(DIALECTS)}")
     roles = _check_cluster(cluster)
+    shared = _Shared()
     return [
         _render_checked(
-            roles, role, index, dialect, job=job, trial=trial, use_chief=use_chief, job_dir=job_dir, dynamic_workers=dynamic_workers
-        )
+            roles,
+            role,
+            index,
+            dialect,
+            shared,
+            job=job,
+            trial=trial,
+            use_chief=use_chief,
+            job_dir=job_dir,
+            dynamic_workers=dynamic_workers,
+        )  # fmt: skip
         for role, index in tasks
     ]
 
@@ -189,6 +232,7 @@ def _render_checked(
     role: str,
     index: int,
     dialect: str,
+    shared: _Shared,
     *,
     job: Mapping[str, Any] | None,
     trial: str | None,
@@ -196,19 +240,20 @@ def _render_checked(
     job_dir: str | None,
     dynamic_workers: bool,
 ) -> dict[str, str]:
-    """One task's variables, ``roles`` already checked (:func:`_check_cluster`)."""
+    """One task's variables, ``roles`` already checked (:func:`_check_cluster`); what the
+    cluster's tasks share comes from ``shared``."""
     _check_task(roles, role, index)
     if dialect == "vertex":
-        return _render_vertex(roles, role, index, job=job, trial=trial, job_dir=job_dir)
+        return _render_vertex(roles, role, index, shared, job=job, trial=trial, job_dir=job_dir)
     if "chief" not in roles and dialect != "kubeflow":
         raise config_error(
             f"a job without a chief (worker 0 as chief) runs only where the platform allows it: the kubeflow dialect, "
             f"not {dialect} (whose primary replica is always the chief or master)"
         )
     if dialect == "ai-platform":
-        return _render_ai_platform(roles, role, index, job=job, trial=trial, use_chief=use_chief)
+        return _render_ai_platform(roles, role, index, shared, job=job, trial=trial, use_chief=use_chief)
     if dialect == "kubeflow":
-        return _render_kubeflow(roles, role, index, use_chief=use_chief, dynamic_workers=dynamic_workers)
+        return _render_kubeflow(roles, role, index, shared, use_chief=use_chief, dynamic_workers=dynamic_workers)
     return _render_gcloud_local(roles, role, index, job=job, use_chief=use_chief)
 
 
@@ -216,6 +261,7 @@ def _render_vertex(
     cluster: dict[str, list[str]],
     role: str,
     index: int,
+    shared: _Shared,
     *,
     job: Mapping[str, Any] | None,
     trial: str | None,
@@ -223,27 +269,14 @@ def _render_vertex(
 ) -> dict[str, str]:
     if "chief" not in cluster:
         raise config_error("a Vertex AI job needs a chief: worker pool 0 (workerPoolSpecs[0]) runs the primary replica")
-    pools = {f"workerpool{n}": cluster[r] for n, r in enumerate(ROLES) if r in cluster}
-    job_entry = dict(job) if job is not None else {}
-    env = {
-        "CLUSTER_SPEC": _dump(
-            {
-                "cluster": pools,
-                "environment": "cloud",
-                "task": _task(f"workerpool{ROLES.index(role)}", index, trial),
-                "job": job_entry,
-            }
-        )
-    }
+    pools = shared.text("pools", lambda: {f"workerpool{n}": cluster[r] for n, r in enumerate(ROLES) if r in cluster})
+    job_entry = shared.text("job", lambda: dict(job) if job is not None else {})
+    pool_task = _dump(_task(f"workerpool{ROLES.index(role)}", index, trial))
+    env = {"CLUSTER_SPEC": _object([("cluster", pools), ("environment", _CLOUD), ("task", pool_task), ("job", job_entry)])}
     if sum(len(addresses) for addresses in cluster.values()) > 1:
-        env["TF_CONFIG"] = _dump(
-            {
-                "cluster": _rename(cluster, "chief", evaluators=False),
-                "task": _task(role, index, trial),
-                "job": job_entry,
-                "environment": "cloud",
-            }
-        )
+        renamed = shared.text("chief", lambda: _rename(cluster, "chief", evaluators=False))
+        task = _dump(_task(role, index, trial))
+        env["TF_CONFIG"] = _object([("cluster", renamed), ("task", task), ("job", job_entry), ("environment", _CLOUD)])
     if job_dir:
         base = job_dir.rstrip("/") + "/" + (f"{trial}/" if trial is not None else "")
         env["AIP_MODEL_DIR"] = base + "model/"
@@ -256,40 +289,36 @@ def _render_ai_platform(
     cluster: dict[str, list[str]],
     role: str,
     index: int,
+    shared: _Shared,
     *,
     job: Mapping[str, Any] | None,
     trial: str | None,
     use_chief: bool | None,
 ) -> dict[str, str]:
     primary = _primary(use_chief, default=False)
-    job_entry = dict(job) if job is not None else {}
-    tf_config = {
-        "cluster": _rename(cluster, primary, evaluators=False),
-        "task": _task(primary if role == "chief" else role, index, trial),
-        "job": job_entry,
-        "environment": "cloud",
+    job_entry = shared.text("job", lambda: dict(job) if job is not None else {})
+    renamed = shared.text(primary, lambda: _rename(cluster, primary, evaluators=False))
+    every = shared.text("master+evaluators", lambda: _rename(cluster, "master", evaluators=True))
+    task = _dump(_task(primary if role == "chief" else role, index, trial))
+    master_task = _dump(_task("master" if role == "chief" else role, index, trial))
+    return {
+        "TF_CONFIG": _object([("cluster", renamed), ("task", task), ("job", job_entry), ("environment", _CLOUD)]),
+        "CLUSTER_SPEC": _object([("cluster", every), ("environment", _CLOUD), ("task", master_task), ("job", job_entry)]),
     }
-    cluster_spec = {
-        "cluster": _rename(cluster, "master", evaluators=True),
-        "environment": "cloud",
-        "task": _task("master" if role == "chief" else role, index, trial),
-        "job": job_entry,
-    }
-    return {"TF_CONFIG": _dump(tf_config), "CLUSTER_SPEC": _dump(cluster_spec)}
 
 
 def _render_kubeflow(
-    cluster: dict[str, list[str]], role: str, index: int, *, use_chief: bool | None, dynamic_workers: bool
+    cluster: dict[str, list[str]], role: str, index: int, shared: _Shared, *, use_chief: bool | None, dynamic_workers: bool
 ) -> dict[str, str]:
     primary = _primary(use_chief, default=True)
     task_type = primary if role == "chief" else role
-    full = _rename(cluster, primary, evaluators=True)
+    full: dict[str, list[str]] = shared.value(f"{primary}+evaluators", lambda: _rename(cluster, primary, evaluators=True))
     task = {"type": task_type, "index": index}
     if sum(len(addresses) for addresses in full.values()) == 1:
         return {}  # the operator's isDistributed(): one replica in all gets no TF_CONFIG
     if not dynamic_workers:
-        body = {"cluster": dict(sorted(full.items())), "task": task, "environment": "cloud"}
-        return {"TF_CONFIG": _dump_go(body)}
+        body = shared.text("sorted", lambda: dict(sorted(full.items())), compact=True)
+        return {"TF_CONFIG": _object([("cluster", body), ("task", _dump_go(task)), ("environment", _CLOUD)], compact=True)}
     # The operator's SparseClusterSpec: a Go struct (worker, then ps) whose nil ps
     # slice is written as null when the job has no parameter servers.
     sparse: dict[str, Any] = {"worker": {}, "ps": []}
