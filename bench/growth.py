@@ -20,9 +20,9 @@ the trainer, 8.9 M instructions over ``python -c pass`` with a 161-task ``TF_CON
 and the socket module left a task's path — the launcher checks a process task's port itself),
 ``setpriv``'s exec for the parent-death signal (~0.5 ms of CPU, the same as ``prctl``
 through ``_ctypes`` in the task would cost), and the launcher's start of it (``Popen``, its
-log file, its record; the cluster is checked once for all tasks). What still grows with the
-cluster in each task is its ``TF_CONFIG`` (written by the launcher, read by the task): a few
-hundred thousand instructions a task at 161 tasks. At a load of 20 and more on the shared
+log file, its record; the cluster is checked, and what every task's ``TF_CONFIG`` shares
+written, once for all tasks). What still grows with the cluster in each task is its
+``TF_CONFIG``, read by the task, and ``tasks.json``, which records every task's variables. At a load of 20 and more on the shared
 2-core VM the bare baselines collapse (they start every interpreter at once) and the wall
 slope comes out negative: read ``growth.cpu_slope`` there, or the instruction counts.
 
