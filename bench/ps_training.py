@@ -1,11 +1,11 @@
 """Real ParameterServerStrategy training through tfjob against a hand-written launcher (issue 17).
 
-The census template (1 chief + 2 workers + 1 ps, a fixed number of steps, generated data)
-run two ways, interleaved in each round so machine load hits both alike:
+The census template (1 chief + 2 workers + 1 ps, 200 steps, generated data; with ``--quick``
+1 + 1 + 1 and 2 steps) run two ways, interleaved in each round so machine load hits both alike:
 
 * ``tfjob submit DIR -m trainer.task --workers 2 --ps 1 --quiet -- --train-steps N``;
-* the baseline: the launcher a user would write by hand — four ``python -m trainer.task``
-  processes with hand-made ``TF_CONFIG``s on free 127.0.0.1 ports, waiting for the chief,
+* the baseline: the launcher a user would write by hand — one ``python -m trainer.task``
+  process per task with hand-made ``TF_CONFIG``s on free 127.0.0.1 ports, waiting for the chief,
   then stopping the others (the trainer's ps and workers serve until stopped).
 
 Figures: wall time (target: ≤ 1.05× the hand launcher, median of the interleaved runs)
@@ -24,7 +24,10 @@ from proctree import MIB, run_sampled
 
 SECTION = "ps_training"
 TARGET_RATIO = 1.05
-STEPS, QUICK_STEPS = 200, 10
+STEPS, QUICK_STEPS = 200, 2
+#: Workers of the measured cluster (one chief and one ps besides); ``--quick`` only checks that
+#: the figures come out, so it trains the smallest cluster the template takes (tests/test_bench.py).
+WORKERS, QUICK_WORKERS = 2, 1
 
 HAND_LAUNCHER = """\
 import json, os, signal, socket, subprocess, sys
@@ -34,8 +37,8 @@ def free_port():
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
-trainer, job_dir, steps = sys.argv[1], sys.argv[2], sys.argv[3]
-roles = [("chief", 0), ("worker", 0), ("worker", 1), ("ps", 0)]
+trainer, job_dir, steps, workers = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+roles = [("chief", 0), *(("worker", i) for i in range(workers)), ("ps", 0)]
 cluster = {}
 for role, _ in roles:
     cluster.setdefault(role, []).append(f"127.0.0.1:{free_port()}")
@@ -59,6 +62,7 @@ sys.exit(code)
 def measure(runs: int, quick: bool = False) -> list[Figure]:
     """The census template through tfjob and through the hand launcher, interleaved."""
     steps = str(QUICK_STEPS if quick else STEPS)
+    workers = str(QUICK_WORKERS if quick else WORKERS)
     warmup = 0 if quick else 1
     with private_home("tfjob-bench-ps-") as home:
         env = clean_env(TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
@@ -72,18 +76,18 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
             for name in ("tfjob", "hand"):
                 job_dir = home / f"{name}-{i}"  # a fresh job dir: no checkpoint to resume from
                 argv = (
-                    [str(BIN / "tfjob"), "submit", str(project), "-m", "trainer.task", "--workers", "2", "--ps", "1",
+                    [str(BIN / "tfjob"), "submit", str(project), "-m", "trainer.task", "--workers", workers, "--ps", "1",
                      "--quiet", "--job-dir", str(job_dir), "--", "--train-steps", steps]
-                    if name == "tfjob" else [PYTHON, str(launcher), str(project), str(job_dir), steps]
+                    if name == "tfjob" else [PYTHON, str(launcher), str(project), str(job_dir), steps, workers]
                 )  # fmt: skip
                 sampler = run_sampled(argv, env=env, interval=0.1)
                 if i >= warmup:
                     wall[name].append(sampler.elapsed)
                     rss[name].append(sampler.tree_peak / MIB)
     return [
-        Figure("ps_training.wall", SECTION, f"census PS training 1+2+1, {steps} steps: tfjob submit",
+        Figure("ps_training.wall", SECTION, f"census PS training 1+{workers}+1, {steps} steps: tfjob submit",
                Sample("tfjob", wall["tfjob"]), Sample("hand launcher", wall["hand"]), Target("ratio-max", TARGET_RATIO)),
-        Figure("ps_training.rss", SECTION, "census PS training 1+2+1: summed peak RSS of the tree",
+        Figure("ps_training.rss", SECTION, f"census PS training 1+{workers}+1: summed peak RSS of the tree",
                Sample("tfjob", rss["tfjob"], "MiB"), Sample("hand launcher", rss["hand"], "MiB")),
     ]  # fmt: skip
 
