@@ -1,7 +1,8 @@
-"""tfjob as a Kubeflow Pipelines v2 step (tfjob.pipelines): a real two-step pipeline through
-``kfp.local`` (the census template trained on the local backend, 1 chief + 2 workers + 1 ps,
-then a step that loads the SavedModel and reads the metrics), the same pipeline compiled,
-a failing job failing its step by task, and a terminated step cancelling its job."""
+"""tfjob as a Kubeflow Pipelines v2 step (tfjob.pipelines): a two-step pipeline compiled, a
+failing job failing its step by task, and a terminated step cancelling its job. The real
+two-step run through ``kfp.local`` (the census template trained on the local backend, 1 chief
++ 2 workers + 1 ps, then a step that loads the SavedModel and reads the metrics) is the
+README's pipeline, run and checked by tests/test_readme.py (the census model trained once)."""
 
 # No `from __future__ import annotations`: KFP reads the components' annotations as types.
 import json
@@ -15,14 +16,12 @@ from typing import Any, List, NamedTuple
 import pytest
 import yaml
 
-from helpers import requires_tf
 
 kfp = pytest.importorskip("kfp")
 from kfp import compiler, dsl, local  # noqa: E402
 from kfp.dsl import Input, Metrics, Model  # noqa: E402
 
 from tfjob.pipelines.components import train_op  # noqa: E402
-from tfjob.scaffold import init_template  # noqa: E402
 
 #: The step runs in this interpreter's environment (tfjob, kfp, TensorFlow are here): no pip.
 TRAIN = train_op(base_image="python:3.11", install_kfp_package=False)
@@ -71,39 +70,6 @@ def local_runner(tmp_path: Path) -> Path:
     root = tmp_path / "pipeline-root"
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(root), raise_on_error=True)
     return root
-
-
-@requires_tf
-@pytest.mark.tf
-@pytest.mark.slow
-def test_two_step_pipeline_trains_on_the_local_backend_and_the_next_step_loads_the_model(
-    tmp_path: Path, local_runner: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from tfjob import get_job
-
-    trainer = init_template(tmp_path / "census", "census-ps")
-    job_dir = tmp_path / "job"
-    run = census_pipeline(package=str(trainer), job_dir=str(job_dir))
-
-    # The training step's outputs, as the next step and the pipeline see them.
-    assert run.outputs["backend"] == "local"
-    status = get_job(run.outputs["job_id"]).status()
-    assert status.state.value == "SUCCEEDED"
-    assert sorted(t.name for t in status.tasks) == ["chief-0", "ps-0", "worker-0", "worker-1"]
-    written = json.loads((job_dir / "eval" / "metrics.json").read_text())
-    assert written["global_step"] == 6
-    assert 0.0 < run.outputs["prediction"] < 1.0  # the SavedModel, loaded by its URI, predicts
-    assert run.outputs["accuracy"] == pytest.approx(written["accuracy"])  # read from the Metrics artifact
-    log = capsys.readouterr().out
-    assert "[chief-0]" in log and "[worker-1]" in log  # the job's lines are the step's log
-    # The artifacts KFP recorded: the Model's URI is the exported SavedModel, not a copy.
-    outputs = _executor_output(local_runner, "tfjob-train")
-    model = outputs["artifacts"]["model"]["artifacts"][0]
-    assert model["uri"] == str(job_dir / "model") and (job_dir / "model" / "saved_model.pb").is_file()
-    assert model["metadata"] == {"framework": "tensorflow", "format": "SavedModel", "job_id": run.outputs["job_id"], "backend": "local"}
-    logged = outputs["artifacts"]["metrics"]["artifacts"][0]["metadata"]
-    assert logged["accuracy"] == pytest.approx(written["accuracy"]) and logged["auc"] == pytest.approx(written["auc"])
-    assert outputs["parameterValues"] == {"job_id": run.outputs["job_id"], "backend": "local"}
 
 
 def _executor_output(root: Path, task: str) -> dict[str, Any]:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -24,6 +26,7 @@ from helpers import BIN, CRDS, ROOT, requires_tf
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex, write_service_account
 from test_vertex_e2e import free_port
+import test_templates_census as census_template
 
 README = ROOT / "README.md"
 _FENCE = re.compile(
@@ -169,6 +172,60 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         pipeline = json.loads((work / "runs" / "pipeline" / "eval" / "metrics.json").read_text())
         assert any(o.stdout.strip().endswith(f"accuracy {pipeline['accuracy']}") for o in outputs)
         assert "comp-tfjob-train" in (work / "census-pipeline.yaml").read_text()
+        _the_pipeline_step_as_kfp_recorded_it(work, outputs)
+        # Last, as it evaluates and exports runs/census again: the census template's own README on this run.
+        _the_census_template_readme_on_the_first_commands_job(work, main, env)
+
+
+def _the_pipeline_step_as_kfp_recorded_it(work: Path, outputs: list[subprocess.CompletedProcess[str]]) -> None:
+    """The README's pipeline is the suite's real two-step kfp.local run (tests/test_pipelines.py has the
+    compiled spec, a failing job and a cancelled step): the training step's job ran 1+2+1 to the end,
+    its lines are the step's log, and its artifacts are the job's own SavedModel and final metrics."""
+    from tfjob import get_job
+
+    job_dir = work / "runs" / "pipeline"
+    (found,) = sorted((work / "runs" / "pipeline-root").glob("*/tfjob-train/executor_output.json"))
+    recorded = json.loads(found.read_text())
+    job_id = recorded["parameterValues"]["job_id"]
+    assert recorded["parameterValues"] == {"job_id": job_id, "backend": "local"}
+    status = get_job(job_id).status()
+    assert status.state.value == "SUCCEEDED"
+    assert sorted(t.name for t in status.tasks) == ["chief-0", "ps-0", "worker-0", "worker-1"]
+    written = json.loads((job_dir / "eval" / "metrics.json").read_text())
+    assert written["global_step"] == 8
+    run = next(o for o in outputs if o.stdout.strip().endswith(f"accuracy {written['accuracy']}"))
+    assert "[chief-0]" in run.stdout + run.stderr and "[worker-1]" in run.stdout + run.stderr  # the job's lines: the step's log
+    model = recorded["artifacts"]["model"]["artifacts"][0]
+    assert Path(work, model["uri"]).resolve() == (job_dir / "model").resolve()  # the exported SavedModel, not a copy
+    assert model["metadata"] == {"framework": "tensorflow", "format": "SavedModel", "job_id": job_id, "backend": "local"}
+    logged = recorded["artifacts"]["metrics"]["artifacts"][0]["metadata"]
+    assert logged["accuracy"] == pytest.approx(written["accuracy"]) and logged["auc"] == pytest.approx(written["auc"])
+
+
+def _the_census_template_readme_on_the_first_commands_job(work: Path, main: Block, env: dict[str, str]) -> None:
+    """The census-ps template's README (my_trainer/README.md): its local command is the README's first
+    command — the same 1+4+2 job of 200 steps, named from inside the trainer — so the census model is
+    trained once per run, here, and the template's other local examples read that job: its prediction
+    snippet loads the model, and the one-process command finds it trained (it resumes at step 200,
+    evaluates and exports without a training epoch)."""
+    trainer, job_dir = work / "my_trainer", work / "runs" / "census"
+    readme = (trainer / "README.md").read_text()
+    commands = census_template.readme_commands(readme)
+    (submit,) = [step for step in main.code.split(" && ") if step.startswith("tfjob submit ")]
+    assert shlex.split(commands[0]) == shlex.split(submit.replace(" my_trainer ", " . ").replace("runs/census", "../census-job"))
+    census_template.assert_trained(job_dir, 200, predict=False)
+    (work / "census-job").symlink_to(job_dir)  # the template README's ../census-job, seen from my_trainer
+    (snippet,) = census_template.readme_blocks(readme, "python")
+    predicted = subprocess.run([sys.executable, "-c", snippet], cwd=trainer, env=env, capture_output=True, text=True, timeout=180)
+    assert predicted.returncode == 0, predicted.stderr[-3000:]
+    assert "probabilities" in predicted.stdout and "classes" in predicted.stdout
+    alone = shlex.split(commands[1])
+    assert alone[:3] == ["python", "-m", "trainer.task"]
+    quiet = {**env, "CLOUD_ML_HP_METRIC_FILE": str(work.parent / "hypertune" / "output.metrics")}  # not in /tmp
+    rerun = subprocess.run([sys.executable, *alone[1:]], cwd=trainer, env=quiet, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "at step 200" in rerun.stderr and "Epoch" not in rerun.stdout  # already trained: evaluates, exports
+    assert json.loads((job_dir / "eval" / "metrics.json").read_text())["resumed_from_step"] == 200
 
 
 @requires_tf
