@@ -70,7 +70,7 @@ def tfjob_exe() -> str:
 #: end waiting on one of them. The order within a module is kept.
 _HEAVY_FIRST = (
     "test_image_build.py", "test_images.py", "test_readme.py", "test_templates_census.py", "test_preemption_tf.py",
-    "test_bench.py", "test_tune_census.py", "test_pipelines.py", "test_fidelity_trainers.py", "test_k8s_shipping.py",
+    "test_bench.py", "test_fidelity_trainers.py", "test_k8s_shipping.py",
     "test_migration_guides.py", "test_ps_training.py", "test_bootstrap_signals.py",
 )  # fmt: skip
 
