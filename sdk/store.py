@@ -27,12 +27,15 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .model import JobState, JobStatus, TaskRestart, TaskStatus
 from .errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
 from .shown import Shown
+
+if TYPE_CHECKING:
+    import weakref
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -174,6 +177,30 @@ MAX_PENDING_REQUESTS = 100
 #: At most this many restarts of a task are kept in its history (the count goes on).
 MAX_RESTART_HISTORY = 100
 _DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
+
+#: The stores this process opened, closed by an ``atexit`` callback: the ``tfjob`` command
+#: ends without the interpreter's teardown (``tfjob.cli.main.run``), and a store left open
+#: leaves its last writes in its WAL file, where damage to ``jobs.db`` itself would go unseen.
+_OPENED: "weakref.WeakSet[JobStore] | None" = None
+
+
+def _close_at_exit(store: "JobStore") -> None:
+    global _OPENED
+    if _OPENED is None:
+        import atexit
+        import weakref
+
+        _OPENED = weakref.WeakSet()
+        atexit.register(_close_opened)
+    _OPENED.add(store)
+
+
+def _close_opened() -> None:
+    for store in list(_OPENED or ()):
+        try:
+            store.close()
+        except sqlite3.Error:
+            pass
 
 
 def make_job_id(name: str, token: str | None = None) -> str:
@@ -460,6 +487,7 @@ class JobStore:
         return StoreError(f"{self.path}: the job store failed ({text}); run the command again, or move the file aside")
 
     def _open(self) -> None:
+        _close_at_exit(self)
         try:
             self._db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
             self._setup()
@@ -509,6 +537,16 @@ class JobStore:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+    def __del__(self) -> None:
+        # Closed with the store, not when the interpreter tears down (the tfjob command skips
+        # that): the last close of the file folds the WAL back into jobs.db.
+        db = getattr(self, "_db", None)
+        if db is not None:
+            try:
+                db.close()
+            except sqlite3.Error:
+                pass
 
     def __enter__(self) -> "JobStore":
         return self.open()
