@@ -34,10 +34,12 @@ def pick_ports(n: int, host: str = HOST) -> list[int]:
             s.close()
 
 
-def port_is_free(port: int, host: str = HOST) -> bool:
-    """True if ``port`` can be bound on ``host`` now."""
+def _binds(port: int, host: str, reuse: bool = False) -> bool:
+    """Whether a socket can bind ``port`` on ``host`` now (``reuse``: with ``SO_REUSEADDR``)."""
     s = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
+        if reuse:
+            s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         s.bind((host, port))
     except OSError:
         return False
@@ -46,18 +48,15 @@ def port_is_free(port: int, host: str = HOST) -> bool:
     return True
 
 
+def port_is_free(port: int, host: str = HOST) -> bool:
+    """True if ``port`` can be bound on ``host`` now."""
+    return _binds(port, host)
+
+
 def port_taken(port: int, host: str = HOST) -> bool:
     """True if ``port`` cannot be bound on ``host`` now because something holds it: what the
     bootstrap's ``--check-port`` asks in a task, asked by the launcher as it starts the task
     (one bind here instead of loading the socket module into every task, 1.6 M instructions
     of each one's start). ``SO_REUSEADDR``, so a port in TIME_WAIT (a previous run's) is not
     mistaken for taken; a listening socket still makes the bind fail."""
-    s = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-    try:
-        s.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
-        s.bind((host, port))
-    except OSError:
-        return True
-    finally:
-        s.close()
-    return False
+    return not _binds(port, host, reuse=True)
