@@ -9,16 +9,19 @@ this module turns every declaration into a click option. Every option of ``submi
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import click
 
-from .flags import Flag, knobs
+from .flags import knobs
 
-__all__ = ["Flag", "knobs", "option_of", "knob_params", "KnobCommand", "JOB_OPTIONS", "SUBMIT_OPTIONS", "apply", "keyword_of"]
+if TYPE_CHECKING:
+    from tfjob import Knob
+
+__all__ = ["knobs", "option_of", "knob_params", "KnobCommand", "JOB_OPTIONS", "SUBMIT_OPTIONS", "apply", "keyword_of"]
 
 
-def option_of(knob: Flag) -> Callable[[Any], Any]:
+def option_of(knob: Knob) -> Callable[[Any], Any]:
     """The click option of a knob: its flags, its kind, its help with the backends that take it."""
     kind = knob.kind
     extra: dict[str, Any] = {}

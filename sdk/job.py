@@ -61,15 +61,9 @@ _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = list(SETTING_NAMES)
 
 
-def _backend_only() -> dict[str, tuple[str, ...]]:
-    """Keyword → the backends that take it, for the keywords only some backends take:
-    gathered from each backend's declared options (:func:`tfjob.backends.keyword_backends`)."""
-    return keyword_backends()
-
-
 def job_keywords(backend: str | None = None) -> list[str]:
     """Every keyword :class:`Job` accepts; with ``backend``, those that backend takes."""
-    only = _backend_only()
+    only = keyword_backends()
     common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, "config"} - set(only)
     mine = set(only) if backend is None else {k for k, names in only.items() if backend in names}
     return sorted(common | mine)
@@ -77,7 +71,7 @@ def job_keywords(backend: str | None = None) -> list[str]:
 
 def check_backend_keywords(backend: str, given: Any) -> None:
     """Refuse a keyword (flag, ``--config`` key) the chosen backend does not take."""
-    only = _backend_only()
+    only = keyword_backends()
     for key in sorted(given):
         allowed = only.get(key)
         if allowed is None or backend in allowed:
@@ -454,7 +448,7 @@ class Job:
         options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
         option_fields = [f.name for f in dataclasses.fields(options_cls)]
-        only = _backend_only()
+        only = keyword_backends()
         option_values = {k: values.pop(k) for k in option_fields if k in values}
         for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
             del values[key]  # another backend's option, from a --config file

@@ -226,7 +226,7 @@ check_backend_keywords("local", {"workers", "dialect"})
 _kinds()
 print(json.dumps({
     "knobs": [repr(k) for k in b.knobs().values()],
-    "flags": [f.row() for f in options.knobs().values()],
+    "flags": [[k.name, list(k.flags), k.kind, k.described(), k.cli, k.tune] for k in options.knobs().values()],
     "takers": b.keyword_backends(),
     "fields": b.option_annotations(),
     "options_read": sorted(m for m in sys.modules if m.startswith("tfjob.backends.") and m.endswith(".options")),
