@@ -18,8 +18,8 @@ What an added task costs over a bare interpreter (issue 25.7): its bootstrap's s
 the trainer, 8.9 M instructions over ``python -c pass`` with a 161-task ``TF_CONFIG``
 (callgrind; 14.3 M before ``tfjob.errors``, ``tfjob.cluster.render``, ``--package``'s code
 and the socket module left a task's path — the launcher checks a process task's port itself),
-``setpriv``'s exec for the parent-death signal (~0.5 ms of CPU, the same as ``prctl``
-through ``_ctypes`` in the task would cost), and the launcher's start of it (``Popen``, its
+no parent-death signal of its own where the job's lifeline guards its cgroup (one shell
+per job; without it ``setpriv``'s exec, ~1.2 ms of CPU a task), and the launcher's start of it (``Popen``, its
 log file, its record; the cluster is checked, and what every task's ``TF_CONFIG`` shares
 written, once for all tasks). What still grows with the cluster in each task is its
 ``TF_CONFIG``, read by the task, and ``tasks.json``, which records every task's variables. At a load of 20 and more on the shared

@@ -12,6 +12,8 @@ import os
 import select
 import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -35,7 +37,7 @@ from tfjob import Job
 from tfjob.model import JobState
 from tfjob.cli.main import app
 from tfjob.backends.local.ports import pick_ports
-from tfjob.store import JobStore
+from tfjob.store import JobStore, process_alive
 
 GRACE = "30"  # long: a test that waited for it would show
 
@@ -117,10 +119,41 @@ def test_a_chief_that_never_ends_times_out(tmp_path: Path, reliability: Reliabil
     assert_no_survivors(job_processes(job_id, tmp_path / "out"))
 
 
+#: ``tfjob ARGS`` whose launcher has no lifeline, so its tasks get a parent-death signal each
+#: (setpriv): what a launcher does where it starts no shell.
+_WITHOUT_LIFELINE = (
+    "import sys; from tfjob.backends.local import contain; "
+    "contain.Lifeline.start = classmethod(lambda cls, cgroup: None); "
+    "from tfjob.cli.main import run; sys.argv[0] = 'tfjob'; run()"
+)
+
+
+def _has_cgroup() -> bool:
+    from tfjob.backends.local.contain import JobCgroup, kill_cgroup
+
+    probe = JobCgroup.create(f"probe-{os.getpid()}-{time.monotonic_ns()}")
+    if probe is None:
+        return False
+    probe.close()
+    kill_cgroup(probe.path)
+    return True
+
+
 @pytest.mark.reliability
-def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path: Path, reliability: Reliability) -> None:
+@pytest.mark.parametrize("guard", ["lifeline", "pdeathsig"])
+def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(guard: str, tmp_path: Path, reliability: Reliability) -> None:
+    # Where the tasks are born in the job's cgroup, the job's lifeline kills the cgroup when
+    # the launcher dies: the tasks and what they started. Without it, each task's
+    # parent-death signal takes the task; `tfjob list` finds the job LOST and ends the rest.
     job_dir = tmp_path / "out"
-    proc = start_cli(probe_args("--", "--hang", "all", "--grandchild", "worker-0", workers=1, job_dir=job_dir))
+    args = probe_args("--", "--hang", "all", "--grandchild", "worker-0", workers=1, job_dir=job_dir)
+    if guard == "lifeline":
+        proc = start_cli(args)
+    else:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WITHOUT_LIFELINE, *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )  # fmt: skip
     read_until(proc, ready_lines(["chief-0", "worker-0"]))
     job_id = only_job_id()
     seen = reports(job_dir)
@@ -130,7 +163,11 @@ def test_a_killed_launcher_takes_its_tasks_along_and_the_job_shows_lost(tmp_path
     proc.kill()
     reliability.fault("SIGKILL to the launcher")
     proc.wait()
-    assert_no_survivors(tasks)  # PR_SET_PDEATHSIG: the kernel kills them with the launcher
+    assert_no_survivors(tasks)
+    if guard == "lifeline" and _has_cgroup():
+        assert_no_survivors(grandchild)  # the whole cgroup, before anything found the job LOST
+    elif guard == "pdeathsig":
+        assert process_alive(*grandchild[0])  # each task's own signal: the grandchild waits for `list`
     listed = CliRunner().invoke(app, ["list", "--json"])
     assert listed.exit_code == 0, listed.stderr
     [entry] = json.loads(listed.stdout)

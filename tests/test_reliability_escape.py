@@ -402,3 +402,65 @@ def test_a_process_s_children_are_listed_per_thread_as_the_process_table_has_the
         for p in [*procs, zombie]:
             p.kill()
             p.wait()
+
+
+def _sleeper_in(cgroup: JobCgroup) -> subprocess.Popen[bytes]:
+    """A process in its own session inside ``cgroup`` (as a task that called setsid)."""
+    with cgroup.entered():
+        return subprocess.Popen(["sleep", "60"], start_new_session=True)
+
+
+def test_a_released_lifeline_leaves_and_kills_nothing() -> None:
+    # The job ended with its launcher alive: the lifeline goes without touching the cgroup.
+    from tfjob.backends.local.contain import Lifeline, cgroup_pids
+
+    cgroup = _cgroup_or_skip(f"released-{os.getpid()}")
+    lifeline = Lifeline.start(cgroup)
+    assert lifeline is not None
+    sleeper = _sleeper_in(cgroup)
+    try:
+        assert lifeline.pid not in cgroup_pids(cgroup.path)  # it watches from outside
+        lifeline.release()
+        assert not alive(lifeline.pid)
+        assert sleeper.poll() is None and cgroup_pids(cgroup.path) == [sleeper.pid]
+    finally:
+        cgroup.kill()
+        sleeper.wait(timeout=10)
+
+
+def _wait_ignoring(pid: int, sig: signal.Signals, timeout: float = 10.0) -> None:
+    """Wait until process ``pid`` ignores ``sig`` (its ``SigIgn`` mask in /proc)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = Path(f"/proc/{pid}/status").read_text()
+        ignored = int(next(line for line in status.splitlines() if line.startswith("SigIgn:")).split()[1], 16)
+        if ignored >> (sig - 1) & 1:
+            return
+        assert time.monotonic() < deadline, f"process {pid} never ignored {sig.name}"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("first", [None, signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_launcher_s_death_kills_its_cgroup_through_the_lifeline(first: signal.Signals | None) -> None:
+    # The pipe's end that only the launcher holds closes as it dies (even of SIGKILL): the
+    # lifeline kills everything in the cgroup, a process in a session of its own included.
+    # A signal to the lifeline before that (a terminal's, a group's) does not stop it.
+    from tfjob.backends.local.contain import Lifeline, cgroup_pids
+
+    cgroup = _cgroup_or_skip(f"lifeline-{os.getpid()}")
+    lifeline = Lifeline.start(cgroup)
+    assert lifeline is not None
+    sleeper = _sleeper_in(cgroup)
+    try:
+        if first is not None:
+            _wait_ignoring(lifeline.pid, first)  # its shell has set its trap
+            os.killpg(lifeline.pid, first)
+            time.sleep(0.2)  # a signal that would have ended it has by now
+            assert alive(lifeline.pid)
+        lifeline._proc.stdin.close()  # type: ignore[union-attr]  # what the launcher's death does
+        assert sleeper.wait(timeout=10) == -signal.SIGKILL
+        lifeline._proc.wait(timeout=10)
+        assert cgroup_pids(cgroup.path) == []
+    finally:
+        cgroup.kill()
+        lifeline.release()

@@ -21,6 +21,12 @@ catch such a process on Linux:
 - every task's environment carries ``TFJOB_JOB_ID``, which its descendants inherit:
   :func:`job_processes` finds each live process that carries this job's id.
 
+When the launcher itself dies (even of SIGKILL), the job's :class:`Lifeline` — one small
+shell per job, waiting on a pipe only the launcher holds — kills the cgroup at once: every
+task and everything each started. Where there is no lifeline (no ``/bin/sh``, or a launcher
+sharing its process with other threads), each task gets ``PR_SET_PDEATHSIG`` instead, and
+what the tasks started is ended through the cgroup when the job is found LOST.
+
 Where no cgroup can be made (not Linux, no cgroup v2, not writable), the last two remain.
 They hold for a job that ends while its launcher lives; when the launcher itself is
 SIGKILLed, the tasks die with it (``PR_SET_PDEATHSIG``) and a LOST job's leftover
@@ -40,7 +46,10 @@ import time
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    import subprocess
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -92,6 +101,80 @@ def pdeathsig_prefix() -> tuple[str, ...] | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return (exe, "--pdeathsig", "KILL", "--") if done.returncode == 0 else None
+
+
+#: The lifeline's shell: it waits on a pipe whose other end only the launcher holds. The
+#: word ``release`` (the job ended, the launcher tidies up) lets it go; the end of the pipe
+#: without it (the launcher died, even of SIGKILL) makes it kill the job's cgroup. Signals
+#: other than SIGKILL do not stop it; ``$1`` is the cgroup's directory.
+_LIFELINE_SCRIPT = "; ".join(
+    (
+        "trap '' HUP INT QUIT TERM PIPE",
+        'while read -r word; do [ "$word" = release ] && exit 0; done',
+        'echo 1 > "$1/cgroup.kill"',
+    )
+)
+_SHELL = "/bin/sh"
+
+
+class Lifeline:
+    """Ends a job's cgroup when its launcher dies: one small shell per job, in place of a
+    parent-death signal set on each task.
+
+    ``PR_SET_PDEATHSIG`` must be set in each task before it runs the trainer: by
+    ``setpriv``'s exec in front of every task (~1.2 ms of CPU each), or by Python code between
+    fork and exec. Where the tasks are born in the job's cgroup, one watcher per job does
+    the same and more: when the launcher dies, however, the pipe it alone holds ends, and
+    the watcher writes ``cgroup.kill`` — every task and everything each started dies at once,
+    where the parent-death signal reaches the task's own process only.
+
+    The watcher runs in a session of its own (a signal to the launcher's process group
+    spares it) and outside the cgroup it guards.
+    """
+
+    def __init__(self, proc: "subprocess.Popen[bytes]") -> None:
+        self._proc = proc
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @classmethod
+    def start(cls, cgroup: "JobCgroup") -> "Lifeline | None":
+        """Start the watcher of ``cgroup`` (None where there is no ``/bin/sh``, or it fails to start)."""
+        if not os.access(_SHELL, os.X_OK):
+            return None
+        import subprocess
+
+        try:
+            proc = subprocess.Popen(
+                [_SHELL, "-c", _LIFELINE_SCRIPT, "tfjob-lifeline", str(cgroup.path)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                cwd="/", close_fds=True, start_new_session=True,
+            )  # fmt: skip
+        except OSError:
+            return None
+        return cls(proc)
+
+    def release(self, wait: float = 2.0) -> None:
+        """The job ended: let the watcher go without killing anything, and reap it."""
+        import subprocess
+
+        pipe = self._proc.stdin
+        if pipe is not None and not pipe.closed:
+            try:
+                os.write(pipe.fileno(), b"release\n")
+            except OSError:
+                pass  # it is gone already
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
 
 
 class _Jobs:

@@ -1,9 +1,9 @@
 """Start the tasks of a local cluster, follow them, and tear the cluster down.
 
 One process per task, each in its own session and process group, in the job's cgroup
-where the machine allows one, and with ``PR_SET_PDEATHSIG`` (Linux), so that no task
-outlives the launcher even when the launcher is killed with SIGKILL, and nothing a task
-starts outlives the job (:mod:`.contain`). One thread waits on everything at once — each
+where the machine allows one — which the job's lifeline kills if the launcher dies — or
+else with ``PR_SET_PDEATHSIG`` (Linux), so that no task outlives the launcher even when the
+launcher is killed with SIGKILL, and nothing a task starts outlives the job (:mod:`.contain`). One thread waits on everything at once — each
 task's output pipe and its pidfd (Linux ≥ 5.3), plus a wake-up pipe for cancels — so
 there is no polling loop with sleeps and the launcher reacts to an exit as it happens.
 
@@ -313,6 +313,7 @@ class Launcher:
         self._children_before = contain.children()
         self._subreaper = contain.become_subreaper()
         self._cgroup: contain.JobCgroup | None = None
+        self._lifeline: contain.Lifeline | None = None
         try:
             self._contain()
             if self.store.state(self.job_id) is JobState.CANCELLING:
@@ -344,7 +345,12 @@ class Launcher:
                         left = self.engine.remove_job(self.job_id)
                         if left:
                             self.router.note(f"removed {len(left)} container(s) of the job that were still there")
-                    escaped = self._cgroup.kill() if self._cgroup is not None else []
+                    try:
+                        escaped = self._cgroup.kill() if self._cgroup is not None else []
+                    finally:
+                        if self._lifeline is not None:
+                            self._lifeline.release()  # before stop_escaped: it is a child in a session of its own
+                            self._lifeline = None
                     escaped += [
                         p
                         for p in contain.stop_escaped(self.job_id, self._children_before, orphans=self._cgroup is None)
@@ -366,7 +372,16 @@ class Launcher:
         """Make the job's cgroup (where the machine allows) and keep its path in the job's
         record, so that a job found LOST is ended through it too (:mod:`.reap`)."""
         self._cgroup = contain.JobCgroup.create(self.job_id)
-        if self._cgroup is not None and self._sole_thread() and self.engine is None and contain.pdeathsig_prefix() is not None:
+        if self._cgroup is not None and self._sole_thread():
+            # Tasks born in the cgroup need no parent-death signal each: the lifeline kills
+            # the cgroup if this process dies (started outside the cgroup, before the move in).
+            self._lifeline = contain.Lifeline.start(self._cgroup)
+        if (
+            self._cgroup is not None
+            and self._sole_thread()
+            and self.engine is None
+            and (self._lifeline is not None or contain.pdeathsig_prefix() is not None)
+        ):
             # Tasks will be born in the cgroup (the fast start): the move in, whose first time
             # waits on the kernel, overlaps the cluster's planning (no process starts meanwhile).
             # Only the main thread of a process with no other: the move takes the whole process,
@@ -491,14 +506,16 @@ class Launcher:
 
     def _fast_start(self) -> tuple[str, ...] | None:
         """The command prefix that starts a task with no Python between fork and exec (so
-        Popen can vfork): setpriv sets the parent-death signal, and the task is born in the
-        job's cgroup because this process steps into it meanwhile — which needs no other
-        thread here that could start a process of its own meanwhile (a pipeline's, a parallel
-        trial's). None: each task runs :func:`_child_setup` between fork and exec instead."""
-        prefix = contain.pdeathsig_prefix()
-        if prefix is None or (self._cgroup is not None and threading.active_count() > 1):
+        Popen can vfork). The task is born in the job's cgroup because this process steps
+        into it meanwhile — which needs no other thread here that could start a process of
+        its own meanwhile (a pipeline's, a parallel trial's). The job's lifeline kills that
+        cgroup if this process dies: no prefix. Without a lifeline, setpriv sets each task's
+        parent-death signal. None: each task runs :func:`_child_setup` between fork and exec."""
+        if self._cgroup is not None and threading.active_count() > 1:
             return None
-        return prefix
+        if self._lifeline is not None:
+            return ()
+        return contain.pdeathsig_prefix()
 
     @contextlib.contextmanager
     def _inside_cgroup(self, fast: bool) -> Iterator[None]:
@@ -517,7 +534,7 @@ class Launcher:
         """Start one task of ``plan`` (again, for a restart: the same command, variables and
         address), in the job's cgroup, its output to ``output``."""
         prefix = self._fast_start()
-        if prefix is not None and (plan.argv[0], plan.env.get("PATH")) not in self._programs:
+        if prefix and (plan.argv[0], plan.env.get("PATH")) not in self._programs:
             # setpriv would start, and then fail to run it: say so as Popen would have.
             if _which(plan.argv[0], plan.env.get("PATH") or os.defpath) is None:
                 raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): no such program, or not executable")

@@ -64,8 +64,8 @@ def reap_lost(store: JobStore, record: JobRecord) -> JobRecord:
 def stop_orphan_group(pid: int, start: int | None) -> None:
     """SIGKILL what is left of a lost task's process group (pgid = the task's pid).
 
-    A task dies with its supervisor (``PR_SET_PDEATHSIG``), but processes it started
-    stay in its group. The group is killed only if it is provably the task's: the
+    A task dies with its supervisor (its job's lifeline kills the cgroup, or the task's
+    ``PR_SET_PDEATHSIG``), but without a cgroup processes it started stay in its group. The group is killed only if it is provably the task's: the
     task itself still runs (same start time), or no process has its pid any more —
     the kernel never hands out a pid still in use as a group id, so a group without
     its leader can only be what is left of the task.
