@@ -508,3 +508,40 @@ def test_bootstrap_imports_only_the_stdlib_before_dispatch(trainer_dir: Path, di
     assert not any(name.startswith("tensorflow") for name in used)
     # Imported only to raise an error (0.6 ms of every task's start): this task raises none.
     assert "tfjob.errors" not in used
+
+
+GC_PROBE = """\
+import gc, json, sys
+print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count()}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("entry", ["python -m", "console script"])
+def test_a_task_s_trainer_starts_with_what_came_before_it_frozen_and_the_collector_on(trainer_dir: Path, entry: str) -> None:
+    # The task's process (either entry, as the local backend and the images start it) freezes
+    # what the interpreter's start and the bootstrap made: the trainer's collections and the
+    # one at exit do not walk it. The collector itself is on, as in a plain interpreter.
+    (trainer_dir / "trainer" / "gcprobe.py").write_text(GC_PROBE)
+    cluster = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
+    env = _env(**render_task_env(cluster, "worker", 0, "vertex"))
+    start = [sys.executable, "-m", "tfjob.container.bootstrap"] if entry == "python -m" else [str(BIN / "tfjob-bootstrap")]
+    done = subprocess.run([*start, "--module", "trainer.gcprobe"], cwd=trainer_dir, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    plain = subprocess.run([sys.executable, "-m", "trainer.gcprobe"], cwd=trainer_dir, env=env, capture_output=True, text=True, timeout=60)
+    assert seen["enabled"] is True and json.loads(plain.stdout)["frozen"] == 0
+    assert seen["frozen"] > 1000  # the interpreter's and tfjob's objects, not the trainer's
+
+
+def test_main_called_from_python_leaves_its_caller_s_collector_alone(
+    trainer_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gc
+
+    monkeypatch.chdir(trainer_dir)
+    monkeypatch.syspath_prepend(str(trainer_dir))
+    frozen = gc.get_freeze_count()
+    cluster = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2"]}
+    code, err = _run_main(monkeypatch, capsys, ["--module", "trainer.probe"], **render_task_env(cluster, "worker", 0, "vertex"))
+    assert (code, err) == (0, "")
+    assert gc.get_freeze_count() == frozen and gc.isenabled()
