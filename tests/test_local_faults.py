@@ -345,3 +345,27 @@ def _until_ready(job_dir: Path, tasks: list[str], timeout: float = 60.0) -> None
             pass
         time.sleep(0.1)
     raise AssertionError(f"tasks {tasks} never reported ready in {job_dir}")
+
+
+@pytest.mark.parametrize("pidfds", [True, False])
+def test_exits_are_seen_with_and_without_pidfds(pidfds: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Where the kernel has no pidfd (Linux < 5.3), the launcher asks each task without one
+    # with waitpid; with pidfds it asks none but those that said they exited. Either way the
+    # chief's end is seen and the workers that never end on their own are stopped.
+    if not pidfds:
+
+        def no_pidfd(pid: int, flags: int = 0) -> int:
+            raise OSError(38, "Function not implemented")
+
+        monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    job_dir = tmp_path / "out"
+    job = Job(
+        package=str(PROBE), module="probe.task", workers=3, ps=1, backend="local", job_dir=str(job_dir),
+        args=["--wait-tasks", "5", "--hang", "worker", "--hang", "ps"],
+    )  # fmt: skip
+    job_id = job.backend.run(job.spec, job.options, console=io.StringIO(), summary=io.StringIO())
+    record, tasks = _record(job_id)
+    assert record.state is JobState.SUCCEEDED, record.message
+    assert tasks["chief-0"].state is JobState.SUCCEEDED
+    assert all(tasks[name].state is JobState.STOPPED for name in ("worker-0", "worker-1", "worker-2", "ps-0"))
+    assert_no_survivors(job_processes(job_id, job_dir))

@@ -879,8 +879,11 @@ class Launcher:
             else:
                 timeout = None if until is None else until - now
             self._dispatch(self._sel.select(timeout), watching=False)
+            # A task with a pidfd said it exited through it (in _dispatch); only those without
+            # are asked (a waitpid each, which for every live task at every wake-up grew with
+            # the square of the tasks still running at teardown).
             for task in live:
-                if not task.done and task.proc.poll() is not None:
+                if task.pidfd is None and not task.done and task.proc.poll() is not None:
                     self._on_exit(task, watching=False)
 
     def _teardown(self) -> None:
