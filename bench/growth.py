@@ -49,6 +49,10 @@ SIZES = ((4, 2), (32, 8), (128, 32))
 QUICK_SIZES = ((2, 1), (4, 2), (8, 2))
 #: Issue 25: at most this much more overhead per added task, middle size to largest.
 TARGET_SLOPE_S = 0.003
+#: Rounds at least (not --quick): a round's slope is the difference of four runs of up to
+#: ~3.5 s on 2 cores, and scatters by ~2 ms; the median of 5 still moved by ±1 ms from run
+#: to run (2026-11-27: 41 rounds pooled, median 2.24 ms, quartiles 0.83–3.70 ms).
+MIN_ROUNDS = 9
 #: The figures of one size each (wall time), as against the slopes.
 _SIZE_KEYS = ("growth.small", "growth.medium", "growth.large")
 #: Where the plot goes when no --json is given.
@@ -79,7 +83,7 @@ def measure(runs: int, quick: bool = False) -> list[Figure]:
             n = 1 + workers + ps
             items[f"tfjob {n}"] = with_cpu(_submit(trainer, workers, ps, home), cpu.setdefault(f"tfjob {n}", []))
             items[f"bare {n}"] = with_cpu(bare(n), cpu.setdefault(f"bare {n}", []))
-        samples = rounds(items, runs, warmup=warmup)
+        samples = rounds(items, runs if quick else max(runs, MIN_ROUNDS), warmup=warmup)
     figures = []
     cpu_figures = []
     for size, (workers, ps) in zip(("small", "medium", "large"), sizes):

@@ -11,8 +11,8 @@ ps_training (the census template's real PS training through tfjob against a hand
 scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, a
 1+2+1 job as containers against processes) only with ``--only containers``: it needs
 rootful podman. Each figure is the median
-of ``--runs`` runs with min–max, its ratio to the baseline, the target and whether it
-is met. ``--quick`` (one run, small sizes, no warm-up) only checks that every figure
+of ``--runs`` runs with min–max (growth: at least 9, see ``growth.MIN_ROUNDS``), its
+ratio to the baseline, the target and whether it is met. ``--quick`` (one run, small sizes, no warm-up) only checks that every figure
 comes out. The exit status is 0 even when a target is missed: the table says so.
 """
 
