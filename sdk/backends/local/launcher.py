@@ -3,9 +3,10 @@
 One process per task, each in its own session and process group, in the job's cgroup
 where the machine allows one — which the job's lifeline kills if the launcher dies — or
 else with ``PR_SET_PDEATHSIG`` (Linux), so that no task outlives the launcher even when the
-launcher is killed with SIGKILL, and nothing a task starts outlives the job (:mod:`.contain`). One thread waits on everything at once — each
-task's output pipe and its pidfd (Linux ≥ 5.3), plus a wake-up pipe for cancels — so
-there is no polling loop with sleeps and the launcher reacts to an exit as it happens.
+launcher is killed with SIGKILL, and nothing a task starts outlives the job
+(:mod:`.contain`). One thread waits on everything at once — each task's output pipe and
+its pidfd (Linux ≥ 5.3), plus a wake-up pipe for cancels — so there is no polling loop
+with sleeps and the launcher reacts to an exit as it happens.
 
 Semantics of a real cluster: the job SUCCEEDS when the chief exits 0; it FAILS as
 soon as a chief, worker or evaluator exits non-zero, or a ps dies; it FAILS when
@@ -376,17 +377,13 @@ class Launcher:
             # Tasks born in the cgroup need no parent-death signal each: the lifeline kills
             # the cgroup if this process dies (started outside the cgroup, before the move in).
             self._lifeline = contain.Lifeline.start(self._cgroup)
-        if (
-            self._cgroup is not None
-            and self._sole_thread()
-            and self.engine is None
-            and (self._lifeline is not None or contain.pdeathsig_prefix() is not None)
-        ):
-            # Tasks will be born in the cgroup (the fast start): the move in, whose first time
-            # waits on the kernel, overlaps the cluster's planning (no process starts meanwhile).
-            # Only the main thread of a process with no other: the move takes the whole process,
-            # and a launcher in a thread (a parallel trial's) shares it with others starting tasks.
-            self._cgroup.join_ahead()
+            if self.engine is None and (self._lifeline is not None or contain.pdeathsig_prefix() is not None):
+                # Tasks will be born in the cgroup (the fast start): the move in, whose first
+                # time waits on the kernel, overlaps the cluster's planning (no process starts
+                # meanwhile). Only the main thread of a process with no other: the move takes
+                # the whole process, and a launcher in a thread (a parallel trial's) shares it
+                # with others starting tasks.
+                self._cgroup.join_ahead()
         if self._cgroup is not None:
             record = self.store.get(self.job_id)
             self.store.update(self.job_id, extra={**(record.extra if record else {}), "cgroup": str(self._cgroup.path)})
