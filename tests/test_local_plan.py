@@ -22,7 +22,7 @@ from tfjob.backends.local.plan import (
     render_job_info,
 )
 from tfjob.cluster.dispatch import job_strategy
-from tfjob.backends.local.ports import pick_ports, port_is_free, port_taken
+from tfjob.backends.local.ports import ephemeral_range, pick_ports, pick_range, port_is_free, port_taken
 from tfjob.spec import build_spec
 
 
@@ -188,6 +188,43 @@ def test_picked_ports_are_distinct_and_free() -> None:
     ports = pick_ports(41)
     assert len(set(ports)) == 41
     assert all(port_is_free(p) for p in ports)
+
+
+def test_picked_ports_stay_out_of_the_range_outgoing_connections_draw_from() -> None:
+    # Any process's connect() takes its source port from the ephemeral range: a task's port
+    # there could be gone before the task listens (seconds later, after importing TensorFlow).
+    span = pick_range(ephemeral_range())
+    if span is None:
+        pytest.skip(f"no room outside this machine's ephemeral range {ephemeral_range()}")
+    first, last = ephemeral_range()  # type: ignore[misc]
+    ports = pick_ports(200)
+    assert all(span[0] <= p < span[1] and not first <= p <= last for p in ports)
+
+
+def test_the_pick_range_is_below_the_ephemeral_range_else_above_else_the_kernel_s(tmp_path: Path) -> None:
+    ranges = tmp_path / "ip_local_port_range"
+    ranges.write_text("32768\t60999\n")
+    assert ephemeral_range(str(ranges)) == (32768, 60999)
+    assert pick_range((32768, 60999)) == (16384, 32768)
+    assert pick_range((6000, 60000)) == (1024, 6000)  # what room there is below
+    assert pick_range((2000, 40000)) == (40001, 56385)  # too little room below
+    assert pick_range((1024, 65000)) is None  # none either side: bind to port 0
+    assert pick_range(None) is None
+    for text in ("", "nope", "60999 32768", "80 90000"):
+        ranges.write_text(text)
+        assert ephemeral_range(str(ranges)) is None
+    assert ephemeral_range(str(tmp_path / "missing")) is None
+
+
+def test_a_span_with_no_free_port_falls_back_to_the_kernel_s_choice() -> None:
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        held = holder.getsockname()[1]
+        [port] = pick_ports(1, span=(held, held + 1))
+        assert port != held and port_is_free(port)
 
 
 def test_a_port_someone_listens_on_is_taken() -> None:
