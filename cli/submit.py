@@ -46,34 +46,15 @@ Examples:
 @opts.apply(opts.JOB_OPTIONS)
 @opts.apply(opts.SUBMIT_OPTIONS)
 @click.pass_context
-def submit(
-    ctx: click.Context,
-    package_path: str | None,
-    package_path_opt: str | None,
-    python_package_uris: tuple[str, ...],
-    worker_pool_spec: tuple[str, ...],
-    run_async: bool,
-    dry_run: bool,
-    output: str,
-    **job_options: Any,
-) -> None:
+def submit(ctx: click.Context, **params: Any) -> None:
     """Submit a training job (locally by default) and follow it to its end.
 
     PACKAGE_PATH is the trainer's source directory (a Python package, or a project holding
     one); with --package-path, the job's name, as gcloud takes it.
     """
-    submit_job(
-        package_path,
-        package_path_opt,
-        python_package_uris,
-        worker_pool_spec,
-        run_async,
-        dry_run,
-        output,
-        rendering=ctx.info_name == "render",
-        user_args=ctx.meta.get(USER_ARGS, []),
-        **job_options,
-    )
+    # The parameters as the options declare them, which is what submit_job takes (and the
+    # fast path, tfjob.cli.fast, gives it the same way).
+    submit_job(rendering=ctx.info_name == "render", user_args=ctx.meta.get(USER_ARGS, []), **params)
 
 
 app.add_command(submit)
