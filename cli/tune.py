@@ -1,4 +1,4 @@
-"""``tfjob tune``: hyperparameter tuning, locally with Optuna or on Vertex AI.
+"""``tfjob tune``: hyperparameter tuning, locally with Optuna, on Vertex AI, or on Kubernetes.
 
 The job each trial runs takes every cluster option of ``tfjob submit`` (the definitions
 of :mod:`tfjob.cli.options`, so the two commands never drift apart), plus the
@@ -23,15 +23,15 @@ from .app import CONTEXT_SETTINGS, app
 #: The study's own options.
 STUDY_OPTIONS = [
     click.option("--hparams", "--hparams-file", "hparams", required=True, metavar="FILE", help="The study: a legacy hyperparameters: / trainingInput YAML, or a Vertex studySpec / HyperparameterTuningJob (YAML or JSON)."),
-    click.option("--backend", "backend", help="local (Optuna, on this machine) or vertex (a HyperparameterTuningJob); default local unless a cloud project is configured."),
+    click.option("--backend", "backend", help="local (Optuna, on this machine), vertex (a HyperparameterTuningJob), or kubeflow, jobset, trainjob (trials as jobs on the cluster; --dry-run/--async: a Katib Experiment); default local unless a cloud project is configured."),
     click.option("--max-trials", "--max-trial-count", "max_trials", type=click.IntRange(min=1), help="Trials in all (overrides the file)."),
     click.option("--parallel-trials", "--parallel-trial-count", "parallel_trials", type=click.IntRange(min=1), help="Trials at once (overrides the file; locally also bounded by the cores)."),
     click.option("--max-failed-trials", "--max-failed-trial-count", "max_failed_trials", type=click.IntRange(min=0), help="Stop the study, failed, once this many trials failed (overrides the file)."),
     click.option("--algorithm", "algorithm", help="grid, random or bayesian (TPE locally); overrides the file."),
     click.option("--seed", "seed", type=int, help="local: seed of the search, for a reproducible study."),
-    click.option("--async", "run_async", is_flag=True, default=False, help="vertex: return the tuning job's id once created; do not follow it."),
+    click.option("--async", "run_async", is_flag=True, default=False, help="vertex: return the tuning job's id once created, do not follow it; kubeflow, jobset, trainjob: create the Katib Experiment (a cluster with Katib)."),
     click.option("--json", "as_json", is_flag=True, default=False, help="Print the outcome (state, best trial, trials) as JSON on stdout."),
-    click.option("--dry-run", "dry_run", is_flag=True, default=False, help="Print the study (local) or the HyperparameterTuningJob body (vertex), and exit."),
+    click.option("--dry-run", "dry_run", is_flag=True, default=False, help="Print the study (local), the HyperparameterTuningJob body (vertex) or the Katib Experiment (kubeflow, jobset, trainjob), and exit."),
     click.option("--output", "-o", "output", default="json", help="Format of --dry-run: json or yaml."),
 ]  # fmt: skip
 #: What the study reads itself; the rest are the trials' Job keywords.
@@ -55,6 +55,7 @@ Examples:
   tfjob tune trainer/ -m trainer.task --hparams hparams.yaml --workers 1 -- --train-steps 200
   tfjob tune trainer/ -m trainer.task --hparams hparams.yaml --max-trials 20 --parallel-trials 4 --seed 0
   tfjob tune trainer/ -m trainer.task --hparams hparams.yaml --backend vertex --dry-run
+  tfjob tune -m trainer.task --image IMAGE --hparams hparams.yaml --backend jobset --dry-run
 """
 
 

@@ -426,6 +426,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        if os.environ.get("TFJOB_ECHO_METRICS") == "1":
+            # A Kubernetes trial: its study reads the trainer's metric reports from the task's log.
+            import atexit
+
+            from tfjob.hypertune import echo_metric_file
+
+            atexit.register(echo_metric_file)
         if args.job_dir and not _has_job_dir(trainer_args):
             trainer_args = [*trainer_args, "--job-dir", args.job_dir]
         serve = strategy == "parameter-server" and info.is_distributed and info.role in ("ps", "worker")

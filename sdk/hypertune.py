@@ -178,3 +178,41 @@ def report_metric(tag: str, value: float, step: int | None = None) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+#: Set (to ``1``) in a trial's tasks where the study cannot read the task's metrics file
+#: (a pod of a Kubernetes trial): the bootstrap then echoes the file's reports to stdout as
+#: the trainer ends, each line after :data:`ECHO_PREFIX`, and the study reads them from the
+#: task's log (:func:`metric_text_from_log`).
+ECHO_ENV = "TFJOB_ECHO_METRICS"
+ECHO_PREFIX = "tfjob-metric: "
+
+
+def echo_metric_file(env: Mapping[str, str] | None = None, out: Any = None) -> int:
+    """Print the metrics file's reports, each after :data:`ECHO_PREFIX`; return how many lines.
+
+    Nothing is printed when there is no file (the trainer reported nothing).
+    """
+    import sys
+
+    try:
+        text = read_metric_text(metric_file(env))
+    except (FileNotFoundError, OSError):
+        return 0
+    lines = [line for line in text.splitlines() if line.strip()]
+    stream = sys.stdout if out is None else out
+    for line in lines:
+        stream.write(f"{ECHO_PREFIX}{line}\n")
+    stream.flush()
+    return len(lines)
+
+
+def metric_text_from_log(lines: Any) -> str:
+    """The metrics file's text as a task's log echoed it (lines that may carry a prefix such
+    as ``[chief-0] ``); the last echo counts, as the file's last state. Pure."""
+    found: list[str] = []
+    for line in lines:
+        at = line.find(ECHO_PREFIX)
+        if at >= 0:
+            found.append(line[at + len(ECHO_PREFIX) :].rstrip("\n"))
+    return "\n".join(found[-MAX_LINES:])

@@ -112,8 +112,8 @@ def test_dry_run_prints_the_local_study(tmp_path: Path) -> None:
         (["tune", TOY, "-m", "toy.task", "--hparams", "nope.yaml"], r"--hparams 'nope.yaml': no such file"),
         (["tune", TOY, "-m", "toy.task", "--hparams", "/dev/zero"], r"--hparams '/dev/zero' is not a regular file"),
         (
-            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--backend", "kubeflow"],
-            r"--backend kubeflow cannot tune; tfjob tune runs on --backend local \(Optuna\) or vertex",
+            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--backend", "ai-platform"],
+            r"--backend ai-platform cannot tune; tfjob tune runs on --backend local \(Optuna\) or vertex or kubeflow \(Optuna, or Katib\)",
         ),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--async"], r"a local study runs in this process to its end; drop --async"),
         (

@@ -247,7 +247,13 @@ def test_tuning_is_a_capability_a_backend_offers_not_a_branch_on_its_name() -> N
     from tfjob.backends.base import tuner_of
     from tfjob.tuning.trials import StudyResult
 
-    assert sorted(name for name in BACKENDS if tuner_of(get_backend(name)) is not None) == ["local", "vertex"]
+    assert sorted(name for name in BACKENDS if tuner_of(get_backend(name)) is not None) == [
+        "jobset",
+        "kubeflow",
+        "local",
+        "trainjob",
+        "vertex",
+    ]
     front = (Path(__file__).resolve().parents[1] / "sdk" / "tune.py").read_text()
     assert "backend_name ==" not in front and "backends.local" not in front and "backends.vertex" not in front
     # The study's result is the shared model every tuning backend returns, public as tfjob.StudyResult.

@@ -118,6 +118,9 @@ class FakeKube(LocalServer):
     jobset_schema: dict[str, Any] | None = None
     #: The Trainer v2 CRDs' schemas by kind (TrainJob, ClusterTrainingRuntime), when given.
     trainer_schemas: dict[str, Any] | None = None
+    #: Katib served (``experiments.kubeflow.org/v1beta1``), and its Experiment schema when given.
+    katib_installed: bool = False
+    katib_schema: dict[str, Any] | None = None
     requests: list[tuple[str, str]] = field(default_factory=list)
     bodies: list[Any] = field(default_factory=list)
 
@@ -126,6 +129,7 @@ class FakeKube(LocalServer):
         self.jobsets: dict[tuple[str, str], dict[str, Any]] = {}
         self.trainjobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.runtimes: dict[str, dict[str, Any]] = {}
+        self.experiments: dict[tuple[str, str], dict[str, Any]] = {}
         self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], _Pod] = {}
         self._scripts: dict[tuple[str, str], list[Callable[[], None]]] = {}
@@ -486,6 +490,9 @@ _RUNTIMES = _Kind(
 )  # fmt: skip
 
 
+_EXPERIMENTS = _Kind("Experiment", "experiments", "kubeflow.org", "experiments", lambda k: k.katib_schema)
+
+
 def _type_of(task: str) -> str:
     role = task.rsplit("-", 1)[0]
     return {v: k for k, v in _TYPES.items()}.get(role, role)
@@ -519,6 +526,9 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("runtime", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/clustertrainingruntimes/(?P<name>[^/]+)/?$")),
     ("trainjobs", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/?$")),
     ("trainjob", re.compile(r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/(?P<name>[^/]+)/?$")),
+    ("katib_discovery", re.compile(r"^/apis/kubeflow\.org/v1beta1/?$")),
+    ("experiments", re.compile(r"^/apis/kubeflow\.org/v1beta1/namespaces/(?P<ns>[^/]+)/experiments/?$")),
+    ("experiment", re.compile(r"^/apis/kubeflow\.org/v1beta1/namespaces/(?P<ns>[^/]+)/experiments/(?P<name>[^/]+)/?$")),
     ("configmaps", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/?$")),
     ("configmap", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)/?$")),
     ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/?$")),
@@ -807,6 +817,27 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 answer = json.loads(json.dumps(obj))
         self._send(200, answer)
+
+    # -- Katib (kubeflow.org/v1beta1): served only with katib_installed ------------------------
+    def _katib_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
+        if not self.kube.katib_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        verbs = ["delete", "get", "list", "create", "watch"]
+        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "kubeflow.org/v1beta1",
+                         "resources": [{"name": "experiments", "singularName": "experiment", "namespaced": True, "kind": "Experiment", "verbs": verbs}]})  # fmt: skip
+
+    def _experiments(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        if not self.kube.katib_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        self._collection(_EXPERIMENTS, method, query, body, ns)
+
+    def _experiment(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
+        if not self.kube.katib_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        self._member(_EXPERIMENTS, method, ns, name)
 
     def _configmaps(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
         self._collection(_CONFIGMAPS, method, query, body, ns)

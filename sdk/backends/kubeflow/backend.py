@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...errors import BackendError, JobNotFoundError, SpecError, UsageError
 from ...model import parse_time
@@ -28,6 +28,10 @@ from ...store import JobRecord, JobStore
 from ...model import JobState, JobStatus, SubmitOptions
 from .options import TFJobOptions
 from ...lifecycle import Lifecycle, say
+
+if TYPE_CHECKING:
+    from ...study import StudySpec
+    from ...tuning.trials import StudyResult
 
 #: What a ConfigMap key may be (the packages are its keys).
 _CONFIGMAP_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
@@ -295,6 +299,10 @@ class KubeflowBackend(Lifecycle):
         (``extra["log_tail"]``); a job ``tfjob cancel`` deleted stays CANCELLED while its
         object lingers.
         """
+        if record is not None and record.extra.get("kind") == "study":
+            from .tuning import study_status
+
+            return study_status(record)
         namespace, name = self._place(job_id, record)
         client = self._client_for(record)
         try:
@@ -328,6 +336,8 @@ class KubeflowBackend(Lifecycle):
         return ""
 
     def _gone(self, record: JobRecord) -> str:
+        if record.extra.get("kind") == "study":
+            return f"the process that ran the study (pid {record.supervisor_pid}) ended without recording how it ended"
         return (
             f"the {self.kind.name} is no longer on the cluster (deleted outside tfjob, or removed after "
             "ttlSecondsAfterFinished) and its end was not seen"
@@ -379,6 +389,8 @@ class KubeflowBackend(Lifecycle):
         Raises:
             JobNotFoundError: there is no such job, on the cluster or in the store.
         """
+        if record is not None and record.extra.get("kind") == "study":
+            return self.status(job_id).state.is_terminal
         namespace, name = self._place(job_id, record)
         client = self._client_for(record)
         try:
@@ -392,6 +404,8 @@ class KubeflowBackend(Lifecycle):
 
     def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
         """Delete the job object (its pods go with it, then its companions): CANCELLED at once."""
+        if record is not None and record.extra.get("kind") == "study":
+            return JobState.CANCELLING, "cancel requested: the study deletes its running trials and starts no more"
         namespace, name = self._place(job_id, record)
         client = self._client_for(record)
         try:
@@ -402,6 +416,40 @@ class KubeflowBackend(Lifecycle):
         finally:
             client.close()
         return JobState.CANCELLED, f"cancelled: the {self.kind.name} was deleted by tfjob cancel"
+
+    # -- tuning (tfjob.backends.base.Tuner): Katib, or trials as jobs of this backend ------------
+    study_search = "Optuna, or Katib"
+
+    def render_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None]) -> dict[str, Any]:
+        """The study as a Katib ``Experiment`` whose trial template is this backend's job (see
+        :mod:`.tuning`); no credentials, nothing sent."""
+        from .tuning import render_katib
+
+        echo(f"dry run: the study as a Katib Experiment running {self.kind.name} trials (without Katib, tfjob runs the trials itself)")
+        return render_katib(self, study, spec, self.typed(options))
+
+    def run_study(
+        self,
+        study: StudySpec,
+        spec: JobSpec,
+        options: SubmitOptions,
+        *,
+        stream: TextIO | None = None,
+        seed: int | None = None,
+        cores: int | None = None,
+        port_picker: Any = None,
+        echo: Callable[[str], None] | None = None,
+    ) -> StudyResult:
+        """Run the study to its end, each trial a job of this backend (see :class:`.tuning.KubeStudy`)."""
+        from .tuning import KubeStudy
+
+        return KubeStudy(self, study, spec, self.typed(options), seed=seed, stream=stream).run()
+
+    def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
+        """Create the study's Katib ``Experiment`` (the cluster must serve Katib); return its id."""
+        from .tuning import submit_katib
+
+        return submit_katib(self, study, spec, self.typed(options), echo or self.echo)
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
         """The TFJobs tfjob created in the current context's namespace, newest first."""
