@@ -595,13 +595,30 @@ class Job:
                     final = "still stopping"
                 raise JobTimeoutError(f"job {handle.id} did not end within {timeout:g}s, so it was cancelled ({final})") from None
             handle.result()
+            self._after_success(handle)
             return handle
         with self._in_typed_words():
             self.build_image()
             job_id = self.backend.run(self.spec, self.options)
         handle = JobHandle(self.backend, job_id, store=self.store)
         handle.result()
+        self._after_success(handle)
         return handle
+
+    def _after_success(self, handle: "JobHandle") -> None:
+        """What the options ask of a job that SUCCEEDED: its model registered (``register_model``),
+        its final metrics logged to its Experiment run (``experiment``)."""
+        name = getattr(self.options, "register_model", None)
+        if name:
+            handle.register_model(name)
+        if getattr(self.options, "experiment", None) and hasattr(handle._backend, "log_run_metrics"):
+            metrics = handle.final_metrics()
+            if metrics:
+                handle._backend.log_run_metrics(handle.id, metrics, self.options)
+            else:
+                print(
+                    f"tfjob: job {handle.id} wrote no metrics JSON under its job dir: nothing logged to its experiment run", file=sys.stderr
+                )
 
 
 class JobHandle:
@@ -793,6 +810,51 @@ class JobHandle:
             raise UsageError(found.note or f"job {self.id}'s outputs cannot be reached from here")
         client = self._storage() if (found.root or "").startswith("gs://") else None
         return download(found, Path(dest), client=client)
+
+    def register_model(self, name: str, *, serving_image: str | None = None) -> dict[str, Any]:
+        """Upload the job's SavedModel (:meth:`outputs`' ``model_uri``) to the Vertex AI Model
+        Registry as a new version of the model ``name`` (a new model when the registry has none
+        of that name), labelled with this job's id, served by the prebuilt TensorFlow prediction
+        image of the TensorFlow the job trained with (``serving_image`` chooses another).
+
+        Returns:
+            ``{"model": resource name, "version_id", "parent_model" (None for a new model),
+            "serving_image", "artifact_uri"}``.
+
+        Raises:
+            UsageError: the job is not a Vertex AI job, or left no SavedModel under its job dir.
+            BackendError, AuthError: the registry refused or failed.
+        """
+        from .errors import UsageError
+
+        registrar = getattr(self._backend, "register_model", None)
+        if registrar is None:
+            raise UsageError(
+                problem=f"job {self.id} ran on {self.backend_name}: models are registered in the Vertex AI Model Registry",
+                fix="register a vertex job's model",
+            )
+        outputs = self.outputs()
+        if not outputs.model_uri:
+            where = f"under its job dir {outputs.root}" if outputs.root else "(it has no --job-dir)"
+            raise UsageError(
+                problem=f"job {self.id} left no SavedModel (a directory with saved_model.pb) {where}",
+                fix="save the model under $AIP_MODEL_DIR (the job dir's model/) and give the job a gs:// --job-dir",
+            )
+        result: dict[str, Any] = registrar(self.id, name, outputs.model_uri, serving_image=serving_image)
+        return result
+
+    def final_metrics(self) -> dict[str, float]:
+        """The numbers of the metrics JSON file the job wrote under its job dir (``eval/metrics.json``
+        in the templates, else the shortest ``*metric*.json``); {} when there is none."""
+        from .outputs import metrics_of_text, read_small_text
+
+        outputs = self.outputs()
+        files = [f.path for f in outputs.files if f.kind == "metrics" and f.path.endswith(".json")]
+        if not files or not outputs.root:
+            return {}
+        chosen = "eval/metrics.json" if "eval/metrics.json" in files else min(files, key=len)
+        uri = outputs.root.rstrip("/") + "/" + chosen
+        return metrics_of_text(read_small_text(uri, self._storage() if uri.startswith("gs://") else None))
 
     def mirror_event_files(self, log_dir: str, dest: StrPath, seen: dict[str, int] | None = None) -> dict[str, int]:
         """Copy the TensorBoard event files under the job's ``gs://`` ``log_dir`` into ``dest``

@@ -207,3 +207,42 @@ def human_size(n: int) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{n} B"  # pragma: no cover
+
+
+#: The most of a metrics file read back.
+MAX_METRICS_BYTES = 1024 * 1024
+
+
+def read_small_text(uri: str, client: Any = None, limit: int = MAX_METRICS_BYTES) -> str:
+    """A small text file of a job dir, local or ``gs://`` (its first ``limit`` bytes); '' when it
+    cannot be read (the metrics are a record, not a requirement)."""
+    if not uri.startswith("gs://"):
+        from .errors import TfjobError
+        from .limits import read_bounded_text
+
+        try:
+            return read_bounded_text(uri, "the metrics file", limit, "a metrics JSON file", errors="replace")
+        except TfjobError:
+            return ""
+    bucket, name = split_gs(uri)
+    try:
+        data: bytes = (client if client is not None else storage_client()).bucket(bucket).blob(name).download_as_bytes(end=limit - 1)
+    except Exception:  # no permission, gone: the metrics are optional
+        return ""
+    return data.decode("utf-8", "replace")
+
+
+def metrics_of_text(text: str) -> dict[str, float]:
+    """The finite numbers of a metrics JSON object (``{"accuracy": 0.84, "auc": 0.86, …}``). Pure."""
+    import json
+    import math
+
+    try:
+        record = json.loads(text) if text.strip() else None
+    except ValueError:
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    return {
+        str(k)[:128]: float(v) for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }

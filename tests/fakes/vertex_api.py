@@ -197,6 +197,9 @@ def _matches(job: dict[str, Any], filter_: str) -> bool:
 class _Handler(JsonHandler):
     state: FakeVertex
 
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
     def _fault(self, key: str) -> Fault | None:
         with self.state.lock:
             for i, fault in enumerate(self.state.faults):
@@ -244,6 +247,10 @@ class _Handler(JsonHandler):
             return self._error(int(fault.status), message, grpc, details)
         if url.path == "/v2/entries:list" and method == "POST":
             return self._entries(body or {})
+        from .vertex_models import handle as models_handle  # the Model Registry and metadata contexts
+
+        if models_handle(self, method, url.path, url.query, body):
+            return None
         m = _JOBS.match(url.path)
         if m:
             project, region = m.groups()

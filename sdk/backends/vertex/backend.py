@@ -126,6 +126,50 @@ class VertexBackend(Lifecycle):
         request_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
         return JobState.CANCELLING, "cancel requested"
 
+    # -- after the job: its model in the Model Registry, its metrics in its Experiment run ----
+    def register_model(self, job_id: str, name: str, artifact_uri: str, *, serving_image: str | None = None) -> dict[str, Any]:
+        """Upload the job's SavedModel at ``artifact_uri`` as a new version of the model ``name``
+        (see :mod:`.models`); return the model, its version and the serving image."""
+        from .models import register_model
+        from .service import current_attempt
+
+        record, client = self._models_client(job_id)
+        attempt = current_attempt(record.id, record)
+        return register_model(record, attempt, name, artifact_uri, client=client, serving_image=serving_image, echo=self.echo)
+
+    def _models_client(self, job_id: str) -> tuple[JobRecord, Any]:
+        """The job's record and a :class:`.models.ModelsClient` for its project and region."""
+        from ...errors import JobNotFoundError, UsageError
+        from .models import ModelsClient
+        from .service import make_client
+
+        record = self._lookup(job_id)
+        if record is None:
+            raise JobNotFoundError(f"no Vertex AI job {job_id!r} in the job store")
+        project, region = record.options.get("project"), record.options.get("region")
+        if not project or not region:
+            raise UsageError(problem=f"job {record.id} has no recorded project and region", fix="use a job tfjob submitted to Vertex AI")
+        client = make_client(project, region, record.options.get("api_endpoint"), self.echo, self.credentials, client_class=ModelsClient)
+        return record, client
+
+    def log_run_metrics(self, job_id: str, metrics: dict[str, float], options: SubmitOptions) -> dict[str, Any]:
+        """Log ``metrics`` to the job's Experiment run (``options.experiment``, ``experiment_run``;
+        without a run, one named after the job); return the run context."""
+        from ...errors import UsageError
+        from .models import label_value, log_run_metrics
+        from .render import experiment_contexts
+
+        experiment, run = experiment_contexts(self.typed(options))
+        if experiment is None:
+            raise UsageError(field="experiment", problem="is needed to log the metrics to an Experiment run")
+        if run is None:
+            record = self._lookup(job_id)
+            stem = label_value(record.name if record is not None else job_id).strip("-_").replace("_", "-") or "run"
+            room = 128 - len(experiment.rsplit("/", 1)[1]) - 1  # a context id is at most 128 characters
+            run = f"{experiment}-{stem[:room].rstrip('-')}"
+        _, client = self._models_client(job_id)
+        return log_run_metrics(metrics, client=client, experiment=experiment, run=run, echo=self.echo)
+
     # -- tuning (tfjob.backends.base.Tuner): a HyperparameterTuningJob ----------------------
     study_search = ""
 

@@ -4,7 +4,7 @@ each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI woul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from ...errors import SpecError
 from ...knobs import knob
@@ -55,6 +55,12 @@ class VertexKnobs(Shown):
     experiment: str | None = knob("Vertex AI Experiment to log the job to (a name, or its context resource name).", config="experiment")
     #: The run of that experiment (a name, or the run context's resource name).
     experiment_run: str | None = knob("Run of --experiment the job is (a name, or its context resource name).", config="experimentRun")
+    #: After the job SUCCEEDED, its SavedModel is uploaded to the Vertex AI Model Registry as a
+    #: new version of the model of this name (:mod:`.models`).
+    register_model: str | None = knob(
+        "After the job SUCCEEDED, upload its SavedModel to the Vertex AI Model Registry as a new version of NAME "
+        "(a new model when none has that name).", **_NOT_TUNED,
+    )  # fmt: skip
     #: Spot VMs: ``scheduling.strategy`` SPOT.
     spot: bool = knob("Run on Spot VMs (scheduling strategy SPOT): cheaper, may be preempted.", default=False, config="scheduling.strategy")
     #: Flex-start: ``scheduling.strategy`` FLEX_START.
@@ -192,6 +198,8 @@ def check_vertex_options(options: VertexOptions) -> None:
     _text("tensorboard", options.tensorboard)
     _text("experiment", options.experiment)
     _text("experiment_run", options.experiment_run)
+    if options.register_model is not None:
+        check_model_name(options.register_model)
     check_boot_disk(options.boot_disk_type, options.boot_disk_size)
     for disk_type, disk_size in options.own_disks().values():
         check_boot_disk(disk_type, disk_size)
@@ -275,3 +283,16 @@ def check_vertex_options(options: VertexOptions) -> None:
             problem="is not a Google Cloud region",
             fix="give one such as europe-west4",
         )
+
+
+#: The longest model display name the Model Registry takes.
+MAX_DISPLAY_NAME = 128
+
+
+def check_model_name(name: Any, field: str = "register_model") -> str:
+    """A model's display name as the registry takes it: 1-128 characters."""
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_DISPLAY_NAME or "\n" in name or '"' in name:
+        raise SpecError(
+            field=field, value=name, problem="is not a model name", fix=f"give 1-{MAX_DISPLAY_NAME} characters without quotes, e.g. census"
+        )
+    return name
