@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 import yaml
@@ -188,8 +188,9 @@ class Cluster:
     """The controllers and the trainers: each trial's JobSet made, run, its chief's reports
     echoed to its log by the bootstrap's own code, and completed — one step per look at it."""
 
-    def __init__(self, fake: FakeKube, tmp_path: Path) -> None:
+    def __init__(self, fake: FakeKube, tmp_path: Path, tag: str = "loss", metric: Callable[[list[str]], float] | None = None) -> None:
         self.fake, self.tmp = fake, tmp_path
+        self.tag, self.metric = tag, metric or _toy_loss
         self.live: set[str] = set()
         self.most = 0
         self.losses: dict[str, float] = {}
@@ -215,10 +216,10 @@ class Cluster:
             self.fake.write_log("default", chief, "ValueError: diverged\n")
             self.fake.advance_jobset("default", name, "Failed", failed_task="chief-0")
         else:
-            loss = _toy_loss(container["args"])
+            loss = self.metric(container["args"])
             metrics = self.tmp / f"{name}.metrics"
-            metrics.write_text(render_metric_line("loss", loss + 1.0, 10, env["CLOUD_ML_TRIAL_ID"], 1.0) + "\n"
-                               + render_metric_line("loss", loss, 20, env["CLOUD_ML_TRIAL_ID"], 2.0) + "\n")  # fmt: skip
+            metrics.write_text(render_metric_line(self.tag, loss + 1.0, 10, env["CLOUD_ML_TRIAL_ID"], 1.0) + "\n"
+                               + render_metric_line(self.tag, loss, 20, env["CLOUD_ML_TRIAL_ID"], 2.0) + "\n")  # fmt: skip
             out = io.StringIO()
             echo_metric_file({"CLOUD_ML_HP_METRIC_FILE": str(metrics)}, out)
             self.fake.write_log("default", chief, "step 20 done\n" + out.getvalue())

@@ -1,0 +1,106 @@
+"""The README's section "The model registered; tuning on Kubernetes", run as written.
+
+Its blocks run with ``bash`` and the installed ``tfjob``, in order, in one directory, against
+the project's stand-ins: the Vertex AI fake (``TFJOB_API_ENDPOINT``) and gcp-storage-emulator,
+holding the SavedModel and the metrics the trainer would have left under the job dir; the
+fake Kubernetes API (``KUBECONFIG``), whose JobSets this test moves along as the JobSet
+controller would, each trial's chief echoing its reports as the bootstrap does."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+
+from fakes.kube_api import FakeKube, kube_fixture
+from fakes.vertex_api import FakeVertex, write_service_account
+from helpers import BIN, CRDS, ROOT
+from test_tune_kubernetes import Cluster
+from test_vertex_e2e import free_port
+
+SECTION = "### The model registered; tuning on Kubernetes"
+_FENCE = re.compile(r"```sh\n(?P<code>.*?)```", re.S)
+
+
+def section_blocks() -> list[str]:
+    """The section's shell blocks, in order (those the whole-README test skips too)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(SECTION)
+    end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start + 1)) if i != -1)
+    return [m["code"] for m in _FENCE.finditer(text[start:end])]
+
+
+@pytest.fixture
+def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    from gcp_storage_emulator.server import create_server
+    from google.cloud import storage
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    client = storage.Client(project="my-project")
+    client.create_bucket("my-bucket")
+    try:
+        yield client
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
+    yield from kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
+
+
+def _accuracy(args: list[str]) -> float:
+    """What the census trainer would report: best near learning rate 0.01."""
+    rate = float(next(a for a in args if a.startswith("--learning-rate=")).split("=", 1)[1])
+    return 0.9 - 0.05 * (math.log10(rate) + 2) ** 2
+
+
+def test_the_sections_commands_run_as_written(tmp_path: Path, emulator: Any, kube: FakeKube) -> None:
+    register, dry_run, study = section_blocks()
+    work = tmp_path / "work"
+    (work / "my_trainer" / "trainer").mkdir(parents=True)
+    (work / "my_trainer" / "trainer" / "__init__.py").write_text("")
+    (work / "my_trainer" / "trainer" / "task.py").write_text("print('training')\n")
+    cluster = Cluster(kube, tmp_path, tag="accuracy", metric=_accuracy)
+    for i in range(1, 5):
+        cluster.script(f"census-tune-trial-{i}")
+    bucket = emulator.bucket("my-bucket")
+    for name, data in {"model/saved_model.pb": b"\x08\x01", "model/variables/variables.index": b"i",
+                       "eval/metrics.json": b'{"accuracy": 0.86, "auc": 0.91, "global_step": 200}'}.items():  # fmt: skip
+        bucket.blob(f"runs/census-1/{name}").upload_from_string(data)
+    with FakeVertex(projects=("my-project",)) as vertex:
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "TFJOB_API_ENDPOINT": vertex.endpoint,
+               "GOOGLE_APPLICATION_CREDENTIALS": str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
+               "TFJOB_POLL_INTERVAL": "0.05", "KUBECONFIG": str(kube.write_kubeconfig(tmp_path / "kubeconfig"))}  # fmt: skip
+        runs = []
+        for code in (register, dry_run, study):
+            done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"README example failed:\n{code}\n--- stderr\n{done.stderr[-4000:]}"
+            runs.append(done)
+
+        (upload,) = vertex.uploads
+        assert "parentModel" not in upload and upload["model"]["displayName"] == "census"
+        assert upload["model"]["artifactUri"] == "gs://my-bucket/runs/census-1/model"
+        assert upload["model"]["labels"]["tfjob-job-id"] == runs[0].stdout.strip()
+        assert re.fullmatch(r"us-docker\.pkg\.dev/vertex-ai/prediction/tf2-cpu\.2-\d+:latest", upload["model"]["containerSpec"]["imageUri"])
+        run = vertex.contexts["projects/my-project/locations/us-central1/metadataStores/default/contexts/census-run-1"]
+        assert run["metadata"]["metrics"] == {"accuracy": 0.86, "auc": 0.91, "global_step": 200.0}
+
+    experiment = yaml.safe_load((work / "census-experiment.yaml").read_text())
+    assert experiment["kind"] == "Experiment" and experiment["spec"]["trialTemplate"]["trialSpec"]["kind"] == "JobSet"
+    assert "--learning-rate=${trialParameters.learning-rate}" in json.dumps(experiment)
+
+    assert cluster.most == 2
+    best = min(cluster.losses, key=lambda n: -cluster.losses[n])  # the highest accuracy
+    line = next(line for line in runs[2].stderr.splitlines() if "SUCCEEDED: 4 trials" in line)
+    assert f"best trial {best.rsplit('-', 1)[1]}: accuracy=" in line
