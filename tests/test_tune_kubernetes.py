@@ -285,3 +285,35 @@ def test_async_creates_the_experiment_where_katib_is_served_and_says_how_otherwi
     assert created.stdout == "default/toy\n"
     (experiment,) = fake.experiments.values()
     assert experiment["spec"]["trialTemplate"]["trialSpec"]["kind"] == "JobSet" and not fake.jobsets
+
+
+def test_tfjob_cancel_stops_the_study_and_deletes_its_running_trials(fake: FakeKube, tmp_path: Path) -> None:
+    import time
+
+    from tfjob.store import JobStore
+
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    for i in (1, 2):  # made and running, never ending: only a cancel ends them
+        fake.script("default", f"toy-trial-{i}", lambda i=i: fake.advance_jobset("default", f"toy-trial-{i}", "Created"),
+                    lambda i=i: fake.advance_jobset("default", f"toy-trial-{i}", "Running"))  # fmt: skip
+    cancelled: list[Any] = []
+
+    def cancel_when_both_run() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if len(fake.jobsets) == 2 and all(j.get("status") is not None for j in fake.jobsets.values()):
+                with JobStore() as store:
+                    (study,) = [r for r in store.list() if r.extra.get("kind") == "study"]
+                cancelled.append(CliRunner().invoke(app, ["cancel", study.id]))
+                return
+            time.sleep(0.05)
+
+    helper = threading.Thread(target=cancel_when_both_run)
+    helper.start()
+    done = CliRunner().invoke(app, _tune(kubeconfig, "--max-trials", "4", "--parallel-trials", "2"))
+    helper.join()
+    assert cancelled and cancelled[0].exit_code == 0, cancelled and cancelled[0].output
+    assert done.exit_code != 0 and "was cancelled" in done.stderr and "cancelled by `tfjob cancel`" in done.stderr
+    assert fake.jobsets == {}  # both running trials deleted, no other started
+    shown = CliRunner().invoke(app, ["status", done.stdout.strip()])
+    assert "CANCELLED" in shown.stdout and "2 of 4 trials" in shown.stdout
