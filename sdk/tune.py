@@ -1,4 +1,4 @@
-"""``Tuning``: a hyperparameter study to render or run, locally or on Vertex AI.
+"""``Tuning``: a hyperparameter study to render or run, locally, on Vertex AI or on Kubernetes.
 
 The Python twin of ``tfjob tune``::
 

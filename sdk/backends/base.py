@@ -112,7 +112,8 @@ class Tuner(Protocol):
     """A capability a backend may offer: running a hyperparameter study whose trials are jobs of
     that backend (:class:`tfjob.Tuning` asks the job's backend for it; ``tfjob tune`` on a backend
     without it is one line, exit 2). The local backend searches with Optuna, each trial a local
-    job; the Vertex AI backend creates a ``HyperparameterTuningJob``.
+    job; the Vertex AI backend creates a ``HyperparameterTuningJob``; the Kubernetes backends
+    render a Katib ``Experiment`` or run each trial as a job of theirs, searched with Optuna.
     """
 
     #: What proposes the trials, as a user reads it ("Optuna"); "" for the platform's own search.
