@@ -23,7 +23,7 @@ from .app import CONTEXT_SETTINGS, app
 #: The study's own options.
 STUDY_OPTIONS = [
     click.option("--hparams", "--hparams-file", "hparams", required=True, metavar="FILE", help="The study: a legacy hyperparameters: / trainingInput YAML, or a Vertex studySpec / HyperparameterTuningJob (YAML or JSON)."),
-    click.option("--backend", "backend", help="local (Optuna, on this machine), vertex (a HyperparameterTuningJob), or kubeflow, jobset, trainjob (trials as jobs on the cluster; --dry-run/--async: a Katib Experiment); default local unless a cloud project is configured."),
+    click.option("--backend", "backend", help="local (Optuna, on this machine), vertex (a HyperparameterTuningJob), or kubeflow, jobset, trainjob (a Katib Experiment where Katib is served, else trials as jobs on the cluster); default local unless a cloud project is configured."),
     click.option("--max-trials", "--max-trial-count", "max_trials", type=click.IntRange(min=1), help="Trials in all (overrides the file)."),
     click.option("--parallel-trials", "--parallel-trial-count", "parallel_trials", type=click.IntRange(min=1), help="Trials at once (overrides the file; locally also bounded by the cores)."),
     click.option("--max-failed-trials", "--max-failed-trial-count", "max_failed_trials", type=click.IntRange(min=0), help="Stop the study, failed, once this many trials failed (overrides the file)."),

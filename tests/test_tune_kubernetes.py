@@ -317,3 +317,49 @@ def test_tfjob_cancel_stops_the_study_and_deletes_its_running_trials(fake: FakeK
     assert fake.jobsets == {}  # both running trials deleted, no other started
     shown = CliRunner().invoke(app, ["status", done.stdout.strip()])
     assert "CANCELLED" in shown.stdout and "2 of 4 trials" in shown.stdout
+
+
+def test_where_katib_is_served_the_study_is_its_experiment_followed_to_its_best_trial(fake: FakeKube, tmp_path: Path) -> None:
+    import time
+
+    kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
+    fake.katib_installed = True
+    fake.katib_schema = _schema(KATIB_CRD, "v1beta1")
+    losses: dict[str, float] = {}
+
+    def katib() -> None:
+        """Katib's controllers: each trial made from the experiment's template (as Katib substitutes
+        it), run, and its metric observed from the trainer's reports; then the experiment Succeeded."""
+        deadline = time.monotonic() + 120
+        while not fake.experiments and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ((_, experiment),) = fake.experiments.items()
+        for i, (rate, optimizer) in enumerate([("0.05", "sgd"), ("0.01", "adam"), ("0.002", "adam"), ("0.03", "sgd")], 1):
+            name = f"toy-{i}abc"
+            job = _substituted(experiment, {"learning_rate": rate, "optimizer": optimizer}, name)
+            args = job["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]["args"]
+            losses[name] = _toy_loss(args)
+            with fake._cond:
+                fake.trials[("default", name)] = {
+                    "apiVersion": "kubeflow.org/v1beta1", "kind": "Trial",
+                    "metadata": {"name": name, "namespace": "default", "labels": {"katib.kubeflow.org/experiment": "toy"},
+                                 "creationTimestamp": f"2026-01-01T00:00:0{i}Z"},
+                    "spec": {"parameterAssignments": [{"name": "learning_rate", "value": rate}, {"name": "optimizer", "value": optimizer}]},
+                    "status": {"conditions": [{"type": "Succeeded", "status": "True"}],
+                               "observation": {"metrics": [{"name": "loss", "latest": str(losses[name]), "min": "0", "max": "9"}]}},
+                }  # fmt: skip
+            time.sleep(0.05)
+        with fake._cond:
+            experiment["status"] = {"conditions": [{"type": "Succeeded", "status": "True", "reason": "ExperimentMaxTrialsReached"}]}
+
+    helper = threading.Thread(target=katib)
+    helper.start()
+    done = CliRunner().invoke(app, _tune(kubeconfig, "--max-trials", "4", "--parallel-trials", "2", "--json"))
+    helper.join()
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout)
+    assert result["state"] == "SUCCEEDED" and not fake.jobsets  # Katib ran the trials, not tfjob
+    assert [t["job_id"] for t in result["trials"]] == [f"default/toy-{i}abc" for i in range(1, 5)]
+    assert result["best"]["job_id"] == "default/toy-2abc" and result["best"]["params"] == {"learning_rate": 0.01, "optimizer": "adam"}
+    assert result["best"]["metric"] == pytest.approx(min(losses.values()))
+    assert "Katib Experiment default/toy created" in done.stderr

@@ -130,6 +130,7 @@ class FakeKube(LocalServer):
         self.trainjobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.runtimes: dict[str, dict[str, Any]] = {}
         self.experiments: dict[tuple[str, str], dict[str, Any]] = {}
+        self.trials: dict[tuple[str, str], dict[str, Any]] = {}
         self.configmaps: dict[tuple[str, str], dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], _Pod] = {}
         self._scripts: dict[tuple[str, str], list[Callable[[], None]]] = {}
@@ -491,6 +492,7 @@ _RUNTIMES = _Kind(
 
 
 _EXPERIMENTS = _Kind("Experiment", "experiments", "kubeflow.org", "experiments", lambda k: k.katib_schema)
+_TRIALS = _Kind("Trial", "trials", "kubeflow.org", "trials", lambda k: None)
 
 
 def _type_of(task: str) -> str:
@@ -529,6 +531,7 @@ _ROUTES: list[tuple[str, re.Pattern[str]]] = [
     ("katib_discovery", re.compile(r"^/apis/kubeflow\.org/v1beta1/?$")),
     ("experiments", re.compile(r"^/apis/kubeflow\.org/v1beta1/namespaces/(?P<ns>[^/]+)/experiments/?$")),
     ("experiment", re.compile(r"^/apis/kubeflow\.org/v1beta1/namespaces/(?P<ns>[^/]+)/experiments/(?P<name>[^/]+)/?$")),
+    ("trials", re.compile(r"^/apis/kubeflow\.org/v1beta1/namespaces/(?P<ns>[^/]+)/trials/?$")),
     ("configmaps", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/?$")),
     ("configmap", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)/?$")),
     ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/?$")),
@@ -838,6 +841,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, "the server could not find the requested resource")
             return
         self._member(_EXPERIMENTS, method, ns, name)
+
+    def _trials(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
+        if not self.kube.katib_installed:
+            self._error(404, "the server could not find the requested resource")
+            return
+        self._collection(_TRIALS, method, query, body, ns)
 
     def _configmaps(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
         self._collection(_CONFIGMAPS, method, query, body, ns)

@@ -440,10 +440,11 @@ class KubeflowBackend(Lifecycle):
         port_picker: Any = None,
         echo: Callable[[str], None] | None = None,
     ) -> StudyResult:
-        """Run the study to its end, each trial a job of this backend (see :class:`.tuning.KubeStudy`)."""
-        from .tuning import KubeStudy
+        """Run the study to its end: as a Katib ``Experiment`` where the cluster serves Katib, else
+        each trial a job of this backend (see :mod:`.tuning`)."""
+        from .tuning import run_kubernetes_study
 
-        return KubeStudy(self, study, spec, self.typed(options), seed=seed, stream=stream).run()
+        return run_kubernetes_study(self, study, spec, self.typed(options), seed=seed, stream=stream)
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
         """Create the study's Katib ``Experiment`` (the cluster must serve Katib); return its id."""

@@ -4,9 +4,12 @@ Two ways, one study:
 
 - **Katib** (:mod:`tfjob.tuning.katib`): ``--dry-run`` prints the study as a Katib
   ``Experiment`` whose ``trialTemplate`` is the job this backend renders (a ``TFJob``,
-  ``JobSet`` or ``TrainJob``); ``--async`` creates it on a cluster that serves Katib's
-  ``experiments.kubeflow.org/v1beta1`` (asked through the API's discovery), and Katib runs it.
-- **tfjob's own study** (:class:`KubeStudy`), on any cluster: the trials are jobs of this
+  ``JobSet`` or ``TrainJob``). On a cluster that serves Katib's
+  ``experiments.kubeflow.org/v1beta1`` (asked through the API's discovery) the study is that
+  experiment: created, then followed to its end, its ``Trial`` objects shown and recorded as
+  tfjob's own trials are (:class:`KatibStudy`); ``--async`` creates it and returns.
+- **tfjob's own study** (:class:`KubeStudy`), on a cluster without Katib (or a study Katib
+  cannot run, which is said): the trials are jobs of this
   backend, proposed by the same search as the local study (:class:`tfjob.tuning.search.Search`:
   Optuna, the study's algorithm), up to ``parallel_trials`` at once, each with its values
   appended to its trainer's arguments as ``--NAME=VALUE`` and its trial id as
@@ -477,3 +480,122 @@ def study_status(record: JobRecord) -> JobStatus | None:
     if not record.state.is_terminal and record.supervisor_pid and not process_alive(record.supervisor_pid, record.supervisor_start):
         return None
     return record.to_status()
+
+
+# -- Katib runs the study: followed as tfjob follows its own --------------------------------------
+#: Katib's Trial objects (one per trial, labelled with their experiment).
+TRIAL = Resource("kubeflow.org", "v1beta1", "trials", "Trial", EXPERIMENT.install_hint)
+EXPERIMENT_LABEL = "katib.kubeflow.org/experiment"
+#: A Katib trial's last true condition → the trial's state as tfjob shows it.
+_KATIB_TRIAL_STATES = {"Created": "QUEUED", "Running": "RUNNING", "Succeeded": "SUCCEEDED", "Failed": "FAILED",
+                       "MetricsUnavailable": "INFEASIBLE", "Killed": "CANCELLED", "EarlyStopped": "SUCCEEDED"}  # fmt: skip
+
+
+def _true_conditions(obj: dict[str, Any]) -> list[str]:
+    return [c.get("type", "") for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"]
+
+
+def katib_trial(obj: dict[str, Any], study: StudySpec, number: int) -> Trial:
+    """A Katib ``Trial`` object as a tfjob trial (numbered as created). Pure."""
+    kinds = {p.name: p for p in study.parameters}
+    params: dict[str, Any] = {}
+    for assignment in (obj.get("spec") or {}).get("parameterAssignments") or []:
+        p, value = kinds.get(assignment.get("name")), assignment.get("value")
+        try:
+            params[str(assignment.get("name"))] = (
+                value if p is None or p.type == "CATEGORICAL" else int(value) if p.type == "INTEGER" else float(value)
+            )
+        except (TypeError, ValueError):
+            params[str(assignment.get("name"))] = value
+    conditions = _true_conditions(obj)
+    state = next((_KATIB_TRIAL_STATES[c] for c in reversed(conditions) if c in _KATIB_TRIAL_STATES), "QUEUED")
+    metric = None
+    for m in ((obj.get("status") or {}).get("observation") or {}).get("metrics") or []:
+        if m.get("name") == study.metric.tag:
+            try:
+                metric = float(m.get("max" if study.measurement == "BEST_MEASUREMENT" and study.metric.maximize else "latest"))
+            except (TypeError, ValueError):
+                metric = None
+    if state == "SUCCEEDED" and metric is None:
+        state = "INFEASIBLE"
+    meta = obj.get("metadata") or {}
+    message = next(
+        (str(c.get("message") or "") for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == "Failed"), ""
+    )
+    return Trial(str(number), params, state, metric, job_id=f"{meta.get('namespace')}/{meta.get('name')}", message=message)
+
+
+class KatibStudy(KubeStudy):
+    """The study as a Katib ``Experiment`` on a cluster that serves Katib, followed to its end:
+    its trials (Katib's ``Trial`` objects) shown and recorded as tfjob's own study's are; a
+    ``tfjob cancel STUDY`` deletes the experiment (and Katib its trials)."""
+
+    def run(self) -> StudyResult:
+        manifest = render_katib(self.backend, self.study, self.spec, self.options)
+        experiment = (manifest["items"] if manifest.get("kind") == "List" else [manifest])[-1]
+        self.parallel = self.study.parallel_trials
+        self._create_record(str(experiment["spec"]["algorithm"]["algorithmName"]))
+        client = self.backend._connect(self.options.kubeconfig, self.options.context)
+        try:
+            namespace = self.options.namespace or client.namespace
+            name = self.spec.name
+            job_id = submit_katib(self.backend, self.study, self.spec, self.options, self.view.note)
+            self.store.update(self.id, extra={**self._extra(self.id), "katib": job_id})
+            ended = self._follow(client, namespace, name)
+        except BaseException as e:
+            self._record_end(StudyResult(self.id, JobState.FAILED, f"the study stopped: {type(e).__name__}: {e}"))
+            raise
+        finally:
+            client.close()
+        result = self._outcome()
+        if ended and result.state is JobState.SUCCEEDED and ended != "Succeeded":
+            result.state, result.message = JobState.FAILED, f"Katib says the experiment {ended}; {result.message}"
+        self._record_end(result)
+        self.view.finish(self.trials, f"study {self.id} {result.state.value}: {result.message}")
+        return result
+
+    def _follow(self, client: Any, namespace: str, name: str) -> str:
+        """Read the experiment and its trials until it ends; return its end (``Succeeded``/``Failed``)."""
+        from ...errors import JobNotFoundError
+
+        while True:
+            try:
+                obj = client.get(EXPERIMENT, namespace, name)
+            except JobNotFoundError:
+                self._stopping = self._stopping or "cancelled: the Katib Experiment was deleted"
+                return ""
+            listed = client.list(TRIAL, namespace, f"{EXPERIMENT_LABEL}={name}")
+            listed.sort(
+                key=lambda t: ((t.get("metadata") or {}).get("creationTimestamp") or "", (t.get("metadata") or {}).get("name") or "")
+            )
+            with self._lock:
+                self.trials = [katib_trial(t, self.study, i) for i, t in enumerate(listed, 1)]
+                self._failures = [t for t in self.trials if t.failed]
+            self._publish()
+            ended = next((c for c in reversed(_true_conditions(obj)) if c in ("Succeeded", "Failed")), None)
+            if ended:
+                return ended
+            if self.store.state(self.id) is JobState.CANCELLING:
+                client.delete(EXPERIMENT, namespace, name)
+                self._stopping = "cancelled by `tfjob cancel`: the Katib Experiment was deleted"
+                return ""
+            time.sleep(self.poll)
+
+
+def run_kubernetes_study(
+    backend: KubeflowBackend, study: StudySpec, spec: JobSpec, options: Any, *, seed: int | None, stream: TextIO | None
+) -> StudyResult:
+    """Katib runs the study where the cluster serves it (and can run this one); else tfjob does."""
+    client = backend._connect(options.kubeconfig, options.context)
+    try:
+        served = katib_served(client)
+    finally:
+        client.close()
+    if served:
+        try:
+            render_katib(backend, study, spec, options)
+        except SpecError as e:
+            TrialsView(study, stream).note(f"Katib cannot run this study ({e}); tfjob runs its trials itself")
+        else:
+            return KatibStudy(backend, study, spec, options, seed=seed, stream=stream).run()
+    return KubeStudy(backend, study, spec, options, seed=seed, stream=stream).run()
