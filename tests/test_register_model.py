@@ -109,6 +109,11 @@ def test_register_model_uploads_a_new_model_then_a_new_version_of_it(emulator: A
         submission = next(b for b in fake.created_bodies() if fake.jobs[job_id]["labels"] == b["labels"])["labels"]["tfjob-submission-id"]
         assert model["labels"]["tfjob-submission-id"] == submission
     assert f"model census version 2: {model_name} (a new version)" in second.stderr
+    shown = json.loads(CliRunner().invoke(app, ["status", job_2, "--json"]).stdout)
+    assert shown["extra"]["registered_model"] == {
+        "model": model_name, "version_id": "2", "parent_model": model_name,
+        "serving_image": second_request["model"]["containerSpec"]["imageUri"], "artifact_uri": "gs://b/runs/2/model",
+    }  # fmt: skip
 
 
 def test_the_final_metrics_are_logged_to_the_experiment_run(emulator: Any, fake: FakeVertex, trainer: Path) -> None:

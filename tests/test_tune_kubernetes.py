@@ -363,3 +363,22 @@ def test_where_katib_is_served_the_study_is_its_experiment_followed_to_its_best_
     assert result["best"]["job_id"] == "default/toy-2abc" and result["best"]["params"] == {"learning_rate": 0.01, "optimizer": "adam"}
     assert result["best"]["metric"] == pytest.approx(min(losses.values()))
     assert "Katib Experiment default/toy created" in done.stderr
+
+
+def test_a_study_whose_process_died_is_lost(fake: FakeKube, tmp_path: Path) -> None:
+    import subprocess
+
+    from tfjob.model import JobState
+    from tfjob.store import JobRecord, JobStore, process_start_time
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with JobStore() as store:
+        record = JobRecord(id="", backend="jobset", name="toy", state=JobState.RUNNING, spec={}, options={},
+                           supervisor_pid=gone.pid, supervisor_start=(process_start_time(os.getpid()) or 0) - 1,
+                           extra={"kind": "study", "study": {}, "trials": []})  # fmt: skip
+        store.add_new(record)
+    shown = CliRunner().invoke(app, ["status", record.id, "--json"])
+    assert shown.exit_code == 0, shown.output
+    status = json.loads(shown.stdout)
+    assert status["state"] == "LOST" and f"the process that ran the study (pid {gone.pid}) ended" in status["message"]

@@ -135,7 +135,10 @@ class VertexBackend(Lifecycle):
 
         record, client = self._models_client(job_id)
         attempt = current_attempt(record.id, record)
-        return register_model(record, attempt, name, artifact_uri, client=client, serving_image=serving_image, echo=self.echo)
+        registered = register_model(record, attempt, name, artifact_uri, client=client, serving_image=serving_image, echo=self.echo)
+        # Kept with the job: `tfjob status ID --json` shows the model its SavedModel became.
+        self.store.update(record.id, extra={**(self.store.get(record.id) or record).extra, "registered_model": registered})
+        return registered
 
     def _models_client(self, job_id: str) -> tuple[JobRecord, Any]:
         """The job's record and a :class:`.models.ModelsClient` for its project and region."""
