@@ -98,6 +98,11 @@ def submit_job(
         raise UsageError(
             "--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)"
         )
+    if job_options.get("register_model") and (run_async or detach) and not (dry_run or rendering):
+        raise UsageError(
+            "--register-model registers the job's SavedModel once the job SUCCEEDED, which --async/--detach does not wait for; "
+            "drop one (or later: tfjob.get_job(ID).register_model(NAME))"
+        )
     job_options["name"] = display_name
     values = job_keywords(job_options)
     if worker_pool_spec:
