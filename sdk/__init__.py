@@ -18,6 +18,8 @@ _LAZY = {
     "JobHandle": "tfjob.job",
     "get_job": "tfjob.job",
     "list_jobs": "tfjob.job",
+    # A Python function as a job.
+    "remote": "tfjob.remote.function",
     "JobStore": "tfjob.store",
     # The job model (tfjob.model is its one home; these are the same objects).
     "JobState": "tfjob.model",
@@ -50,6 +52,8 @@ _LAZY = {
     "ClusterSpec": "tfjob.cluster",
     "TaskInfo": "tfjob.cluster",
     "report_metric": "tfjob.hypertune",
+    "task": "tfjob.cluster.current",
+    "cluster_resolver": "tfjob.cluster.current",
     # Tuning.
     "Tuning": "tfjob.tune",
     "check_study_result": "tfjob.tune:check_result",
@@ -101,6 +105,7 @@ if TYPE_CHECKING:
     from .backends import flag_words as flag_words, knobs as job_knobs  # noqa: F401 - public under this name
     from .catalog import build_catalog as machine_catalog  # noqa: F401 - public under this name
     from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
+    from .cluster.current import cluster_resolver as cluster_resolver, task as task
     from .diagnosis import explain as explain
     from .documents import read_config_file as read_config_file
     from .errors import AuthError as AuthError, BackendError as BackendError, BackendUnavailableError as BackendUnavailableError
@@ -123,6 +128,7 @@ if TYPE_CHECKING:
     from .platforms import AIPlatform as AIPlatform, JobSet as JobSet, Kubernetes as Kubernetes, Local as Local
     from .platforms import Replicas as Replicas, TFJob as TFJob, TrainJob as TrainJob, Vertex as Vertex
     from .pool_flags import pool_spec_keywords as pool_spec_keywords
+    from .remote.function import remote as remote
     from .results import Diagnosis as Diagnosis
     from .scaffold import get_template as get_template, init_template as init_template, list_templates as list_templates
     from .settings import load_settings as load_settings

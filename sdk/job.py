@@ -39,7 +39,13 @@ from .settings import SETTING_NAMES, Settings, load_settings
 from .spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 if TYPE_CHECKING:
+    from typing import ParamSpec, TypeVar
+
     from .platforms import Platform, Replicas, StrPath
+    from .remote.function import RemoteFunction
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
     from .results import Diagnosis, JobMetrics, JobOutputs  # (read when a job has ended: not on a submit's path)
     from .store import JobStore
 
@@ -385,6 +391,47 @@ class Job:
         job = cls.__new__(cls)
         job._init_keywords(package, module, kwargs, store)
         return job
+
+    @staticmethod
+    def from_function(
+        fn: Callable[_P, _R],
+        *,
+        backend: str | Platform | Backend | None = None,
+        name: str | None = None,
+        image: str | None = None,
+        requirements: StrPath | Sequence[str] | None = None,
+        packages: Sequence[str] | None = None,
+        chief: Replicas | bool = True,
+        workers: int | Replicas | None = None,
+        ps: int | Replicas | None = None,
+        evaluators: int | Replicas | None = None,
+        accelerator: str | Accelerator | None = None,
+        env: Mapping[str, str] | None = None,
+        job_dir: StrPath | None = None,
+        labels: Mapping[str, str] | None = None,
+        service_account: str | None = None,
+        timeout: float | None = None,
+        strategy: str | None = None,
+        tf_config: str | None = None,
+        quiet: bool = False,
+        poll_interval: float | None = None,
+        cancel_on_interrupt: bool = True,
+        include_secrets: bool = False,
+        container_engine: str | None = None,
+        store: JobStore | None = None,
+    ) -> RemoteFunction[_P, _R]:
+        """``fn`` as a distributed job: the same as ``tfjob.remote(...)(fn)`` (see
+        :func:`tfjob.remote`): ``.run(*args, **kwargs)`` returns the chief's return value,
+        ``.submit(...)`` a handle whose ``result()`` waits for it."""
+        from .remote.function import remote
+
+        return remote(
+            backend=backend, name=name, image=image, requirements=requirements, packages=packages, chief=chief,
+            workers=workers, ps=ps, evaluators=evaluators, accelerator=accelerator, env=env, job_dir=job_dir,
+            labels=labels, service_account=service_account, timeout=timeout, strategy=strategy, tf_config=tf_config,
+            quiet=quiet, poll_interval=poll_interval, cancel_on_interrupt=cancel_on_interrupt,
+            include_secrets=include_secrets, container_engine=container_engine, store=store,
+        )(fn)  # fmt: skip
 
     def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None = None) -> None:
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
@@ -987,4 +1034,13 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
         return JobHandle(backend, job_id, store=store)
     if name is not None and name != record.backend:
         raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {name}")
+    if record.spec.get("module") == _FUNCTION_MODULE:
+        from .remote.function import FunctionHandle
+
+        # A function job: its result() is the function's return value.
+        return FunctionHandle(backend if backend is not None else record.backend, record.id, store=store)
     return JobHandle(backend if backend is not None else record.backend, record.id, store=store)
+
+
+#: The module a function job (tfjob.remote) runs.
+_FUNCTION_MODULE = "tfjob_function.run"
