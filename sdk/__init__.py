@@ -19,7 +19,7 @@ _LAZY = {
     "get_job": "tfjob.job",
     "list_jobs": "tfjob.job",
     # A Python function as a job.
-    "remote": "tfjob.remote.function",
+    "remote": "tfjob.functions.function",
     "JobStore": "tfjob.store",
     # The job model (tfjob.model is its one home; these are the same objects).
     "JobState": "tfjob.model",
@@ -128,7 +128,7 @@ if TYPE_CHECKING:
     from .platforms import AIPlatform as AIPlatform, JobSet as JobSet, Kubernetes as Kubernetes, Local as Local
     from .platforms import Replicas as Replicas, TFJob as TFJob, TrainJob as TrainJob, Vertex as Vertex
     from .pool_flags import pool_spec_keywords as pool_spec_keywords
-    from .remote.function import remote as remote
+    from .functions.function import remote as remote
     from .results import Diagnosis as Diagnosis
     from .scaffold import get_template as get_template, init_template as init_template, list_templates as list_templates
     from .settings import load_settings as load_settings

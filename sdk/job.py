@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from typing import ParamSpec, TypeVar
 
     from .platforms import Platform, Replicas, StrPath
-    from .remote.function import RemoteFunction
+    from .functions.function import RemoteFunction
 
     _P = ParamSpec("_P")
     _R = TypeVar("_R")
@@ -423,7 +423,7 @@ class Job:
         """``fn`` as a distributed job: the same as ``tfjob.remote(...)(fn)`` (see
         :func:`tfjob.remote`): ``.run(*args, **kwargs)`` returns the chief's return value,
         ``.submit(...)`` a handle whose ``result()`` waits for it."""
-        from .remote.function import remote
+        from .functions.function import remote
 
         return remote(
             backend=backend, name=name, image=image, requirements=requirements, packages=packages, chief=chief,
@@ -1035,7 +1035,7 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
     if name is not None and name != record.backend:
         raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {name}")
     if record.spec.get("module") == _FUNCTION_MODULE:
-        from .remote.function import FunctionHandle
+        from .functions.function import FunctionHandle
 
         # A function job: its result() is the function's return value.
         return FunctionHandle(backend if backend is not None else record.backend, record.id, store=store)

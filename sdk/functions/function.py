@@ -5,7 +5,7 @@ runs the function here, as before; ``.run(*args, **kwargs)`` runs it as a job on
 backend and returns the chief's return value; ``.submit(...)`` returns a
 :class:`FunctionHandle` at once, whose ``result()`` waits and returns it (or re-raises the
 function's exception with its remote traceback). The call is pickled into a package
-(:mod:`tfjob.remote.package`) that runs as any trainer does; see ``docs/functions.md``.
+(:mod:`tfjob.functions.package`) that runs as any trainer does; see ``docs/functions.md``.
 """
 
 from __future__ import annotations

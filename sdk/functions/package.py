@@ -4,7 +4,7 @@ The package is a bare trainer directory, ``$TFJOB_HOME/functions/<digest>/``::
 
     requirements.txt           the distributions the function's imports come from
     tfjob_function/__init__.py
-    tfjob_function/run.py      the runner (tfjob.remote.runner), stdlib and cloudpickle
+    tfjob_function/run.py      the runner (tfjob.functions.runner), stdlib and cloudpickle
     tfjob_function/function.pkl  cloudpickle of (function, args, kwargs)
 
 named by the digest of what it holds, so every backend takes it as any trainer directory
@@ -16,7 +16,7 @@ reference (its module must be importable in the task), one of ``__main__`` (a sc
 notebook cell), a lambda or a closure goes by value, as its code. A module that is no
 installed distribution's (a ``.py`` beside the notebook) is pickled by value too, so it
 need not be shipped. Code pickled by value runs only on the interpreter's own minor version
-(:mod:`tfjob.remote.interpreter` checks the image's).
+(:mod:`tfjob.functions.interpreter` checks the image's).
 """
 
 from __future__ import annotations

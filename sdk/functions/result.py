@@ -1,6 +1,6 @@
 """A function job's outcome, read back by the process that holds its handle.
 
-The chief wrote it (:mod:`tfjob.remote.runner`) to the URI its ``--result`` argument names,
+The chief wrote it (:mod:`tfjob.functions.runner`) to the URI its ``--result`` argument names,
 under the job dir: the return value, or the exception with the traceback it printed. Only
 that file is unpickled, and only here: the job's own result, for the submitter or the holder
 of its handle (``tfjob.get_job(ID).result()``).

@@ -11,10 +11,10 @@ from __future__ import annotations
 from ..lazy import lazy_names
 
 _LAZY = {
-    "remote": "tfjob.remote.function",
-    "RemoteFunction": "tfjob.remote.function",
-    "FunctionHandle": "tfjob.remote.function",
-    "RemoteTraceback": "tfjob.remote.result",
+    "remote": "tfjob.functions.function",
+    "RemoteFunction": "tfjob.functions.function",
+    "FunctionHandle": "tfjob.functions.function",
+    "RemoteTraceback": "tfjob.functions.result",
 }
 
 TYPE_CHECKING = False
