@@ -11,7 +11,6 @@ import io
 import json
 import sys
 import tarfile
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,7 +66,7 @@ def test_multi_worker_returns_the_chiefs_value() -> None:
 
 def test_the_functions_exception_is_re_raised_with_its_remote_traceback() -> None:
     remote = tfjob.Job.from_function(train, quiet=True)
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ValueError, match="bad lr") as raised:
         remote.run(4, lr=0.0)
     assert str(raised.value) == "bad lr"
     cause = raised.value.__cause__
@@ -77,7 +76,7 @@ def test_the_functions_exception_is_re_raised_with_its_remote_traceback() -> Non
     # The same from another process's handle: get_job(ID).result().
     with JobStore() as store:
         (record,) = store.list()
-    with pytest.raises(ValueError) as again:
+    with pytest.raises(ValueError, match="bad lr") as again:
         tfjob.get_job(record.id).result()
     assert str(again.value) == "bad lr"
 
@@ -139,7 +138,7 @@ def test_jobset_render_ships_the_pickled_function_in_its_configmap() -> None:
 )
 def test_a_by_value_function_on_an_image_of_another_python_is_refused_in_one_line(backend: Any, image: str | None, said: str) -> None:
     remote = tfjob.remote(workers=1, backend=backend, image=image, job_dir="gs://b/fn", quiet=True)(lambda lr: lr * 2)
-    with pytest.raises(SpecError) as refused:
+    with pytest.raises(SpecError, match="pickled by value") as refused:
         remote.submit(0.1)
     message = str(refused.value)
     assert "\n" not in message and said in message and f"only Python {PY}" in message

@@ -35,7 +35,7 @@ def cluster_resolver() -> Any:
     left out, as TensorFlow's strategies want), whatever dialect the platform wrote; outside a
     cluster, TensorFlow's resolver of ``TF_CONFIG`` (a single process).
     """
-    import tensorflow as tf
+    import tensorflow as tf  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     info = task_info_from_env()
     if not info.is_distributed:

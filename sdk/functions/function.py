@@ -80,7 +80,7 @@ class RemoteFunction(Generic[P, R]):
         self.fn = fn
         self._settings = dict(settings)
         self._requirements = requirements
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
         return f"RemoteFunction({getattr(self.fn, '__qualname__', self.fn)!r})"
@@ -160,7 +160,10 @@ def _result_base(job: Job) -> str:
     if job_dir:
         if backend not in _LOCAL and not job_dir.startswith("gs://"):
             raise SpecError(
-                field="job_dir", value=job_dir, problem=f"is a path inside the {backend} job: its result must come back here", fix="give a gs:// URI"
+                field="job_dir",
+                value=job_dir,
+                problem=f"is a path inside the {backend} job: its result must come back here",
+                fix="give a gs:// URI",
             )
         return job_dir.rstrip("/")
     if backend in _LOCAL:
@@ -170,7 +173,11 @@ def _result_base(job: Job) -> str:
     bucket = getattr(job.options, "staging_bucket", None) or getattr(job.options, "default_staging_bucket", None)
     if bucket:
         return f"{str(bucket).rstrip('/')}/tfjob/functions"
-    raise SpecError(field="job_dir", problem=f"is needed on the {backend} backend: the function's result comes back through it", fix="give job_dir='gs://BUCKET/PATH'")
+    raise SpecError(
+        field="job_dir",
+        problem=f"is needed on the {backend} backend: the function's result comes back through it",
+        fix="give job_dir='gs://BUCKET/PATH'",
+    )
 
 
 def _settings(**values: Any) -> dict[str, Any]:

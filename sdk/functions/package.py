@@ -100,7 +100,7 @@ def pickle_call(fn: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str
         SpecError: something in it cannot be pickled (naming what), or the pickle is too large.
     """
     try:
-        import cloudpickle
+        import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         from ..errors import BackendUnavailableError
 
@@ -146,18 +146,18 @@ def pickle_facts(data: bytes) -> tuple[bool, set[str]]:
     for op, arg, _ in pickletools.genops(data):
         name = op.name
         if name in _STRING_OPS:
-            stack.append(arg)
+            stack.append(str(arg))
             if subimport:
-                modules.add(arg)
+                modules.add(str(arg))
                 subimport = False
             if arg in _BY_VALUE_MARKS:
                 by_value = True
         elif name in _GET_OPS:
-            stack.append(memo.get(arg))
+            stack.append(memo.get(arg if isinstance(arg, int) else -1))
         elif name == "MEMOIZE":
             memo[len(memo)] = stack[-1] if stack else None
         elif name in _PUT_OPS:
-            memo[arg] = stack[-1] if stack else None
+            memo[arg if isinstance(arg, int) else -1] = stack[-1] if stack else None
         elif name == "STACK_GLOBAL":
             module, qualname = (stack[-2], stack[-1]) if len(stack) >= 2 else (None, None)
             stack.append(None)
@@ -274,7 +274,9 @@ def build_package(data: bytes, requirements: Sequence[str], *, found: Sequence[s
     from ..digest import sha256
 
     lines = list(requirements)
-    if not any(_normal(line.split("=")[0].split("<")[0].split(">")[0].split("~")[0].split("[")[0].strip()) == "cloudpickle" for line in lines):
+    if not any(
+        _normal(line.split("=")[0].split("<")[0].split(">")[0].split("~")[0].split("[")[0].strip()) == "cloudpickle" for line in lines
+    ):
         lines.insert(0, cloudpickle_requirement())
     files = {
         REQUIREMENTS: ("".join(f"{line}\n" for line in lines)).encode(),

@@ -65,7 +65,7 @@ def read_result(uri: str, storage: Callable[[], Any]) -> bytes | None:
 def load_outcome(data: bytes, uri: str) -> Mapping[str, Any]:
     """The outcome the chief pickled (needs cloudpickle's reconstructors for by-value code)."""
     try:
-        import cloudpickle  # noqa: F401 - by-value code unpickles through its functions
+        import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401 - by-value code unpickles through its functions
     except ImportError:
         pass
     try:

@@ -50,9 +50,9 @@ def _write_gcs(uri: str, data: bytes) -> None:
     # Cloud Storage's client where the image has it (it honours STORAGE_EMULATOR_HOST), else
     # TensorFlow's file system, which every TensorFlow image has.
     try:
-        from google.cloud import storage  # type: ignore[attr-defined,unused-ignore]
+        from google.cloud import storage  # type: ignore[attr-defined,import-untyped,unused-ignore]
     except ImportError:
-        import tensorflow as tf
+        import tensorflow as tf  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         with tf.io.gfile.GFile(uri, "wb") as f:
             f.write(data)
@@ -64,7 +64,7 @@ def _write_gcs(uri: str, data: bytes) -> None:
 def _outcome_of(error: BaseException, task: str) -> dict[str, object]:
     import traceback
 
-    import cloudpickle
+    import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     outcome: dict[str, object] = {
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if not result:
         print("error: tfjob_function.run needs --result URI (tfjob gives it)", file=sys.stderr)
         return 2
-    import cloudpickle
+    import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), PAYLOAD), "rb") as f:
         fn, fn_args, fn_kwargs = cloudpickle.load(f)
