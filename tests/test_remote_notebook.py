@@ -1,65 +1,38 @@
 """A function as a distributed job from a Jupyter notebook, run headless by nbclient in a real
-kernel: the cell's ``@tfjob.remote(workers=2, ps=1)`` function trains a Keras model with
+kernel. The cell is the README's "From a notebook" example, verbatim: its
+``@tfjob.remote(workers=2, ps=1)`` function trains a Keras model with
 ``ParameterServerStrategy`` on a local 1 + 2 + 1 cluster and the cell gets its evaluation
-metrics back; the tasks' lines stream into the cell with their task prefixes; no process
-outlives the job."""
+metrics back; ``.submit()`` returns at once and ``tfjob.get_job(ID).result()`` (here and in
+another process) gives the return value; ``ValueError("bad lr")`` comes back as itself; the
+tasks' lines stream into the cell with their task prefixes. Interrupting the kernel cancels a
+running job. No process outlives its job."""
 
 from __future__ import annotations
 
-import json
+import asyncio
+import re
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from helpers import requires_tf
+from helpers import ROOT, requires_tf
 from local_helpers import assert_no_survivors, job_processes, no_leftover_jobs  # noqa: F401 - the fixture
+from tfjob import JobState, JobStore
 
 pytestmark = [requires_tf, pytest.mark.slow, pytest.mark.tf]
 
-SETUP = """\
-import tfjob
-"""
 
-TRAIN = """\
-@tfjob.remote(workers=2, ps=1)
-def train(steps, lr=0.05):
-    import numpy as np
-    import tensorflow as tf
-
-    tf.keras.utils.set_random_seed(0)
-    print("training on", tfjob.task().role, flush=True)
-    strategy = tf.distribute.ParameterServerStrategy(tfjob.cluster_resolver())
-    with strategy.scope():
-        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
-        model.compile(optimizer=tf.keras.optimizers.SGD(lr), loss="mse", metrics=["mae"])
-    rng = np.random.default_rng(0)
-    x = rng.random((64, 4), dtype=np.float32)
-    y = x @ np.array([[1.0], [2.0], [-1.0], [0.5]], dtype=np.float32)
-
-    def dataset_fn(input_context):
-        return tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(8)
-
-    history = model.fit(tf.keras.utils.experimental.DatasetCreator(dataset_fn), epochs=2, steps_per_epoch=steps, verbose=0)
-    predicted = model(x)
-    return {
-        "task": tfjob.task().role,
-        "loss": [float(v) for v in history.history["loss"]],
-        "mse": float(tf.reduce_mean((predicted - y) ** 2)),
-        "mae": float(tf.reduce_mean(tf.abs(predicted - y))),
-        "devices": sorted({v.device for v in model.variables}),
-    }
-
-metrics = train.run(16)
-print("METRICS", json.dumps(metrics))
-"""
-
-PENDING = """\
-handle = train.submit(4)
-print("SUBMITTED", handle.id, flush=True)
-"""
+def readme_section(title: str) -> list[str]:
+    """The Python blocks of the README's section ``### title``, verbatim."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split(f"\n### {title}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
 
 
-def notebook(*cells: str) -> object:
+def notebook(*cells: str) -> Any:
     import nbformat
 
     nb = nbformat.v4.new_notebook()
@@ -68,39 +41,88 @@ def notebook(*cells: str) -> object:
     return nb
 
 
-def outputs(cell: object) -> str:
-    return "".join(o.get("text", "") for o in cell["outputs"] if o.get("output_type") == "stream")  # type: ignore[index]
+def stream(cell: Any) -> str:
+    return "".join(o.get("text", "") for o in cell["outputs"] if o.get("output_type") == "stream")
 
 
-def run_notebook(nb: object, cwd: Path) -> None:
+def client(nb: Any, cwd: Path) -> Any:
     from nbclient import NotebookClient
 
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}).execute()
+    return NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
 
 
-def test_a_notebook_cell_trains_with_parameter_servers_and_gets_its_metrics_back(tmp_path: Path) -> None:
-    nb = notebook("import json\n" + SETUP, TRAIN, PENDING)
-    run_notebook(nb, tmp_path)
-    trained, submitted = outputs(nb.cells[1]), outputs(nb.cells[2])  # type: ignore[attr-defined]
-    metrics = json.loads(trained.split("METRICS ", 1)[1].splitlines()[0])
-    assert metrics["task"] == "chief"
+def test_the_readme_cell_trains_with_parameter_servers_and_gets_its_metrics_back(tmp_path: Path) -> None:
+    (cell,) = readme_section("From a notebook")
+    nb = notebook(cell, "print('handle', handle.id)")
+    client(nb, tmp_path).execute()
+    out = stream(nb.cells[0])
+    metrics = eval(out.split("metrics ", 1)[1].splitlines()[0])  # the dict as the cell printed it
     assert metrics["loss"][-1] < metrics["loss"][0]  # it trained
-    assert 0 <= metrics["mse"] < metrics["loss"][0] and metrics["mae"] >= 0
+    assert 0 <= metrics["mse"] < metrics["loss"][0]
     assert metrics["devices"] and all("/job:ps" in d for d in metrics["devices"])  # the variables live on the ps
-    # The tasks' lines came into the cell, named by task; the pickling was said.
-    assert "train pickled by value" in trained and "requirements found from its imports: cloudpickle==" in trained
-    assert "[chief-0] training on chief" in trained
-    assert "job train-" in trained and "SUCCEEDED" in trained
-    # .submit() returned at once; the handle's result comes from another process (this one).
-    job_id = submitted.split("SUBMITTED ", 1)[1].split()[0]
+    # The tasks' lines came into the cell, named by task; what was pickled, and the requirements, were said.
+    assert "[chief-0] training on chief" in out
+    assert "train pickled by value" in out and "requirements found from its imports: cloudpickle==" in out and "numpy" in out
+    assert re.search(r"job train-\S+ SUCCEEDED", out)
+    assert "raised: ValueError bad lr" in out
+    # The submitted job's result from another process (this one), as from another kernel.
+    job_id = stream(nb.cells[1]).split("handle ", 1)[1].split()[0]
     import tfjob
 
     second = tfjob.get_job(job_id).result()
-    assert second["task"] == "chief" and len(second["loss"]) == 2
-    from tfjob import JobStore
-
+    assert len(second["loss"]) == 2 and f"mse {second['mse']}" in out
     with JobStore() as store:
-        ids = [r.id for r in store.list()]
-    assert len(ids) == 2
-    for jid in ids:
-        assert_no_survivors(job_processes(jid))
+        records = store.list()
+    assert sorted(r.state for r in records) == sorted([JobState.SUCCEEDED, JobState.SUCCEEDED, JobState.FAILED])
+    for record in records:
+        assert_no_survivors(job_processes(record.id))
+
+
+SLOW = """\
+import time
+
+import tfjob
+
+
+@tfjob.remote(workers=1)
+def wait_long(seconds):
+    print("started", flush=True)
+    time.sleep(seconds)
+    return seconds
+
+
+wait_long.run(300)
+"""
+
+
+def test_interrupting_the_kernel_cancels_the_running_job(tmp_path: Path) -> None:
+    nb = notebook(SLOW)
+    runner = client(nb, tmp_path)
+    runner.allow_errors = True
+    found: dict[str, Any] = {}
+
+    def interrupt_once_running() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            with JobStore() as store:
+                running = [r for r in store.list() if r.state is JobState.RUNNING]
+            if running and len(store.tasks(running[0].id)) == 2:
+                found["id"] = running[0].id
+                time.sleep(1.0)  # the tasks are started: now Ctrl-C
+                # What Jupyter's interrupt button does (its SIGINT, as the kernel spec says to send it).
+                asyncio.run(runner.km.interrupt_kernel())
+                return
+            time.sleep(0.2)
+
+    with runner.setup_kernel():
+        watcher = threading.Thread(target=interrupt_once_running)
+        watcher.start()
+        runner.execute_cell(nb.cells[0], 0)
+        watcher.join()
+    outputs = nb.cells[0]["outputs"]
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    assert errors and errors[0]["ename"] == "JobCancelledError", outputs
+    with JobStore() as store:
+        record = store.get(found["id"])
+    assert record.state is JobState.CANCELLED
+    assert_no_survivors(job_processes(record.id))
