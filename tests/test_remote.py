@@ -9,8 +9,10 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import sys
 import tarfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,3 +146,49 @@ def test_a_by_value_function_on_an_image_of_another_python_is_refused_in_one_lin
     assert "\n" not in message and said in message and f"only Python {PY}" in message
     with JobStore() as store:
         assert not store.list()  # nothing was submitted
+
+
+def test_the_runner_writes_to_cloud_storage_and_the_caller_reads_it_back(emulator: Any, tmp_path: Path) -> None:  # noqa: F811
+    """What a Vertex AI chief does with its result (gs://), through the storage emulator: the
+    package's runner, run as the bootstrap runs it, writes; the handle's reader unpickles."""
+    import subprocess
+
+    from tfjob.functions.result import load_outcome, read_result
+
+    remote = tfjob.remote(quiet=True)(lambda a, b: {"sum": a + b})
+    built = remote.package(2, b=3)
+    uri = "gs://b/fn/tfjob-results/one.pkl"
+    env = {**os.environ, "TFJOB_TASK_TYPE": "chief", "TFJOB_TASK_INDEX": "0", "TFJOB_IS_CHIEF": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tfjob_function.run", "--result", uri],
+        cwd=built.directory,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    data = read_result(uri, lambda: emulator)
+    assert data is not None and load_outcome(data, uri) == {"ok": True, "task": "chief-0", "value": {"sum": 5}}
+    assert read_result("gs://b/fn/tfjob-results/none.pkl", lambda: emulator) is None  # not written (yet)
+
+
+def test_requirements_given_replace_the_found_ones_and_cloudpickle_is_pinned() -> None:
+    given = tfjob.remote(requirements=["pandas>=2"], quiet=True)(train).package(1)
+    assert given.requirements[1:] == ("pandas>=2",) and given.requirements[0].startswith("cloudpickle==") and not given.found
+    assert (given.directory / "requirements.txt").read_text().splitlines() == list(given.requirements)
+    found = tfjob.remote(quiet=True)(train).package(1)
+    assert "numpy" in found.found and "pandas>=2" not in found.requirements
+    again = tfjob.remote(quiet=True)(train).package(1)
+    assert again.directory == found.directory and again.digest == found.digest  # an unchanged call: the same package
+    with pytest.raises(SpecError, match="requirements"):
+        tfjob.remote(requirements=["not a requirement!"], quiet=True)(train).package(1)
+
+
+def test_an_argument_that_cannot_be_pickled_is_refused_before_anything_runs() -> None:
+    import threading
+
+    with pytest.raises(SpecError, match="cannot be pickled.*open files, clients and locks inside it"):
+        tfjob.remote(quiet=True)(train).submit(threading.Lock())
+    with JobStore() as store:
+        assert not store.list()
