@@ -192,3 +192,40 @@ def test_an_argument_that_cannot_be_pickled_is_refused_before_anything_runs() ->
         tfjob.remote(quiet=True)(train).submit(threading.Lock())
     with JobStore() as store:
         assert not store.list()
+
+
+def test_a_type_checker_sees_the_functions_parameters_and_its_return_value(tmp_path: Path) -> None:
+    """``RemoteFunction`` carries the function's signature: ``run``'s arguments are checked and its
+    value typed; the decorator's settings are typed as ``Job``'s."""
+    import subprocess
+
+    from helpers import ROOT
+
+    (tmp_path / "path").mkdir()
+    (tmp_path / "path" / "tfjob").symlink_to(ROOT / "sdk")
+    snippet = tmp_path / "notebook.py"
+    snippet.write_text(
+        "import tfjob\n"
+        "\n"
+        "\n"
+        "@tfjob.remote(workers=tfjob.Replicas(2), ps=1)\n"
+        "def train(steps: int, lr: float = 0.1) -> dict[str, float]:\n"
+        '    return {"loss": lr * steps}\n'
+        "\n"
+        "\n"
+        "metrics: dict[str, float] = train.run(3, lr=0.2)\n"
+        "again: dict[str, float] = tfjob.Job.from_function(train.fn, workers=2).submit(4).result()\n"
+        'train.run("3")\n'
+        'tfjob.remote(workers="3")\n'
+        "role: str = tfjob.task().role\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
+         "--no-error-summary", "--hide-error-context", str(snippet)],
+        cwd=tmp_path, env={**os.environ, "MYPYPATH": str(tmp_path / "path")}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    found = [line.split(": error: ", 1)[1] for line in proc.stdout.splitlines() if ": error: " in line]
+    assert found == [
+        'Argument 1 to "run" of "RemoteFunction" has incompatible type "str"; expected "int"  [arg-type]',
+        'No overload variant of "remote" matches argument type "str"  [call-overload]',
+    ], proc.stdout + proc.stderr
