@@ -1015,7 +1015,8 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
 
     The backend is looked up in the job store unless given — by name, or as a backend
     object with its clients (``get_job(ID, backend=VertexBackend(credentials=creds))``);
-    an id may be a unique prefix of a stored id. ``store`` is the job store to look in
+    an id may be a unique prefix of a stored id. A function job's handle (``tfjob.remote``)
+    is a :class:`tfjob.functions.FunctionHandle`: its ``result()`` is the function's return value. ``store`` is the job store to look in
     (default: the backend object's, else the user's, ``$TFJOB_HOME/jobs.db``).
     """
     if not isinstance(job_id, str):

@@ -229,3 +229,14 @@ def test_a_type_checker_sees_the_functions_parameters_and_its_return_value(tmp_p
         'Argument 1 to "run" of "RemoteFunction" has incompatible type "str"; expected "int"  [arg-type]',
         'No overload variant of "remote" matches argument type "str"  [call-overload]',
     ], proc.stdout + proc.stderr
+
+
+def test_the_local_backends_other_interpreter_is_asked_its_version(tmp_path: Path) -> None:
+    other = tmp_path / "python3.9"
+    other.write_text("#!/bin/sh\necho 3.9\n")
+    other.chmod(0o755)
+    remote = tfjob.remote(backend=tfjob.Local(python=str(other)), quiet=True)(lambda: 1)
+    with pytest.raises(SpecError, match=r"python=.*python3\.9 runs Python 3\.9"):
+        remote.submit()
+    with JobStore() as store:
+        assert not store.list()

@@ -114,6 +114,11 @@ class RemoteFunction(Generic[P, R]):
             from .interpreter import check_python
 
             check_python(job.backend_name, job.spec, job.options, what=what)
+        if job.backend_name in _LOCAL and not job.spec.job_dir and any(job.spec.image_for(role) for role, _ in job.spec.tasks()):
+            from .package import functions_dir
+
+            # Container tasks write only what is mounted: the job dir is (at its own path, writable).
+            job.spec = job.spec.replace(job_dir=str(functions_dir()))
         uri = f"{_result_base(job)}/tfjob-results/{uuid.uuid4().hex}.pkl"
         job.spec = job.spec.replace(args=("--result", uri, *job.spec.args))
         if not job.options.quiet:
