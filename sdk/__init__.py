@@ -19,7 +19,7 @@ _LAZY = {
     "get_job": "tfjob.job",
     "list_jobs": "tfjob.job",
     # A Python function as a job.
-    "remote": "tfjob.functions.function",
+    "remote": "tfjob.job",
     "JobStore": "tfjob.store",
     # The job model (tfjob.model is its one home; these are the same objects).
     "JobState": "tfjob.model",
@@ -117,7 +117,7 @@ if TYPE_CHECKING:
     from .hypertune import report_metric as report_metric
     from .images import Progress as BuildProgress, build_image as build_image  # noqa: F401 - public under this name
     from .images.cloudbuild import check_target as cloud_build_target  # noqa: F401 - public under this name
-    from .job import Job as Job, JobHandle as JobHandle, get_job as get_job, list_jobs as list_jobs
+    from .job import Job as Job, JobHandle as JobHandle, get_job as get_job, list_jobs as list_jobs, remote as remote
     from .knobs import Knob as Knob
     from .metrics import metrics_figure as metrics_figure, render_final as render_metrics, save_figure as save_figure  # noqa: F401 - public under this name
     from .metrics import study_figure as study_figure
@@ -128,7 +128,6 @@ if TYPE_CHECKING:
     from .platforms import AIPlatform as AIPlatform, JobSet as JobSet, Kubernetes as Kubernetes, Local as Local
     from .platforms import Replicas as Replicas, TFJob as TFJob, TrainJob as TrainJob, Vertex as Vertex
     from .pool_flags import pool_spec_keywords as pool_spec_keywords
-    from .functions.function import remote as remote
     from .results import Diagnosis as Diagnosis
     from .scaffold import get_template as get_template, init_template as init_template, list_templates as list_templates
     from .settings import load_settings as load_settings

@@ -133,7 +133,11 @@ def test_jobset_render_ships_the_pickled_function_in_its_configmap() -> None:
 @pytest.mark.parametrize(
     ("backend", "image", "said"),
     [
-        (Vertex(project="p", region="us-central1", staging_bucket="gs://b"), None, "runs Python 3.10"),
+        (
+            Vertex(project="p", region="us-central1", staging_bucket="gs://b"),
+            None,
+            "prebuilt TensorFlow image (executor_image not given) runs Python 3.10",
+        ),
         (JobSet(namespace="ml"), "python:3.9-slim", "runs Python 3.9"),
         (JobSet(namespace="ml"), "registry.example/trainer:1", "runs a Python tfjob does not know"),
     ],
@@ -240,3 +244,14 @@ def test_the_local_backends_other_interpreter_is_asked_its_version(tmp_path: Pat
         remote.submit()
     with JobStore() as store:
         assert not store.list()
+
+
+def test_the_vertex_prebuilt_images_python_is_the_one_their_names_say() -> None:
+    from tfjob.backends.vertex.render import PREBUILT_TF_VERSIONS, prebuilt_image
+    from tfjob.functions.interpreter import VERTEX_PREBUILT_PYTHON, image_python
+
+    for version in (*PREBUILT_TF_VERSIONS, None):
+        for gpu in (False, True):
+            assert image_python(prebuilt_image(version, gpu, "europe-west4")) == VERTEX_PREBUILT_PYTHON
+    assert image_python("tfjob:0.1.0") == image_python("registry.example/tfjob:0.1.0-gpu") == (3, 11)
+    assert image_python("python:3.12-slim") == (3, 12) and image_python("numpy3.9:1") is None

@@ -1,6 +1,7 @@
-"""A Python function as a distributed job (``tfjob.remote``); see ``docs/functions.md``.
+"""A Python function as a distributed job (``tfjob.remote``, whose API is in :mod:`tfjob.job`);
+see ``docs/functions.md``. Nothing here imports :mod:`tfjob.job`.
 
-:mod:`.function` (the decorator, the function and its handle), :mod:`.package` (the pickled
+:mod:`.function` (the function as a job, given the API's way of making jobs), :mod:`.package` (the pickled
 call as a trainer package, its requirements), :mod:`.interpreter` (the tasks' Python, checked
 for code pickled by value), :mod:`.result` (the outcome read back), :mod:`.runner` (what the
 tasks run: stdlib and cloudpickle, copied into every package).
@@ -11,15 +12,13 @@ from __future__ import annotations
 from ..lazy import lazy_names
 
 _LAZY = {
-    "remote": "tfjob.functions.function",
     "RemoteFunction": "tfjob.functions.function",
-    "FunctionHandle": "tfjob.functions.function",
     "RemoteTraceback": "tfjob.functions.result",
 }
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .function import FunctionHandle as FunctionHandle, RemoteFunction as RemoteFunction, remote as remote
+    from .function import RemoteFunction as RemoteFunction
     from .result import RemoteTraceback as RemoteTraceback
 
 __getattr__, _NAMES = lazy_names(__name__, _LAZY)

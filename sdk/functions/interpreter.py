@@ -5,7 +5,7 @@ Known from: this interpreter, or the local backend's ``python=`` (asked); an ima
 name says its Python (Vertex AI's prebuilt ``tf-cpu.2-17.py310``, ``python:3.11-slim``,
 ``…-py311``); tfjob's base image (``tfjob:VERSION``: TensorFlow's image of
 ``container/Dockerfile``, Python 3.11); a Vertex AI package job without an image runs the
-prebuilt image tfjob renders for it. Anything else is not known, and a by-value function is
+prebuilt image tfjob renders for it (Python 3.10). Anything else is not known, and a by-value function is
 refused with the ways out.
 """
 
@@ -20,6 +20,9 @@ from ..errors import SpecError
 
 #: tfjob's base image (container/Dockerfile: FROM tensorflow/tensorflow:2.18.0, whose Python is 3.11).
 TFJOB_BASE_PYTHON = (3, 11)
+#: Vertex AI's prebuilt TensorFlow training images, which a package job without an image runs on
+#: (``tfjob.backends.vertex.render.prebuilt_image``: ``tf-cpu.2-17.py310``; a test holds the two equal).
+VERTEX_PREBUILT_PYTHON = (3, 10)
 _IN_NAME = re.compile(r"(?:^|[^a-z0-9])py(?:thon)?[-_:]?3[._]?(\d{1,2})(?![0-9])", re.I)
 _TFJOB_BASE = re.compile(r"(?:^|/)tfjob:\d+\.\d+\.\d+(?:-gpu)?(?:@sha256:[0-9a-f]{64})?\Z")
 
@@ -44,17 +47,14 @@ def interpreter_python(python: str) -> tuple[int, int] | None:
     return (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
 
 
-def _vertex_prebuilt(options: Any) -> str:
-    from ..backends.vertex.render import prebuilt_image
-
-    return prebuilt_image(None, False, getattr(options, "region", None))
-
-
 def task_pythons(backend: str, spec: Any, options: Any) -> list[tuple[str, tuple[int, int] | None]]:
     """``(where, version)`` for each interpreter the job's tasks run (version None: not known)."""
     images = sorted({spec.image_for(role) for role, _ in spec.tasks() if spec.image_for(role)})
     if backend == "vertex" and not images:
-        images = [getattr(options, "executor_image", None) or _vertex_prebuilt(options)]
+        executor = getattr(options, "executor_image", None)
+        if not executor:
+            return [("Vertex AI's prebuilt TensorFlow image (executor_image not given)", VERTEX_PREBUILT_PYTHON)]
+        images = [executor]
     if images:
         return [(f"image {image}", image_python(image)) for image in images]
     if backend == "local":
