@@ -255,3 +255,11 @@ def test_the_vertex_prebuilt_images_python_is_the_one_their_names_say() -> None:
             assert image_python(prebuilt_image(version, gpu, "europe-west4")) == VERTEX_PREBUILT_PYTHON
     assert image_python("tfjob:0.1.0") == image_python("registry.example/tfjob:0.1.0-gpu") == (3, 11)
     assert image_python("python:3.12-slim") == (3, 12) and image_python("numpy3.9:1") is None
+
+
+def test_without_cloudpickle_the_call_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfjob import BackendUnavailableError
+
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)  # an import of it raises ImportError
+    with pytest.raises(BackendUnavailableError, match=r"pip install 'tfjob\[remote\]'$"):
+        tfjob.remote(quiet=True)(train).submit(1)
