@@ -51,6 +51,7 @@ FILES: tuple[str, ...] = (
     "hypertune.py",
     "lazy.py",
     "cluster/__init__.py",
+    "cluster/current.py",
     "cluster/dispatch.py",
     "cluster/jobset.py",
     "cluster/render.py",

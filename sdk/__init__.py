@@ -18,6 +18,8 @@ _LAZY = {
     "JobHandle": "tfjob.job",
     "get_job": "tfjob.job",
     "list_jobs": "tfjob.job",
+    # A Python function as a job.
+    "remote": "tfjob.job",
     "JobStore": "tfjob.store",
     # The job model (tfjob.model is its one home; these are the same objects).
     "JobState": "tfjob.model",
@@ -50,6 +52,8 @@ _LAZY = {
     "ClusterSpec": "tfjob.cluster",
     "TaskInfo": "tfjob.cluster",
     "report_metric": "tfjob.hypertune",
+    "task": "tfjob.cluster.current",
+    "cluster_resolver": "tfjob.cluster.current",
     # Tuning.
     "Tuning": "tfjob.tune",
     "check_study_result": "tfjob.tune:check_result",
@@ -101,6 +105,7 @@ if TYPE_CHECKING:
     from .backends import flag_words as flag_words, knobs as job_knobs  # noqa: F401 - public under this name
     from .catalog import build_catalog as machine_catalog  # noqa: F401 - public under this name
     from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
+    from .cluster.current import cluster_resolver as cluster_resolver, task as task
     from .diagnosis import explain as explain
     from .documents import read_config_file as read_config_file
     from .errors import AuthError as AuthError, BackendError as BackendError, BackendUnavailableError as BackendUnavailableError
@@ -112,7 +117,7 @@ if TYPE_CHECKING:
     from .hypertune import report_metric as report_metric
     from .images import Progress as BuildProgress, build_image as build_image  # noqa: F401 - public under this name
     from .images.cloudbuild import check_target as cloud_build_target  # noqa: F401 - public under this name
-    from .job import Job as Job, JobHandle as JobHandle, get_job as get_job, list_jobs as list_jobs
+    from .job import Job as Job, JobHandle as JobHandle, get_job as get_job, list_jobs as list_jobs, remote as remote
     from .knobs import Knob as Knob
     from .metrics import metrics_figure as metrics_figure, render_final as render_metrics, save_figure as save_figure  # noqa: F401 - public under this name
     from .metrics import study_figure as study_figure

@@ -18,7 +18,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, ParamSpec, Sequence, TypeVar, overload
 
 from .backends import BACKENDS, Backend, backend_class, get_backend, keyword_backends, knobs, option_annotations, options_type
 from .model import JobState, JobStatus, SubmitOptions
@@ -39,9 +39,14 @@ from .settings import SETTING_NAMES, Settings, load_settings
 from .spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 if TYPE_CHECKING:
+    from .functions.function import RemoteFunction
     from .platforms import Platform, Replicas, StrPath
     from .results import Diagnosis, JobMetrics, JobOutputs  # (read when a job has ended: not on a submit's path)
     from .store import JobStore
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def _replica_fields() -> list[str]:
@@ -385,6 +390,45 @@ class Job:
         job = cls.__new__(cls)
         job._init_keywords(package, module, kwargs, store)
         return job
+
+    @staticmethod
+    def from_function(
+        fn: Callable[_P, _R],
+        *,
+        backend: str | Platform | Backend | None = None,
+        name: str | None = None,
+        image: str | None = None,
+        requirements: StrPath | Sequence[str] | None = None,
+        packages: Sequence[str] | None = None,
+        chief: Replicas | bool = True,
+        workers: int | Replicas | None = None,
+        ps: int | Replicas | None = None,
+        evaluators: int | Replicas | None = None,
+        accelerator: str | Accelerator | None = None,
+        env: Mapping[str, str] | None = None,
+        job_dir: StrPath | None = None,
+        labels: Mapping[str, str] | None = None,
+        service_account: str | None = None,
+        timeout: float | None = None,
+        strategy: str | None = None,
+        tf_config: str | None = None,
+        quiet: bool = False,
+        poll_interval: float | None = None,
+        cancel_on_interrupt: bool = True,
+        include_secrets: bool = False,
+        container_engine: str | None = None,
+        store: JobStore | None = None,
+    ) -> RemoteFunction[_P, _R]:
+        """``fn`` as a distributed job: the same as ``tfjob.remote(...)(fn)`` (see
+        :func:`tfjob.remote`): ``.run(*args, **kwargs)`` returns the chief's return value,
+        ``.submit(...)`` a handle whose ``result()`` waits for it."""
+        return remote(
+            backend=backend, name=name, image=image, requirements=requirements, packages=packages, chief=chief,
+            workers=workers, ps=ps, evaluators=evaluators, accelerator=accelerator, env=env, job_dir=job_dir,
+            labels=labels, service_account=service_account, timeout=timeout, strategy=strategy, tf_config=tf_config,
+            quiet=quiet, poll_interval=poll_interval, cancel_on_interrupt=cancel_on_interrupt,
+            include_secrets=include_secrets, container_engine=container_engine, store=store,
+        )(fn)  # fmt: skip
 
     def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None = None) -> None:
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
@@ -1030,7 +1074,8 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
 
     The backend is looked up in the job store unless given — by name, or as a backend
     object with its clients (``get_job(ID, backend=VertexBackend(credentials=creds))``);
-    an id may be a unique prefix of a stored id. ``store`` is the job store to look in
+    an id may be a unique prefix of a stored id. A function job's handle (``tfjob.remote``)
+    is a :class:`tfjob.functions.FunctionHandle`: its ``result()`` is the function's return value. ``store`` is the job store to look in
     (default: the backend object's, else the user's, ``$TFJOB_HOME/jobs.db``).
     """
     if not isinstance(job_id, str):
@@ -1049,4 +1094,167 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
         return JobHandle(backend, job_id, store=store)
     if name is not None and name != record.backend:
         raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {name}")
+    if record.spec.get("module") == _FUNCTION_MODULE:
+        # A function job: its result() is the function's return value.
+        return FunctionHandle(backend if backend is not None else record.backend, record.id, store=store)
     return JobHandle(backend if backend is not None else record.backend, record.id, store=store)
+
+
+# -- A Python function as a job (tfjob.remote): the API over tfjob.functions ------------------
+
+#: The module a function job runs (tfjob.functions.function.MODULE, the package's runner).
+_FUNCTION_MODULE = "tfjob_function.run"
+
+
+class FunctionHandle(JobHandle, Generic[_R]):
+    """The handle of a function job (:func:`remote`): a :class:`JobHandle` whose
+    :meth:`result` is the function's return value. ``tfjob.get_job(ID)`` gives one for a
+    function job, in any process."""
+
+    def result(self) -> _R:  # type: ignore[override]
+        """Wait for the job's end; return the chief's return value.
+
+        Raises:
+            the function's own exception (its type, with the remote traceback as its cause and
+            a note naming the task), when the chief's call raised one;
+            JobFailedError: another task failed, or the job failed before the call ended;
+            JobCancelledError: the job was cancelled.
+        """
+        from .functions.result import load_outcome, raise_outcome, read_result, result_uri
+
+        status = self.wait()
+        spec = self.spec() or {}
+        uri = result_uri(spec.get("args"))
+        if uri is None:
+            raise JobFailedError(f"job {self.id} is not a function job (it has no --result argument)", job_id=self.id)
+        data = read_result(uri, self._storage)
+        outcome = load_outcome(data, uri) if data is not None else None
+        if outcome is not None and not outcome["ok"]:
+            raise_outcome(outcome, self.id)
+        if status.state is JobState.SUCCEEDED:
+            if outcome is None:
+                raise JobFailedError(f"job {self.id} SUCCEEDED but its chief wrote no result at {uri}", job_id=self.id)
+            value: _R = outcome["value"]
+            return value
+        JobHandle.result(self)  # raises: FAILED, LOST, CANCELLED, with the diagnosis
+        raise JobFailedError(f"job {self.id} ended {status.state.value}", job_id=self.id)  # not reached
+
+
+class _FunctionJobs:
+    """What :class:`tfjob.functions.function.RemoteFunction` is given to make its jobs and handles."""
+
+    def job(self, package: str, module: str, name: str, settings: Mapping[str, Any]) -> Job:
+        return Job(package, module, name=name, **settings)
+
+    def handle(self, backend: Any, job_id: str, store: Any) -> FunctionHandle[Any]:
+        return FunctionHandle(backend, job_id, store=store)
+
+    def default_name(self, stem: str) -> str:
+        return default_job_name(stem, None)
+
+
+def _function_settings(**values: Any) -> dict[str, Any]:
+    flags = ("quiet", "include_secrets")
+    out = {k: v for k, v in values.items() if v is not None and not (k in flags and v is False)}
+    if out.get("chief") is True:
+        del out["chief"]
+    out.setdefault("strategy", "auto")
+    return out
+
+
+@overload
+def remote(fn: Callable[_P, _R], /) -> RemoteFunction[_P, _R]: ...
+
+
+@overload
+def remote(
+    fn: None = None,
+    /,
+    *,
+    backend: str | Platform | Backend | None = None,
+    name: str | None = None,
+    image: str | None = None,
+    requirements: StrPath | Sequence[str] | None = None,
+    packages: Sequence[str] | None = None,
+    chief: Replicas | bool = True,
+    workers: int | Replicas | None = None,
+    ps: int | Replicas | None = None,
+    evaluators: int | Replicas | None = None,
+    accelerator: str | Accelerator | None = None,
+    env: Mapping[str, str] | None = None,
+    job_dir: StrPath | None = None,
+    labels: Mapping[str, str] | None = None,
+    service_account: str | None = None,
+    timeout: float | None = None,
+    strategy: str | None = None,
+    tf_config: str | None = None,
+    quiet: bool = False,
+    poll_interval: float | None = None,
+    cancel_on_interrupt: bool = True,
+    include_secrets: bool = False,
+    container_engine: str | None = None,
+    store: JobStore | None = None,
+) -> Callable[[Callable[_P, _R]], RemoteFunction[_P, _R]]: ...
+
+
+def remote(
+    fn: Callable[_P, _R] | None = None,
+    /,
+    *,
+    backend: str | Platform | Backend | None = None,
+    name: str | None = None,
+    image: str | None = None,
+    requirements: StrPath | Sequence[str] | None = None,
+    packages: Sequence[str] | None = None,
+    chief: Replicas | bool = True,
+    workers: int | Replicas | None = None,
+    ps: int | Replicas | None = None,
+    evaluators: int | Replicas | None = None,
+    accelerator: str | Accelerator | None = None,
+    env: Mapping[str, str] | None = None,
+    job_dir: StrPath | None = None,
+    labels: Mapping[str, str] | None = None,
+    service_account: str | None = None,
+    timeout: float | None = None,
+    strategy: str | None = None,
+    tf_config: str | None = None,
+    quiet: bool = False,
+    poll_interval: float | None = None,
+    cancel_on_interrupt: bool = True,
+    include_secrets: bool = False,
+    container_engine: str | None = None,
+    store: JobStore | None = None,
+) -> RemoteFunction[_P, _R] | Callable[[Callable[_P, _R]], RemoteFunction[_P, _R]]:
+    """Make a function a distributed job: ``@tfjob.remote(workers=2, ps=1)``.
+
+    The arguments are :class:`Job`'s (the roles, the backend and its settings, the image…),
+    with these differences: ``strategy`` defaults to ``auto`` (parameter servers and workers
+    serve TensorFlow when the cluster has parameter servers; otherwise the chief and every
+    worker call the function, as ``multi-worker``); ``requirements`` is a requirements file or
+    a list of lines (default: the distributions the function's imports come from, printed);
+    ``cancel_on_interrupt`` defaults to True (Ctrl-C, a kernel interrupt, cancels the job);
+    the function's return value comes back through ``job_dir`` (default: under
+    ``$TFJOB_HOME/functions`` locally, the staging bucket on Vertex AI; a ``gs://`` URI on
+    Kubernetes).
+
+    The result, a :class:`tfjob.functions.function.RemoteFunction`: calling it runs the
+    function here; ``.run(*args, **kwargs)`` runs it as a job and returns the chief's return
+    value (or re-raises its exception, with the remote traceback); ``.submit(...)`` returns a
+    :class:`FunctionHandle` at once; ``.render(...)`` is the dry run. Inside the function,
+    ``tfjob.task()`` is the task (role, index, cluster) and ``tfjob.cluster_resolver()`` the
+    resolver a ``tf.distribute`` strategy takes. ``docs/functions.md`` says what is pickled.
+    """
+    from .functions.function import RemoteFunction
+
+    settings = _function_settings(
+        backend=backend, name=name, image=image, packages=packages, chief=chief, workers=workers, ps=ps,
+        evaluators=evaluators, accelerator=accelerator, env=env, job_dir=job_dir, labels=labels,
+        service_account=service_account, timeout=timeout, strategy=strategy, tf_config=tf_config, quiet=quiet,
+        poll_interval=poll_interval, cancel_on_interrupt=cancel_on_interrupt, include_secrets=include_secrets,
+        container_engine=container_engine, store=store,
+    )  # fmt: skip
+
+    def wrap(function: Callable[_P, _R]) -> RemoteFunction[_P, _R]:
+        return RemoteFunction(function, settings, requirements, _FunctionJobs())
+
+    return wrap(fn) if fn is not None else wrap

@@ -176,6 +176,10 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         assert any(o.stdout.strip().endswith(f"accuracy {pipeline['accuracy']}") for o in outputs)
         assert "comp-tfjob-train" in (work / "census-pipeline.yaml").read_text()
         _the_pipeline_step_as_kfp_recorded_it(work, outputs)
+        # From a notebook (run here as a script; tests/test_remote_notebook.py runs it as a notebook cell):
+        # the function trained on 1+2+1, its submitted call came back through get_job, its ValueError as itself.
+        function = next(o for o in outputs if "raised: ValueError bad lr" in o.stdout)
+        assert "metrics {'loss': [" in function.stdout and "/job:ps/" in function.stdout and "\nmse " in function.stdout
         # Last, as it evaluates and exports runs/census again: the census template's own README on this run.
         _the_census_template_readme_on_the_first_commands_job(work, main, env)
 
