@@ -25,7 +25,6 @@ from os import PathLike
 from typing import Any, Iterable, Union
 
 from .errors import NOTHING, flag_words
-from .shown import Shown
 
 #: A file or directory: text or a path object.
 StrPath = Union[str, "PathLike[str]"]
@@ -36,8 +35,8 @@ StrPath = Union[str, "PathLike[str]"]
 KINDS = ("text", "int", "float", "flag", "switch", "list", "duration")
 
 
-@dataclass(frozen=True, repr=False)
-class Knob(Shown):
+@dataclass(frozen=True)
+class Knob:
     """One setting, as every front end spells it.
 
     Attributes:

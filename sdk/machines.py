@@ -14,7 +14,6 @@ Facts from the platform documentation:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from .shown import Shown
 
 #: The GPU that stands in for the retired NVIDIA K80 of legacy tiers and machine names.
 K80_REPLACEMENT = "NVIDIA_TESLA_T4"
@@ -87,8 +86,8 @@ SINGLE_HOST_TOPOLOGY: dict[int, str] = {1: "1x1", 4: "2x2", 8: "2x4"}
 RETIRED_ACCELERATORS: dict[str, str] = {"NVIDIA_TESLA_K80": K80_REPLACEMENT}
 
 
-@dataclass(frozen=True, repr=False)
-class MachineInfo(Shown):
+@dataclass(frozen=True)
+class MachineInfo:
     """What a machine type offers.
 
     Attributes:

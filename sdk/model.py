@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar, TypeVar
-from .shown import Shown
 
 
 class JobState(str, Enum):
@@ -44,8 +43,8 @@ class JobState(str, Enum):
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST, JobState.STOPPED)
 
 
-@dataclass(repr=False)
-class TaskRestart(Shown):
+@dataclass
+class TaskRestart:
     """One restart of a task: when its previous run ended, how, and why it was started again."""
 
     #: When the ended run was seen to end (seconds since the epoch).
@@ -61,8 +60,8 @@ class TaskRestart(Shown):
         return dict(self.__dict__)
 
 
-@dataclass(repr=False)
-class TaskStatus(Shown):
+@dataclass
+class TaskStatus:
     """One task of a job (``worker-1``) as last seen."""
 
     name: str
@@ -89,8 +88,8 @@ class TaskStatus(Shown):
         return out
 
 
-@dataclass(repr=False)
-class JobStatus(Shown):
+@dataclass
+class JobStatus:
     """A job as last seen by its backend."""
 
     id: str
@@ -113,8 +112,8 @@ class JobStatus(Shown):
         return out
 
 
-@dataclass(repr=False)
-class SubmitOptions(Shown):
+@dataclass
+class SubmitOptions:
     """How to submit and follow a job, beyond its description: what every backend takes.
 
     Each backend declares the options only it takes as a subclass of this
@@ -201,8 +200,8 @@ def parse_time(text: str | None) -> float | None:
 
 
 # -- the job written for people: durations and the task table (pure) ------------------------
-@dataclass(repr=False)
-class SummaryRow(Shown):
+@dataclass
+class SummaryRow:
     """One task in the summary table."""
 
     task: str

@@ -26,14 +26,13 @@ from .backends.kubeflow.options import KubernetesKnobs, TFJobKnobs
 from .backends.local.options import LocalKnobs
 from .backends.vertex.options import VertexKnobs
 from .knobs import StrPath, described_fields
-from .shown import Shown
 
 if TYPE_CHECKING:
     from .spec import Accelerator
 
 
-@dataclass(frozen=True, repr=False)
-class Replicas(Shown):
+@dataclass(frozen=True)
+class Replicas:
     """One role's replicas: how many, on what, running what.
 
     ``Replicas(4, machine_type="n2-standard-8", accelerator="NVIDIA_L4:1")``; a plain
@@ -68,8 +67,8 @@ class Replicas(Shown):
         return {k: v for k, v in out.items() if v is not None}
 
 
-@dataclass(kw_only=True, repr=False)
-class Platform(Shown):
+@dataclass(kw_only=True)
+class Platform:
     """The settings of one backend (a base class; use :class:`Local`, :class:`Vertex`…)."""
 
     #: The backend these settings select (``tfjob.backends.BACKENDS``).
@@ -80,7 +79,7 @@ class Platform(Shown):
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class Local(Platform, LocalKnobs):
     """Run the cluster on this machine: one process (or container, with ``image``) per task.
 
@@ -103,7 +102,7 @@ class Local(Platform, LocalKnobs):
 Local.__doc__ = (Local.__doc__ or "").rstrip() + described_fields(LocalKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class Vertex(Platform, GoogleCloudKnobs, VertexKnobs):
     """A Vertex AI ``CustomJob``: pool 0 the chief, then workers, parameter servers, evaluators.
 
@@ -133,7 +132,7 @@ class Vertex(Platform, GoogleCloudKnobs, VertexKnobs):
 Vertex.__doc__ = (Vertex.__doc__ or "").rstrip() + described_fields(GoogleCloudKnobs) + described_fields(VertexKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class AIPlatform(Platform, GoogleCloudKnobs):
     """Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
 
@@ -153,7 +152,7 @@ class AIPlatform(Platform, GoogleCloudKnobs):
 AIPlatform.__doc__ = (AIPlatform.__doc__ or "").rstrip() + described_fields(GoogleCloudKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class Kubernetes(Platform, KubernetesKnobs):
     """A job in a Kubernetes cluster; by itself a Kubeflow ``TFJob`` (see :class:`TFJob`,
     :class:`JobSet`, :class:`TrainJob` for the other resources).
@@ -177,7 +176,7 @@ class Kubernetes(Platform, KubernetesKnobs):
 Kubernetes.__doc__ = (Kubernetes.__doc__ or "").rstrip() + described_fields(KubernetesKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class TFJob(Kubernetes, TFJobKnobs):
     """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies
     (:class:`tfjob.backends.kubeflow.options.TFJobKnobs`, listed below) and every
@@ -192,14 +191,14 @@ class TFJob(Kubernetes, TFJobKnobs):
 TFJob.__doc__ = (TFJob.__doc__ or "").rstrip() + described_fields(TFJobKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class JobSet(Kubernetes):
     """A ``JobSet`` (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed."""
 
     BACKEND: ClassVar[str] = "jobset"
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class TrainJob(Kubernetes):
     """A Kubeflow Trainer v2 ``TrainJob`` with the TensorFlow runtime tfjob renders for it."""
 

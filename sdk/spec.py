@@ -41,7 +41,6 @@ from .machines import (
     tpu_chips,
     well_formed_machine_type,
 )
-from .shown import Shown
 
 #: The canonical roles, in the order of Vertex worker pools 0..3.
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -114,8 +113,8 @@ TIERS: dict[ScaleTier, dict[str, tuple[int, str, str | None, int]]] = {
 }
 
 
-@dataclass(frozen=True, repr=False)
-class Accelerator(Shown):
+@dataclass(frozen=True)
+class Accelerator:
     """An accelerator attached to each machine of a pool.
 
     Attributes:
@@ -196,8 +195,8 @@ def check_boot_disk(disk_type: Any, size_gb: Any) -> None:
         raise SpecError(field="boot_disk_size", value=size_gb, problem=f"must be a whole number of GB from {low} to {high}")
 
 
-@dataclass(frozen=True, repr=False)
-class Machine(Shown):
+@dataclass(frozen=True)
+class Machine:
     """A Compute Engine machine type, with the accelerator each machine carries.
 
     Use :meth:`resolve` to accept legacy AI Platform names too.
@@ -321,8 +320,8 @@ class Machine(Shown):
         return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"))
 
 
-@dataclass(frozen=True, repr=False)
-class Pool(Shown):
+@dataclass(frozen=True)
+class Pool:
     """``replicas`` tasks of one role on one kind of machine.
 
     Attributes:
@@ -492,8 +491,8 @@ def check_job_name(name: str) -> None:
         raise SpecError(field="name", value=name, problem="contains control characters", fix="use letters, digits, '-' and '_'")
 
 
-@dataclass(frozen=True, repr=False)
-class JobSpec(Shown):
+@dataclass(frozen=True)
+class JobSpec:
     """A whole training job.
 
     Attributes:

@@ -13,13 +13,12 @@ from typing import Any, Mapping, Sequence
 
 from ...knobs import StrPath, knob
 from ...model import SubmitOptions
-from ...shown import Shown
 
 _NOT_TUNED = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class KubernetesKnobs(Shown):
+class KubernetesKnobs:
     """Where the job goes in a cluster, and what every pod gets: every Kubernetes backend's knobs."""
 
     #: The namespace (default: ``TFJOB_NAMESPACE``, the kubeconfig context's, ``default``).
@@ -64,7 +63,7 @@ class KubernetesKnobs(Shown):
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class TFJobKnobs(Shown):
+class TFJobKnobs:
     """What only the training operator's ``TFJob`` has: its cleanup and gang-scheduling policies."""
 
     #: ``None``, ``Running`` or ``All``.
@@ -75,11 +74,11 @@ class TFJobKnobs(Shown):
     min_available: int | None = knob("Gang scheduling: tasks that must start together.", **_NOT_TUNED)
 
 
-@dataclass(repr=False)
+@dataclass
 class KubernetesOptions(SubmitOptions, KubernetesKnobs):
     """Where the job goes in a cluster, and what every pod gets (:class:`KubernetesKnobs`)."""
 
 
-@dataclass(repr=False)
+@dataclass
 class TFJobOptions(KubernetesOptions, TFJobKnobs):
     """A Kubeflow ``TFJob``: the training operator's restart, cleanup and gang-scheduling policies."""

@@ -18,7 +18,6 @@ from ...machines import did_you_mean
 from ...cluster.dispatch import PACKAGES_MOUNT as SHIPPED_MOUNT
 from ...spec import ROLES, JobSpec
 from .ports import HOST
-from ...shown import Shown
 
 #: The platforms whose task environment a local cluster can reproduce.
 DIALECTS = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
@@ -28,8 +27,8 @@ _PLATFORM_VARS = ("TF_CONFIG", "CLUSTER_SPEC", "TFJOB_TASK_TYPE", "TFJOB_TASK_IN
 _PLATFORM_PREFIXES = ("AIP_", "CLOUD_ML_")
 
 
-@dataclass(frozen=True, repr=False)
-class TaskPlan(Shown):
+@dataclass(frozen=True)
+class TaskPlan:
     """One task of a local cluster, ready to start.
 
     Attributes:

@@ -30,11 +30,10 @@ from ...cluster.dispatch import job_strategy
 from ...restarts import build_rules
 from .plan import check_chief, check_dialect, find_source_root
 from .ports import PortPicker, pick_ports
-from ...shown import Shown
 
 
-@dataclass(frozen=True, repr=False)
-class Prepared(Shown):
+@dataclass(frozen=True)
+class Prepared:
     """What a local job runs with, checked before anything starts."""
 
     spec: JobSpec

@@ -10,13 +10,12 @@ from ...errors import SpecError
 from ...knobs import knob
 from ...lazy import LazyPattern
 from ..base import GoogleCloudOptions
-from ...shown import Shown
 
 _NOT_TUNED = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class VertexKnobs(Shown):
+class VertexKnobs:
     """Every knob only Vertex AI takes, declared once: the fields of both the :class:`VertexOptions`
     the backend reads and the :class:`tfjob.Vertex` settings users write (which adds the
     project, region, bucket and network both Google services take). A knob added here is a
@@ -109,7 +108,7 @@ class VertexKnobs(Shown):
     )
 
 
-@dataclass(repr=False)
+@dataclass
 class VertexOptions(GoogleCloudOptions, VertexKnobs):
     """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials): where it
     goes (:class:`GoogleCloudOptions`) and every Vertex AI knob (:class:`VertexKnobs`).
