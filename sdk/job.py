@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from .backends import BACKENDS, Backend, backend_class, get_backend, keyword_backends, knobs, option_annotations, options_type
-from .model import JobState, JobStatus, SubmitOptions
+from .model import STRATEGIES, TF_CONFIG_MODES, JobState, JobStatus, Strategy, SubmitOptions, TFConfigMode, check_choice
 from .errors import (
     NOTHING,
     JobCancelledError,
@@ -111,7 +111,8 @@ def _kinds() -> tuple[frozenset[str], frozenset[str]]:
         annotations.setdefault(f.name, str(f.type))
     for name, annotation in option_annotations().items():
         annotations.setdefault(name, annotation)
-    text = {k for k, a in annotations.items() if a.replace(" ", "") in ("str", "str|None")} | {"config"}
+    text_types = ("str", "Strategy", "TFConfigMode")  # the enumerations are text too
+    text = {k for k, a in annotations.items() if a.replace(" ", "").removesuffix("|None") in text_types} | {"config"}
     accelerators = {k for k, a in annotations.items() if "Accelerator" in a}
     return frozenset(text), frozenset(accelerators)
 
@@ -237,9 +238,10 @@ class Job:
         labels (Mapping[str, str] | None): labels of the cloud resource.
         service_account (str | None): the service account the tasks run as.
         timeout (float | None): the job's maximum running time in seconds.
-        strategy (str | None): what the bootstrap runs: ``module`` (default),
-            ``parameter-server``, ``multi-worker`` or ``auto``.
-        tf_config (str | None): ``platform`` (default: TF_CONFIG as the platform writes it) or ``tf2``.
+        strategy (Strategy | None): what the bootstrap runs: ``module`` (default),
+            ``parameter-server``, ``multi-worker`` or ``auto``; checked as the job is made.
+        tf_config (TFConfigMode | None): ``platform`` (default: TF_CONFIG as the platform
+            writes it) or ``tf2``; checked as the job is made.
         quiet (bool): no progress lines.
         poll_interval (float | None): first pause in seconds between status reads of a cloud job.
         cancel_on_interrupt (bool): Ctrl-C during ``run()`` cancels the job (else it keeps running).
@@ -292,8 +294,8 @@ class Job:
         labels: Mapping[str, str] | None = None,
         service_account: str | None = None,
         timeout: float | None = None,
-        strategy: str | None = None,
-        tf_config: str | None = None,
+        strategy: Strategy | None = None,
+        tf_config: TFConfigMode | None = None,
         quiet: bool = False,
         poll_interval: float | None = None,
         cancel_on_interrupt: bool = False,
@@ -387,6 +389,9 @@ class Job:
         return job
 
     def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None = None) -> None:
+        #: What the job was made from (its flat keywords), so a study whose hparams file also
+        #: describes the trials' job can make it again with the file's keywords under these.
+        self._made_from: tuple[StrPath | None, str | None, dict[str, Any], JobStore | None] = (package, module, dict(kwargs), store)
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
         self._backend_object = None
         self._bound: tuple[Any, Any] | None = None
@@ -450,6 +455,10 @@ class Job:
         option_fields = [f.name for f in dataclasses.fields(options_cls)]
         only = keyword_backends()
         option_values = {k: values.pop(k) for k in option_fields if k in values}
+        if option_values.get("strategy") is not None:
+            check_choice("strategy", option_values["strategy"], STRATEGIES)
+        if option_values.get("tf_config") is not None:
+            check_choice("tf_config", option_values["tf_config"], TF_CONFIG_MODES)
         for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
             del values[key]  # another backend's option, from a --config file
         for name in ("project", "region", "api_endpoint", "namespace"):

@@ -7,7 +7,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar, get_args
+
+#: What the bootstrap does with a job's tasks (:mod:`tfjob.cluster.dispatch`): ``module`` (every
+#: task runs the trainer module, the default), ``parameter-server`` (the bootstrap serves ps and
+#: workers for a chief-only trainer), ``auto`` or ``multi-worker``.
+Strategy = Literal["module", "parameter-server", "auto", "multi-worker"]
+#: How a task's ``TF_CONFIG`` / ``CLUSTER_SPEC`` are given: ``platform`` (as the platform writes
+#: them, the default) or ``tf2`` (rewritten for TensorFlow 2's strategies).
+TFConfigMode = Literal["platform", "tf2"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+TF_CONFIG_MODES: tuple[str, ...] = get_args(TFConfigMode)
+
+
+def check_choice(field: str, value: object, choices: tuple[str, ...]) -> None:
+    """Refuse a ``strategy`` / ``tf_config`` that is not one of its ``choices``, naming the
+    field, the value, the closest choice and every choice (a :class:`~tfjob.errors.SpecError`)."""
+    if isinstance(value, str) and value in choices:
+        return
+    import difflib
+
+    from .errors import SpecError
+
+    close = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise SpecError(field=field, value=value, problem=f"is not known{hint}", fix=f"choose one of {', '.join(choices)}")
 
 
 class JobState(str, Enum):
@@ -121,11 +145,10 @@ class SubmitOptions:
     :data:`tfjob.backends.BACKENDS`); :class:`tfjob.Job` builds the chosen backend's.
     """
 
-    #: What the bootstrap does (tfjob.cluster.dispatch): ``module`` (every task runs the
-    #: trainer module, the default), ``parameter-server``, ``auto`` or ``multi-worker``.
-    strategy: str = "module"
-    #: ``platform`` (TF_CONFIG / CLUSTER_SPEC as the platform writes them) or ``tf2``.
-    tf_config: str = "platform"
+    #: What the bootstrap does (:data:`Strategy`).
+    strategy: Strategy = "module"
+    #: How tasks get TF_CONFIG / CLUSTER_SPEC (:data:`TFConfigMode`).
+    tf_config: TFConfigMode = "platform"
     quiet: bool = False
     #: The hyperparameter-tuning trial this job is (``tfjob tune``): its id goes in every
     #: task's TF_CONFIG / CLUSTER_SPEC task and CLOUD_ML_TRIAL_ID, and its --job-dir is DIR/<trial>.

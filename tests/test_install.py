@@ -181,17 +181,23 @@ def test_the_venv_sees_no_heavy_library(venv: Path) -> None:
 
 def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
     """The wheel ships ``py.typed``: mypy, pointed at the venv the wheel went into, reads
-    tfjob's annotations and reports a count given as text and a Vertex AI setting given to
-    the Kubernetes backend, while the documented forms check clean."""
+    tfjob's annotations and reports each of a user's five mistakes — a count given as text,
+    a misspelt strategy, an unknown TF_CONFIG mode, a Vertex AI setting given to the
+    Kubernetes backend, a job keyword given to a study — while the documented forms check clean."""
     snippet = tmp_path / "pipeline.py"
     snippet.write_text(
-        "from tfjob import Job, Kubernetes, Local, Replicas, Vertex\n"
+        "from tfjob import Job, Kubernetes, Local, Replicas, Tuning, Vertex\n"
         "\n"
         'Job("trainer/", "trainer.task", workers="3")\n'
+        'Job("trainer/", "trainer.task", strategy="paramter-server")\n'
+        'Job("trainer/", "trainer.task", tf_config="tf3")\n'
         'Job(image="gcr.io/p/t:1", module="trainer.task", backend=Kubernetes(namespace="ml", spot=True))\n'
         'job = Job("trainer/", "trainer.task", workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1"),\n'
-        '          ps=2, evaluators=Replicas(1, args=["--eval"]), backend=Vertex(project="p", region="us-central1", spot=True))\n'
+        '          ps=2, evaluators=Replicas(1, args=["--eval"]), backend=Vertex(project="p", region="us-central1", spot=True),\n'
+        '          strategy="parameter-server", tf_config="tf2")\n'
+        'Tuning(job, "hparams.yaml", workerz=3)\n'
         'Job("trainer/", "trainer.task", workers=2, backend=Local(dialect="kubeflow"))\n'
+        'Tuning(job, "hparams.yaml", max_trials=4, algorithm="grid")\n'
         "state: str = job.run(timeout=60).state.value\n"
     )
     proc = run(
@@ -199,12 +205,17 @@ def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tm
          "--no-incremental", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", "--hide-error-context", str(snippet)],
         cwd=tmp_path,
     )  # fmt: skip
-    found = [line.split(": error: ", 1)[1] for line in proc.stdout.splitlines() if ": error: " in line]
+    errors = [line for line in proc.stdout.splitlines() if ": error: " in line]
+    found = [line.split(": error: ", 1)[1] for line in errors]
     assert found == [
         'Argument "workers" to "Job" has incompatible type "str"; expected "int | Replicas | None"  [arg-type]',
+        'Argument "strategy" to "Job" has incompatible type "Literal[\'paramter-server\']"; '
+        "expected \"Literal['module', 'parameter-server', 'auto', 'multi-worker'] | None\"  [arg-type]",
+        'Argument "tf_config" to "Job" has incompatible type "Literal[\'tf3\']"; expected "Literal[\'platform\', \'tf2\'] | None"  [arg-type]',
         'Unexpected keyword argument "spot" for "Kubernetes"  [call-arg]',
+        'Unexpected keyword argument "workerz" for "Tuning"  [call-arg]',
     ], proc.stdout + proc.stderr
-    assert [line.split(":")[1] for line in proc.stdout.splitlines() if ": error: " in line] == ["3", "4"]
+    assert [line.split(":")[1] for line in errors] == ["3", "4", "5", "6", "10"]
 
 
 def _files_under(root: Path) -> dict[str, tuple[int, int]]:

@@ -185,3 +185,41 @@ def test_the_package_ships_its_types() -> None:
     assert (root / "py.typed").is_file()
     text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert '"tfjob" = ["py.typed"]' in text
+
+
+@pytest.mark.parametrize("cls", [Job, tfjob.Tuning, Replicas, *PLATFORMS], ids=lambda c: c.__name__)
+def test_no_public_constructor_takes_arbitrary_keywords(cls: type) -> None:
+    """Every argument of the job model's classes is named and typed: a misspelt one
+    (``Tuning(job, workerz=3)``) is a type checker's error, not a value passed on."""
+    loose = [p.name for p in inspect.signature(cls).parameters.values() if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    assert loose == []
+
+
+def test_strategy_and_tf_config_are_checked_when_the_job_is_made() -> None:
+    from typing import get_args
+
+    from tfjob.cluster.dispatch import STRATEGIES
+    from tfjob.cluster.task import TF_CONFIG_MODES
+    from tfjob.model import Strategy, TFConfigMode
+
+    # The enumerations the API types are the ones the bootstrap reads.
+    assert set(get_args(Strategy)) == set(STRATEGIES) and set(get_args(TFConfigMode)) == set(TF_CONFIG_MODES)
+    with pytest.raises(SpecError, match=r"^strategy='paramter-server' is not known \(did you mean 'parameter-server'\?\); choose one of "):
+        Job("trainer/", "trainer.task", strategy="paramter-server")  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"^tf_config='tf3' is not known \(did you mean 'tf2'\?\); choose one of platform, tf2$"):
+        Job("trainer/", "trainer.task", tf_config="tf3")  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"^strategy=3 must be text"):
+        Job("trainer/", "trainer.task", strategy=3)  # type: ignore[arg-type]
+    job = Job("trainer/", "trainer.task", workers=2, ps=1, strategy="parameter-server", tf_config="tf2")
+    assert (job.options.strategy, job.options.tf_config) == ("parameter-server", "tf2")
+
+
+def test_a_study_takes_a_job() -> None:
+    from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+
+    study = StudySpec(MetricSpec("loss", "MINIMIZE"), (ParameterSpec("lr", "DOUBLE", 0.001, 0.1),), max_trials=2)
+    job = Job("trainer/", "trainer.task", workers=Replicas(2), backend=Local())
+    tuning = tfjob.Tuning(job, study, max_trials=1, algorithm="random")
+    assert tuning.job is job and tuning.study.max_trials == 1 and tuning.study.algorithm == "RANDOM_SEARCH"
+    with pytest.raises(tfjob.UsageError, match=r"^job='trainer/' is not a Job; give the job every trial runs"):
+        tfjob.Tuning("trainer/", study)  # type: ignore[arg-type]
