@@ -59,12 +59,14 @@ _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "se
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
 _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = list(SETTING_NAMES)
+#: Flat keywords (the CLI's ``--worker-cpu``…) that become a role's :class:`tfjob.resources.Resources`.
+_RESOURCE_KEYWORDS = [f"{role}_{what}" for role in ("chief", "worker", "ps", "evaluator") for what in ("cpu", "memory")]
 
 
 def job_keywords(backend: str | None = None) -> list[str]:
     """Every keyword :class:`Job` accepts; with ``backend``, those that backend takes."""
     only = keyword_backends()
-    common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, "config"} - set(only)
+    common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, *_RESOURCE_KEYWORDS, "config"} - set(only)
     mine = set(only) if backend is None else {k for k, names in only.items() if backend in names}
     return sorted(common | mine)
 
@@ -152,6 +154,27 @@ def _refuse_nul(values: dict[str, Any]) -> None:
                 stack.extend(item.values())
             elif isinstance(item, (list, tuple, set, frozenset)):
                 stack.extend(item)
+
+
+def _flat_resources(values: dict[str, Any]) -> None:
+    """``<role>_cpu`` / ``<role>_memory`` (the CLI's ``--worker-cpu``…) as that role's
+    ``Resources``, with its ``<role>_accelerator`` and ``<role>_machine_type`` (in place)."""
+    for role in ("chief", "worker", "ps", "evaluator"):
+        cpu, memory = values.pop(f"{role}_cpu", None), values.pop(f"{role}_memory", None)
+        if cpu is None and memory is None:
+            continue
+        if values.get(f"{role}_resources") is not None:
+            raise SpecError(
+                field=f"{role}_cpu" if cpu is not None else f"{role}_memory", problem=f"is given twice: {role} resources say it"
+            )
+        from .resources import Resources
+
+        given = {"cpu": cpu, "memory": memory, "accelerator": values.pop(f"{role}_accelerator", None)}
+        given["machine_type"] = values.pop(f"{role}_machine_type", None)
+        try:
+            values[f"{role}_resources"] = Resources(**given)
+        except SpecError as e:
+            raise (SpecError(field=f"{role}_{e.field}", value=e.value, problem=e.problem, fix=e.fix) if e.field else e) from None
 
 
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
@@ -478,6 +501,7 @@ class Job:
                     example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
                     raise SpecError(field=name, value=values[name], problem="must be a list of strings", fix=f"e.g. {name}={example}")
                 values[name] = tuple(values[name])
+        _flat_resources(values)
         self.spec: JobSpec = build_spec(**values)
         self.built_image: Any = None
         _check_build(self.spec, self.options, self.backend_name)

@@ -28,31 +28,36 @@ from .backends.vertex.options import VertexKnobs
 from .knobs import StrPath, described_fields
 
 if TYPE_CHECKING:
-    from .spec import Accelerator
+    from .spec import Accelerator, Resources
 
 
 @dataclass(frozen=True)
 class Replicas:
     """One role's replicas: how many, on what, running what.
 
-    ``Replicas(4, machine_type="n2-standard-8", accelerator="NVIDIA_L4:1")``; a plain
-    ``int`` where a :class:`Replicas` is taken means ``Replicas(n)``.
+    ``Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="NVIDIA_L4:1"))`` asks
+    in terms every platform reads; ``Replicas(4, machine_type="n2-standard-8",
+    accelerator="NVIDIA_L4:1")`` names a Compute Engine machine. A plain ``int`` where a
+    :class:`Replicas` is taken means ``Replicas(n)``.
 
     Args:
         count: how many replicas (the chief is always 1).
-        machine_type: the machine each replica runs on (Vertex AI, AI Platform), e.g.
-            ``n1-standard-8``; default ``n1-standard-4``.
+        resources: CPUs, memory and an accelerator each replica asks for
+            (:class:`tfjob.Resources`; instead of ``machine_type`` and ``accelerator``).
+        machine_type: the Compute Engine machine each replica runs on, e.g. ``n1-standard-8``;
+            default ``n1-standard-4``.
         accelerator: the accelerator each replica gets: ``NVIDIA_L4:1``,
             ``type=NVIDIA_TESLA_T4,count=1`` or an :class:`tfjob.spec.Accelerator`.
         image: the container image this role runs (instead of the job's ``image``).
         args: arguments this role's trainer gets after the job's ``args``.
         env: environment variables of this role's tasks (over the job's ``env``).
-        boot_disk_type: Vertex AI only: ``pd-ssd``, ``pd-standard``, ``hyperdisk-balanced``.
-        boot_disk_size: Vertex AI only: the boot disk's size in GB (100 to 64000).
+        boot_disk_type, boot_disk_size: deprecated: Vertex AI's, given as
+            ``Vertex(<role>_boot_disk_type=…, <role>_boot_disk_size=…)`` now.
     """
 
     count: int = 1
     _: dataclasses.KW_ONLY
+    resources: Resources | None = None
     machine_type: str | None = None
     accelerator: str | Accelerator | None = None
     image: str | None = None
@@ -60,6 +65,17 @@ class Replicas:
     env: Mapping[str, str] | None = None
     boot_disk_type: str | None = None
     boot_disk_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.boot_disk_type is not None or self.boot_disk_size is not None:
+            import warnings
+
+            warnings.warn(
+                "Replicas(boot_disk_type=…, boot_disk_size=…) is deprecated: a boot disk is Vertex AI's, "
+                "give it as Vertex(<role>_boot_disk_type=…, <role>_boot_disk_size=…)",
+                FutureWarning,
+                stacklevel=3,
+            )
 
     def keywords(self, role: str) -> dict[str, Any]:
         """This role's values as the job description's keywords (``worker_machine_type``…), unset ones left out."""

@@ -45,6 +45,8 @@ CLIENTS = {"credentials", "api_client"}
 
 JOB_PARAMETERS = set(inspect.signature(Job.__init__).parameters) - {"self"}
 ROLE_KEYWORDS = {f"{role}_{f.name}" for role in ROLES for f in dataclasses.fields(Replicas) if f.name != "count"}
+#: The CLI's --worker-cpu / --worker-memory: typed as Replicas(resources=Resources(cpu=…, memory=…)).
+ROLE_KEYWORDS |= {f"{role}_{what}" for role in ROLES for what in ("cpu", "memory")}
 
 
 def _settings_fields(backend: str) -> set[str]:
@@ -106,10 +108,10 @@ def test_typed_and_flat_keywords_build_the_same_job() -> None:
     typed = Job(
         "trainer", "trainer.task", name="same",
         chief=Replicas(machine_type="n1-highmem-8", env={"ROLE": "chief"}),
-        workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1", args=["--w"], boot_disk_size=200),
+        workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1", args=["--w"]),
         ps=2, evaluators=Replicas(1, image="gcr.io/p/eval:1"),
         backend=Vertex(project="p", region="us-central1", spot=True, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
-                       network="projects/1/global/networks/n", reserved_ip_ranges=["a", "b"]),
+                       network="projects/1/global/networks/n", reserved_ip_ranges=["a", "b"], worker_boot_disk_size=200),
     )  # fmt: skip
     flat = Job.from_keywords(
         "trainer", "trainer.task", name="same", backend="vertex", project="p", region="us-central1", spot=True,
@@ -223,3 +225,24 @@ def test_a_study_takes_a_job() -> None:
     assert tuning.job is job and tuning.study.max_trials == 1 and tuning.study.algorithm == "RANDOM_SEARCH"
     with pytest.raises(tfjob.UsageError, match=r"^job='trainer/' is not a Job; give the job every trial runs"):
         tfjob.Tuning("trainer/", study)  # type: ignore[arg-type]
+
+
+def test_a_replica_s_boot_disk_still_works_where_it_was_given_with_a_deprecation_line() -> None:
+    with pytest.warns(
+        FutureWarning, match=r"Replicas\(boot_disk_type=…, boot_disk_size=…\) is deprecated: .*Vertex\(<role>_boot_disk_type=…"
+    ):
+        old = Job(
+            "trainer",
+            "trainer.task",
+            name="d",
+            workers=Replicas(2, boot_disk_type="pd-ssd", boot_disk_size=200),
+            backend=Vertex(project="p"),
+        )
+    new = Job(
+        "trainer",
+        "trainer.task",
+        name="d",
+        workers=2,
+        backend=Vertex(project="p", worker_boot_disk_type="pd-ssd", worker_boot_disk_size=200),
+    )
+    assert old.options == new.options and old.options.boot_disk("worker") == ("pd-ssd", 200)  # type: ignore[attr-defined]

@@ -37,6 +37,13 @@ class KubernetesKnobs:
     gpu: str | int | Sequence[str] | Mapping[str, Any] | None = knob(
         "nvidia.com/gpu of every pod, or ROLE=COUNT (repeat).", kind="list", **_NOT_TUNED
     )
+    #: ``gke`` (the default: an accelerator's nodes are picked by GKE's node labels) or
+    #: ``generic`` (the accelerator's extended resource alone places the pod).
+    cluster_kind: str | None = knob(
+        "gke (default: a GPU or TPU pod gets GKE's node selector for its accelerator) or generic (the nvidia.com/gpu or "
+        "google.com/tpu resource alone).",
+        **_NOT_TUNED,
+    )
     #: A YAML pod template (or role → pod template) merged into every replica.
     pod_template: StrPath | Mapping[str, StrPath] | None = knob(
         "YAML pod template (or role: template) merged into every replica: nodeSelector, tolerations, volumes, sidecars, labels…",

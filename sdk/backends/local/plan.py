@@ -82,6 +82,18 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
         )
 
 
+def say_ignored_resources(spec: JobSpec) -> None:
+    """One line naming what this machine does not give the tasks: every pool's
+    :class:`tfjob.resources.Resources` (the tasks run as they are, on this machine's CPUs and memory)."""
+    asked = [f"{p.role} ({p.resources.words()})" for p in spec.pools if p.resources is not None]
+    if asked:
+        import warnings
+
+        warnings.warn(
+            f"the local backend runs every task on this machine and ignores the resources asked for: {'; '.join(asked)}", stacklevel=2
+        )
+
+
 def build_cluster(spec: JobSpec, ports: list[int], host: str = HOST) -> dict[str, list[str]]:
     """Canonical roles → ``host:port`` addresses, one port per task in :meth:`JobSpec.tasks` order."""
     tasks = spec.tasks()

@@ -259,7 +259,9 @@ def plan_submission(
     """
     options = options_as(VertexOptions, options)
     check_image(options.executor_image, "executor_image")
-    notes: list[str] = []
+    from ...resources import on_compute_engine
+
+    spec, notes = on_compute_engine(spec)
     spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
         raise SpecError(
