@@ -248,10 +248,8 @@ JOB_KNOBS: tuple[Knob, ...] = (
     ),
     Knob("accelerator", "type=NVIDIA_TESLA_T4,count=1 for the chief, workers and evaluators."),
     *_roles("accelerator", "Accelerator of {role} only.", chief=("--master-accelerator",), ps=("--parameter-server-accelerator",)),
-    *_roles(
-        "cpu", "CPUs each of {role} asks for (4, 0.5, 500m): with or without --{role}-memory, each platform reads them in its own terms."
-    ),
-    *_roles("memory", "Memory each of {role} asks for (16Gi, 512Mi): Vertex AI picks the smallest machine type that fits."),
+    *_roles("cpu", "CPUs each of {role} asks for (4, 0.5, 500m): Kubernetes requests them, Vertex AI fits a machine type to them."),
+    *_roles("memory", "Memory each of {role} asks for (16Gi, 512Mi): Kubernetes requests it, Vertex AI fits a machine type to it."),
     Knob("image", "Container image every task runs (custom container).", flags=("--image", "--image-uri"), config="containerSpec.imageUri"),
     *_roles(
         "image",

@@ -186,7 +186,7 @@ def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tm
     Kubernetes backend, a job keyword given to a study — while the documented forms check clean."""
     snippet = tmp_path / "pipeline.py"
     snippet.write_text(
-        "from tfjob import Job, Kubernetes, Local, Replicas, Tuning, Vertex\n"
+        "from tfjob import Job, JobSet, Kubernetes, Local, Replicas, Resources, Tuning, Vertex\n"
         "\n"
         'Job("trainer/", "trainer.task", workers="3")\n'
         'Job("trainer/", "trainer.task", strategy="paramter-server")\n'
@@ -199,6 +199,8 @@ def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tm
         'Job("trainer/", "trainer.task", workers=2, backend=Local(dialect="kubeflow"))\n'
         'Tuning(job, "hparams.yaml", max_trials=4, algorithm="grid")\n'
         "state: str = job.run(timeout=60).state.value\n"
+        'Job("trainer/", "trainer.task", workers=Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="NVIDIA_L4:1")),\n'
+        '    backend=JobSet(namespace="ml", cluster_kind="generic")).render()\n'
     )
     proc = run(
         [sys.executable, "-m", "mypy", "--python-executable", str(venv / "bin" / "python"), "--strict", "--follow-imports=silent",
