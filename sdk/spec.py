@@ -1031,8 +1031,7 @@ def build_spec(
             pools = []
         for role, n in counts.items():
             if n is not None:
-                machine = _machine(role, machines[role], accs[role])
-                pools.append(Pool(role, n, machine, images[role]))
+                pools.append(Pool(role, n, _machine(role, machines[role], accs[role]), images[role]))
     if tpu_topology is not None:
         tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
         if not tpu_pools:
@@ -1052,10 +1051,7 @@ def build_spec(
     for role, (args, env) in own.items():
         if (args is not None or env) and role not in [p.role for p in pools]:
             raise SpecError(field=f"{role}_args" if args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool")
-    pools = [
-        dataclasses.replace(p, args=own[p.role][0] if own[p.role][0] is not None else p.args, env={**p.env, **(own[p.role][1] or {})})
-        for p in pools
-    ]
+    pools = [dataclasses.replace(p, args=_args(own[p.role][0], p.args), env={**p.env, **(own[p.role][1] or {})}) for p in pools]
     asked = {"chief": chief_resources, "worker": worker_resources, "ps": ps_resources, "evaluator": evaluator_resources}
     pools = [_with_resources(p, asked[p.role], machines[p.role], accs[p.role], tier) for p in pools]
     for role, resources in asked.items():
@@ -1071,6 +1067,11 @@ def build_spec(
         scale_tier=tier,
         **settings,
     )
+
+
+def _args(given: Sequence[str] | None, current: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """A pool's own arguments: those given (checked by the pool), else what it has."""
+    return current if given is None else given  # type: ignore[return-value]  # a list given is made a tuple by Pool
 
 
 def _with_resources(pool: Pool, resources: Resources | None, machine_type: str | None, acc: Accelerator | None, tier: Any) -> Pool:

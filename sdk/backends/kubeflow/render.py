@@ -374,9 +374,9 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
 CLUSTER_KINDS: tuple[str, ...] = ("gke", "generic")
 
 
-def cluster_kind(options: Any) -> str:
+def cluster_kind(options: KubernetesOptions | None) -> str:
     """The job's ``cluster_kind`` (default ``gke``), checked."""
-    kind = getattr(options, "cluster_kind", None) or "gke"
+    kind = (options.cluster_kind if options is not None else None) or "gke"
     if kind not in CLUSTER_KINDS:
         raise SpecError(
             field="cluster_kind", value=kind, problem=f"is not known{did_you_mean(str(kind), CLUSTER_KINDS)}", fix="choose gke or generic"
@@ -385,7 +385,7 @@ def cluster_kind(options: Any) -> str:
 
 
 def render_pod_template(
-    spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], options: Any = None, **pod: Any
+    spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], options: KubernetesOptions | None = None, **pod: Any
 ) -> dict[str, Any]:
     """One role's pod template: its ``tensorflow`` container, the service account, the
     accelerator's node selector (a GKE cluster's, :func:`cluster_kind`), the job's labels, then
