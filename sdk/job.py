@@ -177,6 +177,41 @@ def _flat_resources(values: dict[str, Any]) -> None:
             raise (SpecError(field=f"{role}_{e.field}", value=e.value, problem=e.problem, fix=e.fix) if e.field else e) from None
 
 
+def _local_accelerators(values: dict[str, Any]) -> None:
+    """On this machine an accelerator given without a machine type (``--worker-accelerator
+    NVIDIA_L4:1``, ``accelerator=``) is what the role asks for, not a Compute Engine machine to
+    check it against (the default n1 takes no L4): kept as the role's ``Resources``, which the
+    local backend says it ignores (in place)."""
+    if values.get("scale_tier") is not None:
+        return
+    shared = values.get("accelerator")
+    if any(values.get(f"{r}_machine_type") is not None for r in ("chief", "worker", "evaluator")):
+        shared = None  # a machine type names the machine the job-wide accelerator is checked against
+    present = {
+        "chief": values.get("chief", True) is not False,
+        "worker": bool(values.get("workers")),
+        "ps": bool(values.get("ps")),
+        "evaluator": bool(values.get("evaluators")),
+    }
+    for role in ("chief", "worker", "ps", "evaluator"):
+        own = values.get(f"{role}_accelerator")
+        acc = own if own is not None else (shared if role != "ps" else None)
+        if (
+            acc is None
+            or not present[role]
+            or values.get(f"{role}_machine_type") is not None
+            or values.get(f"{role}_resources") is not None
+        ):
+            continue
+        from .spec import Accelerator, Resources
+
+        parsed = Accelerator.parse(acc, f"{role}_accelerator" if own is not None else "accelerator") if isinstance(acc, str) else acc
+        values[f"{role}_resources"] = Resources(accelerator=parsed)
+        values.pop(f"{role}_accelerator", None)
+    if shared is not None:
+        values.pop("accelerator", None)
+
+
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
     """``build=True`` needs a trainer directory and no image; a cloud backend needs a registry to pull from."""
     if not options.build:
@@ -502,6 +537,8 @@ class Job:
                     raise SpecError(field=name, value=values[name], problem="must be a list of strings", fix=f"e.g. {name}={example}")
                 values[name] = tuple(values[name])
         _flat_resources(values)
+        if self.backend_name == "local":
+            _local_accelerators(values)
         self.spec: JobSpec = build_spec(**values)
         self.built_image: Any = None
         _check_build(self.spec, self.options, self.backend_name)

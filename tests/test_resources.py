@@ -205,3 +205,19 @@ def test_a_local_run_runs_and_says_what_it_ignores(trainer: Path, tfjob_exe: str
         status = Job(str(trainer), "trainer.task", workers=L4_WORKERS, quiet=True).run(timeout=300)
     assert status.state.value == "SUCCEEDED"
     assert [str(w.message) for w in seen if "ignores" in str(w.message)] == [ignored[0].removeprefix("tfjob: warning: ")]
+
+
+def test_locally_an_accelerator_without_a_machine_type_is_asked_for_not_checked_against_n1() -> None:
+    """``--worker-accelerator NVIDIA_L4:1`` alone: the default n1 machine takes no L4, which only
+    Vertex AI and AI Platform need to know; the local backend takes it and says it ignores it."""
+    with pytest.warns(
+        UserWarning, match=r"ignores the resources asked for: chief \(accelerator=NVIDIA_L4:1\); worker \(accelerator=NVIDIA_L4:1\)$"
+    ):
+        job = Job("trainer", "trainer.task", workers=1, accelerator="NVIDIA_L4:1")
+        job.render()
+    assert [p.resources for p in job.spec.pools] == [Resources(accelerator="NVIDIA_L4:1")] * 2
+    with pytest.raises(SpecError, match=r"^workers=Replicas\(…, accelerator='NVIDIA_L5'\) is not known"):
+        Job("trainer", "trainer.task", workers=Replicas(1, accelerator="NVIDIA_L5"))
+    # On Vertex AI the same job is a machine to check: the default n1 takes no L4.
+    with pytest.raises(SpecError, match=r"cannot take accelerator NVIDIA_L4"):
+        Job("trainer", "trainer.task", workers=1, accelerator="NVIDIA_L4:1", backend=Vertex(project="p"))
