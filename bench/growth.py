@@ -15,10 +15,9 @@ its tasks, against the bare interpreters'), ``growth.cpu_*``: on a shared machin
 far less with the others' load than wall time does.
 
 What an added task costs over a bare interpreter (issue 25.7): its bootstrap's start before
-the trainer, 6 M instructions of imports over ``python -c pass`` (callgrind), which its
-``gc.freeze()`` before the trainer more than pays back: the trainer's collections and the
-one at exit skip the interpreter's and the bootstrap's objects, so a whole task — start,
-trivial trainer, exit — is 92.3 M instructions against 93.4 M for ``python -c pass``. No
+the trainer, 6 M instructions of imports over ``python -c pass`` (callgrind; issue 25.7's
+``gc.freeze()`` before the trainer, which paid them back, was removed by issue 35: it
+changed how the user's program's memory is collected). No
 parent-death signal of its own where the job's lifeline guards its cgroup (one shell per
 job; without it ``setpriv``'s exec, ~1.2 ms of CPU a task). The launcher's start of it
 (``Popen``, its record; log files are opened, the cluster checked and what every task's

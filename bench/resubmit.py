@@ -10,13 +10,12 @@ Interleaved in each round, so machine load hits all alike:
 * baselines: ``python -c pass`` (what any Python CLI pays), and ``python -m build
   --sdist --no-isolation`` of the same project (what building it costs by hand).
 
-Targets: unchanged ≤ 4× ``python -c pass`` (issue 25; 8× in issue 17: a cache hit imports
-neither ``build`` nor ``importlib.metadata``, versions are read from dist-info names, the
-bootstrap wheel is reused from its sources' digest, and ``tfjob.spec`` and the secret
-scanner compile their patterns on first use; issue 25: the plain ``submit`` line is read
-without click, ``tfjob.cli.fast``, and the command ends without the interpreter's
-teardown, ``tfjob.cli.main.run``); changed ≤ 1.2× the bare build plus the dry
-run's own cost (``python -c pass`` × 4: a cache hit's whole path).
+Targets: unchanged ≤ 6× ``python -c pass`` (issue 35 relaxed issue 25's 4× on purpose when
+the start-up tricks went — the line read without click, the exit without the interpreter's
+teardown; 8× in issue 17: a cache hit imports neither ``build`` nor ``importlib.metadata``,
+versions are read from dist-info names, the bootstrap wheel is reused from its sources'
+digest, and ``tfjob.spec`` and the secret scanner compile their patterns on first use); changed ≤ 1.2× the bare build plus the dry
+run's own cost (``python -c pass`` × 6: a cache hit's whole path).
 
     .venv/bin/python bench/resubmit.py [--runs 5] [--quick] [--json FILE]
 """
@@ -31,7 +30,7 @@ from pathlib import Path
 from common import BIN, PYTHON, Figure, Target, clean_env, command, rounds, section_main
 
 SECTION = "resubmit"
-TARGET_UNCHANGED = 4.0
+TARGET_UNCHANGED = 6.0
 TARGET_CHANGED = 1.2
 
 

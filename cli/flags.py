@@ -1,6 +1,5 @@
 """What a command line needs of each knob, without click: read by :mod:`tfjob.cli.options`
-(which makes click options of it) and by :mod:`tfjob.cli.fast` (``tfjob submit``'s line read
-without click)."""
+(which makes click options of it) and by :mod:`tfjob.cli.submitting`."""
 
 from __future__ import annotations
 
@@ -13,9 +12,7 @@ if TYPE_CHECKING:
 def knobs() -> dict[str, Knob]:
     """Every knob (:func:`tfjob.job_knobs`: its keyword, flags, kind, help with the backends
     that take it, whether it has a flag and whether ``tfjob tune`` offers it), read when a
-    command first needs its options — from the declarations' table, which
-    :mod:`tfjob.backends.declarations` keeps beside the bytecode, so a start imports no
-    backend's options."""
+    command first needs its options."""
     from tfjob import job_knobs
 
     return job_knobs()

@@ -5,9 +5,8 @@ line ``error: …`` on stderr and the error's exit code (2 for usage, 1 for fail
 no traceback. Unexpected exceptions keep theirs.
 
 Heavy libraries (Google clients, TensorFlow, kubernetes) are imported only inside the
-commands that need them, so ``tfjob --help`` stays fast. A plain ``tfjob submit`` line is
-read without click (:mod:`tfjob.cli.fast`); ``app``, the click group with every command, is
-made when first asked for.
+commands that need them, so ``tfjob --help`` stays fast; ``app``, the click group with every
+command, is made when first asked for.
 """
 
 from __future__ import annotations
@@ -55,43 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = _show_warning
     warnings.filterwarnings("always", category=UserWarning, module=r"tfjob\.")
     args = list(argv) if argv is not None else sys.argv[1:]
-    from .fast import main as fast_main
-
-    code = fast_main(args)
-    if code is not None:
-        sys.exit(code)
     group: Any = __getattr__("app")
     return group.main(args=args, prog_name="tfjob")
 
 
 def run() -> NoReturn:
     """The ``tfjob`` command itself (its console script, ``python -m tfjob.cli``): :func:`main`,
-    and once the command is done the process ends without the interpreter's teardown.
-
-    Tearing down a start's ~250 modules and objects, and closing the job store (a WAL
-    checkpoint and its two ``fdatasync``), is work no one waits for yet every command pays
-    before its exit status is seen: a fifth of an unchanged re-submit. What a normal exit
-    does that matters still happens: the ``atexit`` callbacks run (logging's flush,
-    ``weakref.finalize``…) and stdout and stderr are flushed. With another thread still
-    running, or an exit that is not a status (a message, a traceback), the exit is Python's.
-    """
-    try:
-        code: Any = main()
-    except SystemExit as e:
-        code = e.code
-    if code is None:
-        code = 0
-    import threading
-
-    if not isinstance(code, int) or threading.active_count() != 1:
-        sys.exit(code)
-    import atexit
-    import os
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe, a closed stream
-            code = code or 1
-    os._exit(code)
+    then a normal interpreter exit with its status."""
+    sys.exit(main())

@@ -52,8 +52,7 @@ def submit(ctx: click.Context, **params: Any) -> None:
     PACKAGE_PATH is the trainer's source directory (a Python package, or a project holding
     one); with --package-path, the job's name, as gcloud takes it.
     """
-    # The parameters as the options declare them, which is what submit_job takes (and the
-    # fast path, tfjob.cli.fast, gives it the same way).
+    # The parameters as the options declare them, which is what submit_job takes.
     submit_job(rendering=ctx.info_name == "render", user_args=ctx.meta.get(USER_ARGS, []), **params)
 
 

@@ -1,6 +1,5 @@
-"""What ``tfjob submit`` / ``tfjob render`` do with their line once it is read, without click:
-the click command (:mod:`tfjob.cli.submit`) and the line read without it
-(:mod:`tfjob.cli.fast`) both call :func:`submit_job`."""
+"""What ``tfjob submit`` / ``tfjob render`` do with their line once click has read it
+(:mod:`tfjob.cli.submit` calls :func:`submit_job`)."""
 
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ def tune(ctx: click.Context, package_path: str | None, package_path_opt: str | N
         values["args"] = user_args
     if study_options["backend"] is not None:
         values["backend"] = study_options["backend"]
-    tuning = Tuning(
+    tuning = Tuning.from_keywords(
         study_options["hparams"],
         package or package_opt,
         seed=study_options["seed"],

@@ -22,13 +22,7 @@ them (``--tf-config tf2`` rewrites ``TF_CONFIG`` for TensorFlow 2 strategies ins
   exit status is the task's, and no extra process stands between the launcher and
   the trainer.
 
-Started as the task's own process (``tfjob-bootstrap``, ``python -m``), it freezes the
-heap just before the trainer runs (``gc.freeze()``): what the interpreter's start and the
-bootstrap made lives as long as the process, and the trainer's collections, and the one
-at exit, no longer walk it. Those objects then appear in no ``gc.get_objects()`` and a
-garbage cycle among them is never collected; the trainer's own objects are collected as
-in any interpreter (``gc.unfreeze()`` undoes it). Called from Python with an ``argv``,
-:func:`main` leaves its caller's collector alone.
+The trainer's process is left as a plain interpreter's: the collector on, nothing frozen.
 
 Why not ``exec`` a fresh ``python -m``? It gives the same guarantees but pays a
 second interpreter start (30-50 ms on a busy 2-core machine) for every task; running
@@ -41,7 +35,6 @@ container task's check; a process task's port the launcher checks itself as it s
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
@@ -453,14 +446,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {e.worded('cli')}", file=sys.stderr)  # a command line's words (flags)
         return e.exit_code
-    if argv is None:
-        # This process is the task (`tfjob-bootstrap`, `python -m`): what the interpreter's
-        # start and the bootstrap made lives as long as the process does. Frozen, it is not
-        # walked again by the trainer's collections nor by the one at exit — 10.5 M of a
-        # task's instructions, more than the whole bootstrap costs (its allocations had
-        # brought a full collection forward into the trainer). Called with an argv, from
-        # Python, main leaves its caller's collector alone.
-        gc.freeze()
     if serve:
         return run_server(info)
     if args.script is not None:

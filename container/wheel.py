@@ -16,6 +16,7 @@ and installing it needs none of them either (no build step, no dependencies).
 from __future__ import annotations
 
 import base64
+from hashlib import sha256
 import io
 import os
 import re
@@ -23,19 +24,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Sequence
-
-
-def _sha256(data: bytes) -> "Any":
-    """SHA-256 without loading OpenSSL (``hashlib`` costs a start ~5 ms; these files are small)."""
-    try:
-        from _sha2 import sha256  # Python 3.12+
-    except ImportError:
-        try:
-            from _sha256 import sha256  # Python 3.11
-        except ImportError:
-            from hashlib import sha256
-    return sha256(data)
+    from typing import Sequence
 
 
 #: The distribution's name (``pip show tfjob-bootstrap``).
@@ -94,7 +83,7 @@ def wheel_name(ver: str | None = None) -> str:
 
 
 def _record_hash(data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(_sha256(data).digest()).rstrip(b"=").decode()
+    digest = base64.urlsafe_b64encode(sha256(data).digest()).rstrip(b"=").decode()
     return f"sha256={digest}"
 
 
@@ -177,11 +166,11 @@ def build(directory: str) -> str:
 def _sources_digest(ver: str) -> str:
     """A digest of what the wheel is made of: the version and every carried file's bytes."""
     root, container = _package_dirs()
-    digest = _sha256(f"{DIST_NAME} {ver}\n".encode())
+    digest = sha256(f"{DIST_NAME} {ver}\n".encode())
     for rel in FILES:
         base = container if rel.startswith("container/") else root
         with open(os.path.join(base, rel[len("container/") :] if rel.startswith("container/") else rel), "rb") as f:
-            digest.update(_sha256(f.read()).digest())
+            digest.update(sha256(f.read()).digest())
     return digest.hexdigest()
 
 

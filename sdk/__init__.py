@@ -35,6 +35,7 @@ _LAZY = {
     "check_image": "tfjob.spec",
     "pool_spec_keywords": "tfjob.pool_flags",
     "Replicas": "tfjob.platforms",
+    "Resources": "tfjob.spec",
     "Local": "tfjob.platforms",
     "Vertex": "tfjob.platforms",
     "AIPlatform": "tfjob.platforms",
@@ -131,7 +132,7 @@ if TYPE_CHECKING:
     from .results import Diagnosis as Diagnosis
     from .scaffold import get_template as get_template, init_template as init_template, list_templates as list_templates
     from .settings import load_settings as load_settings
-    from .spec import JobSpec as JobSpec, ScaleTier as ScaleTier, check_image as check_image
+    from .spec import JobSpec as JobSpec, Resources as Resources, ScaleTier as ScaleTier, check_image as check_image
     from .spec import parse_duration as parse_duration, parse_key_values as parse_key_values
     from .store import JobStore as JobStore
     from .study import StudySpec as StudySpec

@@ -35,7 +35,7 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
     for info in MACHINES.values():
         accelerators = [{"type": name, "counts": list(counts)} for name, counts in info.gpus]
         builtin = {"type": info.builtin[0], "count": info.builtin[1]} if info.builtin else None
-        words = [info.name, *(a["type"] for a in accelerators), *([builtin["type"]] if builtin else [])]
+        words = [info.name, *(name for name, _ in info.gpus), *([info.builtin[0]] if info.builtin else [])]
         if _matches(words, pattern):
             machine_types.append(
                 {
@@ -56,11 +56,12 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
             legacy.append(row)
     tiers = []
     for tier in ScaleTier:
+        shape = TIERS.get(tier, {})
         pools = [
             {"role": role, "replicas": n, "machine_type": machine, "accelerator": {"type": acc, "count": count} if acc else None}
-            for role, (n, machine, acc, count) in TIERS.get(tier, {}).items()
+            for role, (n, machine, acc, count) in shape.items()
         ]
-        words = [tier.value, *(p["machine_type"] for p in pools), *(p["accelerator"]["type"] for p in pools if p["accelerator"])]
+        words = [tier.value, *(machine for _, machine, _, _ in shape.values()), *(acc for _, _, acc, _ in shape.values() if acc)]
         if _matches(words, pattern):
             row = {"name": tier.value, "pools": pools}
             if tier is ScaleTier.CUSTOM:
@@ -68,7 +69,7 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
             elif tier is ScaleTier.BASIC_GPU:
                 row["note"] = f"one NVIDIA K80 originally, which is retired; {K80_REPLACEMENT} today"
             tiers.append(row)
-    accelerators = [name for name in ACCELERATORS if _matches([name], pattern)]
+    accelerator_names = [name for name in ACCELERATORS if _matches([name], pattern)]
     retired = {name: use for name, use in RETIRED_ACCELERATORS.items() if _matches([name, use], pattern)}
     families = [{"family": name, "what": what} for name, what in FAMILIES.items() if _matches([name, what], pattern)]
     return {
@@ -76,6 +77,6 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
         "machine_types": machine_types,
         "legacy_machine_names": legacy,
         "scale_tiers": tiers,
-        "accelerators": accelerators,
+        "accelerators": accelerator_names,
         "retired_accelerators": retired,
     }

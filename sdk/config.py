@@ -42,11 +42,10 @@ from .documents import read_config_file
 from .errors import ConfigFileError
 from .knobs import Knob
 from .spec import ROLES, ScaleTier
-from .shown import Shown
 
 
-@dataclass(frozen=True, repr=False)
-class JobConfig(Shown):
+@dataclass(frozen=True)
+class JobConfig:
     """A parsed configuration file.
 
     Attributes:

@@ -21,7 +21,6 @@ from .lazy import LazyPattern
 from .oom import cgroup_oom_kills as cgroup_oom_kills  # its home: read at every local job's start
 from .model import JobState, JobStatus
 from .results import Diagnosis
-from .shown import Shown
 
 #: How much of a log is read for patterns (its end): a runaway line cannot stall a status.
 MAX_TEXT = 64 * 1024
@@ -31,8 +30,8 @@ MAX_EVIDENCE = 240
 _KUBEFLOW_BACKENDS = ("kubeflow", "jobset", "trainjob")
 
 
-@dataclass(frozen=True, repr=False)
-class _Pattern(Shown):
+@dataclass(frozen=True)
+class _Pattern:
     code: str
     regex: LazyPattern  # compiled on first use: a job that fails with no log to read never compiles them
     cause: Callable[[re.Match[str], str], str]

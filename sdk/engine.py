@@ -16,7 +16,6 @@ import subprocess
 from dataclasses import dataclass
 
 from .errors import BackendError, UsageError
-from .shown import Shown
 
 #: How long a query of the engine (``image inspect``, ``ps``, ``network ls``…) may take: it
 #: answers in well under a second, so one that has not answered is hung (a daemon that
@@ -43,8 +42,8 @@ ENGINE_NOISE = re.compile(
 )
 
 
-@dataclass(frozen=True, repr=False)
-class Engine(Shown):
+@dataclass(frozen=True)
+class Engine:
     """A container engine's command line."""
 
     name: str

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, ParamSpec, Sequence, TypeVar, overload
 
 from .backends import BACKENDS, Backend, backend_class, get_backend, keyword_backends, knobs, option_annotations, options_type
-from .model import JobState, JobStatus, SubmitOptions
+from .model import STRATEGIES, TF_CONFIG_MODES, JobState, JobStatus, Strategy, SubmitOptions, TFConfigMode, check_choice
 from .errors import (
     NOTHING,
     JobCancelledError,
@@ -64,12 +64,14 @@ _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "se
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
 _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = list(SETTING_NAMES)
+#: Flat keywords (the CLI's ``--worker-cpu``…) that become a role's :class:`tfjob.resources.Resources`.
+_RESOURCE_KEYWORDS = [f"{role}_{what}" for role in ("chief", "worker", "ps", "evaluator") for what in ("cpu", "memory")]
 
 
 def job_keywords(backend: str | None = None) -> list[str]:
     """Every keyword :class:`Job` accepts; with ``backend``, those that backend takes."""
     only = keyword_backends()
-    common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, "config"} - set(only)
+    common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, *_RESOURCE_KEYWORDS, "config"} - set(only)
     mine = set(only) if backend is None else {k for k, names in only.items() if backend in names}
     return sorted(common | mine)
 
@@ -116,7 +118,8 @@ def _kinds() -> tuple[frozenset[str], frozenset[str]]:
         annotations.setdefault(f.name, str(f.type))
     for name, annotation in option_annotations().items():
         annotations.setdefault(name, annotation)
-    text = {k for k, a in annotations.items() if a.replace(" ", "") in ("str", "str|None")} | {"config"}
+    text_types = ("str", "Strategy", "TFConfigMode")  # the enumerations are text too
+    text = {k for k, a in annotations.items() if a.replace(" ", "").removesuffix("|None") in text_types} | {"config"}
     accelerators = {k for k, a in annotations.items() if "Accelerator" in a}
     return frozenset(text), frozenset(accelerators)
 
@@ -156,6 +159,62 @@ def _refuse_nul(values: dict[str, Any]) -> None:
                 stack.extend(item.values())
             elif isinstance(item, (list, tuple, set, frozenset)):
                 stack.extend(item)
+
+
+def _flat_resources(values: dict[str, Any]) -> None:
+    """``<role>_cpu`` / ``<role>_memory`` (the CLI's ``--worker-cpu``…) as that role's
+    ``Resources``, with its ``<role>_accelerator`` and ``<role>_machine_type`` (in place)."""
+    for role in ("chief", "worker", "ps", "evaluator"):
+        cpu, memory = values.pop(f"{role}_cpu", None), values.pop(f"{role}_memory", None)
+        if cpu is None and memory is None:
+            continue
+        if values.get(f"{role}_resources") is not None:
+            raise SpecError(
+                field=f"{role}_cpu" if cpu is not None else f"{role}_memory", problem=f"is given twice: {role} resources say it"
+            )
+        from .resources import Resources
+
+        given = {"cpu": cpu, "memory": memory, "accelerator": values.pop(f"{role}_accelerator", None)}
+        given["machine_type"] = values.pop(f"{role}_machine_type", None)
+        try:
+            values[f"{role}_resources"] = Resources(**given)
+        except SpecError as e:
+            raise (SpecError(field=f"{role}_{e.field}", value=e.value, problem=e.problem, fix=e.fix) if e.field else e) from None
+
+
+def _local_accelerators(values: dict[str, Any]) -> None:
+    """On this machine an accelerator given without a machine type (``--worker-accelerator
+    NVIDIA_L4:1``, ``accelerator=``) is what the role asks for, not a Compute Engine machine to
+    check it against (the default n1 takes no L4): kept as the role's ``Resources``, which the
+    local backend says it ignores (in place)."""
+    if values.get("scale_tier") is not None:
+        return
+    shared = values.get("accelerator")
+    if any(values.get(f"{r}_machine_type") is not None for r in ("chief", "worker", "evaluator")):
+        shared = None  # a machine type names the machine the job-wide accelerator is checked against
+    present = {
+        "chief": values.get("chief", True) is not False,
+        "worker": bool(values.get("workers")),
+        "ps": bool(values.get("ps")),
+        "evaluator": bool(values.get("evaluators")),
+    }
+    for role in ("chief", "worker", "ps", "evaluator"):
+        own = values.get(f"{role}_accelerator")
+        acc = own if own is not None else (shared if role != "ps" else None)
+        if (
+            acc is None
+            or not present[role]
+            or values.get(f"{role}_machine_type") is not None
+            or values.get(f"{role}_resources") is not None
+        ):
+            continue
+        from .spec import Accelerator, Resources
+
+        parsed = Accelerator.parse(acc, f"{role}_accelerator" if own is not None else "accelerator") if isinstance(acc, str) else acc
+        values[f"{role}_resources"] = Resources(accelerator=parsed)
+        values.pop(f"{role}_accelerator", None)
+    if shared is not None:
+        values.pop("accelerator", None)
 
 
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
@@ -242,9 +301,10 @@ class Job:
         labels (Mapping[str, str] | None): labels of the cloud resource.
         service_account (str | None): the service account the tasks run as.
         timeout (float | None): the job's maximum running time in seconds.
-        strategy (str | None): what the bootstrap runs: ``module`` (default),
-            ``parameter-server``, ``multi-worker`` or ``auto``.
-        tf_config (str | None): ``platform`` (default: TF_CONFIG as the platform writes it) or ``tf2``.
+        strategy (Strategy | None): what the bootstrap runs: ``module`` (default),
+            ``parameter-server``, ``multi-worker`` or ``auto``; checked as the job is made.
+        tf_config (TFConfigMode | None): ``platform`` (default: TF_CONFIG as the platform
+            writes it) or ``tf2``; checked as the job is made.
         quiet (bool): no progress lines.
         poll_interval (float | None): first pause in seconds between status reads of a cloud job.
         cancel_on_interrupt (bool): Ctrl-C during ``run()`` cancels the job (else it keeps running).
@@ -297,8 +357,8 @@ class Job:
         labels: Mapping[str, str] | None = None,
         service_account: str | None = None,
         timeout: float | None = None,
-        strategy: str | None = None,
-        tf_config: str | None = None,
+        strategy: Strategy | None = None,
+        tf_config: TFConfigMode | None = None,
         quiet: bool = False,
         poll_interval: float | None = None,
         cancel_on_interrupt: bool = False,
@@ -431,6 +491,9 @@ class Job:
         )(fn)  # fmt: skip
 
     def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None = None) -> None:
+        #: What the job was made from (its flat keywords), so a study whose hparams file also
+        #: describes the trials' job can make it again with the file's keywords under these.
+        self._made_from: tuple[StrPath | None, str | None, dict[str, Any], JobStore | None] = (package, module, dict(kwargs), store)
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
         self._backend_object = None
         self._bound: tuple[Any, Any] | None = None
@@ -494,6 +557,10 @@ class Job:
         option_fields = [f.name for f in dataclasses.fields(options_cls)]
         only = keyword_backends()
         option_values = {k: values.pop(k) for k in option_fields if k in values}
+        if option_values.get("strategy") is not None:
+            check_choice("strategy", option_values["strategy"], STRATEGIES)
+        if option_values.get("tf_config") is not None:
+            check_choice("tf_config", option_values["tf_config"], TF_CONFIG_MODES)
         for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
             del values[key]  # another backend's option, from a --config file
         for name in ("project", "region", "api_endpoint", "namespace"):
@@ -513,6 +580,9 @@ class Job:
                     example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
                     raise SpecError(field=name, value=values[name], problem="must be a list of strings", fix=f"e.g. {name}={example}")
                 values[name] = tuple(values[name])
+        _flat_resources(values)
+        if self.backend_name == "local":
+            _local_accelerators(values)
         self.spec: JobSpec = build_spec(**values)
         self.built_image: Any = None
         _check_build(self.spec, self.options, self.backend_name)

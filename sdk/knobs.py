@@ -25,7 +25,6 @@ from os import PathLike
 from typing import Any, Iterable, Union
 
 from .errors import NOTHING, flag_words
-from .shown import Shown
 
 #: A file or directory: text or a path object.
 StrPath = Union[str, "PathLike[str]"]
@@ -36,8 +35,8 @@ StrPath = Union[str, "PathLike[str]"]
 KINDS = ("text", "int", "float", "flag", "switch", "list", "duration")
 
 
-@dataclass(frozen=True, repr=False)
-class Knob(Shown):
+@dataclass(frozen=True)
+class Knob:
     """One setting, as every front end spells it.
 
     Attributes:
@@ -249,6 +248,8 @@ JOB_KNOBS: tuple[Knob, ...] = (
     ),
     Knob("accelerator", "type=NVIDIA_TESLA_T4,count=1 for the chief, workers and evaluators."),
     *_roles("accelerator", "Accelerator of {role} only.", chief=("--master-accelerator",), ps=("--parameter-server-accelerator",)),
+    *_roles("cpu", "CPUs each of {role} asks for (4, 0.5, 500m): Kubernetes requests them, Vertex AI fits a machine type to them."),
+    *_roles("memory", "Memory each of {role} asks for (16Gi, 512Mi): Kubernetes requests it, Vertex AI fits a machine type to it."),
     Knob("image", "Container image every task runs (custom container).", flags=("--image", "--image-uri"), config="containerSpec.imageUri"),
     *_roles(
         "image",

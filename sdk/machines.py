@@ -14,7 +14,7 @@ Facts from the platform documentation:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from .shown import Shown
+from typing import Iterable
 
 #: The GPU that stands in for the retired NVIDIA K80 of legacy tiers and machine names.
 K80_REPLACEMENT = "NVIDIA_TESLA_T4"
@@ -87,8 +87,8 @@ SINGLE_HOST_TOPOLOGY: dict[int, str] = {1: "1x1", 4: "2x2", 8: "2x4"}
 RETIRED_ACCELERATORS: dict[str, str] = {"NVIDIA_TESLA_K80": K80_REPLACEMENT}
 
 
-@dataclass(frozen=True, repr=False)
-class MachineInfo(Shown):
+@dataclass(frozen=True)
+class MachineInfo:
     """What a machine type offers.
 
     Attributes:
@@ -242,14 +242,14 @@ def tpu_chips(machine_type: str) -> int | None:
     return int(last[:-1]) if last.endswith("t") and last[:-1].isascii() and last[:-1].isdigit() else None
 
 
-def closest(name: str, choices: object, n: int = 1) -> list[str]:
+def closest(name: str, choices: Iterable[str], n: int = 1) -> list[str]:
     """The closest valid names to a misspelt one (possibly none)."""
     import difflib  # only for a mistake
 
-    return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)  # type: ignore[arg-type]
+    return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)
 
 
-def did_you_mean(name: str, choices: object) -> str:
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` for the closest choice, or ``""``."""
     match = closest(name, choices)
     return f" (did you mean {match[0]!r}?)" if match else ""

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import SpecError
-from .shown import Shown
 
 #: TFJob replica type → tfjob role (``Master`` is the older name of the chief).
 ROLES = {"chief": "chief", "master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
@@ -27,8 +26,8 @@ _PYTHONS = ("python", "python3", "/usr/bin/python", "/usr/bin/python3", "/usr/lo
 _BACKENDS = ("trainjob", "jobset", "kubeflow")
 
 
-@dataclass(repr=False)
-class Imported(Shown):
+@dataclass
+class Imported:
     """What ``tfjob import`` found: the ``tfjob submit`` arguments and what it could not carry."""
 
     argv: list[str]

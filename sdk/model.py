@@ -7,8 +7,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, ClassVar, TypeVar
-from .shown import Shown
+from typing import Any, ClassVar, Literal, TypeVar, get_args
+
+#: What the bootstrap does with a job's tasks (:mod:`tfjob.cluster.dispatch`): ``module`` (every
+#: task runs the trainer module, the default), ``parameter-server`` (the bootstrap serves ps and
+#: workers for a chief-only trainer), ``auto`` or ``multi-worker``.
+Strategy = Literal["module", "parameter-server", "auto", "multi-worker"]
+#: How a task's ``TF_CONFIG`` / ``CLUSTER_SPEC`` are given: ``platform`` (as the platform writes
+#: them, the default) or ``tf2`` (rewritten for TensorFlow 2's strategies).
+TFConfigMode = Literal["platform", "tf2"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+TF_CONFIG_MODES: tuple[str, ...] = get_args(TFConfigMode)
+
+
+def check_choice(field: str, value: object, choices: tuple[str, ...]) -> None:
+    """Refuse a ``strategy`` / ``tf_config`` that is not one of its ``choices``, naming the
+    field, the value, the closest choice and every choice (a :class:`~tfjob.errors.SpecError`)."""
+    if isinstance(value, str) and value in choices:
+        return
+    import difflib
+
+    from .errors import SpecError
+
+    close = difflib.get_close_matches(value, choices, n=1) if isinstance(value, str) else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise SpecError(field=field, value=value, problem=f"is not known{hint}", fix=f"choose one of {', '.join(choices)}")
 
 
 class JobState(str, Enum):
@@ -44,8 +67,8 @@ class JobState(str, Enum):
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.LOST, JobState.STOPPED)
 
 
-@dataclass(repr=False)
-class TaskRestart(Shown):
+@dataclass
+class TaskRestart:
     """One restart of a task: when its previous run ended, how, and why it was started again."""
 
     #: When the ended run was seen to end (seconds since the epoch).
@@ -61,8 +84,8 @@ class TaskRestart(Shown):
         return dict(self.__dict__)
 
 
-@dataclass(repr=False)
-class TaskStatus(Shown):
+@dataclass
+class TaskStatus:
     """One task of a job (``worker-1``) as last seen."""
 
     name: str
@@ -89,8 +112,8 @@ class TaskStatus(Shown):
         return out
 
 
-@dataclass(repr=False)
-class JobStatus(Shown):
+@dataclass
+class JobStatus:
     """A job as last seen by its backend."""
 
     id: str
@@ -113,8 +136,8 @@ class JobStatus(Shown):
         return out
 
 
-@dataclass(repr=False)
-class SubmitOptions(Shown):
+@dataclass
+class SubmitOptions:
     """How to submit and follow a job, beyond its description: what every backend takes.
 
     Each backend declares the options only it takes as a subclass of this
@@ -122,11 +145,10 @@ class SubmitOptions(Shown):
     :data:`tfjob.backends.BACKENDS`); :class:`tfjob.Job` builds the chosen backend's.
     """
 
-    #: What the bootstrap does (tfjob.cluster.dispatch): ``module`` (every task runs the
-    #: trainer module, the default), ``parameter-server``, ``auto`` or ``multi-worker``.
-    strategy: str = "module"
-    #: ``platform`` (TF_CONFIG / CLUSTER_SPEC as the platform writes them) or ``tf2``.
-    tf_config: str = "platform"
+    #: What the bootstrap does (:data:`Strategy`).
+    strategy: Strategy = "module"
+    #: How tasks get TF_CONFIG / CLUSTER_SPEC (:data:`TFConfigMode`).
+    tf_config: TFConfigMode = "platform"
     quiet: bool = False
     #: The hyperparameter-tuning trial this job is (``tfjob tune``): its id goes in every
     #: task's TF_CONFIG / CLUSTER_SPEC task and CLOUD_ML_TRIAL_ID, and its --job-dir is DIR/<trial>.
@@ -201,8 +223,8 @@ def parse_time(text: str | None) -> float | None:
 
 
 # -- the job written for people: durations and the task table (pure) ------------------------
-@dataclass(repr=False)
-class SummaryRow(Shown):
+@dataclass
+class SummaryRow:
     """One task in the summary table."""
 
     task: str
@@ -243,7 +265,7 @@ def format_duration(seconds: float | None) -> str:
 
 def render_summary(rows: list[SummaryRow]) -> str:
     """The summary table (task, state, exit code, duration), one line per task."""
-    table = [("TASK", "STATE", "EXIT", "DURATION")]
+    table: list[tuple[str, ...]] = [("TASK", "STATE", "EXIT", "DURATION")]
     table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
     if any(r.restarts for r in rows):
         table = [(*table[0], "RESTARTS")] + [(*row, str(r.restarts)) for row, r in zip(table[1:], rows)]

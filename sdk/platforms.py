@@ -26,34 +26,38 @@ from .backends.kubeflow.options import KubernetesKnobs, TFJobKnobs
 from .backends.local.options import LocalKnobs
 from .backends.vertex.options import VertexKnobs
 from .knobs import StrPath, described_fields
-from .shown import Shown
 
 if TYPE_CHECKING:
-    from .spec import Accelerator
+    from .spec import Accelerator, Resources
 
 
-@dataclass(frozen=True, repr=False)
-class Replicas(Shown):
+@dataclass(frozen=True)
+class Replicas:
     """One role's replicas: how many, on what, running what.
 
-    ``Replicas(4, machine_type="n2-standard-8", accelerator="NVIDIA_L4:1")``; a plain
-    ``int`` where a :class:`Replicas` is taken means ``Replicas(n)``.
+    ``Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="NVIDIA_L4:1"))`` asks
+    in terms every platform reads; ``Replicas(4, machine_type="n2-standard-8",
+    accelerator="NVIDIA_L4:1")`` names a Compute Engine machine. A plain ``int`` where a
+    :class:`Replicas` is taken means ``Replicas(n)``.
 
     Args:
         count: how many replicas (the chief is always 1).
-        machine_type: the machine each replica runs on (Vertex AI, AI Platform), e.g.
-            ``n1-standard-8``; default ``n1-standard-4``.
+        resources: CPUs, memory and an accelerator each replica asks for
+            (:class:`tfjob.Resources`; instead of ``machine_type`` and ``accelerator``).
+        machine_type: the Compute Engine machine each replica runs on, e.g. ``n1-standard-8``;
+            default ``n1-standard-4``.
         accelerator: the accelerator each replica gets: ``NVIDIA_L4:1``,
             ``type=NVIDIA_TESLA_T4,count=1`` or an :class:`tfjob.spec.Accelerator`.
         image: the container image this role runs (instead of the job's ``image``).
         args: arguments this role's trainer gets after the job's ``args``.
         env: environment variables of this role's tasks (over the job's ``env``).
-        boot_disk_type: Vertex AI only: ``pd-ssd``, ``pd-standard``, ``hyperdisk-balanced``.
-        boot_disk_size: Vertex AI only: the boot disk's size in GB (100 to 64000).
+        boot_disk_type, boot_disk_size: deprecated: Vertex AI's, given as
+            ``Vertex(<role>_boot_disk_type=…, <role>_boot_disk_size=…)`` now.
     """
 
     count: int = 1
     _: dataclasses.KW_ONLY
+    resources: Resources | None = None
     machine_type: str | None = None
     accelerator: str | Accelerator | None = None
     image: str | None = None
@@ -62,14 +66,25 @@ class Replicas(Shown):
     boot_disk_type: str | None = None
     boot_disk_size: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.boot_disk_type is not None or self.boot_disk_size is not None:
+            import warnings
+
+            warnings.warn(
+                "Replicas(boot_disk_type=…, boot_disk_size=…) is deprecated: a boot disk is Vertex AI's, "
+                "give it as Vertex(<role>_boot_disk_type=…, <role>_boot_disk_size=…)",
+                FutureWarning,
+                stacklevel=3,
+            )
+
     def keywords(self, role: str) -> dict[str, Any]:
         """This role's values as the job description's keywords (``worker_machine_type``…), unset ones left out."""
         out = {f"{role}_{f.name}": getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "count"}
         return {k: v for k, v in out.items() if v is not None}
 
 
-@dataclass(kw_only=True, repr=False)
-class Platform(Shown):
+@dataclass(kw_only=True)
+class Platform:
     """The settings of one backend (a base class; use :class:`Local`, :class:`Vertex`…)."""
 
     #: The backend these settings select (``tfjob.backends.BACKENDS``).
@@ -80,7 +95,7 @@ class Platform(Shown):
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) != f.default}
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class Local(Platform, LocalKnobs):
     """Run the cluster on this machine: one process (or container, with ``image``) per task.
 
@@ -103,7 +118,7 @@ class Local(Platform, LocalKnobs):
 Local.__doc__ = (Local.__doc__ or "").rstrip() + described_fields(LocalKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class Vertex(Platform, GoogleCloudKnobs, VertexKnobs):
     """A Vertex AI ``CustomJob``: pool 0 the chief, then workers, parameter servers, evaluators.
 
@@ -133,7 +148,7 @@ class Vertex(Platform, GoogleCloudKnobs, VertexKnobs):
 Vertex.__doc__ = (Vertex.__doc__ or "").rstrip() + described_fields(GoogleCloudKnobs) + described_fields(VertexKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class AIPlatform(Platform, GoogleCloudKnobs):
     """Legacy AI Platform Training (shut down 2025-01-31): render only, for migration and review.
 
@@ -153,7 +168,7 @@ class AIPlatform(Platform, GoogleCloudKnobs):
 AIPlatform.__doc__ = (AIPlatform.__doc__ or "").rstrip() + described_fields(GoogleCloudKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class Kubernetes(Platform, KubernetesKnobs):
     """A job in a Kubernetes cluster; by itself a Kubeflow ``TFJob`` (see :class:`TFJob`,
     :class:`JobSet`, :class:`TrainJob` for the other resources).
@@ -177,7 +192,7 @@ class Kubernetes(Platform, KubernetesKnobs):
 Kubernetes.__doc__ = (Kubernetes.__doc__ or "").rstrip() + described_fields(KubernetesKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class TFJob(Kubernetes, TFJobKnobs):
     """A Kubeflow ``TFJob`` (the training operator), with the operator's own policies
     (:class:`tfjob.backends.kubeflow.options.TFJobKnobs`, listed below) and every
@@ -192,14 +207,14 @@ class TFJob(Kubernetes, TFJobKnobs):
 TFJob.__doc__ = (TFJob.__doc__ or "").rstrip() + described_fields(TFJobKnobs)
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class JobSet(Kubernetes):
     """A ``JobSet`` (jobset.x-k8s.io), the engine under Kubeflow Trainer v2: no training operator needed."""
 
     BACKEND: ClassVar[str] = "jobset"
 
 
-@dataclass(kw_only=True, repr=False)
+@dataclass(kw_only=True)
 class TrainJob(Kubernetes):
     """A Kubeflow Trainer v2 ``TrainJob`` with the TensorFlow runtime tfjob renders for it."""
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from .model import JobStatus, TaskStatus
 from .results import Diagnosis, JobMetrics, JobOutputs
-from .shown import Shown
 
 _STATE_COLOURS = {
     "SUCCEEDED": "#2e7d32", "FAILED": "#c62828", "RUNNING": "#1565c0", "STOPPED": "#757575",
@@ -37,8 +36,8 @@ pre{background:#f6f8fa;border:1px solid #e1e4e8;padding:10px;overflow-x:auto;fon
 """
 
 
-@dataclass(repr=False)
-class ReportData(Shown):
+@dataclass
+class ReportData:
     """Everything a report shows (gathered by :func:`gather`)."""
 
     status: JobStatus

@@ -23,7 +23,6 @@ from typing import Any, Iterable, Mapping, Protocol
 
 from .errors import UsageError, Word
 from .lazy import LazyPattern
-from .shown import Shown
 
 POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -134,8 +133,8 @@ def parse_seconds(text: Any, flag: str) -> float:
     return seconds
 
 
-@dataclass(frozen=True, repr=False)
-class Preemption(Shown):
+@dataclass(frozen=True)
+class Preemption:
     """One preemption to deliver: ``task`` (``worker-1``; for a random one, the role to pick
     from or ``*``) at ``at`` seconds after the job's tasks started. ``every``: a random
     preemption, again and again, ``at`` seconds apart on average."""
@@ -186,8 +185,8 @@ def parse_preemptions(values: Any, flag: str = "--preempt") -> list[Preemption]:
     return out
 
 
-@dataclass(frozen=True, repr=False)
-class Rules(Shown):
+@dataclass(frozen=True)
+class Rules:
     """What restarts a local job's tasks and the job itself, and the preemptions to rehearse."""
 
     policies: Mapping[str, str]

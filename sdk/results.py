@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
-from .shown import Shown
 
 
-@dataclass(frozen=True, repr=False)
-class Diagnosis(Shown):
+@dataclass(frozen=True)
+class Diagnosis:
     """Why a task failed (or a job hangs), recognised in what it printed, and the fix.
 
     Attributes:
@@ -43,8 +42,8 @@ class Diagnosis(Shown):
         return asdict(self)
 
 
-@dataclass(frozen=True, repr=False)
-class OutputFile(Shown):
+@dataclass(frozen=True)
+class OutputFile:
     """One file a job wrote under its output directory.
 
     Attributes:
@@ -63,8 +62,8 @@ class OutputFile(Shown):
         return asdict(self)
 
 
-@dataclass(repr=False)
-class JobOutputs(Shown):
+@dataclass
+class JobOutputs:
     """What a job wrote under its job dir (``--job-dir`` / Vertex AI's ``baseOutputDirectory``).
 
     Attributes:
@@ -101,8 +100,8 @@ class JobOutputs(Shown):
         return out
 
 
-@dataclass(frozen=True, repr=False)
-class ScalarPoint(Shown):
+@dataclass(frozen=True)
+class ScalarPoint:
     """One logged value of a scalar."""
 
     step: int
@@ -110,8 +109,8 @@ class ScalarPoint(Shown):
     value: float
 
 
-@dataclass(repr=False)
-class JobMetrics(Shown):
+@dataclass
+class JobMetrics:
     """The scalars a job logged for TensorBoard, per run (``train``, ``validation``…).
 
     Attributes:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from .errors import UsageError
 from .machines import did_you_mean
-from .shown import Shown
 
 if TYPE_CHECKING:  # importlib.resources.abc is new in Python 3.11
     from importlib.resources.abc import Traversable
@@ -37,8 +36,8 @@ _SKIPPED = re.compile(r"(^|/)(__pycache__|\.pytest_cache)(/|$)|\.py[co]$|(^|/)\.
 _VALID_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 
 
-@dataclass(frozen=True, repr=False)
-class Template(Shown):
+@dataclass(frozen=True)
+class Template:
     """A template's manifest.
 
     Attributes:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Mapping
 
 from .errors import ConfigFileError
-from .shown import Shown
 
 #: Environment variables read for each setting, in order.
 ENV_VARS: dict[str, tuple[str, ...]] = {
@@ -28,8 +27,8 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(repr=False)
-class Settings(Shown):
+@dataclass
+class Settings:
     """Settings that outlive one job."""
 
     project: str | None = None

@@ -41,7 +41,7 @@ from .machines import (
     tpu_chips,
     well_formed_machine_type,
 )
-from .shown import Shown
+
 
 #: The canonical roles, in the order of Vertex worker pools 0..3.
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")
@@ -114,8 +114,8 @@ TIERS: dict[ScaleTier, dict[str, tuple[int, str, str | None, int]]] = {
 }
 
 
-@dataclass(frozen=True, repr=False)
-class Accelerator(Shown):
+@dataclass(frozen=True)
+class Accelerator:
     """An accelerator attached to each machine of a pool.
 
     Attributes:
@@ -176,6 +176,123 @@ class Accelerator(Shown):
             raise e.for_field(field) from None
 
 
+#: Binary and decimal suffixes of a Kubernetes memory quantity → bytes.
+_MEMORY_UNITS = {
+    "": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+}  # fmt: skip
+_MEMORY_RE = LazyPattern(r"^([0-9]+(?:\.[0-9]+)?)(|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)\Z")
+_CPU_RE = LazyPattern(r"^([0-9]+(?:\.[0-9]+)?)(m?)\Z")
+#: The most a replica may ask for: more than any machine has (bounds what is read).
+MAX_CPUS = 100_000
+MAX_MEMORY_BYTES = 2**60
+
+
+def _cpus(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SpecError(field="cpu", value=value, problem="must be a number of CPUs (4, 0.5) or a Kubernetes quantity (500m)")
+    if isinstance(value, str):
+        m = _CPU_RE.match(value.strip())
+        if not m:
+            raise SpecError(field="cpu", value=value, problem="is not a number of CPUs (4, 0.5) or a Kubernetes quantity (500m)")
+        cpus = float(m.group(1)) / (1000 if m.group(2) else 1)
+    else:
+        cpus = float(value)
+    if not 0 < cpus <= MAX_CPUS:  # NaN too
+        raise SpecError(field="cpu", value=value, problem=f"must be more than 0 and at most {MAX_CPUS} CPUs")
+    return cpus
+
+
+def _memory_bytes(value: object) -> int:
+    if not isinstance(value, str):
+        raise SpecError(field="memory", value=value, problem="must be a Kubernetes quantity such as 16Gi or 512Mi")
+    m = _MEMORY_RE.match(value.strip())
+    if not m:
+        raise SpecError(field="memory", value=value, problem="is not a Kubernetes quantity (16Gi, 512Mi, 8G)")
+    amount = int(float(m.group(1)) * _MEMORY_UNITS[m.group(2)])
+    if not 0 < amount <= MAX_MEMORY_BYTES:
+        raise SpecError(field="memory", value=value, problem="must be more than 0 bytes and at most 1Ei")
+    return amount
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What each replica of a role asks for, in terms every platform reads.
+
+    ``Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="NVIDIA_L4:1"))``.
+
+    Args:
+        cpu: CPUs (``4``, ``0.5``, or a Kubernetes quantity such as ``"500m"``).
+        memory: memory as a Kubernetes quantity (``"16Gi"``, ``"512Mi"``, ``"8G"``).
+        accelerator: ``NVIDIA_L4:1``, ``type=NVIDIA_TESLA_T4,count=1`` or an :class:`Accelerator`.
+        machine_type: a Compute Engine machine type for Vertex AI and AI Platform, checked
+            against the catalog there (default: the smallest that fits); other platforms ignore it.
+
+    Raises:
+        SpecError: a value no platform could read (naming the field, the value and the form).
+    """
+
+    cpu: float | str | None = None
+    memory: str | None = None
+    accelerator: str | Accelerator | None = None
+    machine_type: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.cpu is not None:
+            _cpus(self.cpu)
+        if self.memory is not None:
+            _memory_bytes(self.memory)
+        if isinstance(self.accelerator, str):
+            object.__setattr__(self, "accelerator", Accelerator.parse(self.accelerator))
+        elif self.accelerator is not None and not isinstance(self.accelerator, Accelerator):
+            raise SpecError(field="accelerator", value=self.accelerator, problem="must be an accelerator, such as 'NVIDIA_L4:1'")
+        if self.machine_type is not None:
+            if not isinstance(self.machine_type, str) or not self.machine_type.strip():
+                raise SpecError(field="machine_type", value=self.machine_type, problem="must be a machine type such as g2-standard-8")
+            object.__setattr__(self, "machine_type", self.machine_type.strip().lower())
+
+    @property
+    def cpus(self) -> float | None:
+        """The CPUs as a number (None: not given)."""
+        return None if self.cpu is None else _cpus(self.cpu)
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """The memory in bytes (None: not given)."""
+        return None if self.memory is None else _memory_bytes(self.memory)
+
+    @property
+    def gpu(self) -> Accelerator | None:
+        """The accelerator (typed: :meth:`__post_init__` parsed a string)."""
+        return self.accelerator if isinstance(self.accelerator, Accelerator) else None
+
+    def words(self) -> str:
+        """``cpu=4, memory=16Gi, accelerator=NVIDIA_L4:1``: what was asked for, as given."""
+        parts = [f"cpu={self.cpu:g}" if isinstance(self.cpu, (int, float)) else f"cpu={self.cpu}"] if self.cpu is not None else []
+        parts += [f"memory={self.memory}"] if self.memory is not None else []
+        parts += [f"accelerator={self.gpu.type}:{self.gpu.count}"] if self.gpu is not None else []
+        parts += [f"machine_type={self.machine_type}"] if self.machine_type is not None else []
+        return ", ".join(parts) or "nothing"
+
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {}
+        if self.cpu is not None:
+            out["cpu"] = self.cpu
+        if self.memory is not None:
+            out["memory"] = self.memory
+        if self.gpu is not None:
+            out["accelerator"] = {"type": self.gpu.type, "count": self.gpu.count}
+        if self.machine_type is not None:
+            out["machine_type"] = self.machine_type
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> "Resources":
+        acc = data.get("accelerator")
+        accelerator = Accelerator(str(acc["type"]), int(acc["count"])) if isinstance(acc, dict) else None
+        return cls(data.get("cpu"), data.get("memory"), accelerator, data.get("machine_type"))  # type: ignore[arg-type]
+
+
 #: Boot disk types Vertex AI takes (``diskSpec.bootDiskType``).
 BOOT_DISK_TYPES: tuple[str, ...] = ("pd-ssd", "pd-standard", "hyperdisk-balanced")
 #: Boot disk sizes in GB Vertex AI takes: its default is the smallest, a persistent disk's
@@ -196,8 +313,8 @@ def check_boot_disk(disk_type: Any, size_gb: Any) -> None:
         raise SpecError(field="boot_disk_size", value=size_gb, problem=f"must be a whole number of GB from {low} to {high}")
 
 
-@dataclass(frozen=True, repr=False)
-class Machine(Shown):
+@dataclass(frozen=True)
+class Machine:
     """A Compute Engine machine type, with the accelerator each machine carries.
 
     Use :meth:`resolve` to accept legacy AI Platform names too.
@@ -321,8 +438,8 @@ class Machine(Shown):
         return cls(data["type"], Accelerator(acc["type"], acc["count"]) if acc else None, data.get("tpu_topology"))
 
 
-@dataclass(frozen=True, repr=False)
-class Pool(Shown):
+@dataclass(frozen=True)
+class Pool:
     """``replicas`` tasks of one role on one kind of machine.
 
     Attributes:
@@ -340,6 +457,9 @@ class Pool(Shown):
     args: tuple[str, ...] | None = None
     #: Variables for this pool's tasks, over the job's ``env``.
     env: Mapping[str, str] = field(default_factory=dict)
+    #: What each task asks for in neutral terms (:class:`Resources`): each
+    #: platform reads it in its own (None: the machine type's amounts, as before).
+    resources: Resources | None = None
 
     def __post_init__(self) -> None:
         if self.args is not None:
@@ -364,14 +484,17 @@ class Pool(Shown):
             out["args"] = list(self.args)
         if self.env:
             out["env"] = dict(self.env)
+        if self.resources is not None:
+            out["resources"] = self.resources.to_dict()
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Pool":
         args = data.get("args")
+        resources = Resources.from_dict(data["resources"]) if data.get("resources") is not None else None
         return cls(
             data["role"], data["replicas"], Machine.from_dict(data["machine"]), data.get("image"),
-            tuple(args) if args is not None else None, data.get("env") or {},
+            tuple(args) if args is not None else None, data.get("env") or {}, resources,
         )  # fmt: skip
 
 
@@ -492,8 +615,8 @@ def check_job_name(name: str) -> None:
         raise SpecError(field="name", value=name, problem="contains control characters", fix="use letters, digits, '-' and '_'")
 
 
-@dataclass(frozen=True, repr=False)
-class JobSpec(Shown):
+@dataclass(frozen=True)
+class JobSpec:
     """A whole training job.
 
     Attributes:
@@ -815,6 +938,10 @@ def build_spec(
     worker_env: Mapping[str, str] | None = None,
     ps_env: Mapping[str, str] | None = None,
     evaluator_env: Mapping[str, str] | None = None,
+    chief_resources: Resources | None = None,
+    worker_resources: Resources | None = None,
+    ps_resources: Resources | None = None,
+    evaluator_resources: Resources | None = None,
     **settings: Any,
 ) -> JobSpec:
     """Build a :class:`JobSpec` from the options users give.
@@ -904,8 +1031,7 @@ def build_spec(
             pools = []
         for role, n in counts.items():
             if n is not None:
-                machine = _machine(role, machines[role], accs[role])
-                pools.append(Pool(role, n, machine, images[role]))
+                pools.append(Pool(role, n, _machine(role, machines[role], accs[role]), images[role]))
     if tpu_topology is not None:
         tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
         if not tpu_pools:
@@ -925,10 +1051,12 @@ def build_spec(
     for role, (args, env) in own.items():
         if (args is not None or env) and role not in [p.role for p in pools]:
             raise SpecError(field=f"{role}_args" if args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool")
-    pools = [
-        dataclasses.replace(p, args=own[p.role][0] if own[p.role][0] is not None else p.args, env={**p.env, **(own[p.role][1] or {})})
-        for p in pools
-    ]
+    pools = [dataclasses.replace(p, args=_args(own[p.role][0], p.args), env={**p.env, **(own[p.role][1] or {})}) for p in pools]
+    asked = {"chief": chief_resources, "worker": worker_resources, "ps": ps_resources, "evaluator": evaluator_resources}
+    pools = [_with_resources(p, asked[p.role], machines[p.role], accs[p.role], tier) for p in pools]
+    for role, resources in asked.items():
+        if resources is not None and role not in [p.role for p in pools]:
+            raise SpecError(field=f"{role}_resources", problem=f"is set but the job has no {role} pool")
     return JobSpec(
         name=name,
         pools=tuple(pools),
@@ -939,6 +1067,33 @@ def build_spec(
         scale_tier=tier,
         **settings,
     )
+
+
+def _args(given: Sequence[str] | None, current: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """A pool's own arguments: those given (checked by the pool), else what it has."""
+    return current if given is None else given  # type: ignore[return-value]  # a list given is made a tuple by Pool
+
+
+def _with_resources(pool: Pool, resources: Resources | None, machine_type: str | None, acc: Accelerator | None, tier: Any) -> Pool:
+    """``pool`` asking for ``resources`` (its machine the default: each platform reads the
+    resources in its own terms); a machine type or accelerator given beside them is refused."""
+    if resources is None:
+        return pool
+    field = f"{pool.role}_resources"
+    if not isinstance(resources, Resources):
+        raise SpecError(field=field, value=resources, problem="must be a Resources(cpu=…, memory=…, accelerator=…)")
+    given = (
+        [f"{pool.role}_machine_type"] * (machine_type is not None)
+        + ["accelerator"] * (acc is not None)
+        + ["scale_tier"] * (tier is not None)
+    )
+    if given:
+        raise SpecError(
+            field=field,
+            problem=f"and {', '.join('{' + g + '}' for g in given)} both say what {pool.role} replicas run on",
+            fix="give the machine type and accelerator in Resources(machine_type=…, accelerator=…)",
+        )
+    return dataclasses.replace(pool, resources=resources)
 
 
 # ASCII digits only: `\d` would take '٥' (Arabic-Indic five) as a 5.

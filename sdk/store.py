@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Iterator
 from .model import JobState, JobStatus, TaskRestart, TaskStatus
 from .errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
-from .shown import Shown
 
 if TYPE_CHECKING:
     import weakref
@@ -91,8 +90,8 @@ CREATE TABLE IF NOT EXISTS tasks (
 """
 
 
-@dataclass(repr=False)
-class JobRecord(Shown):
+@dataclass
+class JobRecord:
     """One row of the jobs table."""
 
     id: str
@@ -132,8 +131,8 @@ class JobRecord(Shown):
         )
 
 
-@dataclass(repr=False)
-class TaskRecord(Shown):
+@dataclass
+class TaskRecord:
     """One row of the tasks table (a task of a local job)."""
 
     name: str
@@ -178,9 +177,9 @@ MAX_PENDING_REQUESTS = 100
 MAX_RESTART_HISTORY = 100
 _DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
 
-#: The stores this process opened, closed by an ``atexit`` callback: the ``tfjob`` command
-#: ends without the interpreter's teardown (``tfjob.cli.main.run``), and a store left open
-#: leaves its last writes in its WAL file, where damage to ``jobs.db`` itself would go unseen.
+#: The stores this process opened, closed by an ``atexit`` callback (before the interpreter's
+#: teardown, whose order of finalization is not defined): a store left open leaves its last
+#: writes in its WAL file, where damage to ``jobs.db`` itself would go unseen.
 _OPENED: "weakref.WeakSet[JobStore] | None" = None
 
 
@@ -539,8 +538,8 @@ class JobStore:
                 self._db = None
 
     def __del__(self) -> None:
-        # Closed with the store, not when the interpreter tears down (the tfjob command skips
-        # that): the last close of the file folds the WAL back into jobs.db.
+        # Closed with the store, not only when the interpreter tears down: the last close of
+        # the file folds the WAL back into jobs.db.
         db = getattr(self, "_db", None)
         if db is not None:
             try:

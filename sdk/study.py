@@ -36,7 +36,6 @@ from typing import Any, Mapping
 from .errors import SpecError
 from .limits import check_platform_count
 from .machines import did_you_mean
-from .shown import Shown
 
 #: Parameter types, as both platforms name them.
 PARAMETER_TYPES = ("DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE")
@@ -57,8 +56,8 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*\Z")
 _UNSET = ("", "NONE", "SCALE_TYPE_UNSPECIFIED")
 
 
-@dataclass(frozen=True, repr=False)
-class MetricSpec(Shown):
+@dataclass(frozen=True)
+class MetricSpec:
     """The metric a study optimizes.
 
     Attributes:
@@ -93,8 +92,8 @@ def _number(value: Any, what: str) -> float:
     return value
 
 
-@dataclass(frozen=True, repr=False)
-class ParameterSpec(Shown):
+@dataclass(frozen=True)
+class ParameterSpec:
     """One hyperparameter, passed to every trial's trainer as ``--name=value``.
 
     Attributes:
@@ -251,8 +250,8 @@ class ParameterSpec(Shown):
         )
 
 
-@dataclass(frozen=True, repr=False)
-class StudySpec(Shown):
+@dataclass(frozen=True)
+class StudySpec:
     """A hyperparameter study.
 
     Attributes:
@@ -367,8 +366,8 @@ class StudySpec(Shown):
         return cls(**values)
 
 
-@dataclass(frozen=True, repr=False)
-class HparamsConfig(Shown):
+@dataclass(frozen=True)
+class HparamsConfig:
     """What an ``--hparams`` file says.
 
     Attributes:

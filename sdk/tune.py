@@ -2,21 +2,21 @@
 
 The Python twin of ``tfjob tune``::
 
-    from tfjob import Tuning
+    from tfjob import Job, Tuning
 
-    result = Tuning("hparams.yaml", package="trainer/", module="trainer.task", workers=1).run()
+    result = Tuning(Job("trainer/", "trainer.task", workers=1), "hparams.yaml").run()
     print(result.best.params)
 
-The job every trial runs is described exactly as for :class:`tfjob.Job` (the same
-keywords, the same ``--config``), and the ``--hparams`` file may describe it too
-(a legacy ``trainingInput`` or a Vertex ``trialJobSpec``).
+The job every trial runs is a :class:`tfjob.Job`, and the ``--hparams`` file may describe
+it too (a legacy ``trainingInput`` or a Vertex ``trialJobSpec``): what the job says
+explicitly wins over the file.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from .errors import JobCancelledError, JobFailedError, SpecError, UsageError, Word
 from .job import Job
@@ -35,6 +35,11 @@ ALGORITHM_NAMES = {
     "bayesian": "ALGORITHM_UNSPECIFIED",
     "tpe": "ALGORITHM_UNSPECIFIED",
 }
+
+
+#: A study's search algorithm: tfjob's names (``grid``, ``random``, ``bayesian``, ``tpe``) or
+#: the platform's (``GRID_SEARCH``, ``RANDOM_SEARCH``, ``ALGORITHM_UNSPECIFIED``).
+Algorithm = Literal["grid", "random", "bayesian", "tpe", "GRID_SEARCH", "RANDOM_SEARCH", "ALGORITHM_UNSPECIFIED"]
 
 
 def parse_algorithm(text: str) -> str:
@@ -74,12 +79,11 @@ class Tuning:
     """A study of trials that each run one job.
 
     Args:
+        job: the job every trial runs (:class:`tfjob.Job`), each with its trial's parameters
+            as arguments; its backend runs the study.
         hparams: the ``--hparams`` file, or a :class:`~tfjob.study.StudySpec`.
-        package, module: the trainer (as for :class:`tfjob.Job`).
         seed: makes a local search reproducible.
         max_trials, parallel_trials, max_failed_trials, algorithm: override the file.
-        store: the job store the study and its trials are recorded in (as for :class:`tfjob.Job`).
-        **kwargs: anything :class:`tfjob.Job` takes (workers, ps, backend, dialect, …).
 
     Tuning is a capability of the job's backend (:class:`tfjob.backends.base.Tuner`): the local
     backend runs each trial as a local job, searched with Optuna; the Vertex AI backend creates a
@@ -91,6 +95,26 @@ class Tuning:
 
     def __init__(
         self,
+        job: Job,
+        hparams: str | Path | StudySpec | HparamsConfig,
+        *,
+        seed: int | None = None,
+        max_trials: int | None = None,
+        parallel_trials: int | None = None,
+        max_failed_trials: int | None = None,
+        algorithm: Algorithm | None = None,
+    ) -> None:
+        if not isinstance(job, Job):
+            raise UsageError(field="job", value=job, problem="is not a Job", fix="give the job every trial runs: Tuning(Job(...), hparams)")
+        config = _hparams_config(hparams)
+        if config.job:
+            package, module, keywords, store = job._made_from
+            job = _trials_job(config, package, module, store, keywords, job)
+        self._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
+
+    @classmethod
+    def from_keywords(
+        cls,
         hparams: str | Path | StudySpec | HparamsConfig,
         package: str | None = None,
         module: str | None = None,
@@ -101,21 +125,26 @@ class Tuning:
         max_failed_trials: int | None = None,
         algorithm: str | None = None,
         store: JobStore | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if isinstance(hparams, StudySpec):
-            config = HparamsConfig(hparams)
-        elif isinstance(hparams, HparamsConfig):
-            config = hparams
-        else:
-            from .backends import knobs
+        **keywords: Any,
+    ) -> "Tuning":
+        """A study whose trials' job is given as flat keywords (:meth:`tfjob.Job.from_keywords`),
+        as ``tfjob tune``'s flags name them. Prefer the typed form, ``Tuning(Job(...), hparams)``."""
+        config = _hparams_config(hparams)
+        job = _trials_job(config, package, module, store, keywords)
+        tuning = cls.__new__(cls)
+        tuning._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
+        return tuning
 
-            config = load_hparams(hparams, tuple(knobs().values()))
-        given = {k: v for k, v in kwargs.items() if v is not None}
-        if config.job and given.get("config"):
-            raise UsageError(
-                problem=f"{config.source} describes the trials' cluster and so does {{config}} {given['config']}", fix="keep one of them"
-            )
+    def _start(
+        self,
+        job: Job,
+        config: HparamsConfig,
+        seed: int | None,
+        max_trials: int | None,
+        parallel_trials: int | None,
+        max_failed_trials: int | None,
+        algorithm: str | None,
+    ) -> None:
         self.seed = seed
         self.study = apply_overrides(
             config.study,
@@ -124,7 +153,7 @@ class Tuning:
             max_failed_trials=max_failed_trials,
             algorithm=algorithm,
         )
-        self.job = Job.from_keywords(package, module, store=store, **{**config.job, **given})
+        self.job = job
         _tuner(self.job._unbound_backend())  # a backend that cannot tune is said here, before anything runs
 
     @property
@@ -158,6 +187,40 @@ class Tuning:
         """Start the study and return its id at once (a Vertex AI tuning job; a local study runs
         in this process, so it cannot be submitted)."""
         return self.tuner.submit_study(self.study, self.job.spec, self.job.options, echo=echo or _say)
+
+
+def _hparams_config(hparams: str | Path | StudySpec | HparamsConfig) -> HparamsConfig:
+    if isinstance(hparams, StudySpec):
+        return HparamsConfig(hparams)
+    if isinstance(hparams, HparamsConfig):
+        return hparams
+    from .backends import knobs
+
+    return load_hparams(hparams, tuple(knobs().values()))
+
+
+def _trials_job(
+    config: HparamsConfig,
+    package: Any,
+    module: str | None,
+    store: JobStore | None,
+    keywords: dict[str, Any],
+    made: Job | None = None,
+) -> Job:
+    """The job every trial runs: ``keywords`` over what the hparams file says of the job.
+    ``made``: the job as the caller made it (kept when the file says nothing of the job; its
+    backend object, with its clients, carried over when it does)."""
+    given = {k: v for k, v in keywords.items() if v is not None}
+    if config.job and given.get("config"):
+        raise UsageError(
+            problem=f"{config.source} describes the trials' cluster and so does {{config}} {given['config']}", fix="keep one of them"
+        )
+    if made is not None and not config.job:
+        return made
+    job = Job.from_keywords(package, module, store=store, **{**config.job, **given})
+    if made is not None and made._backend_object is not None and job._backend_object is None:
+        job._backend_object = made._backend_object
+    return job
 
 
 def _tuner(backend: Any) -> Tuner:

@@ -181,27 +181,83 @@ def test_the_venv_sees_no_heavy_library(venv: Path) -> None:
 
 def test_a_type_checker_sees_the_typed_api_of_the_installed_wheel(venv: Path, tmp_path: Path) -> None:
     """The wheel ships ``py.typed``: mypy, pointed at the venv the wheel went into, reads
-    tfjob's annotations and reports a count given as text and a Vertex AI setting given to
-    the Kubernetes backend, while the documented forms check clean."""
+    tfjob's annotations and reports each of a user's five mistakes — a count given as text,
+    a misspelt strategy, an unknown TF_CONFIG mode, a Vertex AI setting given to the
+    Kubernetes backend, a job keyword given to a study — while the documented forms check clean."""
     snippet = tmp_path / "pipeline.py"
     snippet.write_text(
-        "from tfjob import Job, Kubernetes, Local, Replicas, Vertex\n"
+        "from tfjob import Job, JobSet, Kubernetes, Local, Replicas, Resources, Tuning, Vertex\n"
         "\n"
         'Job("trainer/", "trainer.task", workers="3")\n'
+        'Job("trainer/", "trainer.task", strategy="paramter-server")\n'
+        'Job("trainer/", "trainer.task", tf_config="tf3")\n'
         'Job(image="gcr.io/p/t:1", module="trainer.task", backend=Kubernetes(namespace="ml", spot=True))\n'
         'job = Job("trainer/", "trainer.task", workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1"),\n'
-        '          ps=2, evaluators=Replicas(1, args=["--eval"]), backend=Vertex(project="p", region="us-central1", spot=True))\n'
+        '          ps=2, evaluators=Replicas(1, args=["--eval"]), backend=Vertex(project="p", region="us-central1", spot=True),\n'
+        '          strategy="parameter-server", tf_config="tf2")\n'
+        'Tuning(job, "hparams.yaml", workerz=3)\n'
         'Job("trainer/", "trainer.task", workers=2, backend=Local(dialect="kubeflow"))\n'
+        'Tuning(job, "hparams.yaml", max_trials=4, algorithm="grid")\n'
         "state: str = job.run(timeout=60).state.value\n"
+        'Job("trainer/", "trainer.task", workers=Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="NVIDIA_L4:1")),\n'
+        '    backend=JobSet(namespace="ml", cluster_kind="generic")).render()\n'
     )
     proc = run(
         [sys.executable, "-m", "mypy", "--python-executable", str(venv / "bin" / "python"), "--strict", "--follow-imports=silent",
          "--no-incremental", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", "--hide-error-context", str(snippet)],
         cwd=tmp_path,
     )  # fmt: skip
-    found = [line.split(": error: ", 1)[1] for line in proc.stdout.splitlines() if ": error: " in line]
+    errors = [line for line in proc.stdout.splitlines() if ": error: " in line]
+    found = [line.split(": error: ", 1)[1] for line in errors]
     assert found == [
         'Argument "workers" to "Job" has incompatible type "str"; expected "int | Replicas | None"  [arg-type]',
+        'Argument "strategy" to "Job" has incompatible type "Literal[\'paramter-server\']"; '
+        "expected \"Literal['module', 'parameter-server', 'auto', 'multi-worker'] | None\"  [arg-type]",
+        'Argument "tf_config" to "Job" has incompatible type "Literal[\'tf3\']"; expected "Literal[\'platform\', \'tf2\'] | None"  [arg-type]',
         'Unexpected keyword argument "spot" for "Kubernetes"  [call-arg]',
+        'Unexpected keyword argument "workerz" for "Tuning"  [call-arg]',
     ], proc.stdout + proc.stderr
-    assert [line.split(":")[1] for line in proc.stdout.splitlines() if ": error: " in line] == ["3", "4"]
+    assert [line.split(":")[1] for line in errors] == ["3", "4", "5", "6", "10"]
+
+
+def _files_under(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(root.rglob("*")) if not p.is_symlink()}
+
+
+def test_the_cli_runs_from_a_read_only_install_and_writes_nothing_under_it(wheel: Path, tmp_path: Path) -> None:
+    """Site-packages may be read-only or shared: the wheel installed with ``pip --target`` into
+    a folder no one may write, bytecode writing left on, runs ``tfjob submit --dry-run``
+    twice (packaging, the bootstrap wheel, the knobs' declarations) and nothing under the
+    folder changes; what tfjob keeps goes under ``TFJOB_HOME``. (Run as root, the modes stop
+    no write: the comparison of the folder's files before and after does.)"""
+    site = tmp_path / "site"
+    proc = run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(site), str(wheel)])
+    assert proc.returncode == 0, proc.stderr
+    deps = tmp_path / "deps"
+    link_distributions(runtime_closure("click", "pyyaml", "packaging", "build"), deps)
+    bare = tmp_path / "bare"  # an interpreter that has no tfjob of its own: only the read-only one
+    assert run([sys.executable, "-m", "venv", "--without-pip", str(bare)]).returncode == 0
+    trainer = tmp_path / "work" / "trainer"
+    (trainer / "trainer").mkdir(parents=True)
+    (trainer / "trainer" / "__init__.py").write_text("")
+    (trainer / "trainer" / "task.py").write_text("print('trained')\n")
+    for p in sorted(site.rglob("*"), reverse=True):
+        p.chmod(p.stat().st_mode & ~0o222)
+    site.chmod(site.stat().st_mode & ~0o222)
+    try:
+        before = _files_under(site)
+        env = {**clean_env(), "PYTHONPATH": f"{site}{os.pathsep}{deps}", "TFJOB_HOME": str(tmp_path / "home")}
+        argv = [str(bare / "bin" / "python"), "-m", "tfjob.cli", "submit", "trainer", "-m", "trainer.task", "--workers", "2",
+                "--backend", "vertex", "--project", "p", "--region", "us-central1", "--dry-run"]  # fmt: skip
+        where = run([str(bare / "bin" / "python"), "-c", "import tfjob; print(tfjob.__file__)"], env=env)
+        assert where.stdout.strip() == str(site / "tfjob" / "__init__.py"), where.stderr
+        for _ in range(2):
+            done = run(argv, env=env, cwd=trainer.parent)
+            assert done.returncode == 0, done.stderr
+            assert '"workerPoolSpecs"' in done.stdout and "would create this CustomJob" in done.stderr
+        assert _files_under(site) == before
+        assert any((tmp_path / "home").rglob("tfjob_bootstrap-*.whl"))
+    finally:
+        for p in [site, *site.rglob("*")]:
+            if not p.is_symlink():
+                p.chmod(p.stat().st_mode | 0o200)

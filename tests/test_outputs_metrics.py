@@ -270,7 +270,7 @@ def test_a_study_gets_its_trials_table_history_and_parameter_plots(tmp_path: Pat
     )  # fmt: skip
     toy = ROOT / "tests" / "data" / "tune_trainers" / "toy"
     result = check_result(
-        Tuning(study, str(toy), "toy.task", seed=0, job_dir=str(tmp_path / "out"), name="toy-study").run(io.StringIO(), cores=2)
+        Tuning(Job(str(toy), "toy.task", job_dir=str(tmp_path / "out"), name="toy-study"), study, seed=0).run(io.StringIO(), cores=2)
     )
     metrics = get_job(result.id).metrics()
     assert sorted(p.step for p in metrics.series["study"]["loss"]) == [1, 2, 3, 4]

@@ -24,6 +24,7 @@ from tfjob.store import JobStore
 from tfjob.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams
 from tfjob.errors import JobFailedError
+from tfjob import Job, Local
 from tfjob.tune import Tuning, check_result
 
 TUNE = ROOT / "tests" / "data" / "tune_trainers"
@@ -53,14 +54,9 @@ def test_six_trials_two_at_a_time_find_the_optimum(records: Path, tmp_path: Path
     rendezvous = tmp_path / "rendezvous"
     stream = io.StringIO()
     tuning = Tuning(
+        Job(str(TOY), "toy.task", workers=1, job_dir=str(tmp_path / "out"), args=["--rendezvous", str(rendezvous)], name="toy-study"),
         parse_hparams(TUNE / "toy_legacy.yaml"),
-        str(TOY),
-        "toy.task",
         seed=0,
-        workers=1,
-        job_dir=str(tmp_path / "out"),
-        args=["--rendezvous", str(rendezvous)],
-        name="toy-study",
     )
     result = check_result(tuning.run(stream, cores=4))
 
@@ -114,7 +110,7 @@ def test_a_failing_trial_is_reported_and_counted(records: Path) -> None:
     # The grid has 2 sgd points of 4: exactly 2 trials fail, fewer than maxFailedTrials 3.
     layers = ParameterSpec("layers", "INTEGER", 1, 2)
     study = StudySpec(MetricSpec("loss", "MINIMIZE"), (layers, OPT), max_trials=4, max_failed_trials=3, algorithm="GRID_SEARCH")
-    result = Tuning(study, str(TOY), "toy.task", args=["--fail-optimizer", "sgd"], dialect="ai-platform").run(None)
+    result = Tuning(Job(str(TOY), "toy.task", args=["--fail-optimizer", "sgd"], backend=Local(dialect="ai-platform")), study).run(None)
     failed = [t for t in result.trials if t.state == "FAILED"]
     assert result.state is JobState.SUCCEEDED and len(result.trials) == 4
     assert len(failed) == 2 and all(t.params["optimizer"] == "sgd" for t in failed)
@@ -135,7 +131,7 @@ def test_reaching_max_failed_trials_stops_the_study(records: Path) -> None:
         parallel_trials=1,
         max_failed_trials=2,
     )
-    result = Tuning(study, str(TOY), "toy.task", args=["--fail-optimizer", "sgd"]).run(None)
+    result = Tuning(Job(str(TOY), "toy.task", args=["--fail-optimizer", "sgd"]), study).run(None)
     assert result.state is JobState.FAILED and len(result.trials) == 2
     assert result.message == (
         "2 trials failed, which reaches maxFailedTrials 2; last: trial 2: task chief-0 exited with code 3; "
@@ -158,7 +154,7 @@ def _log_of(job_id: str | None) -> str:
 
 def test_a_trial_without_the_metric_is_infeasible(records: Path) -> None:
     study = _study(max_trials=1, parallel_trials=1, max_failed_trials=0)
-    result = Tuning(study, str(TOY), "toy.task", args=["--tag", "accuracy"]).run(None)
+    result = Tuning(Job(str(TOY), "toy.task", args=["--tag", "accuracy"]), study).run(None)
     (trial,) = result.trials
     assert trial.state == "INFEASIBLE" and trial.metric is None
     assert "the trainer ended without reporting 'loss'; it reported accuracy" in trial.message
@@ -167,7 +163,7 @@ def test_a_trial_without_the_metric_is_infeasible(records: Path) -> None:
 
 def test_a_trainer_that_knows_nothing_of_tfjob_reports_in_the_hypertune_format(records: Path) -> None:
     study = _study(max_trials=2, parallel_trials=1, algorithm="RANDOM_SEARCH")
-    result = check_result(Tuning(study, str(TOY), "toy.task", seed=1, args=["--reporter", "raw"]).run(None))
+    result = check_result(Tuning(Job(str(TOY), "toy.task", args=["--reporter", "raw"]), study, seed=1).run(None))
     assert all(t.state == "SUCCEEDED" and t.metric is not None for t in result.trials)
     seen = _seen(records)
     assert [round(seen[f"{t.id}-chief-0"]["loss"], 9) for t in result.trials] == [round(t.metric, 9) for t in result.trials]  # type: ignore[arg-type]
@@ -182,7 +178,7 @@ def test_grid_search_tries_every_point_once(records: Path) -> None:
         algorithm="GRID_SEARCH",
     )
     stream = io.StringIO()
-    result = check_result(Tuning(study, str(TOY), "toy.task").run(stream, cores=2))
+    result = check_result(Tuning(Job(str(TOY), "toy.task"), study).run(stream, cores=2))
     points = sorted((t.params["layers"], t.params["learning_rate"], t.params["optimizer"]) for t in result.trials)
     assert points == sorted((n, lr, o) for n in (1, 2) for lr in (0.01, 0.1) for o in ("adam", "sgd"))
     assert "the grid has 8 points, so the study runs 8 trials, not maxTrials 20" in stream.getvalue()
@@ -194,7 +190,7 @@ def test_grid_search_tries_every_point_once(records: Path) -> None:
 def test_cancelling_the_study_cancels_its_running_trial(records: Path, tmp_path: Path) -> None:
     # One trial at a time waits at a rendezvous no other trial reaches: it runs until cancelled.
     study = _study(max_trials=3, parallel_trials=1)
-    tuning = Tuning(study, str(TOY), "toy.task", args=["--rendezvous", str(tmp_path / "alone")], grace=1)
+    tuning = Tuning(Job(str(TOY), "toy.task", args=["--rendezvous", str(tmp_path / "alone")], backend=Local(grace=1)), study)
     box: dict[str, Any] = {}
     thread = threading.Thread(target=lambda: box.update(result=tuning.run(None)))
     thread.start()

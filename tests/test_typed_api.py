@@ -45,6 +45,8 @@ CLIENTS = {"credentials", "api_client"}
 
 JOB_PARAMETERS = set(inspect.signature(Job.__init__).parameters) - {"self"}
 ROLE_KEYWORDS = {f"{role}_{f.name}" for role in ROLES for f in dataclasses.fields(Replicas) if f.name != "count"}
+#: The CLI's --worker-cpu / --worker-memory: typed as Replicas(resources=Resources(cpu=…, memory=…)).
+ROLE_KEYWORDS |= {f"{role}_{what}" for role in ROLES for what in ("cpu", "memory")}
 
 
 def _settings_fields(backend: str) -> set[str]:
@@ -106,10 +108,10 @@ def test_typed_and_flat_keywords_build_the_same_job() -> None:
     typed = Job(
         "trainer", "trainer.task", name="same",
         chief=Replicas(machine_type="n1-highmem-8", env={"ROLE": "chief"}),
-        workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1", args=["--w"], boot_disk_size=200),
+        workers=Replicas(4, machine_type="g2-standard-8", accelerator="NVIDIA_L4:1", args=["--w"]),
         ps=2, evaluators=Replicas(1, image="gcr.io/p/eval:1"),
         backend=Vertex(project="p", region="us-central1", spot=True, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
-                       network="projects/1/global/networks/n", reserved_ip_ranges=["a", "b"]),
+                       network="projects/1/global/networks/n", reserved_ip_ranges=["a", "b"], worker_boot_disk_size=200),
     )  # fmt: skip
     flat = Job.from_keywords(
         "trainer", "trainer.task", name="same", backend="vertex", project="p", region="us-central1", spot=True,
@@ -185,3 +187,62 @@ def test_the_package_ships_its_types() -> None:
     assert (root / "py.typed").is_file()
     text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
     assert '"tfjob" = ["py.typed"]' in text
+
+
+@pytest.mark.parametrize("cls", [Job, tfjob.Tuning, Replicas, *PLATFORMS], ids=lambda c: c.__name__)
+def test_no_public_constructor_takes_arbitrary_keywords(cls: type) -> None:
+    """Every argument of the job model's classes is named and typed: a misspelt one
+    (``Tuning(job, workerz=3)``) is a type checker's error, not a value passed on."""
+    loose = [p.name for p in inspect.signature(cls).parameters.values() if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    assert loose == []
+
+
+def test_strategy_and_tf_config_are_checked_when_the_job_is_made() -> None:
+    from typing import get_args
+
+    from tfjob.cluster.dispatch import STRATEGIES
+    from tfjob.cluster.task import TF_CONFIG_MODES
+    from tfjob.model import Strategy, TFConfigMode
+
+    # The enumerations the API types are the ones the bootstrap reads.
+    assert set(get_args(Strategy)) == set(STRATEGIES) and set(get_args(TFConfigMode)) == set(TF_CONFIG_MODES)
+    with pytest.raises(SpecError, match=r"^strategy='paramter-server' is not known \(did you mean 'parameter-server'\?\); choose one of "):
+        Job("trainer/", "trainer.task", strategy="paramter-server")  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"^tf_config='tf3' is not known \(did you mean 'tf2'\?\); choose one of platform, tf2$"):
+        Job("trainer/", "trainer.task", tf_config="tf3")  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match=r"^strategy=3 must be text"):
+        Job("trainer/", "trainer.task", strategy=3)  # type: ignore[arg-type]
+    job = Job("trainer/", "trainer.task", workers=2, ps=1, strategy="parameter-server", tf_config="tf2")
+    assert (job.options.strategy, job.options.tf_config) == ("parameter-server", "tf2")
+
+
+def test_a_study_takes_a_job() -> None:
+    from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+
+    study = StudySpec(MetricSpec("loss", "MINIMIZE"), (ParameterSpec("lr", "DOUBLE", 0.001, 0.1),), max_trials=2)
+    job = Job("trainer/", "trainer.task", workers=Replicas(2), backend=Local())
+    tuning = tfjob.Tuning(job, study, max_trials=1, algorithm="random")
+    assert tuning.job is job and tuning.study.max_trials == 1 and tuning.study.algorithm == "RANDOM_SEARCH"
+    with pytest.raises(tfjob.UsageError, match=r"^job='trainer/' is not a Job; give the job every trial runs"):
+        tfjob.Tuning("trainer/", study)  # type: ignore[arg-type]
+
+
+def test_a_replica_s_boot_disk_still_works_where_it_was_given_with_a_deprecation_line() -> None:
+    with pytest.warns(
+        FutureWarning, match=r"Replicas\(boot_disk_type=…, boot_disk_size=…\) is deprecated: .*Vertex\(<role>_boot_disk_type=…"
+    ):
+        old = Job(
+            "trainer",
+            "trainer.task",
+            name="d",
+            workers=Replicas(2, boot_disk_type="pd-ssd", boot_disk_size=200),
+            backend=Vertex(project="p"),
+        )
+    new = Job(
+        "trainer",
+        "trainer.task",
+        name="d",
+        workers=2,
+        backend=Vertex(project="p", worker_boot_disk_type="pd-ssd", worker_boot_disk_size=200),
+    )
+    assert old.options == new.options and old.options.boot_disk("worker") == ("pd-ssd", 200)  # type: ignore[attr-defined]

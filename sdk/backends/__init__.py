@@ -79,7 +79,8 @@ def backend_class(name: str) -> type[Any]:
 def options_type(name: str) -> type[_SubmitOptions]:
     """The class of the options the backend called ``name`` takes (without importing the backend)."""
     module, cls = _check_name(name)[1].split(":")
-    return getattr(importlib.import_module(module), cls)
+    found: type[_SubmitOptions] = getattr(importlib.import_module(module), cls)
+    return found
 
 
 def backend_keywords(name: str) -> frozenset[str]:
@@ -110,56 +111,35 @@ def _declared_knobs() -> dict[str, Knob]:
     return found
 
 
-def _make_table() -> dict[str, Any]:
-    """What :mod:`.declarations` keeps: every knob as a row, :func:`keyword_backends`, and
-    :func:`option_annotations`."""
-    takers: dict[str, list[str]] = {}
-    for name in BACKENDS:
-        if name != "vertex-tuning":  # tuning jobs are created by `tfjob tune`, not by Job
-            for key in sorted(backend_keywords(name)):
-                takers.setdefault(key, []).append(name)
-    rows = [
-        [k.name, k.help, k.kind, list(k.flags), k.config, list(k.backends), k.tune, [[list(n), t] for n, t in k.helps], k.cli]
-        for k in _declared_knobs().values()
-    ]
-    fields: dict[str, str] = {}
-    for name in BACKENDS:
-        for f in dataclasses.fields(options_type(name)):
-            fields.setdefault(f.name, str(f.type))
-    return {"knobs": rows, "takers": dict(sorted(takers.items())), "fields": fields}
-
-
-@functools.lru_cache(maxsize=1)
-def _table() -> dict[str, Any]:
-    from . import declarations
-
-    return declarations.load(_make_table)
-
-
 @functools.lru_cache(maxsize=1)
 def knobs() -> dict[str, Knob]:
     """Every knob, by keyword: those every backend takes (:data:`tfjob.knobs.JOB_KNOBS`), then
     each backend's own, as its options declare them (:func:`tfjob.knobs.declared`), with
-    the backends that take each. What ``tfjob submit``'s flags are made from. (Read from the
-    table :mod:`tfjob.backends.declarations` keeps, so a start imports no backend's options.)"""
-    found: dict[str, Knob] = {}
-    for name, help, kind, flags, config, backends, tune, helps, cli in _table()["knobs"]:
-        found[name] = Knob(name, help, kind, tuple(flags), config, tuple(backends), tune, tuple((tuple(n), t) for n, t in helps), cli)
-    return found
+    the backends that take each. What ``tfjob submit``'s flags are made from."""
+    return _declared_knobs()
 
 
+@functools.lru_cache(maxsize=1)
 def option_annotations() -> dict[str, str]:
     """Every backend's options field → its annotation as written (``str | None``), the first
-    backend's where two declare one, without importing them."""
-    fields: dict[str, str] = _table()["fields"]
+    backend's where two declare one."""
+    fields: dict[str, str] = {}
+    for name in BACKENDS:
+        for f in dataclasses.fields(options_type(name)):
+            fields.setdefault(f.name, str(f.type))
     return fields
 
 
 @functools.lru_cache(maxsize=1)
 def keyword_backends() -> dict[str, tuple[str, ...]]:
     """Keyword → the backends that take it, for the keywords only some backends take
-    (:func:`backend_keywords` of each backend but ``vertex-tuning``), without importing them."""
-    return {key: tuple(names) for key, names in _table()["takers"].items()}
+    (:func:`backend_keywords` of each backend but ``vertex-tuning``, which `tfjob tune` creates)."""
+    takers: dict[str, list[str]] = {}
+    for name in BACKENDS:
+        if name != "vertex-tuning":
+            for key in sorted(backend_keywords(name)):
+                takers.setdefault(key, []).append(name)
+    return {key: tuple(names) for key, names in sorted(takers.items())}
 
 
 def find_knob(name: str) -> Knob | None:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, T
 
 from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
 from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
-from ..shown import Shown
 
 if TYPE_CHECKING:
     from ..spec import JobSpec  # (a type only: the CLI reads the options' declarations without the spec's cost)
@@ -32,7 +31,7 @@ __all__ = ["Backend", "GoogleCloudOptions", "Tuner", "tuner_of"]
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class GoogleCloudKnobs(Shown):
+class GoogleCloudKnobs:
     """Where a Google Cloud job goes: the knobs Vertex AI and legacy AI Platform both take,
     declared once for their options (:class:`GoogleCloudOptions`) and their settings
     (:class:`tfjob.Vertex`, :class:`tfjob.AIPlatform`)."""
@@ -60,7 +59,7 @@ class GoogleCloudKnobs(Shown):
     )
 
 
-@dataclass(repr=False)
+@dataclass
 class GoogleCloudOptions(_SubmitOptions, GoogleCloudKnobs):
     """Where a Google Cloud job goes (:class:`GoogleCloudKnobs`): what Vertex AI and legacy AI Platform both take."""
 

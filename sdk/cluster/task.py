@@ -157,51 +157,11 @@ def local_task(dialect: str = "none", *, source: str | None = None, job: Any = N
     return TaskInfo("chief", 0, is_chief=True, dialect=dialect, source=source, job=job, environment=env)
 
 
-_JSON_SPACE = " \t\n\r"
-_scan_json: Any = None
-
-
-def _json_loads(text: str) -> Any:
-    """``json.loads(text)``, without importing :mod:`json` when the text is valid JSON.
-
-    Every task's bootstrap parses its TF_CONFIG, and the json package compiles six
-    regular expressions on import (a millisecond or two of each task's start). Its C
-    scanner, which ``json.loads`` itself uses, needs none: it reads the text here with the
-    default decoder's settings, and anything it does not read whole — an error, trailing
-    data, a byte-order mark, a Python without the C accelerator — goes to ``json.loads``,
-    which gives the same value or raises the same error.
-    """
-    global _scan_json
-    if _scan_json is None:
-        try:
-            from _json import make_scanner
-        except ImportError:
-            make_scanner = None
-
-        class _Decoder:  # what the scanner reads of json.JSONDecoder(): its defaults
-            strict = True
-            object_hook = object_pairs_hook = None
-            parse_float, parse_int = float, int
-            parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
-
-        _scan_json = make_scanner(_Decoder()) if make_scanner is not None else False
-    if _scan_json:
-        start = len(text) - len(text.lstrip(_JSON_SPACE))
-        try:
-            value, end = _scan_json(text, start)
-        except Exception:  # StopIteration, a JSONDecodeError, a RecursionError: json.loads says it
-            pass
-        else:
-            if len(text.rstrip(_JSON_SPACE)) <= end:
-                return value
+def _load(variable: str, text: str) -> dict[str, Any]:
     import json
 
-    return json.loads(text)
-
-
-def _load(variable: str, text: str) -> dict[str, Any]:
     try:
-        data = _json_loads(text)
+        data = json.loads(text)
     except ValueError as e:  # JSONDecodeError; also lone surrogates and the like
         raise config_error(f"{variable} is not valid JSON ({e}): {_quote(text)}") from None
     except RecursionError:

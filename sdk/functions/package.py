@@ -271,7 +271,7 @@ def functions_dir() -> Path:
 
 def build_package(data: bytes, requirements: Sequence[str], *, found: Sequence[str] = (), by_value: bool = False) -> FunctionPackage:
     """The package of a pickled call, written once under its digest (an unchanged call finds it)."""
-    from ..digest import sha256
+    from hashlib import sha256
 
     lines = list(requirements)
     if not any(

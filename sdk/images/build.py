@@ -38,7 +38,6 @@ from ..engine import Engine, find_engine
 from ..errors import TfjobError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
-from ..shown import Shown
 
 if TYPE_CHECKING:
     from .cloudbuild import CloudBuildTarget
@@ -62,8 +61,8 @@ def default_base() -> str:
     return f"tfjob:{__version__}"
 
 
-@dataclass(frozen=True, repr=False)
-class BuiltImage(Shown):
+@dataclass(frozen=True)
+class BuiltImage:
     """An image built (or found) for a trainer directory.
 
     Attributes:
@@ -96,8 +95,8 @@ class BuiltImage(Shown):
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items() if k != "build_request" or v is not None}
 
 
-@dataclass(repr=False)
-class Progress(Shown):
+@dataclass
+class Progress:
     """Where build and push progress goes: ``tty`` (the engine's own output, as on a
     terminal), ``steps`` (one line per step or layer), or ``none`` (``--output json``)."""
 
@@ -180,8 +179,8 @@ def _run_streamed(
         raise
 
 
-@dataclass(frozen=True, repr=False)
-class _Base(Shown):
+@dataclass(frozen=True)
+class _Base:
     ref: str
     id: str
     user: str
@@ -237,8 +236,8 @@ def _file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-@dataclass(repr=False)
-class _Plan(Shown):
+@dataclass
+class _Plan:
     dockerfile: str
     kind: str  # "generated" or the Dockerfile's name
     key: str

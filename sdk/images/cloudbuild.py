@@ -23,7 +23,6 @@ from typing import Any
 
 from ..errors import BackendUnavailableError, UsageError, Word
 from .registry import Repository
-from ..shown import Shown
 
 #: Cloud Build's docker builder image.
 DOCKER_BUILDER = "gcr.io/cloud-builders/docker"
@@ -31,8 +30,8 @@ DOCKER_BUILDER = "gcr.io/cloud-builders/docker"
 BUILD_TIMEOUT_S = 3600
 
 
-@dataclass(frozen=True, repr=False)
-class CloudBuildTarget(Shown):
+@dataclass(frozen=True)
+class CloudBuildTarget:
     """Where a remote build runs: the project, the bucket its source is staged to, the endpoint."""
 
     project: str

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from ..shown import Shown
 
 #: The recipe's own version: a change of the generated Dockerfile's form changes every key.
 RECIPE_FORMAT = "1"
@@ -34,8 +33,8 @@ LABEL_BASE = "dev.tfjob.build.base"
 _PIP = "PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install --no-cache-dir --disable-pip-version-check --no-input"
 
 
-@dataclass(frozen=True, repr=False)
-class Recipe(Shown):
+@dataclass(frozen=True)
+class Recipe:
     """What goes into a generated Dockerfile.
 
     Attributes:

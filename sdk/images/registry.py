@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AuthError, BackendError, SpecError
-from ..shown import Shown
 
 #: What a manifest HEAD accepts: a single image's manifest or an index, Docker's or OCI's.
 MANIFEST_TYPES = ", ".join([
@@ -43,8 +42,8 @@ class RegistryError(BackendError):
     """A registry refused the login, cannot be reached, or answered what it should not."""
 
 
-@dataclass(frozen=True, repr=False)
-class Repository(Shown):
+@dataclass(frozen=True)
+class Repository:
     """``REGISTRY/PATH`` split: ``host`` as the engine names it, ``path`` inside it."""
 
     host: str

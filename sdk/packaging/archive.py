@@ -9,13 +9,12 @@ directory named after its digest (:func:`finish`), so different builds never col
 from __future__ import annotations
 
 import os
+from hashlib import sha256
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from .tree import Collected
-from ..shown import Shown
-from ..digest import sha256
 
 if TYPE_CHECKING:
     import tarfile
@@ -24,8 +23,8 @@ if TYPE_CHECKING:
 FIXED_MTIME = 315532800
 
 
-@dataclass(frozen=True, repr=False)
-class BuiltPackage(Shown):
+@dataclass(frozen=True)
+class BuiltPackage:
     """A built trainer sdist.
 
     Attributes:
@@ -86,7 +85,7 @@ def write_canonical_tar(entries: list[tuple[str, bytes, bool]], out: Path) -> st
             with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
                 for name, data, executable in sorted(entries, key=lambda e: e[0]):
                     tar.addfile(_member(name, len(data), executable), io.BytesIO(data))
-    digest = sha256(expected=tmp.stat().st_size)
+    digest = sha256()
     with open(tmp, "rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)

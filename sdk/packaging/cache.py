@@ -8,11 +8,11 @@ first). A damaged entry is built again; a cache that cannot be written is skippe
 from __future__ import annotations
 
 import json
+from hashlib import sha256
 import os
 import sys
 from pathlib import Path
 
-from ..digest import sha256
 from .archive import BuiltPackage
 from .tree import Collected, is_executable, read_member
 

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence, Union
 
 from ..errors import ConfigFileError
-from ..shown import Shown
 
 _INCLUDE = "#!include:"
 #: The most patterns the ignore files of one trainer hold (with the files they include).
@@ -247,8 +246,8 @@ def _match_tokens(tokens: Sequence[Token], segments: Sequence[str]) -> bool:
     return ti == nt
 
 
-@dataclass(frozen=True, repr=False)
-class IgnoreRule(Shown):
+@dataclass(frozen=True)
+class IgnoreRule:
     """One line of an ignore file.
 
     Attributes:

@@ -31,7 +31,6 @@ from ..errors import PackagingError
 from ..limits import read_bounded_text
 from .ignore import IgnoreRule, RuleSet, parse_ignore
 from .secrets import secret_by_name, secret_reason, star_glob
-from ..shown import Shown
 
 #: Ignore files read from the trainer directory, in this order.
 IGNORE_FILES = (".gcloudignore", ".tfjobignore")
@@ -83,8 +82,8 @@ def _read_ignore_file(path: Path) -> str:
     return read_bounded_text(path, "the ignore file", MAX_IGNORE_FILE_BYTES, "an ignore file (one pattern per line)", errors="replace")
 
 
-@dataclass(frozen=True, repr=False)
-class Collected(Shown):
+@dataclass(frozen=True)
+class Collected:
     """What a walk of the trainer directory found: what may be shipped, and what may not.
 
     Attributes:

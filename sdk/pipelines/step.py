@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import JobCancelledError, SpecError, TfjobError
-from ..shown import Shown
 
 #: How long a terminated step waits for its job to reach CANCELLED before it ends anyway
 #: (KFP and Kubernetes give a terminated pod 30 s before SIGKILL).
@@ -42,8 +41,8 @@ class _Terminated(BaseException):
     Exception`` between the signal and :func:`run_step` swallows it."""
 
 
-@dataclass(repr=False)
-class StepResult(Shown):
+@dataclass
+class StepResult:
     """What a finished job hands the next pipeline step.
 
     Attributes:

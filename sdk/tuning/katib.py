@@ -25,7 +25,6 @@ from typing import Any, Mapping
 
 from ..errors import SpecError
 from ..hypertune import DEFAULT_METRIC_FILE
-from ..shown import Shown
 from ..study import ParameterSpec, StudySpec
 
 API_VERSION = "kubeflow.org/v1beta1"
@@ -46,8 +45,8 @@ def _gjson(condition: str) -> str:
     return f'status.conditions.#(type=="{condition}")#|#(status=="True")#'
 
 
-@dataclass(frozen=True, repr=False)
-class TrialKind(Shown):
+@dataclass(frozen=True)
+class TrialKind:
     """What Katib needs to know of a trial's job kind: when it succeeded or failed, which
     container trains and which pods report the metric."""
 

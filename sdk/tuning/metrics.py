@@ -12,11 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from ..shown import Shown
 
 
-@dataclass(frozen=True, repr=False)
-class MetricReading(Shown):
+@dataclass(frozen=True)
+class MetricReading:
     """What a trial's metrics file says about the study's metric.
 
     Attributes:

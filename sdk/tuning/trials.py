@@ -13,7 +13,6 @@ from typing import Any, Mapping, Sequence
 
 from ..model import JobState
 from ..study import StudySpec
-from ..shown import Shown
 
 #: Trial states: a proposed trial is QUEUED; one that ended without reporting the
 #: study's metric is INFEASIBLE (as on Vertex AI) and counts as failed.
@@ -21,8 +20,8 @@ TRIAL_STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "INFEASIBLE", "FAILED", "CANCE
 FAILED_STATES = ("FAILED", "INFEASIBLE")
 
 
-@dataclass(repr=False)
-class Trial(Shown):
+@dataclass
+class Trial:
     """One trial of a study.
 
     Attributes:
@@ -82,8 +81,8 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-@dataclass(frozen=True, repr=False)
-class TableLayout(Shown):
+@dataclass(frozen=True)
+class TableLayout:
     """What the trials table shows: the metric's tag and the parameters' names."""
 
     metric: str
@@ -146,8 +145,8 @@ def render_study_status(extra: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@dataclass(repr=False)
-class StudyResult(Shown):
+@dataclass
+class StudyResult:
     """How a study ended, on any backend that tunes (:meth:`tfjob.Tuning.run` returns it).
 
     Attributes:

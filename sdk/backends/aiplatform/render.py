@@ -119,6 +119,9 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             variables, per-pool args, a replaced entrypoint; Vertex AI's own knobs are
             the Vertex options, which this backend does not take).
     """
+    from ...resources import on_compute_engine
+
+    spec = on_compute_engine(spec)[0]  # a pool asking for resources runs on the machine that fits
     options = options_as(GoogleCloudOptions, options)
     _check_expressible(spec)
     job_id = build_job_id(spec.name)

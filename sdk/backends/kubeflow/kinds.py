@@ -21,11 +21,10 @@ from .render import GROUP, PLURAL, VERSION, render_tfjob, validate_tfjob
 from .render_jobset import render_jobset
 from .render_trainjob import NODE, render_trainjob_list, runtime_name, trainer_role
 from .status import build_jobset_selector, build_pod_selector, parse_jobset_state, parse_tfjob_state, parse_trainjob_state
-from ...shown import Shown
 
 
-@dataclass(frozen=True, repr=False)
-class Resource(Shown):
+@dataclass(frozen=True)
+class Resource:
     """An object kind tfjob creates: its API group, version, plural and kind."""
 
     group: str
@@ -62,8 +61,8 @@ RUNTIME = Resource(
 CONFIGMAP = Resource("", "v1", "configmaps", "ConfigMap", "")
 
 
-@dataclass(frozen=True, repr=False)
-class Companion(Shown):
+@dataclass(frozen=True)
+class Companion:
     """A cluster-scoped object a job needs (a TrainJob's runtime): made before the job unless
     the same one is there (another one of that name is refused), deleted after it."""
 
@@ -72,8 +71,8 @@ class Companion(Shown):
     name_of: Callable[[str], str]
 
 
-@dataclass(frozen=True, repr=False)
-class JobKind(Shown):
+@dataclass(frozen=True)
+class JobKind:
     """A job as one Kubernetes resource: everything the Kubernetes lifecycle knows of it."""
 
     resource: Resource

@@ -13,11 +13,10 @@ from typing import Any, Mapping, Sequence
 
 from ...knobs import StrPath, knob
 from ...model import SubmitOptions
-from ...shown import Shown
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class KubernetesKnobs(Shown):
+class KubernetesKnobs:
     """Where the job goes in a cluster, and what every pod gets: every Kubernetes backend's knobs."""
 
     #: The namespace (default: ``TFJOB_NAMESPACE``, the kubeconfig context's, ``default``).
@@ -38,6 +37,13 @@ class KubernetesKnobs(Shown):
     gpu: str | int | Sequence[str] | Mapping[str, Any] | None = knob(
         "nvidia.com/gpu of every pod, or ROLE=COUNT (repeat).",
         kind="list",
+    )
+    #: ``gke`` (the default: an accelerator's nodes are picked by GKE's node labels) or
+    #: ``generic`` (the accelerator's extended resource alone places the pod).
+    cluster_kind: str | None = knob(
+        "gke (default: a GPU or TPU pod gets GKE's node selector for its accelerator) or generic (the nvidia.com/gpu or "
+        "google.com/tpu resource alone).",
+        **_NOT_TUNED,
     )
     #: A YAML pod template (or role → pod template) merged into every replica.
     pod_template: StrPath | Mapping[str, StrPath] | None = knob(
@@ -65,7 +71,7 @@ class KubernetesKnobs(Shown):
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class TFJobKnobs(Shown):
+class TFJobKnobs:
     """What only the training operator's ``TFJob`` has: its cleanup and gang-scheduling policies."""
 
     #: ``None``, ``Running`` or ``All``.
@@ -76,11 +82,11 @@ class TFJobKnobs(Shown):
     min_available: int | None = knob("Gang scheduling: tasks that must start together.")
 
 
-@dataclass(repr=False)
+@dataclass
 class KubernetesOptions(SubmitOptions, KubernetesKnobs):
     """Where the job goes in a cluster, and what every pod gets (:class:`KubernetesKnobs`)."""
 
 
-@dataclass(repr=False)
+@dataclass
 class TFJobOptions(KubernetesOptions, TFJobKnobs):
     """A Kubeflow ``TFJob``: the training operator's restart, cleanup and gang-scheduling policies."""

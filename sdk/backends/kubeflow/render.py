@@ -142,6 +142,8 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
         SpecError: the pool asks for a Cloud TPU, which a TFJob cannot schedule.
     """
     explicit = dict(explicit or {})
+    if pool.resources is not None:
+        return _asked_resources(pool, explicit)
     acc = pool.machine.accelerator
     if acc is not None and acc.type.startswith("TPU_"):
         raise SpecError(
@@ -164,6 +166,31 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
     if gpus:
         # Extended resources are given as limits; Kubernetes sets the request equal.
         resources["limits"]["nvidia.com/gpu"] = gpus
+    return resources
+
+
+def _asked_resources(pool: Pool, explicit: dict[str, Any]) -> dict[str, Any]:
+    """Requests and limits of a replica that asked for :class:`tfjob.resources.Resources`: its
+    CPUs and memory as Kubernetes quantities (``--cpu``/``--memory`` over them), requests equal
+    to limits, and its accelerator as an extended resource (``nvidia.com/gpu``, ``google.com/tpu``)."""
+    from ...resources import cpu_quantity, kubernetes_accelerator
+
+    asked = pool.resources
+    assert asked is not None
+    amounts: dict[str, Any] = {}
+    if asked.cpu is not None:
+        amounts["cpu"] = cpu_quantity(asked.cpu)
+    if asked.memory is not None:
+        amounts["memory"] = asked.memory.strip()
+    amounts.update({k: explicit[k] for k in ("cpu", "memory") if k in explicit})
+    resources: dict[str, Any] = {"requests": dict(amounts), "limits": dict(amounts)} if amounts else {"limits": {}}
+    if asked.gpu is not None:
+        name, _ = kubernetes_accelerator(asked.gpu, f"{pool.role}_resources")
+        resources["limits"][name] = asked.gpu.count
+    if "nvidia.com/gpu" in explicit:
+        resources["limits"]["nvidia.com/gpu"] = explicit["nvidia.com/gpu"]
+    if not resources["limits"]:
+        del resources["limits"]
     return resources
 
 
@@ -204,6 +231,8 @@ def render_container(spec: JobSpec, pool: Pool, options: KubernetesOptions) -> d
         *(parse_role_values(value, name) for name, value in (("cpu", options.cpu), ("memory", options.memory), ("gpu", options.gpu))),
     )
     container["resources"] = render_resources(pool, explicit)
+    if not container["resources"]:
+        del container["resources"]
     return container
 
 
@@ -318,7 +347,7 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     )
     replica_specs: dict[str, Any] = {}
     for pool in spec.pools:
-        template = render_pod_template(spec, pool, render_container(spec, pool, options), templates)
+        template = render_pod_template(spec, pool, render_container(spec, pool, options), templates, options)
         policy = policies.get(pool.role, policies.get("default"))
         replica_specs[REPLICA_TYPES[pool.role]] = {
             "replicas": pool.replicas,
@@ -340,18 +369,44 @@ def render_tfjob(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     return manifest
 
 
-def render_pod_template(spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], **pod: Any) -> dict[str, Any]:
-    """One role's pod template: its ``tensorflow`` container, the service account, the GPU's
-    node selector, the job's labels, then the user's ``--pod-template`` merged in; ``pod``
-    adds fields of the pod spec (a JobSet's ``restartPolicy``)."""
+#: The kinds of cluster ``cluster_kind`` names: GKE picks an accelerator's nodes by its node
+#: labels; elsewhere the accelerator's extended resource alone places the pod.
+CLUSTER_KINDS: tuple[str, ...] = ("gke", "generic")
+
+
+def cluster_kind(options: KubernetesOptions | None) -> str:
+    """The job's ``cluster_kind`` (default ``gke``), checked."""
+    kind = (options.cluster_kind if options is not None else None) or "gke"
+    if kind not in CLUSTER_KINDS:
+        raise SpecError(
+            field="cluster_kind", value=kind, problem=f"is not known{did_you_mean(str(kind), CLUSTER_KINDS)}", fix="choose gke or generic"
+        )
+    return str(kind)
+
+
+def render_pod_template(
+    spec: JobSpec, pool: Pool, container: dict[str, Any], templates: Mapping[str, Any], options: KubernetesOptions | None = None, **pod: Any
+) -> dict[str, Any]:
+    """One role's pod template: its ``tensorflow`` container, the service account, the
+    accelerator's node selector (a GKE cluster's, :func:`cluster_kind`), the job's labels, then
+    the user's ``--pod-template`` merged in; ``pod`` adds fields of the pod spec (a JobSet's
+    ``restartPolicy``)."""
     from .pod import apply_template, gke_accelerator_label
 
+    kind = cluster_kind(options)
     pod_spec: dict[str, Any] = {**pod, "containers": [container]}
     if spec.service_account:
         pod_spec["serviceAccountName"] = spec.service_account
-    if pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):
+    if pool.resources is not None:
+        # The accelerator's node is a choice only a GKE cluster labels its nodes for.
+        if pool.resources.gpu is not None and kind == "gke":
+            from ...resources import kubernetes_accelerator
+
+            pod_spec["nodeSelector"] = kubernetes_accelerator(pool.resources.gpu, f"{pool.role}_resources")[1]
+    elif pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):
         # The GPU type is a node choice: GKE labels its GPU nodes with it.
-        pod_spec["nodeSelector"] = {GKE_ACCELERATOR_LABEL: gke_accelerator_label(pool.machine.accelerator.type)}
+        if kind == "gke":
+            pod_spec["nodeSelector"] = {GKE_ACCELERATOR_LABEL: gke_accelerator_label(pool.machine.accelerator.type)}
     template: dict[str, Any] = {"spec": pod_spec}
     if spec.labels:
         template = {"metadata": {"labels": dict(spec.labels)}, **template}

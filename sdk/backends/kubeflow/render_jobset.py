@@ -141,7 +141,9 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         container = render_container(spec, pool, options)
         container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
         policy = policy_for(policies, pool.role, "Never")
-        template = render_pod_template(spec, pool, container, templates, restartPolicy="OnFailure" if policy == "OnFailure" else "Never")
+        template = render_pod_template(
+            spec, pool, container, templates, options, restartPolicy="OnFailure" if policy == "OnFailure" else "Never"
+        )
         job_spec: dict[str, Any] = {
             "parallelism": pool.replicas,
             "completions": pool.replicas,

@@ -21,7 +21,6 @@ from typing import Any, Iterator, Mapping
 
 from ...cluster.dispatch import PACKAGES_MOUNT as MOUNT  # where the job's packages are mounted in every pod
 from ...errors import SpecError
-from ...shown import Shown
 
 #: The pod volume's name.
 VOLUME = "tfjob-packages"
@@ -30,8 +29,8 @@ VOLUME = "tfjob-packages"
 MAX_BYTES = 1_000_000
 
 
-@dataclass(frozen=True, repr=False)
-class Shipment(Shown):
+@dataclass(frozen=True)
+class Shipment:
     """What a job ships to its pods.
 
     Attributes:

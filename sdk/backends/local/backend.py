@@ -56,11 +56,12 @@ class LocalBackend(Lifecycle):
         from ...cluster import GCLOUD_LOCAL_START_PORT
         from ...limits import check_local_tasks
         from ...cluster.dispatch import job_strategy
-        from .plan import build_cluster, build_task_plans, check_chief, check_dialect
+        from .plan import build_cluster, build_task_plans, check_chief, check_dialect, say_ignored_resources
 
         check_local_tasks(len(spec.tasks()))
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
+        say_ignored_resources(spec)
         from ...restarts import build_rules
 
         build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])

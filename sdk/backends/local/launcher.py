@@ -46,7 +46,6 @@ from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summa
 from .plan import TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
 from ...cluster.dispatch import BOOTSTRAP_MODULE
 from .ports import PortPicker, pick_ports, port_taken
-from ...shown import Shown
 
 #: The bootstrap's exit code when ``--check-port`` finds its port taken (EX_TEMPFAIL): a
 #: container task's check (a process task's port is checked by the launcher as it starts it).
@@ -98,8 +97,8 @@ def _which(program: str, path: str) -> str | None:
 _SIGNALS = frozenset(int(sig) for sig in signal.Signals)
 
 
-@dataclass(repr=False)
-class _Task(Shown):
+@dataclass
+class _Task:
     plan: TaskPlan
     output: TaskOutput
     proc: subprocess.Popen[bytes]
@@ -150,8 +149,8 @@ class _Task(Shown):
         )
 
 
-@dataclass(repr=False)
-class Outcome(Shown):
+@dataclass
+class Outcome:
     """How a local job ended.
 
     Attributes:

@@ -8,13 +8,12 @@ from typing import ClassVar, Sequence
 
 from ...knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, StrPath, knob
 from ...model import SubmitOptions
-from ...shown import Shown
 
 _NOT_TUNED = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class LocalKnobs(Shown):
+class LocalKnobs:
     """Every knob only a local run takes, declared once: the fields of both the
     :class:`LocalOptions` the backend reads and the :class:`tfjob.Local` settings users write."""
 
@@ -66,7 +65,7 @@ class LocalKnobs(Shown):
     preempt_seed: int = knob("Seed of --preempt random@… (the same seed, the same preemptions).", default=0, kind="int", **_NOT_TUNED)
 
 
-@dataclass(repr=False)
+@dataclass
 class LocalOptions(SubmitOptions, LocalKnobs):
     """Options of a local run (processes, or containers of ``--image``): every local knob
     (:class:`LocalKnobs`), and ``stream_logs``, taken for the Vertex AI command line's sake."""

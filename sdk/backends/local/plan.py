@@ -18,7 +18,6 @@ from ...machines import did_you_mean
 from ...cluster.dispatch import PACKAGES_MOUNT as SHIPPED_MOUNT
 from ...spec import ROLES, JobSpec
 from .ports import HOST
-from ...shown import Shown
 
 #: The platforms whose task environment a local cluster can reproduce.
 DIALECTS = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
@@ -28,8 +27,8 @@ _PLATFORM_VARS = ("TF_CONFIG", "CLUSTER_SPEC", "TFJOB_TASK_TYPE", "TFJOB_TASK_IN
 _PLATFORM_PREFIXES = ("AIP_", "CLOUD_ML_")
 
 
-@dataclass(frozen=True, repr=False)
-class TaskPlan(Shown):
+@dataclass(frozen=True)
+class TaskPlan:
     """One task of a local cluster, ready to start.
 
     Attributes:
@@ -80,6 +79,18 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
             value=False,
             problem=f"(worker 0 as the chief) runs on Kubeflow, not on {dialect}, whose primary replica is always the chief or master",
             fix="add {dialect=kubeflow} to run it as Kubeflow would",
+        )
+
+
+def say_ignored_resources(spec: JobSpec) -> None:
+    """One line naming what this machine does not give the tasks: every pool's
+    :class:`tfjob.resources.Resources` (the tasks run as they are, on this machine's CPUs and memory)."""
+    asked = [f"{p.role} ({p.resources.words()})" for p in spec.pools if p.resources is not None]
+    if asked:
+        import warnings
+
+        warnings.warn(
+            f"the local backend runs every task on this machine and ignores the resources asked for: {'; '.join(asked)}", stacklevel=2
         )
 
 

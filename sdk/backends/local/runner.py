@@ -28,13 +28,12 @@ from .launcher import Launcher, Outcome
 from .logs import LogRouter, render_summary, use_colour
 from ...cluster.dispatch import job_strategy
 from ...restarts import build_rules
-from .plan import check_chief, check_dialect, find_source_root
+from .plan import check_chief, check_dialect, say_ignored_resources, find_source_root
 from .ports import PortPicker, pick_ports
-from ...shown import Shown
 
 
-@dataclass(frozen=True, repr=False)
-class Prepared(Shown):
+@dataclass(frozen=True)
+class Prepared:
     """What a local job runs with, checked before anything starts."""
 
     spec: JobSpec
@@ -76,6 +75,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
+    say_ignored_resources(spec)
     build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:
@@ -114,6 +114,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     check_local_tasks(len(spec.tasks()))
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
+    say_ignored_resources(spec)
     build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons

@@ -10,13 +10,12 @@ from ...errors import SpecError
 from ...knobs import knob
 from ...lazy import LazyPattern
 from ..base import GoogleCloudOptions
-from ...shown import Shown
 
 _NOT_TUNED = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
-class VertexKnobs(Shown):
+class VertexKnobs:
     """Every knob only Vertex AI takes, declared once: the fields of both the :class:`VertexOptions`
     the backend reads and the :class:`tfjob.Vertex` settings users write (which adds the
     project, region, bucket and network both Google services take). A knob added here is a
@@ -105,26 +104,10 @@ class VertexKnobs(Shown):
     )
     #: Let the training dashboard reach the tasks.
     enable_dashboard_access: bool = knob("Let the training dashboard reach the tasks.", default=False, config="enableDashboardAccess")
-    #: Every pool's boot disk (``diskSpec``); ``Replicas(boot_disk_type=…)`` sets one pool's.
+    #: Every pool's boot disk (``diskSpec``); ``<role>_boot_disk_type`` sets one pool's.
     boot_disk_type: str | None = knob("Every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced.", config="diskSpec.bootDiskType")
     boot_disk_size: int | None = knob("Every pool's boot disk size in GB (100-64000; default 100).", config="diskSpec.bootDiskSizeGb")
-    #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
-    protected_artifact_location_id: str | None = knob(
-        "Keep the job's protected artifacts in this location (e.g. europe-west4) when it is not the job's region.",
-        config="protectedArtifactLocationId",
-    )
-
-
-@dataclass(repr=False)
-class VertexOptions(GoogleCloudOptions, VertexKnobs):
-    """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials): where it
-    goes (:class:`GoogleCloudOptions`) and every Vertex AI knob (:class:`VertexKnobs`).
-
-    Checked when made (:func:`check_vertex_options`): a value Vertex AI would refuse is one
-    :class:`~tfjob.errors.SpecError` naming the flag, the value and the fix.
-    """
-
-    #: One pool's boot disk, over ``boot_disk_type`` / ``boot_disk_size`` (``Replicas(boot_disk_…)``,
+    #: One pool's boot disk, over ``boot_disk_type`` / ``boot_disk_size`` (``Vertex(worker_boot_disk_…)``,
     #: a config file's ``workerPoolSpecs[N].diskSpec``).
     chief_boot_disk_type: str | None = knob("The chief's boot disk type.", config="workerPoolSpecs[0].diskSpec.bootDiskType", cli=False)
     chief_boot_disk_size: int | None = knob(
@@ -146,6 +129,21 @@ class VertexOptions(GoogleCloudOptions, VertexKnobs):
     evaluator_boot_disk_size: int | None = knob(
         "The evaluators' boot disk size in GB.", config="workerPoolSpecs[3].diskSpec.bootDiskSizeGb", cli=False
     )
+    #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
+    protected_artifact_location_id: str | None = knob(
+        "Keep the job's protected artifacts in this location (e.g. europe-west4) when it is not the job's region.",
+        config="protectedArtifactLocationId",
+    )
+
+
+@dataclass
+class VertexOptions(GoogleCloudOptions, VertexKnobs):
+    """Options of a Vertex AI custom job (and of a hyperparameter tuning job's trials): where it
+    goes (:class:`GoogleCloudOptions`) and every Vertex AI knob (:class:`VertexKnobs`).
+
+    Checked when made (:func:`check_vertex_options`): a value Vertex AI would refuse is one
+    :class:`~tfjob.errors.SpecError` naming the flag, the value and the fix.
+    """
 
     def own_disks(self) -> dict[str, tuple[str | None, int | None]]:
         """Each role's own boot disk type and size, as given (None: not given)."""

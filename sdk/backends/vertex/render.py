@@ -400,7 +400,9 @@ def render_custom_job(
         SpecError: the job cannot run on Vertex AI as described.
     """
     from ... import __version__
+    from ...resources import on_compute_engine
 
+    spec = on_compute_engine(spec)[0]  # a pool asking for resources runs on the machine that fits
     options = options_as(VertexOptions, options)
     check_vertex_spec(spec, options)
     check_regional(options)

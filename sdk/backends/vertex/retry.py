@@ -14,7 +14,6 @@ import random
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, TypeVar
-from ...shown import Shown
 
 T = TypeVar("T")
 
@@ -22,8 +21,8 @@ T = TypeVar("T")
 RETRYABLE_CODES = frozenset({408, 429, 500, 502, 503, 504})
 
 
-@dataclass(frozen=True, repr=False)
-class Backoff(Shown):
+@dataclass(frozen=True)
+class Backoff:
     """How long to wait between tries, and how many tries.
 
     Attributes:

@@ -23,7 +23,6 @@ from typing import IO, Any, Callable, Sequence
 
 from ...errors import UsageError, missing_extra
 from .submission import LocalPackage, parse_gcs_uri
-from ...shown import Shown
 
 #: Uploads bigger than this show progress.
 PROGRESS_THRESHOLD = 4 * 1024 * 1024
@@ -47,8 +46,8 @@ MULTI_REGIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(repr=False)
-class UploadReport(Shown):
+@dataclass
+class UploadReport:
     """What staging did.
 
     Attributes:

@@ -10,20 +10,19 @@ and prints the body; a real submission stages :attr:`Submission.uploads` and sen
 from __future__ import annotations
 
 import dataclasses
+from hashlib import sha256
 import os
 
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...digest import sha256
 from ...limits import read_bounded_text
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
 from ...errors import PackagingError, SpecError, Word, subject_of
 from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
 from ...spec import JobSpec, check_image
-from ...shown import Shown
 from ...lazy import LazyPattern
 
 #: The region used when none is given (as the Vertex AI SDK does).
@@ -47,8 +46,8 @@ _TF_DISTS = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")
 _TF_REQ_RE = LazyPattern(r"""["'\s,\[]?(?:tensorflow|tensorflow-cpu|tensorflow-gpu)\s*(?:==|~=|>=|===)\s*(\d+\.\d+)""")
 
 
-@dataclass(frozen=True, repr=False)
-class LocalPackage(Shown):
+@dataclass(frozen=True)
+class LocalPackage:
     """A local file to stage.
 
     Attributes:
@@ -64,8 +63,8 @@ class LocalPackage(Shown):
     size: int
 
 
-@dataclass(repr=False)
-class Submission(Shown):
+@dataclass
+class Submission:
     """Everything one submission sends, worked out locally.
 
     Attributes:
@@ -260,7 +259,9 @@ def plan_submission(
     """
     options = options_as(VertexOptions, options)
     check_image(options.executor_image, "executor_image")
-    notes: list[str] = []
+    from ...resources import on_compute_engine
+
+    spec, notes = on_compute_engine(spec)
     spec, options = package_on_image(spec, options)
     if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
         raise SpecError(
