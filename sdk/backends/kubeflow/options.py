@@ -43,7 +43,6 @@ class KubernetesKnobs:
     cluster_kind: str | None = knob(
         "gke (default: a GPU or TPU pod gets GKE's node selector for its accelerator) or generic (the nvidia.com/gpu or "
         "google.com/tpu resource alone).",
-        **_NOT_TUNED,
     )
     #: A YAML pod template (or role → pod template) merged into every replica.
     pod_template: StrPath | Mapping[str, StrPath] | None = knob(
