@@ -6,7 +6,7 @@ calls one method of its handle (the public API only); results go to stdout (``--
 
 from __future__ import annotations
 
-import json
+from tfjob.results import json_text
 import time
 
 import click
@@ -32,7 +32,7 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     handle = get_job(job_id)
     found = handle.outputs()
     if as_json:
-        click.echo(json.dumps(found.to_dict(), indent=2))
+        click.echo(json_text(found.to_dict()))
     else:
         if found.root:
             click.echo(f"job dir     {found.root}")
@@ -57,7 +57,7 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
 @click.option(
     "--plot", "plot", metavar="FILE.png", help="Draw the curves (one panel per scalar, one line per run) into FILE (.png or .svg)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON (final values and every point).")
+@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON (final values and every point; a value that is no finite number, a diverged loss, is null).")
 def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     """Print the last value of each scalar a job logged for TensorBoard, per run (train,
     validation…), read from its event files (local or gs://)."""
@@ -72,7 +72,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
         status = handle.status()
 
         if as_json:
-            click.echo(json.dumps({**handle.metrics().to_dict(), "trials": status.extra.get("trials", [])}, indent=2))
+            click.echo(json_text({**handle.metrics().to_dict(), "trials": status.extra.get("trials", [])}))
         else:
             click.echo(render_study_status(status.extra))
         if plot is not None:
@@ -81,7 +81,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
         return
     found = handle.metrics()
     if as_json:
-        click.echo(json.dumps(found.to_dict(), indent=2))
+        click.echo(json_text(found.to_dict()))
     else:
         table = render_metrics(found)
         if table:

@@ -834,24 +834,53 @@ class JobStore:
         return record.to_status([t.to_status() for t in self.tasks(record.id)])
 
     # -- supervisors ---------------------------------------------------------------------
-    def mark_lost(self, job_id: str, message: str) -> list[tuple[int, int | None]] | None:
+    def mark_lost(
+        self, job_id: str, message: str, *, supervisor: tuple[int | None, int | None] | None = None
+    ) -> list[tuple[int, int | None]] | None:
         """Record a job LOST (its supervisor died first), with its tasks still marked live.
+
+        Args:
+            job_id: the job.
+            message: why.
+            supervisor: the pid and start time of the supervisor found dead: the job is
+                recorded LOST only if its row still names that process. A detached submit
+                hands the job to its supervisor by rewriting the row and then ends: a reader
+                that saw the submitting command's pid, found it gone, must not record LOST a
+                job its new supervisor runs.
 
         Returns:
             The pid and start time of each task that was still marked live (what may be
-            left of them to stop), or None when the job had ended after all.
+            left of them to stop), or None when the job had ended after all, recorded an
+            end, is in a state this version does not know, or has another supervisor now.
         """
-        if not self.set_state(job_id, JobState.LOST, message):
-            return None
+        now = time.time()
         live = (JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value)
-        orphans = self._read(
-            "SELECT pid, proc_start FROM tasks WHERE job_id = ? AND state IN (?, ?, ?) AND pid IS NOT NULL",
-            (job_id, *live),
-        )
         with self._write() as c:
+            row = c.execute("SELECT state, ended, supervisor_pid, supervisor_start FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
+            current = JobState.read(row["state"])
+            # A state this version does not know (a later version's PREEMPTED) may be an end;
+            # a recorded end time is one: neither is rewritten LOST.
+            if current.is_terminal or current is JobState.UNKNOWN or _read_time(row["ended"]) is not None:
+                return None
+            if supervisor is not None and (_read_int(row["supervisor_pid"]), _read_int(row["supervisor_start"])) != supervisor:
+                return None
+            c.execute(
+                "UPDATE jobs SET state = ?, message = ?, ended = ? WHERE id = ?",
+                (JobState.LOST.value, message, now, job_id),
+            )
+            c.execute(
+                "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
+                (job_id, now, JobState.LOST.value, message),
+            )
+            orphans = c.execute(
+                "SELECT pid, proc_start FROM tasks WHERE job_id = ? AND state IN (?, ?, ?) AND pid IS NOT NULL",
+                (job_id, *live),
+            ).fetchall()
             # Tasks still marked as running went down with their supervisor.
             c.execute(
                 "UPDATE tasks SET state = ?, ended = COALESCE(ended, ?) WHERE job_id = ? AND state IN (?, ?, ?)",
-                (JobState.LOST.value, time.time(), job_id, *live),
+                (JobState.LOST.value, now, job_id, *live),
             )
         return [(row["pid"], row["proc_start"]) for row in orphans]

@@ -58,7 +58,7 @@ class LocalBackend(Lifecycle):
         from ...cluster.dispatch import job_strategy
         from .plan import build_cluster, build_task_plans, check_chief, check_dialect
 
-        check_local_tasks(len(spec.tasks()))
+        check_local_tasks(spec.task_count)
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
         from ...restarts import build_rules
