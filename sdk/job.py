@@ -778,12 +778,16 @@ class JobHandle:
         client = self._storage() if job_dir and job_dir.startswith("gs://") else None
         return job_outputs(self.id, self.backend_name, job_dir, client=client)
 
-    def download(self, dest: StrPath, outputs: JobOutputs | None = None) -> list[Path]:
+    def download(self, dest: StrPath, outputs: JobOutputs | None = None, *, notes: list[str] | None = None) -> list[Path]:
         """Copy the job's outputs (``outputs``, default :meth:`outputs`) into ``dest``, their
         layout kept (``gs://`` with this backend's credentials); return the files written.
+        What was not copied (more files than listed, a name that is also a folder) is said
+        in ``notes`` when given.
 
         Raises:
-            UsageError: the job dir cannot be reached from here (a Kubernetes job's path).
+            UsageError: the job dir cannot be reached from here (a Kubernetes job's path), or
+                ``dest`` is a file or the job dir itself.
+            LocalFileError: a file could not be written.
         """
         from .errors import UsageError
         from .outputs import download
@@ -792,7 +796,7 @@ class JobHandle:
         if not found.reachable:
             raise UsageError(found.note or f"job {self.id}'s outputs cannot be reached from here")
         client = self._storage() if (found.root or "").startswith("gs://") else None
-        return download(found, Path(dest), client=client)
+        return download(found, dest, client=client, notes=notes)
 
     def mirror_event_files(self, log_dir: str, dest: StrPath, seen: dict[str, int] | None = None) -> dict[str, int]:
         """Copy the TensorBoard event files under the job's ``gs://`` ``log_dir`` into ``dest``

@@ -173,15 +173,19 @@ def read_metrics(job_id: str, log_dir: str | None, *, client: Any = None) -> Job
                 bucket.blob(f"{prefix}/{rel}" if prefix else rel).download_to_filename(local)
                 found.append((_run_name(posixpath.dirname(rel)), local))
         elif os.path.isdir(log_dir):
-            for dirpath, dirnames, filenames in os.walk(log_dir, followlinks=False):
-                dirnames.sort()
-                for name in sorted(filenames):
-                    path = os.path.join(dirpath, name)
-                    if "tfevents" in name and os.path.isfile(path) and not os.path.islink(path) and len(found) < MAX_EVENT_FILES:
-                        if os.path.getsize(path) > MAX_EVENT_FILE:
-                            metrics.note = f"{path} is larger than {MAX_EVENT_FILE} bytes and was left out"
-                            continue
-                        found.append((_run_name(os.path.relpath(dirpath, log_dir).replace(os.sep, "/")), path))
+            from .outputs import walk_files
+
+            for dirpath, name in walk_files(log_dir):
+                path = os.path.join(dirpath, name)
+                if "tfevents" in name and len(found) < MAX_EVENT_FILES:
+                    try:
+                        size = os.lstat(path).st_size
+                    except OSError:
+                        continue
+                    if size > MAX_EVENT_FILE:
+                        metrics.note = f"{path} is larger than {MAX_EVENT_FILE} bytes and was left out"
+                        continue
+                    found.append((_run_name(os.path.relpath(dirpath, log_dir).replace(os.sep, "/")), path))
         elif "://" not in log_dir:
             metrics.note = f"{log_dir} does not exist: the job wrote no TensorBoard logs there"
             return metrics
@@ -297,10 +301,30 @@ def metrics_figure(metrics: JobMetrics, title: str | None = None) -> Any:
 
 
 def save_figure(fig: Any, path: str) -> None:
-    """Write ``fig`` as PNG (or SVG by the file's suffix) and close it."""
+    """Write ``fig`` as PNG (or SVG by the file's suffix) and close it; nothing is left half
+    written.
+
+    Raises:
+        LocalFileError: the file could not be written (a full disk, a read-only directory).
+    """
+    import tempfile
+
+    from .errors import LocalFileError
+
     plt = _pyplot()
+    png = not path.lower().endswith(".svg")
     try:
-        fig.savefig(path, dpi=110, metadata={"Software": None} if path.endswith(".png") else {"Date": None})
+        folder, name = os.path.split(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder or ".")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                fig.savefig(f, format="png" if png else "svg", dpi=110, metadata={"Software": None} if png else {"Date": None})
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError as e:
+        raise LocalFileError(f"could not write {path}: {e.strerror or e}") from None
     finally:
         plt.close(fig)
 

@@ -14,6 +14,13 @@ from tfjob.model import JobState
 from tfjob.store import JobRecord, JobStore
 
 
+#: A chief and one worker, as a recorded spec holds them.
+POOLS = [
+    {"role": "chief", "replicas": 1, "machine": {"type": "n1-standard-4"}},
+    {"role": "worker", "replicas": 1, "machine": {"type": "n1-standard-4"}},
+]
+
+
 def recorded_job(home: Path, job_dir: str | None, *, state: JobState = JobState.SUCCEEDED, **spec: Any) -> str:
     """A local job recorded in ``home``'s store as ended, its job dir ``job_dir``; its id."""
     store = JobStore(home / "jobs.db")
@@ -21,7 +28,7 @@ def recorded_job(home: Path, job_dir: str | None, *, state: JobState = JobState.
     record = store.add_new(
         JobRecord(
             id="", backend="local", name="trainer", state=state, created=now - 10, started=now - 9, ended=now,
-            spec={"name": "trainer", "module": "trainer.task", "job_dir": job_dir, **spec},
+            spec={"name": "trainer", "module": "trainer.task", "job_dir": job_dir, "pools": POOLS, **spec},
         )
     )  # fmt: skip
     store.close()
@@ -77,3 +84,25 @@ def one_error(out: subprocess.CompletedProcess[str], code: int) -> str:
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, out.stderr[-3000:]
     return errors[0]
+
+
+def remove_tree(root: Path) -> None:
+    """``rm -rf`` without recursion (shutil.rmtree recurses once per level: a tree 1,400 levels
+    deep, left behind, would end pytest's own clean-up in a RecursionError)."""
+    if not root.is_dir() or root.is_symlink():
+        return
+    stack = [str(root)]
+    while stack:
+        here = stack[-1]
+        subdirs = []
+        with os.scandir(here) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    subdirs.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+        if subdirs:
+            stack.extend(subdirs)
+        else:
+            os.rmdir(here)
+            stack.pop()
