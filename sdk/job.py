@@ -624,6 +624,10 @@ class JobHandle:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        if not isinstance(backend, str) and not isinstance(getattr(backend, "name", None), str):
+            raise SpecError(f"JobHandle: backend={backend!r:.60} must be a backend's name (e.g. 'vertex') or a backend object")
+        if not isinstance(id, str) or not id:
+            raise SpecError(f"JobHandle: id={id!r:.60} must be a job's id (text), as `tfjob list` shows it")
         self._backend_object = None if isinstance(backend, str) else backend
         self.backend_name: str = backend if isinstance(backend, str) else backend.name
         self.id = id
@@ -673,6 +677,12 @@ class JobHandle:
         Raises:
             JobTimeoutError: ``timeout`` seconds passed first (the job keeps running).
         """
+        for name, value in (("poll_interval", poll_interval), ("max_interval", max_interval)):
+            # A number of seconds above 0: 0 would poll without pause, a negative one cannot sleep.
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600
+            ):  # NaN fails the comparison too
+                raise SpecError(f"wait: {name}={value!r:.40} must be a number of seconds above 0 and at most 3600")
         if max_interval is None:
             max_interval = float(self._backend.max_poll_interval)
         if timeout is not None:
@@ -863,6 +873,10 @@ class JobHandle:
 
     def logs(self, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines (``[worker-1] …``), optionally of one task, following until it ends."""
+        if task is not None and not isinstance(task, str):
+            raise SpecError(f"logs: task={task!r:.40} must be a task's name (text), e.g. 'worker-0'")
+        if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < 0):
+            raise SpecError(f"logs: tail={tail!r:.40} must be a whole number of lines ≥ 0")
         lines: Iterator[str] = self._backend.logs(self.id, task=task, follow=follow, tail=tail)
         return lines
 
@@ -877,6 +891,10 @@ class JobHandle:
         """
         from .errors import UsageError
 
+        if not isinstance(task, str):
+            raise SpecError(f"preempt: task={task!r:.40} must be a task's name (text), e.g. 'worker-0'")
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, (int, float, str))):
+            raise SpecError(f"preempt: grace={grace!r:.40} must be seconds (a number, or text such as '30s')")
         preempt = getattr(self._backend, "preempt", None)
         if preempt is None:
             raise UsageError(
