@@ -205,7 +205,7 @@ def test_the_kubeflow_evaluator_hang_is_said_at_a_timed_out_jobs_end_and_in_stat
     """)  # fmt: skip
     job = Job(str(trainer), "trainer.task", workers=1, ps=1, evaluators=1, quiet=True, timeout=20,
               backend=Local(dialect="kubeflow", python=sys.executable, grace=1))  # fmt: skip
-    with pytest.raises(JobFailedError) as failed:
+    with pytest.raises(JobFailedError, match=r"timed out") as failed:
         job.run()
     assert [d.code for d in failed.value.diagnoses] == ["ps-waits-for-evaluator"], str(failed.value)
     assert "hung until its timeout" in str(failed.value) and "evaluator-0" in str(failed.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -246,3 +247,27 @@ def test_a_step_reads_a_metrics_file_with_a_400_digit_number(job: tuple[Path, st
     assert metrics == {"eval/metrics.json"[:0] + "loss": 0.5, "./loss": pytest.approx(1 / 3)}
     (job_dir / "eval" / "metrics.json").write_text('{"deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
     assert job_outputs(get_job(job_id), str(job_dir))[1] == {"./loss": pytest.approx(1 / 3)}
+
+
+def test_a_step_whose_gs_job_dir_has_no_credentials_fails_in_one_line(tmp_path: Path, tfjob_exe: str, no_google: dict[str, str]) -> None:
+    """The KFP component's own code path: job_outputs after the job, its error one line."""
+    import subprocess
+
+    home = tmp_path / "home"
+    job_id = recorded_job(home, "gs://some-bucket/runs/1")
+    script = (
+        "import sys\n"
+        "from tfjob import get_job\n"
+        "from tfjob.errors import TfjobError\n"
+        "from tfjob.pipelines.step import job_outputs\n"
+        "try:\n"
+        f"    job_outputs(get_job({job_id!r}), 'gs://some-bucket/runs/1')\n"
+        "except TfjobError as e:\n"
+        "    print(f'error: {e}', file=sys.stderr)\n"
+        "    raise SystemExit(e.exit_code)\n"
+    )
+    env = {**os.environ, **no_google, "TFJOB_HOME": str(home)}
+    env.pop("STORAGE_EMULATOR_HOST", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    line = one_error(out, 1)
+    assert "no Google Cloud credentials found" in line, line
