@@ -317,6 +317,9 @@ def save_figure(fig: Any, path: str) -> None:
         folder, name = os.path.split(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder or ".")
         try:
+            from .outputs import file_mode
+
+            os.fchmod(fd, file_mode(path))
             with os.fdopen(fd, "wb") as f:
                 fig.savefig(f, format="png" if png else "svg", dpi=110, metadata={"Software": None} if png else {"Date": None})
             os.replace(tmp, path)

@@ -240,6 +240,17 @@ def check_output_path(path: str, field: str, *, directory: bool = False, inside:
     return target
 
 
+def file_mode(target: "str | os.PathLike[str]") -> int:
+    """The permissions a file written in place of ``target`` gets: those of the file it
+    replaces, else what the umask leaves of 0666 (a temporary file starts at 0600)."""
+    try:
+        return os.stat(target).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def write_text_file(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` (UTF-8), in one go; nothing is left half written.
 
@@ -252,6 +263,7 @@ def write_text_file(path: str | Path, text: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
+            os.fchmod(fd, file_mode(target))
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 f.write(text)
             os.replace(tmp, target)

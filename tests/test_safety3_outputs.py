@@ -271,3 +271,16 @@ def test_a_step_whose_gs_job_dir_has_no_credentials_fails_in_one_line(tmp_path: 
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     line = one_error(out, 1)
     assert "no Google Cloud credentials found" in line, line
+
+
+def test_a_report_and_a_plot_get_the_usual_permissions(job: tuple[Path, str, Path], tmp_path: Path, tfjob_exe: str) -> None:
+    home, job_id, _ = job
+    mask = os.umask(0o022)
+    os.umask(mask)
+    for args, path in ((["report", job_id, "-o"], tmp_path / "r.html"), (["metrics", job_id, "--plot"], tmp_path / "m.png")):
+        assert tfjob(tfjob_exe, home, *args, str(path)).returncode == 0
+        assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+        path.chmod(0o640)  # a file written again keeps its permissions
+        assert tfjob(tfjob_exe, home, *args, str(path)).returncode == 0
+        assert path.stat().st_mode & 0o777 == 0o640
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
