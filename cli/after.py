@@ -71,7 +71,11 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
 )
 def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     """Print the last value of each scalar a job logged for TensorBoard, per run (train,
-    validation…), read from its event files (local or gs://)."""
+    validation…), read from its event files (local or gs://).
+
+    Bounded: at most 500,000 records are read in all (a longer log is sampled evenly, its
+    last records always read), 100,000 points kept per scalar and 30 scalars drawn; what
+    was left out is said on stderr (and in --json's note)."""
     from tfjob import UsageError, get_job, metrics_figure, render_metrics, save_figure
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
