@@ -74,7 +74,7 @@ def test_a_report_hides_env_values(tmp_path: Path, tfjob_exe: str) -> None:
 
 @pytest.mark.parametrize(
     "damage",
-    ["bad-proto", "length-2**63", "length-2**62", "cut-short", "garbage"],
+    ["bad-proto", "length-2**63", "length-2**62", "cut-short", "garbage", "bad-checksum"],
 )
 def test_a_damaged_event_file_is_read_up_to_the_damage_and_said(tmp_path: Path, tfjob_exe: str, damage: str) -> None:
     home, job_dir = tmp_path / "home", tmp_path / "out"
@@ -85,6 +85,7 @@ def test_a_damaged_event_file_is_read_up_to_the_damage_and_said(tmp_path: Path, 
         "length-2**62": record_bytes(b"", length=2**62),
         "cut-short": good[1][:-7],
         "garbage": b"\x00" * 3,
+        "bad-checksum": good[1][:-5] + bytes([good[1][-5] ^ 0x20]) + good[1][-4:],  # a bit of the value flipped
     }[damage]
     write_events(job_dir / "logs" / "events.out.tfevents.1.h", [*good, bad, *good[1:]])
     job = recorded_job(home, str(job_dir))
@@ -94,7 +95,9 @@ def test_a_damaged_event_file_is_read_up_to_the_damage_and_said(tmp_path: Path, 
         assert "Traceback" not in out.stderr and "Error" not in out.stderr, out.stderr[-3000:]
     data = json.loads(tfjob(tfjob_exe, home, "metrics", job, "--json").stdout)
     assert data["final"] == {".": {"loss": pytest.approx(1.0 / 5)}}
-    assert ("damaged or unfinished" in data["note"]) or ("is not a TensorBoard event" in data["note"]), data["note"]
+    assert any(said in data["note"] for said in ("damaged or unfinished", "is not a TensorBoard event", "fails its checksum")), data["note"]
+    if damage == "bad-checksum":
+        assert "fails its checksum" in data["note"], data["note"]
 
 
 def test_a_diverged_loss_is_valid_json(tmp_path: Path, tfjob_exe: str) -> None:
