@@ -102,13 +102,18 @@ def classify(job_id: str, root: str, listed: list[tuple[str, int, float | None]]
     )
 
 
-def walk_files(root: str, max_dirs: int = MAX_DIRS) -> Iterable[tuple[str, str]]:
+def walk_files(root: str, max_dirs: int = MAX_DIRS, cut: list[bool] | None = None) -> Iterable[tuple[str, str]]:
     """(directory, file name) of every regular file under ``root`` (links not followed), in
-    sorted order, directory by directory; at most ``max_dirs`` directories are looked into.
-    Without recursion: a tree 1,400 levels deep is walked as any other."""
+    sorted order, directory by directory; at most ``max_dirs`` directories are looked into
+    (``cut`` gets True appended when more were left). Without recursion: a tree 1,400
+    levels deep is walked as any other."""
     stack = [root]
     seen = 0
-    while stack and seen < max_dirs:
+    while stack:
+        if seen >= max_dirs:
+            if cut is not None:
+                cut.append(True)
+            return
         here = stack.pop()
         seen += 1
         try:
@@ -131,7 +136,8 @@ def walk_files(root: str, max_dirs: int = MAX_DIRS) -> Iterable[tuple[str, str]]
 def list_local(root: str, limit: int = MAX_FILES) -> tuple[list[tuple[str, int, float | None]], bool]:
     """Files under a local directory (links not followed), at most ``limit``."""
     out: list[tuple[str, int, float | None]] = []
-    for dirpath, name in walk_files(root):
+    cut: list[bool] = []
+    for dirpath, name in walk_files(root, cut=cut):
         path = os.path.join(dirpath, name)
         try:
             st = os.lstat(path)
@@ -140,7 +146,7 @@ def list_local(root: str, limit: int = MAX_FILES) -> tuple[list[tuple[str, int, 
         if len(out) >= limit:
             return out, True
         out.append((os.path.relpath(path, root).replace(os.sep, "/"), st.st_size, st.st_mtime))
-    return out, False
+    return out, bool(cut)
 
 
 def list_gs(uri: str, client: Any, limit: int = MAX_FILES) -> tuple[list[tuple[str, int, float | None]], bool]:
