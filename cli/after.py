@@ -6,7 +6,7 @@ calls one method of its handle (the public API only); results go to stdout (``--
 
 from __future__ import annotations
 
-import json
+from tfjob.results import json_text
 import time
 
 import click
@@ -28,11 +28,14 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     """List what a job wrote under its job dir: the SavedModel, checkpoints, metrics files and
     TensorBoard logs, with sizes and times (a local path or gs://)."""
     from tfjob import get_job, human_size
+    from tfjob.outputs import check_output_path
 
     handle = get_job(job_id)
+    if download_dir is not None:
+        check_output_path(download_dir, "--download", directory=True, inside=handle.job_dir())
     found = handle.outputs()
     if as_json:
-        click.echo(json.dumps(found.to_dict(), indent=2))
+        click.echo(json_text(found.to_dict()))
     else:
         if found.root:
             click.echo(f"job dir     {found.root}")
@@ -48,8 +51,11 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     if found.note:
         click.echo(found.note, err=True)
     if download_dir is not None:
-        written = handle.download(download_dir, found)
+        notes: list[str] = []
+        written = handle.download(download_dir, found, notes=notes)
         click.echo(f"downloaded {len(written)} files to {download_dir}", err=True)
+        for note in notes:
+            click.echo(f"tfjob: {note}", err=True)
 
 
 @app.command("metrics", context_settings=CONTEXT_SETTINGS)
@@ -57,14 +63,27 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
 @click.option(
     "--plot", "plot", metavar="FILE.png", help="Draw the curves (one panel per scalar, one line per run) into FILE (.png or .svg)."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the metrics as JSON (final values and every point).")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the metrics as JSON (final values and every point; a value that is no finite number, a diverged loss, is null).",
+)
 def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     """Print the last value of each scalar a job logged for TensorBoard, per run (train,
-    validation…), read from its event files (local or gs://)."""
+    validation…), read from its event files (local or gs://).
+
+    Bounded: at most 500,000 records are read in all (a longer log is sampled evenly, its
+    last records always read), 100,000 points kept per scalar and 30 scalars drawn; what
+    was left out is said on stderr (and in --json's note)."""
     from tfjob import UsageError, get_job, metrics_figure, render_metrics, save_figure
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
+    if plot is not None:
+        from tfjob.outputs import check_output_path
+
+        check_output_path(plot, "--plot")
     handle = get_job(job_id)
     if handle.is_study():  # a tuning study: its trials, and their plots
         from tfjob import render_study_status, study_figure
@@ -72,7 +91,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
         status = handle.status()
 
         if as_json:
-            click.echo(json.dumps({**handle.metrics().to_dict(), "trials": status.extra.get("trials", [])}, indent=2))
+            click.echo(json_text({**handle.metrics().to_dict(), "trials": status.extra.get("trials", [])}))
         else:
             click.echo(render_study_status(status.extra))
         if plot is not None:
@@ -81,7 +100,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
         return
     found = handle.metrics()
     if as_json:
-        click.echo(json.dumps(found.to_dict(), indent=2))
+        click.echo(json_text(found.to_dict()))
     else:
         table = render_metrics(found)
         if table:
@@ -96,18 +115,24 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
 
 @app.command("report", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
-@click.option("-o", "--output", "output", metavar="FILE.html", help="Where to write the page (default: report-<job>.html).")
+@click.option("-o", "--output", "output", metavar="FILE.html", help="Where to write the page (default: report-<job>.html; -: stdout).")
 def report(job_id: str, output: str | None) -> None:
     """Write one self-contained HTML page about a job: its spec, a timeline of its tasks,
     its diagnosis, its metric curves (or its study's plots), its outputs and the last lines
-    of a failing task. Nothing in it is fetched from the network."""
+    of a failing task. Nothing in it is fetched from the network. The values of its
+    environment variables (--env) are not shown."""
     from tfjob import get_job
+    from tfjob.outputs import check_output_path, write_text_file
 
     handle = get_job(job_id)
+    path = output if output is not None else f"report-{handle.id.replace('/', '-')}.html"
+    if path != "-":
+        check_output_path(path, "--output")
     page = handle.report()
-    path = output or f"report-{handle.id.replace('/', '-')}.html"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
+    if path == "-":
+        click.echo(page, nl=False)
+        return
+    write_text_file(path, page)
     click.echo(path)
 
 
@@ -153,7 +178,12 @@ def tensorboard(job_id: str, port: int, host: str) -> None:
             threading.Thread(target=refresh, name="tfjob-mirror", daemon=True).start()
         board = program.TensorBoard()
         board.configure(argv=[None, "--logdir", served, "--port", str(port), "--host", host, "--reload_interval", "15"])
-        url = board.launch()  # serves from a thread of this process: nothing outlives the command
+        try:
+            url = board.launch()  # serves from a thread of this process: nothing outlives the command
+        except program.TensorBoardPortInUseError:
+            raise UsageError(f"--port {port}: the port is in use on {host}; choose another (--port 0: any free one)") from None
+        except program.TensorBoardServerException as e:
+            raise UsageError(f"TensorBoard could not serve on {host}:{port}: {e.msg}") from None
         click.echo(url)
         click.echo(f"TensorBoard on {log_dir}; Ctrl-C stops it", err=True)
         try:

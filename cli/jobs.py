@@ -9,7 +9,7 @@ API (``tfjob``'s names) is used. Results go to stdout (``--json`` for machines);
 from __future__ import annotations
 
 import contextlib
-import json
+from tfjob.results import json_text
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Iterator
@@ -156,7 +156,7 @@ def list_jobs(as_json: bool, backend: str | None, limit: int, remote: bool) -> N
         raise UsageError("--remote needs --backend vertex or --backend kubeflow")
     statuses = list_jobs(limit, backend, remote=remote)  # a misspelt backend is a usage error, not an empty list
     if as_json:
-        click.echo(json.dumps([s.to_dict() for s in statuses], indent=2))
+        click.echo(json_text([s.to_dict() for s in statuses]))
     elif statuses:
         click.echo(render_job_list(statuses))
     else:
@@ -189,7 +189,7 @@ def _after(handle: Any, data: dict[str, Any]) -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print the status as JSON (docs/orchestration.md: with diagnoses and failure; once ended, outputs and final metrics).",
+    help="Print the status as JSON (docs/orchestration.md: with diagnoses and failure; once ended, outputs and final metrics, null where not a finite number).",
 )
 @click.option("--output", "-o", "output", type=click.Choice(["text", "json"]), help="text (default) or json (as --json).")
 def status(job_id: str, as_json: bool, output: str | None) -> None:
@@ -210,7 +210,7 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
         if current.state.is_terminal:
             _after(handle, data)
         data["failure"] = failure_of(current)
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json_text(data))
     else:
         click.echo(render_status(current, events, diagnoses=diagnoses))
 

@@ -118,6 +118,13 @@ def submit_job(
         values["args"] = user_args
     job = Job.from_keywords(package_path or package_path_opt, **values)
     if dry_run or rendering:
+        if job.backend_name == "local":
+            # The local plan is pure, but not of a trainer that is not there: refused as a run
+            # refuses it (and as every other backend's render, which builds the package, does).
+            for given in (job.spec.package, *job.spec.packages):
+                if given and "://" not in given and not Path(given).expanduser().exists():
+                    what = "trainer directory" if given == job.spec.package else "package"
+                    raise UsageError(f"{what} {given!r} does not exist; give the directory that holds your trainer package")
         _echo(dump(job.render(), output))
         return
     if job.backend_name == "local" and backend is None and job.settings.backend is None:

@@ -96,6 +96,7 @@ _LAZY = {
             "JobFailedError",
             "JobCancelledError",
             "JobTimeoutError",
+            "LocalFileError",
         )
     },
 }
@@ -114,7 +115,7 @@ if TYPE_CHECKING:
     from .errors import JobCancelledError as JobCancelledError, JobFailedError as JobFailedError
     from .errors import JobNotFoundError as JobNotFoundError, JobTimeoutError as JobTimeoutError, PackagingError as PackagingError
     from .errors import SpecError as SpecError, StoreError as StoreError, SubmissionUncertainError as SubmissionUncertainError
-    from .errors import TfjobError as TfjobError, UsageError as UsageError
+    from .errors import LocalFileError as LocalFileError, TfjobError as TfjobError, UsageError as UsageError
     from .hypertune import report_metric as report_metric
     from .images import Progress as BuildProgress, build_image as build_image  # noqa: F401 - public under this name
     from .images.cloudbuild import check_target as cloud_build_target  # noqa: F401 - public under this name

@@ -70,6 +70,24 @@ _PATTERNS = (
         ),
     ),
     _Pattern(
+        "chief-not-in-cluster",
+        LazyPattern(r'Job "?(chief|master)"? was not defined in cluster'),
+        lambda m, b: (
+            f"the program builds its cluster from TF_CONFIG without the {m.group(1)} task, yet the job has one "
+            "(a TensorFlow 1 program written for a cluster of workers and parameter servers only)"
+        ),
+        lambda m, b: "--no-chief (worker 0 is then the chief, as the program expects), or add the chief to the program's cluster",
+    ),
+    _Pattern(
+        "needs-tf1",
+        LazyPattern(r"module 'tensorflow(?:\.compat\.v1)?' has no attribute '(contrib|estimator\.contrib|app\.flags)'"),
+        lambda m, b: f"the program uses tf.{m.group(1)}, which TensorFlow 2 no longer has: it needs TensorFlow 1.x",
+        lambda m, b: (
+            "run it on a TensorFlow 1.15 image (--image, e.g. a tensorflow/tensorflow:1.15 based one, or --runtime-version 1.15 "
+            "on AI Platform), or port it off tf.contrib"
+        ),
+    ),
+    _Pattern(
         "job-dir-required",
         LazyPattern(r"error: the following arguments are required: (?:[^\n]*?)(--job[-_]dir)"),
         lambda m, b: f"the trainer requires {m.group(1)}, and the job gave it none",
@@ -141,6 +159,29 @@ def diagnose_text(text: str, *, task: str | None = None, backend: str = "local")
     return found
 
 
+#: The dialects whose TF_CONFIG always names the primary task ``chief`` (never ``master``).
+_CHIEF_DIALECTS = ("vertex", "kubeflow")
+
+
+def _checked(d: Diagnosis, status: JobStatus, dialect: str | None) -> Diagnosis:
+    """``d`` against the job's own facts: a cause its setup rules out is said as inferred,
+    with what the facts say (a trainer that prints TensorFlow's ``master`` error when its
+    TF_CONFIG named the chief built that cluster itself)."""
+    if d.code == "tf2-master" and dialect in _CHIEF_DIALECTS:
+        return Diagnosis(
+            d.code,
+            d.task,
+            "the trainer printed TensorFlow's error for a cluster whose primary task is `master`, but this job's TF_CONFIG "
+            f"names it chief ({dialect} dialect): the program, or a library it uses, builds a cluster with a master itself",
+            "make the program take the cluster from TF_CONFIG as given, or name its primary task chief",
+            d.evidence,
+            certain=False,
+        )
+    if d.code == "chief-not-in-cluster" and not any(t.name.startswith(("chief-", "master-")) for t in status.tasks) and status.tasks:
+        return Diagnosis(d.code, d.task, d.cause, d.fix, d.evidence, certain=False)
+    return d
+
+
 def _image_pull(task: str, reason: str) -> Diagnosis:
     return Diagnosis(
         "image-pull",
@@ -192,6 +233,7 @@ def diagnose(
                 tail = ""
         found += diagnose_text(tail, task=task, backend=backend)
         found += [d for d in diagnose_text(status.message, task=task, backend=backend) if d.code not in {f.code for f in found}]
+        found = [_checked(d, status, dialect) for d in found]
         oom = str(status.extra.get("oom_evidence") or "")
         if oom and "out-of-memory" not in {d.code for d in found}:
             certain = bool(_OOM_KERNEL.search(oom))
@@ -240,23 +282,38 @@ def evaluator_hang(status: JobStatus, dialect: str | None = None, strategy: str 
     """A parameter-server chief still running after an evaluator ended, where the evaluator is in
     the cluster (Kubeflow's TF_CONFIG): the chief waits for a task that will never answer."""
     kubeflow = status.backend in _KUBEFLOW_BACKENDS or dialect == "kubeflow"
-    if status.state is not JobState.RUNNING or not kubeflow:
+    # While it hangs, or at the end of a job stopped by its --timeout (the hang's usual end).
+    timed_out = status.state is JobState.FAILED and status.message.lower().startswith(("timed out", "deadline"))
+    if (status.state is not JobState.RUNNING and not timed_out) or not kubeflow:
         return None
     tasks = {t.name: t for t in status.tasks}
     has_ps = any(name.startswith("ps-") for name in tasks)
     if not has_ps or (strategy is not None and strategy not in ("parameter-server", "module", "auto")):
         return None
     chief = tasks.get("chief-0") or tasks.get("worker-0")
-    ended = [t for t in status.tasks if t.name.startswith("evaluator-") and t.state.is_terminal]
-    if chief is None or chief.state.is_terminal or not ended:
+    if chief is None:
         return None
+    if timed_out:
+        # The chief was still running when the time ran out; the evaluator had ended before.
+        still = status.message.partition("still running:")[2]
+        ended = [
+            t for t in status.tasks
+            if t.name.startswith("evaluator-") and t.state.is_terminal and t.name not in still
+            and (t.ended is None or chief.ended is None or t.ended < chief.ended)
+        ]  # fmt: skip
+        if chief.name not in still or not ended:
+            return None
+    else:
+        ended = [t for t in status.tasks if t.name.startswith("evaluator-") and t.state.is_terminal]
+        if chief.state.is_terminal or not ended:
+            return None
     return Diagnosis(
         "ps-waits-for-evaluator",
         chief.name,
-        f"the job hangs: its chief runs a parameter-server strategy and waits for {ended[0].name}, which already "
+        f"the job {'hung until its timeout' if timed_out else 'hangs'}: its chief runs a parameter-server strategy and waits for {ended[0].name}, which already "
         f"ended ({ended[0].state.value}) — Kubeflow's TF_CONFIG puts evaluators in the cluster the chief connects to",
-        "--tf-config tf2 (evaluators out of the cluster), or keep the evaluator running until the chief ends; "
-        f"`tfjob cancel {status.id}` stops this one",
+        "--tf-config tf2 (evaluators out of the cluster), or keep the evaluator running until the chief ends"
+        + ("" if timed_out else f"; `tfjob cancel {status.id}` stops this one"),
         f"{ended[0].name} {ended[0].state.value}, {chief.name} {chief.state.value}",
         certain=False,
     )

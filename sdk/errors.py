@@ -364,3 +364,8 @@ class JobCancelledError(TfjobError):
 
 class JobTimeoutError(TfjobError, TimeoutError):
     """Waiting for a job (or a task) ran out of time."""
+
+
+class LocalFileError(TfjobError):
+    """A file tfjob writes on this machine (a report, a plot, a download) could not be written
+    (a full disk, a read-only directory): what was written so far is said."""

@@ -755,6 +755,10 @@ class JobHandle:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        if not isinstance(backend, str) and not isinstance(getattr(backend, "name", None), str):
+            raise SpecError(f"JobHandle: backend={backend!r:.60} must be a backend's name (e.g. 'vertex') or a backend object")
+        if not isinstance(id, str) or not id:
+            raise SpecError(f"JobHandle: id={id!r:.60} must be a job's id (text), as `tfjob list` shows it")
         self._backend_object = None if isinstance(backend, str) else backend
         self.backend_name: str = backend if isinstance(backend, str) else backend.name
         self.id = id
@@ -804,6 +808,12 @@ class JobHandle:
         Raises:
             JobTimeoutError: ``timeout`` seconds passed first (the job keeps running).
         """
+        for name, value in (("poll_interval", poll_interval), ("max_interval", max_interval)):
+            # A number of seconds above 0: 0 would poll without pause, a negative one cannot sleep.
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600
+            ):  # NaN fails the comparison too
+                raise SpecError(f"wait: {name}={value!r:.40} must be a number of seconds above 0 and at most 3600")
         if max_interval is None:
             max_interval = float(self._backend.max_poll_interval)
         if timeout is not None:
@@ -909,12 +919,16 @@ class JobHandle:
         client = self._storage() if job_dir and job_dir.startswith("gs://") else None
         return job_outputs(self.id, self.backend_name, job_dir, client=client)
 
-    def download(self, dest: StrPath, outputs: JobOutputs | None = None) -> list[Path]:
+    def download(self, dest: StrPath, outputs: JobOutputs | None = None, *, notes: list[str] | None = None) -> list[Path]:
         """Copy the job's outputs (``outputs``, default :meth:`outputs`) into ``dest``, their
         layout kept (``gs://`` with this backend's credentials); return the files written.
+        What was not copied (more files than listed, a name that is also a folder) is said
+        in ``notes`` when given.
 
         Raises:
-            UsageError: the job dir cannot be reached from here (a Kubernetes job's path).
+            UsageError: the job dir cannot be reached from here (a Kubernetes job's path), or
+                ``dest`` is a file or the job dir itself.
+            LocalFileError: a file could not be written.
         """
         from .errors import UsageError
         from .outputs import download
@@ -923,7 +937,7 @@ class JobHandle:
         if not found.reachable:
             raise UsageError(found.note or f"job {self.id}'s outputs cannot be reached from here")
         client = self._storage() if (found.root or "").startswith("gs://") else None
-        return download(found, Path(dest), client=client)
+        return download(found, dest, client=client, notes=notes)
 
     def register_model(self, name: str, *, serving_image: str | None = None) -> dict[str, Any]:
         """Upload the job's SavedModel (:meth:`outputs`' ``model_uri``) to the Vertex AI Model
@@ -1035,6 +1049,10 @@ class JobHandle:
 
     def logs(self, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines (``[worker-1] …``), optionally of one task, following until it ends."""
+        if task is not None and not isinstance(task, str):
+            raise SpecError(f"logs: task={task!r:.40} must be a task's name (text), e.g. 'worker-0'")
+        if tail is not None and (isinstance(tail, bool) or not isinstance(tail, int) or tail < 0):
+            raise SpecError(f"logs: tail={tail!r:.40} must be a whole number of lines ≥ 0")
         lines: Iterator[str] = self._backend.logs(self.id, task=task, follow=follow, tail=tail)
         return lines
 
@@ -1049,6 +1067,10 @@ class JobHandle:
         """
         from .errors import UsageError
 
+        if not isinstance(task, str):
+            raise SpecError(f"preempt: task={task!r:.40} must be a task's name (text), e.g. 'worker-0'")
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, (int, float, str))):
+            raise SpecError(f"preempt: grace={grace!r:.40} must be seconds (a number, or text such as '30s')")
         preempt = getattr(self._backend, "preempt", None)
         if preempt is None:
             raise UsageError(

@@ -131,7 +131,11 @@ def import_tfjob(document: Any, *, backend: str = "trainjob", source: str = "the
             if "valueFrom" in item:
                 notes.append(f"{cpath}.env {item.get('name')}: valueFrom (a secret or field) has no flag; put it in a --pod-template")
                 continue
-            env.append(f"{item.get('name')}={item.get('value', '')}")
+            name, value = item.get("name"), item.get("value", "")
+            if not isinstance(name, str) or not name:
+                notes.append(f"{cpath}.env: an entry with no name (value {str(value)[:40]!r}) is not a variable; left out")
+                continue
+            env.append(f"{name}={'' if value is None else value}")
         envs[role] = env
         resources[role] = _quantities(f"{cpath}.resources", container.get("resources"))
         if replica.get("restartPolicy"):
@@ -189,7 +193,11 @@ def import_tfjob(document: Any, *, backend: str = "trainjob", source: str = "the
     scheduling = _where("spec.runPolicy.schedulingPolicy", run.get("schedulingPolicy") or {}, dict, "a mapping")
     policy: list[str] = []
     for role, value in restart.items():
-        policy += ["--restart-policy", f"{role}={value}"]
+        if backend in ("jobset", "trainjob") and value.lower() != "always":
+            # A JobSet's Jobs take Never, OnFailure and ExitCode (as a podFailurePolicy).
+            argv += ["--restart-policy", f"{role}={value}"]
+        else:
+            policy += ["--restart-policy", f"{role}={value}"]
     if run.get("cleanPodPolicy"):
         policy += ["--clean-pod-policy", str(run["cleanPodPolicy"])]
     if scheduling.get("minAvailable") is not None:

@@ -128,6 +128,26 @@ def timeline_svg(status: JobStatus, now: float | None = None) -> str:
     return "".join(parts)
 
 
+#: What a report shows in place of an environment variable's value.
+HIDDEN = "(value not shown)"
+
+
+def redacted_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with the value of every environment variable (``--env``, the job's and each
+    pool's) hidden: a report is made to be shared, and ``--env`` carries passwords and keys
+    (``tfjob status`` shows none either). The names stay. Pure."""
+
+    def hide(env: Any) -> Any:
+        return {str(k): HIDDEN for k in env} if isinstance(env, dict) else HIDDEN if env else env
+
+    out = dict(spec)
+    if "env" in out:
+        out["env"] = hide(out["env"])
+    if isinstance(out.get("pools"), list):
+        out["pools"] = [{**p, "env": hide(p["env"])} if isinstance(p, dict) and "env" in p else p for p in out["pools"]]
+    return out
+
+
 def render_report(data: ReportData) -> str:
     """The page. Pure."""
     s = data.status
@@ -245,7 +265,7 @@ def render_report(data: ReportData) -> str:
 
     if data.spec:
         # What was set: the keys left at their empty default are left out.
-        given = {k: v for k, v in data.spec.items() if v not in (None, False, [], {}, "")}
+        given = {k: v for k, v in redacted_spec(data.spec).items() if v not in (None, False, [], {}, "")}
         out.append(f"<h2>Spec</h2><pre>{_e(json.dumps(given, indent=2, sort_keys=True, default=str))}</pre>")
     for note in data.notes:
         out.append(f'<p class="muted">{_e(note)}</p>')

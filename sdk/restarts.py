@@ -259,13 +259,22 @@ def build_rules(options: RestartOptions, task_names: Iterable[str] = ()) -> Rule
             )
         if names and p.every and p.task != "*" and not any(n.startswith(p.task + "-") for n in names):
             raise UsageError(field="preempt", value=Word(f"random:{p.task}@…"), problem=f": the job has no {p.task} task")
+    policies = parse_policies(options.restart_policy)
+    for role in policies:
+        # As --preempt: a policy for a role the job lacks is a mistake, not a no-op.
+        if names and role != "default" and not any(n.startswith(role + "-") for n in names):
+            raise UsageError(
+                field="restart_policy",
+                value=Word(f"{role}={policies[role]}"),
+                problem=f": the job has no {role} task (it has {', '.join(sorted(names)[:8])}{' …' if len(names) > 8 else ''})",
+            )
     delay = options.restart_delay
     grace = options.preempt_grace
     seed = options.preempt_seed or 0
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise UsageError(field="preempt_seed", value=seed, problem="must be a whole number from 0 to 2**63-1")
     return Rules(
-        policies=parse_policies(options.restart_policy),
+        policies=policies,
         default=PLATFORM_DEFAULTS.get(str(options.dialect), "ExitCode"),
         backoff_limit=_count(options.backoff_limit, "--backoff-limit", DEFAULT_BACKOFF_LIMIT),
         delay=DEFAULT_RESTART_DELAY if delay is None else min(parse_seconds(delay, "--restart-delay"), MAX_RESTART_DELAY),

@@ -145,3 +145,21 @@ class JobMetrics:
             },
             "note": self.note,
         }
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``data`` as JSON any reader takes: a number that is not finite (a diverged loss: NaN,
+    ±Infinity, which ``json.dumps`` writes as words no JSON parser reads) becomes ``null``."""
+    import json
+    import math
+
+    def finite(value: Any) -> Any:
+        if isinstance(value, float):
+            return value if math.isfinite(value) else None
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    return json.dumps(finite(data), indent=indent, allow_nan=False, default=str)

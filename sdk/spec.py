@@ -758,6 +758,11 @@ class JobSpec:
         """False for a chief-less job (``--no-chief``), where worker 0 is the chief."""
         return any(p.role == "chief" for p in self.pools)
 
+    @property
+    def task_count(self) -> int:
+        """How many tasks the job has (counted, not listed: a count is checked before any task is built)."""
+        return sum(p.replicas for p in self.pools)
+
     def tasks(self) -> list[tuple[str, int]]:
         """Every task as (role, index), chief (or worker 0) first."""
         return [(p.role, i) for p in self.pools for i in range(p.replicas)]

@@ -170,6 +170,7 @@ _JSON_COLUMNS = ("spec", "options", "extra")
 _ADDED_COLUMNS = {
     "jobs": {"supervisor_start": "INTEGER"},
     "tasks": {"proc_start": "INTEGER", "restarts": "INTEGER NOT NULL DEFAULT 0", "restart_history": "TEXT NOT NULL DEFAULT '[]'"},
+    "requests": {"token": "TEXT"},
 }
 #: Requests (``tfjob preempt``) a job may have waiting for its launcher.
 MAX_PENDING_REQUESTS = 100
@@ -754,29 +755,42 @@ class JobStore:
                 (job_id, time.time(), row["state"], message[:1000]),
             )
 
-    def request(self, job_id: str, kind: str, task: str, value: float | None = None) -> None:
+    def request(self, job_id: str, kind: str, task: str, value: float | None = None, token: str | None = None) -> None:
         """Ask the process that runs a local job to do something to one of its tasks
-        (``preempt``: ``value`` is the grace period); it takes the request at its next look."""
+        (``preempt``: ``value`` is the grace period); it takes the request at its next look.
+        ``token`` names the request: the launcher's answer in the job's history carries it."""
         with self._write() as c:
             pending = c.execute("SELECT count(*) FROM requests WHERE job_id = ?", (job_id,)).fetchone()[0]
             if pending >= MAX_PENDING_REQUESTS:
                 raise UsageError(f"job {job_id} has {pending} requests its launcher has not taken yet; is it still running?")
             c.execute(
-                "INSERT INTO requests (job_id, ts, kind, task, value) VALUES (?, ?, ?, ?, ?)", (job_id, time.time(), kind, task, value)
+                "INSERT INTO requests (job_id, ts, kind, task, value, token) VALUES (?, ?, ?, ?, ?, ?)",
+                (job_id, time.time(), kind, task, value, token),
             )
 
-    def pending_requests(self, job_id: str) -> int:
-        """How many requests of the job are not taken yet."""
-        return int(self._read("SELECT count(*) AS n FROM requests WHERE job_id = ?", (job_id,))[0]["n"])
+    def pending_requests(self, job_id: str, token: str | None = None) -> int:
+        """How many requests of the job (of them, the one named ``token``) are not taken yet."""
+        if token is not None:
+            rows = self._read("SELECT count(*) AS n FROM requests WHERE job_id = ? AND token = ?", (job_id, token))
+        else:
+            rows = self._read("SELECT count(*) AS n FROM requests WHERE job_id = ?", (job_id,))
+        return int(rows[0]["n"])
 
-    def take_requests(self, job_id: str) -> list[tuple[str, str, float | None]]:
-        """The job's requests, oldest first, removed as they are taken: (kind, task, value)."""
+    def withdraw_request(self, job_id: str, token: str) -> bool:
+        """Take back a request not taken yet (its job ended first); True if it was still there."""
+        with self._write() as c:
+            return c.execute("DELETE FROM requests WHERE job_id = ? AND token = ?", (job_id, token)).rowcount > 0
+
+    def take_requests(self, job_id: str) -> list[tuple[str, str, float | None, str | None]]:
+        """The job's requests, oldest first, removed as they are taken: (kind, task, value, token)."""
         if not self._read("SELECT 1 FROM requests WHERE job_id = ? LIMIT 1", (job_id,)):
             return []  # the usual case: one read, no write
         with self._write() as c:
-            rows = c.execute("SELECT rowid, kind, task, value FROM requests WHERE job_id = ? ORDER BY ts, rowid", (job_id,)).fetchall()
+            rows = c.execute(
+                "SELECT rowid, kind, task, value, token FROM requests WHERE job_id = ? ORDER BY ts, rowid", (job_id,)
+            ).fetchall()
             c.execute("DELETE FROM requests WHERE job_id = ?", (job_id,))
-        return [(r["kind"], r["task"], r["value"]) for r in rows]
+        return [(r["kind"], r["task"], r["value"], r["token"]) for r in rows]
 
     def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""
@@ -833,24 +847,53 @@ class JobStore:
         return record.to_status([t.to_status() for t in self.tasks(record.id)])
 
     # -- supervisors ---------------------------------------------------------------------
-    def mark_lost(self, job_id: str, message: str) -> list[tuple[int, int | None]] | None:
+    def mark_lost(
+        self, job_id: str, message: str, *, supervisor: tuple[int | None, int | None] | None = None
+    ) -> list[tuple[int, int | None]] | None:
         """Record a job LOST (its supervisor died first), with its tasks still marked live.
+
+        Args:
+            job_id: the job.
+            message: why.
+            supervisor: the pid and start time of the supervisor found dead: the job is
+                recorded LOST only if its row still names that process. A detached submit
+                hands the job to its supervisor by rewriting the row and then ends: a reader
+                that saw the submitting command's pid, found it gone, must not record LOST a
+                job its new supervisor runs.
 
         Returns:
             The pid and start time of each task that was still marked live (what may be
-            left of them to stop), or None when the job had ended after all.
+            left of them to stop), or None when the job had ended after all, recorded an
+            end, is in a state this version does not know, or has another supervisor now.
         """
-        if not self.set_state(job_id, JobState.LOST, message):
-            return None
+        now = time.time()
         live = (JobState.PENDING.value, JobState.RUNNING.value, JobState.QUEUED.value)
-        orphans = self._read(
-            "SELECT pid, proc_start FROM tasks WHERE job_id = ? AND state IN (?, ?, ?) AND pid IS NOT NULL",
-            (job_id, *live),
-        )
         with self._write() as c:
+            row = c.execute("SELECT state, ended, supervisor_pid, supervisor_start FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is None:
+                raise JobNotFoundError(f"no job {job_id!r} in {self.path}")
+            current = JobState.read(row["state"])
+            # A state this version does not know (a later version's PREEMPTED) may be an end;
+            # a recorded end time is one: neither is rewritten LOST.
+            if current.is_terminal or current is JobState.UNKNOWN or _read_time(row["ended"]) is not None:
+                return None
+            if supervisor is not None and (_read_int(row["supervisor_pid"]), _read_int(row["supervisor_start"])) != supervisor:
+                return None
+            c.execute(
+                "UPDATE jobs SET state = ?, message = ?, ended = ? WHERE id = ?",
+                (JobState.LOST.value, message, now, job_id),
+            )
+            c.execute(
+                "INSERT INTO events (job_id, ts, state, message) VALUES (?, ?, ?, ?)",
+                (job_id, now, JobState.LOST.value, message),
+            )
+            orphans = c.execute(
+                "SELECT pid, proc_start FROM tasks WHERE job_id = ? AND state IN (?, ?, ?) AND pid IS NOT NULL",
+                (job_id, *live),
+            ).fetchall()
             # Tasks still marked as running went down with their supervisor.
             c.execute(
                 "UPDATE tasks SET state = ?, ended = COALESCE(ended, ?) WHERE job_id = ? AND state IN (?, ?, ?)",
-                (JobState.LOST.value, time.time(), job_id, *live),
+                (JobState.LOST.value, now, job_id, *live),
             )
         return [(row["pid"], row["proc_start"]) for row in orphans]

@@ -40,6 +40,12 @@ _INCLUDE = "#!include:"
 MAX_IGNORE_RULES = 10_000
 #: The longest pattern (a path is at most 4,096 bytes on Linux).
 MAX_PATTERN_CHARS = 4096
+#: The most work one rule set does, in steps (a rule looked at for a path: 1; a pattern
+#: tested against a path: :data:`_TEST_STEPS`), about ten seconds: rules are filed by the
+#: names, beginnings and endings they need, so only a set of thousands of wildcard-only
+#: patterns (``**/*1*/**``) over thousands of files comes near it; past it, one error says so.
+MAX_RULE_WORK = 100_000_000
+_TEST_STEPS = 20
 
 
 class _Star:
@@ -376,19 +382,39 @@ class RuleSet:
         # name → (index of the last file rule naming it, of the last rule of any kind)
         self._names: dict[str, list[int]] = {}
         self._tails: dict[str, list[int]] = {}
+        self._segments: dict[str, list[int]] = {}
+        self._heads: dict[str, list[int]] = {}
         self._others: list[int] = []
+        #: per rule of ``_others``: a text every path it matches holds (a tested path without it is skipped)
+        self._needles: dict[int, str] = {}
         for i, rule in enumerate(self.rules):
             tokens = rule.tokens
+            last = tokens[-1] if tokens else None
+            named = [t.literal for t in tokens if isinstance(t, _Segment) and t.literal is not None]
             if rule.name is not None:
                 slot = self._names.setdefault(rule.name, [-1, -1])
                 if not rule.dir_only:
                     slot[0] = i
                 slot[1] = i
-            elif len(tokens) == 2 and tokens[0] is _STAR and isinstance(tokens[1], _Segment) and tokens[1].tail:
-                self._tails.setdefault(tokens[1].tail, []).append(i)
+            elif named:
+                # A segment without wildcards (``**/build/**/x*``, ``src/**/cache``): only a path
+                # holding that very segment can match; the last such segment is filed.
+                self._segments.setdefault(named[-1], []).append(i)
+            elif isinstance(last, _Segment) and last.tail:
+                # The path's last segment must end with the glob's literal ending.
+                self._tails.setdefault(last.tail, []).append(i)
+            elif isinstance(last, _Segment) and last.plain[0] and last.lengths[0]:
+                # ... or begin with its literal beginning (``**/tmp*``).
+                self._heads.setdefault(last.texts[0], []).append(i)
             else:
                 self._others.append(i)
+                pieces = [t for seg in tokens if isinstance(seg, _Segment) for t, plain in zip(seg.texts, seg.plain) if plain and t]
+                if pieces:
+                    self._needles[i] = max(pieces, key=len)
         self._tail_lengths = sorted({len(tail) for tail in self._tails})
+        self._head_lengths = sorted({len(head) for head in self._heads})
+        #: the work done so far, against :data:`MAX_RULE_WORK`
+        self.work = 0
 
     def decisive(self, path: str, is_dir: bool) -> IgnoreRule | None:
         """The last rule that matches ``path`` itself, or None."""
@@ -398,7 +424,21 @@ class RuleSet:
         slot = self._names.get(last)
         if slot is not None:
             best = slot[1] if is_dir else slot[0]
-        candidates = [i for i in self._others if i > best]
+        needles = self._needles
+        self._spend(len(self._others), path)
+        candidates = [i for i in self._others if i > best and (i not in needles or needles[i] in path)]
+        if self._segments:
+            for segment in set(segments):
+                filed = self._segments.get(segment)
+                if filed:
+                    candidates.extend(i for i in filed if i > best)
+        if self._heads:
+            for n in self._head_lengths:
+                if n > len(last):
+                    break
+                filed = self._heads.get(last[:n])
+                if filed:
+                    candidates.extend(i for i in filed if i > best)
         if self._tails:
             for n in self._tail_lengths:
                 if n > len(last):
@@ -412,10 +452,21 @@ class RuleSet:
             rule = rules[i]
             if rule.dir_only and not is_dir:
                 continue
+            self._spend(_TEST_STEPS, path)
             if _match_tokens(rule.tokens, segments):
                 best = i
                 break
         return rules[best] if best >= 0 else None
+
+    def _spend(self, steps: int, path: str) -> None:
+        self.work += steps
+        if self.work > MAX_RULE_WORK:
+            example = self.rules[self._others[0]].pattern if self._others else self.rules[-1].pattern
+            raise ConfigFileError(
+                f"the {len(self.rules):,} ignore patterns take too long to apply to this trainer's files (stopped at {path!r}): "
+                f"{len(self._others):,} of them are wildcards only, tried on every path (e.g. {example!r}); "
+                "name directories (data/) or file endings (*.log) instead"
+            )
 
     def ignored(self, path: str, is_dir: bool) -> bool:
         """Whether ``path`` itself (relative, ``/``-separated) is excluded."""

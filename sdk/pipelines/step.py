@@ -14,6 +14,7 @@ dir's layout. The step's own end follows the job's:
 from __future__ import annotations
 
 import json
+import math
 import signal
 import sys
 import threading
@@ -86,6 +87,12 @@ def build_job(
     """
     from ..job import Job
 
+    if isinstance(args, str):
+        # One text (a pipeline parameter typed as text, a JSON list passed as text): read as a
+        # JSON list when it is one, else as a command line (shlex), never letter by letter.
+        args = _args_of_text(args)
+    elif not isinstance(args, (list, tuple)) or not all(isinstance(a, str) for a in args):
+        raise SpecError(f"args={args!r:.80} must be a list of texts, the trainer's own arguments")
     extra = dict(options or {})
     for name in ("module", "package", "image", "backend", "workers", "ps", "evaluators", "job_dir", "args"):
         if name in extra:
@@ -102,6 +109,24 @@ def build_job(
         "args": list(args) if args else None,
     }
     return Job.from_keywords(package or None, module or None, **{k: v for k, v in given.items() if v is not None}, **extra)
+
+
+def _args_of_text(text: str) -> list[str]:
+    """A step's ``args`` given as one text: a JSON list of texts, or a command line."""
+    import shlex
+
+    if text.lstrip().startswith("["):
+        try:
+            listed = json.loads(text)
+        except (ValueError, RecursionError):
+            listed = None
+        if isinstance(listed, list) and all(isinstance(a, str) for a in listed):
+            return listed
+        raise SpecError(f"args={text[:80]!r} starts like a JSON list but is not one of texts; give a list of texts")
+    try:
+        return shlex.split(text)
+    except ValueError as e:
+        raise SpecError(f"args={text[:80]!r} cannot be read as a command line: {e}") from None
 
 
 def run_step(
@@ -252,12 +277,18 @@ def _metrics_from_text(text: str) -> dict[str, float]:
         return {}
     try:
         record = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, a number of too many digits, too deep
         return {}
     if not isinstance(record, dict):
         return {}
-    return {
-        str(k)[:128]: float(v)
-        for k, v in record.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and abs(v) != float("inf")
-    }
+    out: dict[str, float] = {}
+    for k, v in record.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            continue
+        try:
+            number = float(v)
+        except OverflowError:  # an integer beyond any float (400 digits): no metric
+            continue
+        if math.isfinite(number):
+            out[str(k)[:128]] = number
+    return out

@@ -499,7 +499,7 @@ def render_run_policy(spec: JobSpec, options: TFJobOptions) -> dict[str, Any]:
         scheduling["priorityClass"] = priority
     min_available = options.min_available
     if min_available is not None:
-        total = len(spec.tasks())
+        total = spec.task_count
         value = _whole(min_available, "min_available", 0)
         if not 1 <= value <= total:
             raise SpecError(field="min_available", value=value, problem=f"must be from 1 to the job's {total} tasks (gang scheduling)")

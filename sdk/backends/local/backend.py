@@ -58,7 +58,7 @@ class LocalBackend(Lifecycle):
         from ...cluster.dispatch import job_strategy
         from .plan import build_cluster, build_task_plans, check_chief, check_dialect, say_ignored_resources
 
-        check_local_tasks(len(spec.tasks()))
+        check_local_tasks(spec.task_count)
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
         say_ignored_resources(spec)
@@ -276,13 +276,33 @@ class LocalBackend(Lifecycle):
         names = [t.name for t in store.tasks(record.id)] or [f"{r}-{i}" for r, i in JobSpec.from_dict(record.spec).tasks()]
         if name not in names:
             raise UsageError(f"{task!r} is not a task of job {record.id}; its tasks are {', '.join(names)}")
-        store.request(record.id, "preempt", name, grace)
+        token = os.urandom(4).hex()
+        store.request(record.id, "preempt", name, grace, token)
         until = time.monotonic() + wait
-        while store.pending_requests(record.id) and time.monotonic() < until:
+        while store.pending_requests(record.id, token):
+            # The job may end first (the race of a preemption with the job's own end): then the
+            # request is taken back, and that is what is said, at once.
+            current = reap_lost(store, store.get(record.id) or record)
+            if current.state.is_terminal or time.monotonic() >= until:
+                if store.withdraw_request(record.id, token):
+                    if current.state.is_terminal:
+                        raise UsageError(f"job {record.id} ended ({current.state.value}) before {name} could be preempted")
+                    raise BackendError(f"the launcher of job {record.id} did not take the preemption of {name} within {wait:g}s")
+                break  # taken just now
             time.sleep(0.05)
-        if store.pending_requests(record.id):
-            raise BackendError(f"the launcher of job {record.id} did not take the preemption of {name} within {wait:g}s")
-        return name
+        # The launcher's answer goes in the job's history, with the request's token, a moment
+        # after it took the request.
+        answer_by = time.monotonic() + 10
+        while True:
+            for _, _, message in reversed(store.events(record.id)):
+                if message.endswith(f" (request {token})"):
+                    if message.startswith("not preempting"):
+                        why = message[: -len(f" (request {token})")].rsplit(": ", 1)[-1]
+                        raise UsageError(f"job {record.id}'s launcher did not preempt {name}: {why}")
+                    return name
+            if time.monotonic() >= answer_by or store.state(record.id).is_terminal:
+                return name
+            time.sleep(0.05)
 
     # -- tuning (tfjob.backends.base.Tuner): trials as local jobs, proposed by Optuna ----------
     study_search = "Optuna"

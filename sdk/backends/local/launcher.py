@@ -605,9 +605,10 @@ class Launcher:
                 if self.store.state(self.job_id) is JobState.CANCELLING:
                     self._outcome = Outcome(JobState.CANCELLED, "cancel requested with `tfjob cancel`")
                 else:
-                    for kind, name, value in self.store.take_requests(self.job_id):
+                    for kind, name, value, token in self.store.take_requests(self.job_id):
                         if kind == "preempt":
-                            self.preempt(name, value, "tfjob preempt")
+                            # The answer, yes or no, goes in the job's history with the request's token.
+                            self.preempt(name, value, "tfjob preempt", token=token or "")
 
     # -- restarts and preemptions ---------------------------------------------------------------
     def _note(self, line: str) -> None:
@@ -626,18 +627,25 @@ class Launcher:
             if "--name" in argv[:-1]:
                 self.engine.kill(argv[argv.index("--name") + 1])
 
-    def preempt(self, name: str, grace: float | None = None, why: str = "") -> bool:
+    def preempt(self, name: str, grace: float | None = None, why: str = "", *, token: str = "") -> bool:
         """Preempt task ``name`` as a Spot VM is reclaimed: SIGTERM now, SIGKILL after
-        ``grace`` seconds (the rules' by default) if it has not ended; True if it was running."""
+        ``grace`` seconds (the rules' by default) if it has not ended; True if it was running.
+        The answer to a request named ``token`` (``tfjob preempt`` waits for it), yes or no,
+        is in the job's history with the token."""
         task = next((t for t in self.tasks if t.plan.name == name), None)
+        asked = f" (request {token})" if token else ""
         if task is None or task.done or task.preempted:
             state = "no such task" if task is None else "it is not running" if task.done else "it is being preempted already"
-            self.router.note(f"not preempting {name}{f' ({why})' if why else ''}: {state}")
+            line = f"not preempting {name}{f' ({why})' if why else ''}: {state}{asked}"
+            if token:
+                self._note(line)
+            else:
+                self.router.note(line)
             return False
         grace = self.rules.grace if grace is None else float(grace)
         task.preempted = True
         self._preempted_this_attempt = True
-        self._note(f"preempting {name}{f' ({why})' if why else ''}: SIGTERM now, SIGKILL after {grace:g}s")
+        self._note(f"preempting {name}{f' ({why})' if why else ''}: SIGTERM now, SIGKILL after {grace:g}s{asked}")
         self._signal(task, signal.SIGTERM)
         task.kill_at = self.clock() + grace
         return True

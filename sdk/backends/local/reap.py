@@ -17,6 +17,7 @@ import os
 import signal
 from pathlib import Path
 
+from ...model import JobState
 from ...store import JobRecord, JobStore, process_alive, process_start_time
 
 
@@ -30,7 +31,9 @@ def reap_lost(store: JobStore, record: JobRecord) -> JobRecord:
     """
     from ...errors import StoreError
 
-    if record.state.is_terminal or not record.supervisor_pid:
+    # A state this version does not know (a later version's PREEMPTED) or a recorded end
+    # time: the job's end may be recorded in words this version cannot read; not rewritten.
+    if record.state.is_terminal or record.state is JobState.UNKNOWN or record.ended is not None or not record.supervisor_pid:
         return record
     if process_alive(record.supervisor_pid, record.supervisor_start):
         return record
@@ -39,11 +42,16 @@ def reap_lost(store: JobStore, record: JobRecord) -> JobRecord:
         "recording how the job ended; its tasks were stopped with it"
     )
     try:
-        orphans = store.mark_lost(record.id, message)
+        # Only if the row still names the process found dead: a detached submit hands the job
+        # to its supervisor (a new pid in the row) and then ends.
+        orphans = store.mark_lost(record.id, message, supervisor=(record.supervisor_pid, record.supervisor_start))
     except StoreError:
         return record  # a read-only or full store: show the job as recorded
     if orphans is None:
-        return store.get(record.id) or record  # it ended just now, after all
+        current = store.get(record.id) or record  # it ended just now, or has a new supervisor
+        if current.supervisor_pid != record.supervisor_pid or current.supervisor_start != record.supervisor_start:
+            return reap_lost(store, current)  # the new supervisor, checked in its turn
+        return current
     from . import contain  # only for a job found lost: `tfjob list` stays light
 
     record = store.get(record.id) or record  # as the supervisor last wrote it (its cgroup)

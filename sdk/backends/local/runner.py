@@ -55,7 +55,10 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     """A job whose tasks run as containers of their images (``--image``)."""
     from ...engine import find_engine
 
-    if spec.image_for("chief" if spec.has_chief else "worker") is None or any(not spec.image_for(r) for r, _ in spec.tasks()):
+    check_local_tasks(spec.task_count)  # counted before any task is listed
+    if spec.image_for("chief" if spec.has_chief else "worker") is None or any(
+        p.replicas and not spec.image_for(p.role) for p in spec.pools
+    ):
         raise SpecError(problem="locally, a job runs either every task as a container ({image} for every pool) or none")
     if options.install or options.python:
         raise SpecError(field="image", problem="runs the trainer inside the image", fix="leave out {install} and {python}")
@@ -72,7 +75,7 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
         if uris:
             raise UsageError(f"{uris[0]}: the local backend installs local files only; download it first")
         shipped = tuple(str(p) for p in paths)
-    check_local_tasks(len(spec.tasks()))
+    check_local_tasks(spec.task_count)
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
     say_ignored_resources(spec)
@@ -102,7 +105,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     Relative paths (trainer directory, ``--job-dir``) are made absolute here, from
     the caller's working directory, because the tasks run elsewhere.
     """
-    images = sorted({spec.image_for(role) for role, _ in spec.tasks() if spec.image_for(role)})
+    images = sorted({spec.image_for(p.role) for p in spec.pools if p.replicas and spec.image_for(p.role)})
     if images:
         return _check_container_job(spec, options, images)
     if spec.module is None and spec.script is None:
@@ -111,7 +114,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         raise SpecError(
             field="script", problem="runs a file of the trainer directory, which {install} does not keep", fix="use {module} with {install}"
         )
-    check_local_tasks(len(spec.tasks()))
+    check_local_tasks(spec.task_count)
     check_dialect(options.dialect)
     check_chief(spec, options.dialect)
     say_ignored_resources(spec)

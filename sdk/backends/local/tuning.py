@@ -146,7 +146,7 @@ class LocalStudy:
         check_job(self.spec, self.options)  # a usage error ends it here, before any record
         search = Search(self.study, self.seed)
         count, note = plan_trial_count(self.study)
-        parallel, cap = plan_parallelism(self.study, len(self.spec.tasks()), self.cores)
+        parallel, cap = plan_parallelism(self.study, self.spec.task_count, self.cores)
         parallel = min(parallel, count)
         store = self.store
         self._create_record(store, search.algorithm, parallel)

@@ -222,7 +222,7 @@ def package_on_image(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, Su
     """
     if not spec.package or _needs_package(spec):
         return spec, options
-    images = sorted({spec.image_for(role) or "" for role, _ in spec.tasks()})
+    images = sorted({spec.image_for(p.role) or "" for p in spec.pools if p.replicas})
     if len(images) > 1:
         raise SpecError(
             problem=f"PACKAGE_PATH with different images per pool ({', '.join(images)}): on Vertex AI the package runs on one executor image",
@@ -263,7 +263,7 @@ def plan_submission(
 
     spec, notes = on_compute_engine(spec)
     spec, options = package_on_image(spec, options)
-    if spec.script is not None and any(not spec.image_for(role) for role, _ in spec.tasks()):
+    if spec.script is not None and any(p.replicas and not spec.image_for(p.role) for p in spec.pools):
         raise SpecError(
             field="script",
             value=Word(spec.script),
