@@ -87,6 +87,7 @@ _LAZY = {
             "BackendError",
             "AuthError",
             "SubmissionUncertainError",
+            "CapacityError",
             "BackendUnavailableError",
             "JobFailedError",
             "JobCancelledError",
@@ -108,6 +109,7 @@ if TYPE_CHECKING:
     from .errors import JobCancelledError as JobCancelledError, JobFailedError as JobFailedError
     from .errors import JobNotFoundError as JobNotFoundError, JobTimeoutError as JobTimeoutError, PackagingError as PackagingError
     from .errors import SpecError as SpecError, StoreError as StoreError, SubmissionUncertainError as SubmissionUncertainError
+    from .errors import CapacityError as CapacityError
     from .errors import TfjobError as TfjobError, UsageError as UsageError
     from .hypertune import report_metric as report_metric
     from .images import Progress as BuildProgress, build_image as build_image  # noqa: F401 - public under this name
