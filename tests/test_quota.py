@@ -11,13 +11,16 @@ import pytest
 from click.testing import CliRunner
 
 from fakes.vertex_api import FakeVertex
-from test_vertex_e2e import emulator, fake, run, submit_cmd, trainer  # noqa: F401 - fixtures
+import test_vertex_e2e as e2e
+from test_vertex_e2e import run, submit_cmd
 from tfjob.capacity import classify
 from tfjob.cli.main import app
 from tfjob.diagnosis import diagnose
 from tfjob.model import JobState, JobStatus, TaskStatus
 
 L4 = "aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus"
+# The stand-ins of test_vertex_e2e: gcp-storage-emulator (bucket b), the Vertex AI stand-in, a trainer.
+emulator, fake, trainer = e2e.emulator, e2e.fake, e2e.trainer
 CREATE = r"^POST /v1/projects/p/locations/us-central1/customJobs$"
 
 
