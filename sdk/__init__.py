@@ -59,6 +59,7 @@ _LAZY = {
     # After the job: why it failed, what it left.
     "Diagnosis": "tfjob.results",
     "explain": "tfjob.diagnosis",
+    "estimated_cost": "tfjob.pricing:ran_cost",
     "human_size": "tfjob.outputs",
     "render_metrics": "tfjob.metrics:render_final",
     "metrics_figure": "tfjob.metrics",
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
     from .catalog import build_catalog as machine_catalog  # noqa: F401 - public under this name
     from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
     from .diagnosis import explain as explain
+    from .pricing import ran_cost as estimated_cost  # noqa: F401 - public under this name
     from .documents import read_config_file as read_config_file
     from .errors import AuthError as AuthError, BackendError as BackendError, BackendUnavailableError as BackendUnavailableError
     from .errors import ClusterConfigError as ClusterConfigError, ConfigFileError as ConfigFileError

@@ -560,6 +560,23 @@ class Job:
             body: dict[str, Any] = self._unbound_backend().render(self.spec, self.options)
         return body
 
+    def estimate(self) -> Any:
+        """The job's price per hour, pool by pool, on-demand and Spot, from the price table
+        (:class:`tfjob.pricing.Estimate`; an estimate: no credentials, no network). A local job
+        is priced 0, and said so; a Kubernetes cluster's machines are its owner's, unpriced."""
+        from .pricing import local_estimate, unpriced
+
+        if self.backend_name == "local":
+            return local_estimate()
+        backend = self._unbound_backend()
+        if not hasattr(backend, "price"):
+            return unpriced(
+                self.backend_name, f"tfjob has no prices for {self.backend_name}: the cluster's machines are priced by its owner"
+            )
+        with self._in_typed_words():
+            self.build_image(push=False)
+            return backend.price(self.spec, self.options)
+
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""
         options = dataclasses.replace(self.options, wait=False)

@@ -62,7 +62,15 @@ class VertexBackend(Lifecycle):
         for note in plan.notes:
             self.echo(note)
         self.echo(f"dry run: would create this CustomJob in {plan.parent}")
+        for line in plan.estimate.lines(timeout=spec.timeout):
+            self.echo(line)
         return plan.body
+
+    def price(self, spec: JobSpec, options: SubmitOptions) -> Any:
+        """The job's price per hour, pool by pool (:class:`tfjob.pricing.Estimate`; no credentials, no network)."""
+        from .submission import plan_submission
+
+        return plan_submission(spec, options, dry_run=True).estimate
 
     # -- Lifecycle.submit's hooks: staged, recorded pending, created, recorded -------------
     def _prepare(self, spec: JobSpec, options: Any) -> Submission:

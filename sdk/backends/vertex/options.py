@@ -102,6 +102,12 @@ class VertexKnobs(Shown):
     #: Every pool's boot disk (``diskSpec``); ``Replicas(boot_disk_type=…)`` sets one pool's.
     boot_disk_type: str | None = knob("Every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced.", config="diskSpec.bootDiskType")
     boot_disk_size: int | None = knob("Every pool's boot disk size in GB (100-64000; default 100).", config="diskSpec.bootDiskSizeGb")
+    #: Refuse a submission whose estimate for its timeout is over this amount (the price table's currency).
+    max_cost: float | None = knob(
+        "Refuse the job if its price estimate for its --timeout (else 7 days) is over this amount (USD).", **_NOT_TUNED
+    )
+    #: A price table of one's own (the format of tfjob/pricing/vertex_prices.json), over the shipped one.
+    price_table: str | None = knob("A price table JSON file of one's own (default $TFJOB_PRICE_TABLE, else tfjob's).")
     #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
     protected_artifact_location_id: str | None = knob(
         "Keep the job's protected artifacts in this location (e.g. europe-west4) when it is not the job's region.",

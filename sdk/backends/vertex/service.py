@@ -129,6 +129,10 @@ def prepare_submission(
     }
     if max_restarts:
         extra["max_restarts"] = max_restarts
+    if plan.estimate is not None and plan.estimate.pools:
+        from ...pricing import price_record
+
+        extra["price"] = price_record(plan.estimate)
     return Submission(spec, plan, client, location, extra)
 
 
