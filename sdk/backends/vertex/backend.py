@@ -86,11 +86,12 @@ class VertexBackend(Lifecycle):
         return pending_record(plan)
 
     def _create(self, plan: Submission, pending: JobRecord | None) -> JobRecord:
-        """Create the ``CustomJob`` once; its record is under Vertex AI's job id."""
-        from .service import create_submission
+        """Create the ``CustomJob`` once (in the next region of ``--region A,B`` when one refuses it for
+        want of quota or machines: :mod:`.failover`); its record is under Vertex AI's job id."""
+        from .failover import create_in_turn
 
         assert pending is not None
-        return create_submission(plan, pending, echo=self.echo)
+        return create_in_turn(plan, pending, self.store, echo=self.echo, credentials=self.credentials)
 
     def _not_created(self, pending: JobRecord, error: BaseException) -> None:
         from .service import not_created

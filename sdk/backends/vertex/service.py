@@ -120,7 +120,7 @@ def prepare_submission(
     report = None
     if plan.uploads:
         storage = storage_client(plan.project, client_credentials(client))
-        report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo)
+        report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo, also=plan.regions[1:])
     location = {"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint}
     extra = {
         "submission_id": plan.submission_id,
@@ -474,9 +474,12 @@ def follow_job(
         done = len((current.extra.get("attempts") or [None]) if current is not None else [None]) - 1
         return current is not None and done < max_restarts
 
+    from .failover import fail_over, failover_reason
+
     def on_change(job: dict[str, Any], state: JobState) -> None:
         message = (job.get("error") or {}).get("message", "")
         retry = state is JobState.FAILED and retryable_failure(job) is not None and restarts_left()
+        retry = retry or (state is JobState.FAILED and failover_reason(job, store.get(job_id)) is not None)
         if not retry:  # a failure about to be retried is not the job's end
             _record_status(store, job_id, job, record)
         echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
@@ -496,6 +499,10 @@ def follow_job(
         except KeyboardInterrupt:
             interrupted(job_id, options, echo=echo, client=client, store=store)
             raise
+        moved = failover_reason(final, record)
+        if moved is not None:
+            _, client = fail_over(store, job_id, final, moved, echo=echo, client=client, credentials=credentials)
+            continue
         reason = retryable_failure(final)
         if record is None or reason is None or not restarts_left():
             status = _record_status(store, job_id, final, record)

@@ -1,0 +1,146 @@
+"""Failover: ``--region A,B,…`` tries the next region when one refuses the job for want of quota
+or machines — as another attempt of the same tfjob job.
+
+Two moments a region can say no:
+
+- at the create: a resource quota (429 naming an accelerator, CPU or disk metric) or a stockout
+  answered to ``customJobs.create`` (:class:`~tfjob.errors.CapacityError`, never retried in the
+  same region): :func:`create_in_turn` creates the job in the next region at once;
+- once created: the job ends FAILED because its region had no machines for it (``Resources are
+  insufficient in region``, ``ZONE_RESOURCE_POOL_EXHAUSTED``): the follow loop
+  (:func:`.service.follow_job`) asks :func:`failover_reason` and :func:`fail_over` submits the
+  same ``CustomJob`` in the next region.
+
+Never on the trainer's own failure (a replica's non-zero exit is the program's, whatever its
+message says); never two attempts at once (the next is created only once the previous one was
+refused or has ended). The staged package is reused: every region is checked against the
+staging bucket's location before anything is created (a multi-region ``US`` bucket serves
+``us-central1`` and ``us-east4``; a bucket that cannot serve a region is refused up front).
+Every attempt is in the job's record (``extra["attempts"]``, with its region), its history,
+``tfjob status``, its JSON and its report.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Any, Callable
+
+from ...capacity import classify
+from ...errors import CapacityError
+from ...model import JobState
+from ...store import JobRecord, JobStore
+
+Echo = Callable[[str], None]
+_REGION_OF = re.compile(r"/locations/([^/]+)/")
+
+
+def region_of(resource_name: str) -> str | None:
+    """``projects/P/locations/R/customJobs/ID`` → ``R``."""
+    found = _REGION_OF.search(resource_name + "/")
+    return found.group(1) if found else None
+
+
+def create_in_turn(submission: Any, pending: JobRecord, store: JobStore, *, echo: Echo, credentials: Any = None) -> JobRecord:
+    """Create the job in its first region; on a quota refusal or a stockout there, in the next
+    one, and so on; return the created job's record (its refused attempts in ``extra["attempts"]``)."""
+    from .service import client_credentials, created_record, make_client
+    from .follow import console_url
+
+    plan = submission.plan
+    regions = list(plan.regions or (plan.region,))
+    client = submission.client
+    attempts: list[dict[str, Any]] = []
+    for index, region in enumerate(regions):
+        if index > 0:
+            endpoint = submission.location.get("api_endpoint")
+            client = make_client(plan.project, region, endpoint, echo, credentials or client_credentials(client))
+            submission.location = {**submission.location, "region": region}
+            store.update(pending.id, options=submission.location)  # a lost answer is looked up where it was sent
+            pending.options = submission.location
+        try:
+            job = client.create_custom_job(plan.body, plan.submission_id)
+        except CapacityError as e:
+            if index + 1 >= len(regions):
+                if attempts:
+                    raise CapacityError(
+                        f"{e} (every region of --region was tried: {', '.join(regions)})", capacity=e.capacity, region=region
+                    ) from e
+                raise
+            attempts.append({"resource_name": f"projects/{plan.project}/locations/{region}", "region": region,
+                             "state": "REFUSED", "ended": time.time(), "reason": e.capacity.kind, "message": str(e)[:500]})  # fmt: skip
+            echo(f"{e}; trying {regions[index + 1]} (attempt {len(attempts) + 1})")
+            continue
+        extra = dict(submission.extra)
+        if attempts:
+            extra["attempts"] = [*attempts, {"resource_name": job["name"], "region": region}]
+        if index + 1 < len(regions):
+            extra["failover_regions"] = regions[index + 1 :]
+        record = created_record(pending, job, extra)
+        record.options = {**record.options, "region": region}
+        record.extra["console_url"] = console_url(plan.project or "", region, record.id)
+        echo(f"submitted Vertex AI job {record.id} ({submission.spec.name}) in {region}: {record.extra['console_url']}")
+        return record
+    raise AssertionError("unreachable: every region either created the job or raised")
+
+
+def failover_reason(job: dict[str, Any], record: JobRecord | None) -> str | None:
+    """Why a FAILED attempt is tried again in the next region (a stockout, a quota), or None:
+    no region left, not a capacity failure, or the trainer's own failure."""
+    from .follow import failed_replica, parse_state
+
+    if record is None or not record.extra.get("failover_regions"):
+        return None
+    if parse_state(job.get("state")) is not JobState.FAILED:
+        return None
+    message = str((job.get("error") or {}).get("message", ""))[:4096]
+    if failed_replica(message) is not None:
+        return None  # the program failed: never moved elsewhere
+    found = classify(message)
+    if found is None or not found.fails_over:
+        return None
+    return "a stockout" if found.kind == "stockout" else "a quota refusal"
+
+
+#: A ``CustomJob``'s fields a user sets (the rest are the service's): what a new attempt sends again.
+_INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
+
+
+def fail_over(
+    store: JobStore, job_id: str, failed: dict[str, Any], reason: str, *, echo: Echo, client: Any, credentials: Any = None
+) -> tuple[str, Any]:
+    """Create the failed attempt's job again in the next region (the same request, ``NAME-attemptN``,
+    a new submission label); record it; return the new attempt's Vertex AI id and its region's client."""
+    from .client import job_id_of
+    from .follow import job_status
+    from .render import SUBMISSION_LABEL
+    from .service import client_credentials, make_client
+
+    record = store.get(job_id)
+    assert record is not None
+    regions = list(record.extra.get("failover_regions") or [])
+    region = regions.pop(0)
+    first = {"resource_name": record.extra.get("resource_name", ""), "region": region_of(str(record.extra.get("resource_name", "")))}
+    attempts = list(record.extra.get("attempts") or [first])
+    error = failed.get("error") or {}
+    attempts[-1] = {**attempts[-1], "state": JobState.FAILED.value, "ended": job_status(failed, job_id).ended or time.time(),
+                    "message": str(error.get("message", ""))[:500], "reason": reason}  # fmt: skip
+    number = len(attempts) + 1
+    body = {k: failed[k] for k in _INPUT_FIELDS if k in failed}
+    suffix = f"-attempt{number}"
+    base = re.sub(r"-attempt\d+$", "", str(body.get("displayName", record.name)))
+    body["displayName"] = base[: 128 - len(suffix)] + suffix
+    submission = uuid.uuid4().hex
+    body["labels"] = {**dict(body.get("labels") or {}), SUBMISSION_LABEL: submission}
+    options = dict(record.options)
+    new_client = make_client(str(options["project"]), region, options.get("api_endpoint"), echo, credentials or client_credentials(client))
+    job = new_client.create_custom_job(body, submission)
+    new_id = job_id_of(job["name"])
+    attempts.append({"resource_name": job["name"], "region": region})
+    extra = {**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"], "failover_regions": regions}
+    store.update(job_id, extra=extra, options={**options, "region": region})
+    line = f"attempt {number - 1} ended with {reason} in {attempts[-2].get('region')}: submitted in {region} as attempt {number} ({job['name']})"
+    store.note(job_id, line)
+    echo(f"job {job_id} {line}")
+    return new_id, new_client
