@@ -89,9 +89,10 @@ class VertexBackend(Lifecycle):
         """Create the ``CustomJob`` once (in the next region of ``--region A,B`` when one refuses it for
         want of quota or machines: :mod:`.failover`); its record is under Vertex AI's job id."""
         from .failover import create_in_turn
+        from .service import created_record, make_client
 
         assert pending is not None
-        return create_in_turn(plan, pending, self.store, echo=self.echo, credentials=self.credentials)
+        return create_in_turn(plan, pending, self.store, echo=self.echo, make_client=make_client, created_record=created_record)
 
     def _not_created(self, pending: JobRecord, error: BaseException) -> None:
         from .service import not_created

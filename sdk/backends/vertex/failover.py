@@ -42,10 +42,19 @@ def region_of(resource_name: str) -> str | None:
     return found.group(1) if found else None
 
 
-def create_in_turn(submission: Any, pending: JobRecord, store: JobStore, *, echo: Echo, credentials: Any = None) -> JobRecord:
+def create_in_turn(
+    submission: Any,
+    pending: JobRecord,
+    store: JobStore,
+    *,
+    echo: Echo,
+    make_client: Callable[..., Any],
+    created_record: Callable[..., JobRecord],
+) -> JobRecord:
     """Create the job in its first region; on a quota refusal or a stockout there, in the next
-    one, and so on; return the created job's record (its refused attempts in ``extra["attempts"]``)."""
-    from .service import client_credentials, created_record, make_client
+    one, and so on; return the created job's record (its refused attempts in ``extra["attempts"]``).
+    ``make_client(project, region, endpoint, echo, credentials)`` makes a region's client and
+    ``created_record(pending, job, extra)`` the record (:mod:`.service`'s, given by the backend)."""
     from .follow import console_url
 
     plan = submission.plan
@@ -55,7 +64,7 @@ def create_in_turn(submission: Any, pending: JobRecord, store: JobStore, *, echo
     for index, region in enumerate(regions):
         if index > 0:
             endpoint = submission.location.get("api_endpoint")
-            client = make_client(plan.project, region, endpoint, echo, credentials or client_credentials(client))
+            client = make_client(plan.project, region, endpoint, echo, getattr(client, "credentials", None))
             submission.location = {**submission.location, "region": region}
             store.update(pending.id, options=submission.location)  # a lost answer is looked up where it was sent
             pending.options = submission.location
@@ -108,14 +117,14 @@ _INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
 
 
 def fail_over(
-    store: JobStore, job_id: str, failed: dict[str, Any], reason: str, *, echo: Echo, client: Any, credentials: Any = None
+    store: JobStore, job_id: str, failed: dict[str, Any], reason: str, *, echo: Echo, client: Any, make_client: Callable[..., Any]
 ) -> tuple[str, Any]:
     """Create the failed attempt's job again in the next region (the same request, ``NAME-attemptN``,
-    a new submission label); record it; return the new attempt's Vertex AI id and its region's client."""
+    a new submission label); record it; return the new attempt's Vertex AI id and its region's client
+    (made by ``make_client(project, region, endpoint, echo, credentials)``)."""
     from .client import job_id_of
     from .follow import job_status
     from .render import SUBMISSION_LABEL
-    from .service import client_credentials, make_client
 
     record = store.get(job_id)
     assert record is not None
@@ -134,7 +143,7 @@ def fail_over(
     submission = uuid.uuid4().hex
     body["labels"] = {**dict(body.get("labels") or {}), SUBMISSION_LABEL: submission}
     options = dict(record.options)
-    new_client = make_client(str(options["project"]), region, options.get("api_endpoint"), echo, credentials or client_credentials(client))
+    new_client = make_client(str(options["project"]), region, options.get("api_endpoint"), echo, getattr(client, "credentials", None))
     job = new_client.create_custom_job(body, submission)
     new_id = job_id_of(job["name"])
     attempts.append({"resource_name": job["name"], "region": region})

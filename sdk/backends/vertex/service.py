@@ -501,7 +501,7 @@ def follow_job(
             raise
         moved = failover_reason(final, record)
         if moved is not None:
-            _, client = fail_over(store, job_id, final, moved, echo=echo, client=client, credentials=credentials)
+            _, client = fail_over(store, job_id, final, moved, echo=echo, client=client, make_client=make_client)
             continue
         reason = retryable_failure(final)
         if record is None or reason is None or not restarts_left():
