@@ -434,6 +434,9 @@ class Job:
         if module is not None:
             values["module"] = module
         _refuse_nul(values)
+        from .fallbacks import split_fallbacks
+
+        fallbacks = split_fallbacks(values)  # --accelerator A,B: A for the spec, B tried after a quota refusal or a stockout
 
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)
@@ -450,6 +453,16 @@ class Job:
         option_fields = [f.name for f in dataclasses.fields(options_cls)]
         only = keyword_backends()
         option_values = {k: values.pop(k) for k in option_fields if k in values}
+        if fallbacks:
+            if "fallbacks" not in option_fields:
+                knob = fallbacks[0].split("=", 1)[0]
+                raise SpecError(
+                    field=knob,
+                    problem=f"lists choices to fall back to, which {self.backend_name} does not try (only {{backend=vertex}} does: "
+                    "a Kubernetes scheduler picks the node itself, and a pod no node fits waits rather than fails)",
+                    fix="give one choice",
+                )
+            option_values["fallbacks"] = (*tuple(option_values.get("fallbacks") or ()), *fallbacks)
         for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
             del values[key]  # another backend's option, from a --config file
         for name in ("project", "region", "api_endpoint", "namespace"):

@@ -86,7 +86,7 @@ def test_every_region_refusing_is_one_line(emulator: object, fake: FakeVertex, t
     out = run(two_regions(tfjob_exe, trainer, fake))
     assert out.returncode == 1
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "every region of --region was tried: us-central1, us-east4" in errors[0]
+    assert len(errors) == 1 and "every candidate of --region / the fallback lists was tried: us-central1; us-east4" in errors[0]
     assert len(creates(fake)) == 2 and "Traceback" not in out.stderr
     with JobStore() as store:
         assert store.list(backend="vertex") == []  # nothing was created, nothing is left pending
@@ -117,3 +117,35 @@ def test_region_lists_are_checked() -> None:
                         ("us-central1,Mars", "is not a Google Cloud region")):  # fmt: skip
         out = runner.invoke(app, ["render", "--image", "i:1", "--backend", "vertex", "--region", value])
         assert out.exit_code == 2 and said in out.stderr, out.output
+
+
+def test_an_accelerator_fallback_list_tries_the_next_machines(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    fake.fail(r"^POST /v1/projects/p/locations/us-central1/customJobs$", 429, f"The following quota metrics exceed quota limits: {L4}")
+    lists = ["--worker-accelerator", "NVIDIA_L4:1,NVIDIA_TESLA_T4:1", "--worker-machine-type", "g2-standard-8,n1-standard-8"]
+    out = run(submit_cmd(tfjob_exe, trainer, fake, *lists))
+    assert out.returncode == 0, out.stderr
+    first, second = fake.created_bodies()
+    machines = [[p["machineSpec"] for p in body["jobSpec"]["workerPoolSpecs"]] for body in (first, second)]
+    # (the REST transport sends the AcceleratorType enum by its number: NVIDIA_L4 11, NVIDIA_TESLA_T4 5)
+    assert machines[0][1] == {"machineType": "g2-standard-8", "acceleratorType": 11, "acceleratorCount": 1}
+    assert machines[1][1] == {"machineType": "n1-standard-8", "acceleratorType": 5, "acceleratorCount": 1}
+    assert machines[0][0] == machines[1][0] and machines[0][2] == machines[1][2]  # the other pools as they were
+    assert "trying us-central1 with worker-accelerator NVIDIA_TESLA_T4:1, worker-machine-type n1-standard-8 (attempt 2)" in out.stderr
+    with JobStore() as store:
+        record = store.get(out.stdout.strip())
+    assert [a["state"] for a in record.extra["attempts"]] == ["REFUSED", "SUCCEEDED"]
+
+
+def test_fallback_lists_in_a_dry_run_and_where_they_are_not_taken(trainer: Path) -> None:
+    runner = CliRunner()
+    base = ["render", str(trainer), "-m", "trainer.task", "--workers", "2", "--worker-accelerator", "NVIDIA_L4:1,NVIDIA_TESLA_T4:1",
+            "--worker-machine-type", "g2-standard-8,n1-standard-8"]  # fmt: skip
+    out = runner.invoke(app, [*base, "--backend", "vertex", "--region", "us-central1,us-east4"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["acceleratorType"] == "NVIDIA_L4"  # the first choice
+    assert ("on a quota refusal or a stockout, tries in turn: us-central1; us-central1 with worker-accelerator NVIDIA_TESLA_T4:1, "
+            "worker-machine-type n1-standard-8; us-east4; us-east4 with") in out.stderr  # fmt: skip
+    local = runner.invoke(app, [*base, "--backend", "kubeflow", "--image", "i:1"])
+    assert local.exit_code == 2 and "lists choices to fall back to, which kubeflow does not try" in local.stderr, local.output
+    bad = runner.invoke(app, ["render", "--image", "i:1", "--backend", "vertex", "--worker-accelerator", "NVIDIA_L4:1,NVIDIA_NOPE:1"])
+    assert bad.exit_code == 2 and "NVIDIA_NOPE" in bad.stderr and "Traceback" not in bad.output

@@ -42,6 +42,10 @@ def region_of(resource_name: str) -> str | None:
     return found.group(1) if found else None
 
 
+def _where(candidate: dict[str, Any]) -> str:
+    return f"{candidate['region']}" + (f" with {candidate['label']}" if candidate.get("label") else "")
+
+
 def create_in_turn(
     submission: Any,
     pending: JobRecord,
@@ -51,47 +55,51 @@ def create_in_turn(
     make_client: Callable[..., Any],
     created_record: Callable[..., JobRecord],
 ) -> JobRecord:
-    """Create the job in its first region; on a quota refusal or a stockout there, in the next
-    one, and so on; return the created job's record (its refused attempts in ``extra["attempts"]``).
+    """Create the job as its first candidate (its first region, its own machines); on a quota
+    refusal or a stockout, as the next one, and so on; return the created job's record (its
+    refused attempts in ``extra["attempts"]``, the candidates left in ``extra["failover"]``).
     ``make_client(project, region, endpoint, echo, credentials)`` makes a region's client and
     ``created_record(pending, job, extra)`` the record (:mod:`.service`'s, given by the backend)."""
+    from ...fallbacks import patched
     from .follow import console_url
 
     plan = submission.plan
-    regions = list(plan.regions or (plan.region,))
+    candidates = list(plan.candidates or [{"region": plan.region, "label": "", "machine_specs": {}}])
     client = submission.client
     attempts: list[dict[str, Any]] = []
-    for index, region in enumerate(regions):
-        if index > 0:
+    for index, candidate in enumerate(candidates):
+        region = candidate["region"]
+        if region != getattr(client, "region", region):
             endpoint = submission.location.get("api_endpoint")
             client = make_client(plan.project, region, endpoint, echo, getattr(client, "credentials", None))
             submission.location = {**submission.location, "region": region}
             store.update(pending.id, options=submission.location)  # a lost answer is looked up where it was sent
             pending.options = submission.location
         try:
-            job = client.create_custom_job(plan.body, plan.submission_id)
+            job = client.create_custom_job(patched(plan.body, candidate["machine_specs"]), plan.submission_id)
         except CapacityError as e:
-            if index + 1 >= len(regions):
+            if index + 1 >= len(candidates):
                 if attempts:
+                    tried = "; ".join(_where(c) for c in candidates)
                     raise CapacityError(
-                        f"{e} (every region of --region was tried: {', '.join(regions)})", capacity=e.capacity, region=region
+                        f"{e} (every candidate of --region / the fallback lists was tried: {tried})", capacity=e.capacity, region=region
                     ) from e
                 raise
-            attempts.append({"resource_name": f"projects/{plan.project}/locations/{region}", "region": region,
+            attempts.append({"resource_name": f"projects/{plan.project}/locations/{region}", "region": region, "variant": candidate["label"],
                              "state": "REFUSED", "ended": time.time(), "reason": e.capacity.kind, "message": str(e)[:500]})  # fmt: skip
-            echo(f"{e}; trying {regions[index + 1]} (attempt {len(attempts) + 1})")
+            echo(f"{e}; trying {_where(candidates[index + 1])} (attempt {len(attempts) + 1})")
             continue
         extra = dict(submission.extra)
         if attempts:
-            extra["attempts"] = [*attempts, {"resource_name": job["name"], "region": region}]
-        if index + 1 < len(regions):
-            extra["failover_regions"] = regions[index + 1 :]
+            extra["attempts"] = [*attempts, {"resource_name": job["name"], "region": region, "variant": candidate["label"]}]
+        if index + 1 < len(candidates):
+            extra["failover"] = candidates[index + 1 :]
         record = created_record(pending, job, extra)
         record.options = {**record.options, "region": region}
         record.extra["console_url"] = console_url(plan.project or "", region, record.id)
-        echo(f"submitted Vertex AI job {record.id} ({submission.spec.name}) in {region}: {record.extra['console_url']}")
+        echo(f"submitted Vertex AI job {record.id} ({submission.spec.name}) in {_where(candidate)}: {record.extra['console_url']}")
         return record
-    raise AssertionError("unreachable: every region either created the job or raised")
+    raise AssertionError("unreachable: every candidate either created the job or raised")
 
 
 def failover_reason(job: dict[str, Any], record: JobRecord | None) -> str | None:
@@ -99,7 +107,7 @@ def failover_reason(job: dict[str, Any], record: JobRecord | None) -> str | None
     no region left, not a capacity failure, or the trainer's own failure."""
     from .follow import failed_replica, parse_state
 
-    if record is None or not record.extra.get("failover_regions"):
+    if record is None or not record.extra.get("failover"):
         return None
     if parse_state(job.get("state")) is not JobState.FAILED:
         return None
@@ -126,17 +134,20 @@ def fail_over(
     from .follow import job_status
     from .render import SUBMISSION_LABEL
 
+    from ...fallbacks import patched
+
     record = store.get(job_id)
     assert record is not None
-    regions = list(record.extra.get("failover_regions") or [])
-    region = regions.pop(0)
+    left = list(record.extra.get("failover") or [])
+    candidate = left.pop(0)
+    region = str(candidate["region"])
     first = {"resource_name": record.extra.get("resource_name", ""), "region": region_of(str(record.extra.get("resource_name", "")))}
     attempts = list(record.extra.get("attempts") or [first])
     error = failed.get("error") or {}
     attempts[-1] = {**attempts[-1], "state": JobState.FAILED.value, "ended": job_status(failed, job_id).ended or time.time(),
                     "message": str(error.get("message", ""))[:500], "reason": reason}  # fmt: skip
     number = len(attempts) + 1
-    body = {k: failed[k] for k in _INPUT_FIELDS if k in failed}
+    body = patched({k: failed[k] for k in _INPUT_FIELDS if k in failed}, candidate.get("machine_specs") or {})
     suffix = f"-attempt{number}"
     base = re.sub(r"-attempt\d+$", "", str(body.get("displayName", record.name)))
     body["displayName"] = base[: 128 - len(suffix)] + suffix
@@ -146,10 +157,10 @@ def fail_over(
     new_client = make_client(str(options["project"]), region, options.get("api_endpoint"), echo, getattr(client, "credentials", None))
     job = new_client.create_custom_job(body, submission)
     new_id = job_id_of(job["name"])
-    attempts.append({"resource_name": job["name"], "region": region})
-    extra = {**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"], "failover_regions": regions}
+    attempts.append({"resource_name": job["name"], "region": region, "variant": candidate.get("label", "")})
+    extra = {**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"], "failover": left}
     store.update(job_id, extra=extra, options={**options, "region": region})
-    line = f"attempt {number - 1} ended with {reason} in {attempts[-2].get('region')}: submitted in {region} as attempt {number} ({job['name']})"
+    line = f"attempt {number - 1} ended with {reason} in {attempts[-2].get('region')}: submitted in {_where(candidate)} as attempt {number} ({job['name']})"
     store.note(job_id, line)
     echo(f"job {job_id} {line}")
     return new_id, new_client

@@ -81,6 +81,8 @@ class Submission(Shown):
         regions: the regions to try in turn (``--region A,B``: ``region`` first; on a quota
             refusal or a stockout the next is another attempt of the job).
         estimate: the job's price per hour (:class:`tfjob.pricing.Estimate`) in ``region``.
+        candidates: what to try in turn, ``{"region", "label", "machine_specs"}`` each: every
+            region with the job's own machines, then with each fallback's (:mod:`tfjob.fallbacks`).
     """
 
     project: str | None
@@ -94,6 +96,7 @@ class Submission(Shown):
     notes: list[str] = field(default_factory=list)
     regions: tuple[str, ...] = ()
     estimate: Any = None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
 
 def parse_gcs_uri(uri: str, field: str) -> tuple[str, str]:
@@ -354,6 +357,15 @@ def plan_submission(
 
     price = estimate(body, region=region, table=load_table(options.price_table))
     check_max_cost(price, options.max_cost, spec.timeout)
+    from ...fallbacks import machine_specs, variants
+
+    choices = [("", machine_specs(body) if options.fallbacks else {}), *variants(body, options.fallbacks)]
+    candidates = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]
+    if len(candidates) > 1:
+        notes.append(
+            "on a quota refusal or a stockout, tries in turn: "
+            + "; ".join(f"{c['region']}{' with ' + c['label'] if c['label'] else ''}" for c in candidates)
+        )
     return Submission(
         project=project,
         region=region,
@@ -366,6 +378,7 @@ def plan_submission(
         notes=notes,
         regions=regions,
         estimate=price,
+        candidates=candidates,
     )
 
 
