@@ -333,7 +333,11 @@ class BackendUnavailableError(BackendError):
 
 
 #: The extras of the tfjob distribution (pyproject.toml), and what each brings.
-EXTRAS = {"vertex": "the Google Cloud client libraries", "kubernetes": "the Kubernetes client library"}
+EXTRAS = {
+    "vertex": "the Google Cloud client libraries",
+    "kubernetes": "the Kubernetes client library",
+    "billing": "the Cloud Billing client library",
+}
 
 
 def missing_extra(extra: str, backend: str, error: ImportError) -> BackendUnavailableError:

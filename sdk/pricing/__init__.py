@@ -44,9 +44,19 @@ class PriceTable(Shown):
     path: str
 
 
-def load_table(path: str | os.PathLike[str] | None = None) -> PriceTable:
-    """The table at ``path``, else ``$TFJOB_PRICE_TABLE``'s, else the one tfjob ships."""
+#: ``--price-table catalog``: prices read now from the Cloud Billing Catalog API.
+CATALOG = "catalog"
+
+
+def load_table(path: str | os.PathLike[str] | None = None, *, regions: tuple[str, ...] = ()) -> PriceTable:
+    """The table at ``path``, else ``$TFJOB_PRICE_TABLE``'s, else the one tfjob ships; ``catalog``:
+    one built now from the Cloud Billing Catalog API for ``regions`` (:mod:`.catalog`)."""
     given = path or os.environ.get("TFJOB_PRICE_TABLE") or None
+    if given == CATALOG:
+        from .catalog import fetch_table
+
+        data = fetch_table(regions)
+        return PriceTable(data["date"], data["source"], data["currency"], data["regions"], CATALOG)
     where = Path(given) if given else SHIPPED
     what = f"price table {where}"
     try:

@@ -114,7 +114,9 @@ class VertexKnobs(Shown):
         default=(), kind="list", cli=False, **_NOT_TUNED,
     )  # fmt: skip
     #: A price table of one's own (the format of tfjob/pricing/vertex_prices.json), over the shipped one.
-    price_table: str | None = knob("A price table JSON file of one's own (default $TFJOB_PRICE_TABLE, else tfjob's).")
+    price_table: str | None = knob(
+        "A price table JSON file of one's own (default $TFJOB_PRICE_TABLE, else tfjob's), or `catalog`: read the Cloud Billing Catalog API now."
+    )
     #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
     protected_artifact_location_id: str | None = knob(
         "Keep the job's protected artifacts in this location (e.g. europe-west4) when it is not the job's region.",

@@ -355,7 +355,7 @@ def plan_submission(
     body = render_custom_job(spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri)
     from ...pricing import check_max_cost, estimate, load_table
 
-    price = estimate(body, region=region, table=load_table(options.price_table))
+    price = estimate(body, region=region, table=load_table(options.price_table, regions=regions))
     check_max_cost(price, options.max_cost, spec.timeout)
     from ...fallbacks import machine_specs, variants
 
