@@ -22,10 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def billing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeBilling]:
-    try:
-        import google.cloud.billing_v1  # noqa: F401
-    except ImportError:
-        need_in_ci("google-cloud-billing (the billing extra)")
+    import importlib.util
+
+    need_in_ci(importlib.util.find_spec("google.cloud.billing_v1") is not None, "google-cloud-billing (the billing extra) is not installed")
     with FakeBilling() as server:
         monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(write_service_account(tmp_path / "adc.json", f"{server.endpoint}/token")))
         monkeypatch.setenv("TFJOB_BILLING_ENDPOINT", server.endpoint)
