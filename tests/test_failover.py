@@ -149,3 +149,27 @@ def test_fallback_lists_in_a_dry_run_and_where_they_are_not_taken(trainer: Path)
     assert local.exit_code == 2 and "lists choices to fall back to, which kubeflow does not try" in local.stderr, local.output
     bad = runner.invoke(app, ["render", "--image", "i:1", "--backend", "vertex", "--worker-accelerator", "NVIDIA_L4:1,NVIDIA_NOPE:1"])
     assert bad.exit_code == 2 and "NVIDIA_NOPE" in bad.stderr and "Traceback" not in bad.output
+
+
+def test_a_status_read_between_the_attempts_is_not_the_end(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    fake.next_jobs.append((("JOB_STATE_QUEUED", "JOB_STATE_FAILED"), {"code": 8, "message": STOCKOUT}))
+    out = run(two_regions(tfjob_exe, trainer, fake, "--async"))
+    assert out.returncode == 0, out.stderr
+    job_id = out.stdout.strip()
+    runner = CliRunner()
+    states = []
+    for _ in range(4):  # each read moves the stand-in's job one step: QUEUED, then FAILED (a stockout)
+        data = json.loads(runner.invoke(app, ["status", job_id, "--json"]).stdout)
+        states.append(data["state"])
+    assert "FAILED" not in states and states[-1] == "RUNNING", states
+    assert "submits it again" in data["message"]
+    with JobStore() as store:
+        assert store.get(job_id).state is not JobState.FAILED
+    # The follow loop (what `tfjob submit` runs, as for --max-restarts) makes attempt 2.
+    from tfjob.backends.vertex.options import VertexOptions
+    from tfjob.backends.vertex.service import follow_job
+
+    assert follow_job(job_id, VertexOptions(project="p"), store=JobStore()).state is JobState.SUCCEEDED
+    assert creates(fake)[-1] == "/v1/projects/p/locations/us-east4/customJobs"
+    with JobStore() as store:
+        assert store.get(job_id).state is JobState.SUCCEEDED

@@ -309,9 +309,13 @@ def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: Jo
 
 
 def _retry_pending(store: JobStore, job_id: str, job: dict[str, Any]) -> bool:
-    """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left."""
+    """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left, or
+    for want of quota or machines with a region or machine left to fail over to (:mod:`.failover`)."""
+    from .failover import failover_reason
     from .follow import retryable_failure
 
+    if failover_reason(job, store.get(job_id)) is not None:
+        return True
     if retryable_failure(job) is None:
         return False
     record = store.get(job_id)
