@@ -55,7 +55,7 @@ _LEGACY = LazyPattern(r"request for (\d+) ([A-Za-z0-9_]+) accelerators? exceeds 
 _K8S_QUOTA = LazyPattern(r"exceeded quota: ([\w.-]+), requested: ([^,=]+)=[^,]*, used: [^,]*, limited: [^,=]+=(\S+)")
 # Kueue: "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor a100, 4 more needed"
 _KUEUE = LazyPattern(r"insufficient (?:unused )?quota for ([\w./-]+) in flavor ([\w.-]+)", re.I)
-_KUEUE_ANY = LazyPattern(r"couldn't assign flavors|Workload [^\n]{0,100}not admitted|QuotaReserved", re.I)
+_KUEUE_ANY = LazyPattern(r"couldn't assign flavors|Workload [^\n]{0,100}not admitted|Kueue has not admitted|QuotaReserved", re.I)
 _STOCKOUT = LazyPattern(
     r"Resources are insufficient in (?:region|zone)[: ]*([a-z]+-[a-z]+\d(?:-[a-z])?)?|ZONE_RESOURCE_POOL_EXHAUSTED\w*"
     r"|does not have enough resources available to fulfill the request|resource pool exhausted|\bstockout\b"

@@ -247,8 +247,8 @@ def capacity_of(status: JobStatus) -> Diagnosis | None:
 
     if status.state.is_terminal and status.state not in (JobState.FAILED, JobState.LOST):
         return None
-    texts = [(None, status.message), (None, str(status.extra.get("waiting") or ""))]
-    texts += [(t.name, t.reason or "") for t in status.tasks]
+    texts: list[tuple[str | None, str]] = [(t.name, t.reason or "") for t in status.tasks]  # a task's own first: it is named
+    texts += [(None, status.message), (None, str(status.extra.get("waiting") or ""))]
     region = status.extra.get("region")
     for task, text in texts:
         found = classify(text) if text else None
