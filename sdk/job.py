@@ -583,9 +583,12 @@ class Job:
             return local_estimate()
         backend = self._unbound_backend()
         if not hasattr(backend, "price"):
-            return unpriced(
-                self.backend_name, f"tfjob has no prices for {self.backend_name}: the cluster's machines are priced by its owner"
+            why = (
+                "the cluster's machines are priced by its owner (tfjob has no prices for them)"
+                if self.backend_name in ("kubeflow", "jobset", "trainjob")
+                else f"tfjob has no price table for {self.backend_name}"
             )
+            return unpriced(self.backend_name, why)
         with self._in_typed_words():
             self.build_image(push=False)
             return backend.price(self.spec, self.options)

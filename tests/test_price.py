@@ -115,3 +115,12 @@ def test_a_finished_job_shows_its_estimated_cost(emulator: object, fake: FakeVer
     made = runner.invoke(app, ["report", job_id, "-o", str(page)])
     assert made.exit_code == 0, made.output
     assert "<th>estimated cost</th><td>~$" in page.read_text()
+
+
+def test_kubernetes_and_ai_platform_are_said_unpriced(tmp_path: Path) -> None:
+    runner = CliRunner()
+    k8s = runner.invoke(app, ["cost", "-m", "trainer.task", "--image", "r/x:1", "--workers", "2", "--backend", "jobset"])
+    assert k8s.exit_code == 0, k8s.output
+    assert k8s.stdout.strip() == "price: the cluster's machines are priced by its owner (tfjob has no prices for them)"
+    local_max = runner.invoke(app, ["submit", "-m", "trainer.task", "--image", "r/x:1", "--max-cost", "1", "--dry-run"])
+    assert local_max.exit_code == 2 and "--max-cost" in local_max.stderr and "Traceback" not in local_max.output

@@ -115,7 +115,8 @@ class VertexKnobs(Shown):
     )  # fmt: skip
     #: A price table of one's own (the format of tfjob/pricing/vertex_prices.json), over the shipped one.
     price_table: str | None = knob(
-        "A price table JSON file of one's own (default $TFJOB_PRICE_TABLE, else tfjob's), or `catalog`: read the Cloud Billing Catalog API now."
+        "A price table JSON file of one's own (default $TFJOB_PRICE_TABLE, else tfjob's), or `catalog`: read the Cloud Billing Catalog API now.",
+        **_NOT_TUNED,
     )
     #: Where Vertex AI keeps the job's protected artifacts, when not in the job's region (data residency).
     protected_artifact_location_id: str | None = knob(
