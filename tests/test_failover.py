@@ -53,6 +53,12 @@ def test_a_stockout_fails_over_to_the_next_region_as_attempt_2(
     attempts = record.extra["attempts"]
     assert [(a["region"], a["state"]) for a in attempts] == [("us-central1", "FAILED"), ("us-east4", "SUCCEEDED")]
     assert attempts[0]["reason"] == "a stockout"
+    # The cost is of what ran: the price of us-east4 (the table's us-east4 figures), not us-central1's.
+    assert record.extra["price"]["region"] == "us-east4"
+    from tfjob.pricing import estimate
+
+    assert record.extra["price"]["per_hour"] == round(estimate(second, region="us-east4").per_hour, 6)
+    assert record.extra["price"]["per_hour"] > estimate(second, region="us-central1").per_hour
 
     runner = CliRunner()
     status = runner.invoke(app, ["status", job_id])

@@ -259,9 +259,28 @@ def check_max_cost(est: Estimate, max_cost: float | None, timeout: float | None)
         )
 
 
-def price_record(est: Estimate) -> dict[str, Any]:
-    """What a job's record keeps of its price (``extra["price"]``), for :func:`ran_cost`."""
-    return {"per_hour": round(est.per_hour, 6), "strategy": est.strategy, "region": est.region, "date": est.date, "currency": est.currency}
+def price_record(est: Estimate, table: str | None = None) -> dict[str, Any]:
+    """What a job's record keeps of its price (``extra["price"]``), for :func:`ran_cost`; ``table``
+    the file it came from (None: the shipped one), for :func:`repriced`."""
+    out = {"per_hour": round(est.per_hour, 6), "strategy": est.strategy, "region": est.region, "date": est.date, "currency": est.currency}
+    if table:
+        out["table"] = table
+    return out
+
+
+def repriced(price: Any, body: dict[str, Any], region: str) -> Any:
+    """A record's ``price`` for another attempt (``body`` in ``region``: failover), from the same
+    table; ``price`` as it was when that table cannot be read now (a catalog's, a file gone)."""
+    if not isinstance(price, dict):
+        return price
+    table = price.get("table")
+    if table == CATALOG:
+        return price
+    try:
+        est = estimate(body, region=region, table=load_table(table) if table else load_table(SHIPPED))
+    except UsageError:
+        return price
+    return price_record(est, table)
 
 
 def ran_cost(status: Any, now: float | None = None) -> dict[str, Any] | None:

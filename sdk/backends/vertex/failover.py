@@ -29,6 +29,8 @@ from typing import Any, Callable
 
 from ...capacity import classify
 from ...errors import CapacityError
+from ...fallbacks import patched
+from ...pricing import repriced
 from ...model import JobState
 from ...store import JobRecord, JobStore
 
@@ -60,7 +62,6 @@ def create_in_turn(
     refused attempts in ``extra["attempts"]``, the candidates left in ``extra["failover"]``).
     ``make_client(project, region, endpoint, echo, credentials)`` makes a region's client and
     ``created_record(pending, job, extra)`` the record (:mod:`.service`'s, given by the backend)."""
-    from ...fallbacks import patched
     from .follow import console_url
 
     plan = submission.plan
@@ -90,6 +91,8 @@ def create_in_turn(
             echo(f"{e}; trying {_where(candidates[index + 1])} (attempt {len(attempts) + 1})")
             continue
         extra = dict(submission.extra)
+        if index > 0 and "price" in extra:  # the price of what was created: its region, its machines
+            extra["price"] = repriced(extra["price"], patched(plan.body, candidate["machine_specs"]), region)
         if attempts:
             extra["attempts"] = [*attempts, {"resource_name": job["name"], "region": region, "variant": candidate["label"]}]
         if index + 1 < len(candidates):
@@ -134,8 +137,6 @@ def fail_over(
     from .follow import job_status
     from .render import SUBMISSION_LABEL
 
-    from ...fallbacks import patched
-
     record = store.get(job_id)
     assert record is not None
     left = list(record.extra.get("failover") or [])
@@ -159,6 +160,8 @@ def fail_over(
     new_id = job_id_of(job["name"])
     attempts.append({"resource_name": job["name"], "region": region, "variant": candidate.get("label", "")})
     extra = {**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"], "failover": left}
+    if "price" in extra:  # the price of what runs now: its region, its machines
+        extra["price"] = repriced(extra["price"], body, region)
     store.update(job_id, extra=extra, options={**options, "region": region})
     line = f"attempt {number - 1} ended with {reason} in {attempts[-2].get('region')}: submitted in {_where(candidate)} as attempt {number} ({job['name']})"
     store.note(job_id, line)

@@ -132,7 +132,9 @@ def prepare_submission(
     if plan.estimate is not None and plan.estimate.pools:
         from ...pricing import price_record
 
-        extra["price"] = price_record(plan.estimate)
+        import os
+
+        extra["price"] = price_record(plan.estimate, options.price_table or os.environ.get("TFJOB_PRICE_TABLE") or None)
     return Submission(spec, plan, client, location, extra)
 
 
