@@ -129,3 +129,23 @@ def test_pending_pods_and_queues_are_diagnosed() -> None:
     assert d.code == "queue-not-admitted" and "kueue.x-k8s.io/queue-name" in d.fix
     done = JobStatus(id="j", backend="jobset", name="j", state=JobState.SUCCEEDED, message="Resources are insufficient in region: x")
     assert diagnose(done) == []
+
+
+def test_the_api_raises_with_the_diagnosis_and_a_capacity_error(emulator: object, fake: FakeVertex, trainer: Path) -> None:
+    from tfjob import CapacityError, Job, JobFailedError, Vertex
+
+    def job() -> Job:
+        return Job(str(trainer), "trainer.task", workers=1,
+                   backend=Vertex(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint))  # fmt: skip
+
+    fake.next_jobs.append(
+        (("JOB_STATE_QUEUED", "JOB_STATE_FAILED"), {"code": 8, "message": "ZONE_RESOURCE_POOL_EXHAUSTED in us-central1-a"})
+    )
+    with pytest.raises(JobFailedError) as failed:
+        job().run()
+    assert [d.code for d in failed.value.diagnoses] == ["capacity-stockout"]
+    fake.fail(CREATE, 429, f"The following quota metrics exceed quota limits: {L4}")
+    with pytest.raises(CapacityError) as refused:
+        job().submit()
+    assert refused.value.capacity.kind == "quota" and refused.value.capacity.metric == L4 and refused.value.region == "us-central1"
+    assert refused.value.exit_code == 1
