@@ -141,11 +141,11 @@ def test_the_api_raises_with_the_diagnosis_and_a_capacity_error(emulator: object
     fake.next_jobs.append(
         (("JOB_STATE_QUEUED", "JOB_STATE_FAILED"), {"code": 8, "message": "ZONE_RESOURCE_POOL_EXHAUSTED in us-central1-a"})
     )
-    with pytest.raises(JobFailedError) as failed:
+    with pytest.raises(JobFailedError, match="ZONE_RESOURCE_POOL_EXHAUSTED") as failed:
         job().run()
     assert [d.code for d in failed.value.diagnoses] == ["capacity-stockout"]
     fake.fail(CREATE, 429, f"The following quota metrics exceed quota limits: {L4}")
-    with pytest.raises(CapacityError) as refused:
+    with pytest.raises(CapacityError, match="custom_model_training_nvidia_l4_gpus in us-central1 does not allow this job") as refused:
         job().submit()
     assert refused.value.capacity.kind == "quota" and refused.value.capacity.metric == L4 and refused.value.region == "us-central1"
     assert refused.value.exit_code == 1
