@@ -85,6 +85,11 @@ def render_status(
         f"ended     {_when(status.ended)}",
         f"duration  {render_duration(status, now)}",
     ]
+    from tfjob import estimated_cost
+
+    cost = estimated_cost(status, now)
+    if cost is not None:
+        lines.append(f"cost      {cost['text']}")
     if status.extra.get("log_dir"):
         lines.append(f"logs      {status.extra['log_dir']}")
     attempts = status.extra.get("attempts")
@@ -210,6 +215,9 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
         if current.state.is_terminal:
             _after(handle, data)
         data["failure"] = failure_of(current)
+        from tfjob import estimated_cost
+
+        data["estimated_cost"] = estimated_cost(current)
         click.echo(json_text(data))
     else:
         click.echo(render_status(current, events, diagnoses=diagnoses))

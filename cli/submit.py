@@ -53,7 +53,11 @@ def submit(ctx: click.Context, **params: Any) -> None:
     one); with --package-path, the job's name, as gcloud takes it.
     """
     # The parameters as the options declare them, which is what submit_job takes.
-    submit_job(rendering=ctx.info_name == "render", user_args=ctx.meta.get(USER_ARGS, []), **params)
+    costing = None
+    if ctx.info_name == "cost":
+        given = ctx.get_parameter_source("output") is click.core.ParameterSource.COMMANDLINE
+        costing = "structured" if given else "text"
+    submit_job(rendering=ctx.info_name in ("render", "cost"), user_args=ctx.meta.get(USER_ARGS, []), costing=costing, **params)
 
 
 app.add_command(submit)
@@ -63,6 +67,16 @@ app.add_command(
         params=submit.given_params,
         callback=submit.callback,
         help="Print the request a backend would send for a job (vertex, ai-platform, kubeflow), without submitting.",
+        context_settings=CONTEXT_SETTINGS,
+    )
+)
+app.add_command(
+    UserArgsCommand(
+        "cost",
+        params=submit.given_params,
+        callback=submit.callback,
+        help="Print a job's price per hour, pool by pool, on-demand and Spot, from the price table (an estimate; "
+        "-o json/yaml for data), without submitting. The same options as submit.",
         context_settings=CONTEXT_SETTINGS,
     )
 )

@@ -62,11 +62,13 @@ def submit_job(
     *,
     rendering: bool,
     user_args: list[str],
+    costing: str | None = None,
     **job_options: Any,
 ) -> None:
     """Submit (or, ``rendering`` or ``dry_run``, print the request of) the job a ``submit`` /
     ``render`` line describes: its parameters as the command declares them, ``user_args`` what
-    followed ``--``."""
+    followed ``--``; ``costing`` (``text``, or ``json``/``yaml`` as ``--output`` says), its price
+    per hour (``tfjob cost``)."""
     from tfjob import Job
 
     display_name, packages = job_options.get("name"), job_options.get("packages")
@@ -117,6 +119,10 @@ def submit_job(
     if user_args:
         values["args"] = user_args
     job = Job.from_keywords(package_path or package_path_opt, **values)
+    if costing:
+        price = job.estimate()
+        _echo(dump(price.to_dict(), output) if costing != "text" else "\n".join(price.lines(timeout=job.spec.timeout)))
+        return
     if dry_run or rendering:
         if job.backend_name == "local":
             # The local plan is pure, but not of a trainer that is not there: refused as a run

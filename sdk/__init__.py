@@ -64,6 +64,7 @@ _LAZY = {
     # After the job: why it failed, what it left.
     "Diagnosis": "tfjob.results",
     "explain": "tfjob.diagnosis",
+    "estimated_cost": "tfjob.pricing:ran_cost",
     "human_size": "tfjob.outputs",
     "render_metrics": "tfjob.metrics:render_final",
     "metrics_figure": "tfjob.metrics",
@@ -92,6 +93,7 @@ _LAZY = {
             "BackendError",
             "AuthError",
             "SubmissionUncertainError",
+            "CapacityError",
             "BackendUnavailableError",
             "JobFailedError",
             "JobCancelledError",
@@ -109,6 +111,7 @@ if TYPE_CHECKING:
     from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
     from .cluster.current import cluster_resolver as cluster_resolver, task as task
     from .diagnosis import explain as explain
+    from .pricing import ran_cost as estimated_cost  # noqa: F401 - public under this name
     from .documents import read_config_file as read_config_file
     from .errors import AuthError as AuthError, BackendError as BackendError, BackendUnavailableError as BackendUnavailableError
     from .errors import ClusterConfigError as ClusterConfigError, ConfigFileError as ConfigFileError
@@ -116,6 +119,7 @@ if TYPE_CHECKING:
     from .errors import JobNotFoundError as JobNotFoundError, JobTimeoutError as JobTimeoutError, PackagingError as PackagingError
     from .errors import SpecError as SpecError, StoreError as StoreError, SubmissionUncertainError as SubmissionUncertainError
     from .errors import LocalFileError as LocalFileError, TfjobError as TfjobError, UsageError as UsageError
+    from .errors import CapacityError as CapacityError
     from .hypertune import report_metric as report_metric
     from .images import Progress as BuildProgress, build_image as build_image  # noqa: F401 - public under this name
     from .images.cloudbuild import check_target as cloud_build_target  # noqa: F401 - public under this name

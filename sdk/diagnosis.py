@@ -275,7 +275,33 @@ def diagnose(
     hang = evaluator_hang(status, dialect, strategy)
     if hang is not None and "image-pull" not in {d.code for d in found}:
         found.append(hang)
+    short = capacity_of(status)
+    if short is not None and short.code not in {d.code for d in found}:
+        found.insert(0, short)
     return found
+
+
+def capacity_of(status: JobStatus) -> Diagnosis | None:
+    """A quota, stockout, unschedulable pod or unadmitted queue that holds or failed the job
+    (:mod:`tfjob.capacity`), read from its message, its waiting reason and its tasks' reasons."""
+    from .capacity import capacity_diagnosis, classify
+
+    if status.state.is_terminal and status.state not in (JobState.FAILED, JobState.LOST):
+        return None
+    texts: list[tuple[str | None, str]] = [(t.name, t.reason or "") for t in status.tasks]  # a task's own first: it is named
+    texts += [(None, status.message), (None, str(status.extra.get("waiting") or ""))]
+    region = status.extra.get("region")
+    for task, text in texts:
+        found = classify(text) if text else None
+        if found is not None:
+            return capacity_diagnosis(
+                found,
+                backend=status.backend,
+                project=status.extra.get("project"),
+                region=region if isinstance(region, str) else None,
+                task=task,
+            )
+    return None
 
 
 def evaluator_hang(status: JobStatus, dialect: str | None = None, strategy: str | None = None) -> Diagnosis | None:

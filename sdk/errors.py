@@ -307,6 +307,25 @@ class SubmissionUncertainError(BackendError):
         self.pending_id = pending_id
 
 
+class CapacityError(BackendError):
+    """The platform refused the job for want of quota or machines, not for a mistake in it.
+
+    Retrying the same request does not cure it (rate limiting is retried, and is not this):
+    a resource quota (``capacity.kind == "quota"``) must be raised, a stockout
+    (``"stockout"``) waits for machines; either may be met by another region or machine
+    (``--region A,B``: the next one is tried as another attempt of the job).
+
+    Attributes:
+        capacity: what it was (a :class:`tfjob.capacity.Capacity`): kind, quota metric, region, limit.
+        region: the region the request went to.
+    """
+
+    def __init__(self, message: str, *, capacity: Any, region: str | None = None) -> None:
+        super().__init__(message)
+        self.capacity = capacity
+        self.region = region
+
+
 class BackendUnavailableError(BackendError):
     """The client library a backend needs is not installed."""
 
@@ -314,7 +333,11 @@ class BackendUnavailableError(BackendError):
 
 
 #: The extras of the tfjob distribution (pyproject.toml), and what each brings.
-EXTRAS = {"vertex": "the Google Cloud client libraries", "kubernetes": "the Kubernetes client library"}
+EXTRAS = {
+    "vertex": "the Google Cloud client libraries",
+    "kubernetes": "the Kubernetes client library",
+    "billing": "the Cloud Billing client library",
+}
 
 
 def missing_extra(extra: str, backend: str, error: ImportError) -> BackendUnavailableError:

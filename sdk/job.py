@@ -541,6 +541,9 @@ class Job:
         if module is not None:
             values["module"] = module
         _refuse_nul(values)
+        from .fallbacks import split_fallbacks
+
+        fallbacks = split_fallbacks(values)  # --accelerator A,B: A for the spec, B tried after a quota refusal or a stockout
 
         setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
         self.settings = load_settings(**setting_values)
@@ -561,6 +564,16 @@ class Job:
             check_choice("strategy", option_values["strategy"], STRATEGIES)
         if option_values.get("tf_config") is not None:
             check_choice("tf_config", option_values["tf_config"], TF_CONFIG_MODES)
+        if fallbacks:
+            if "fallbacks" not in option_fields:
+                knob = fallbacks[0].split("=", 1)[0]
+                raise SpecError(
+                    field=knob,
+                    problem=f"lists choices to fall back to, which {self.backend_name} does not try (only {{backend=vertex}} does: "
+                    "a Kubernetes scheduler picks the node itself, and a pod no node fits waits rather than fails)",
+                    fix="give one choice",
+                )
+            option_values["fallbacks"] = (*tuple(option_values.get("fallbacks") or ()), *fallbacks)
         for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
             del values[key]  # another backend's option, from a --config file
         for name in ("project", "region", "api_endpoint", "namespace"):
@@ -673,6 +686,26 @@ class Job:
             self.build_image(push=False)
             body: dict[str, Any] = self._unbound_backend().render(self.spec, self.options)
         return body
+
+    def estimate(self) -> Any:
+        """The job's price per hour, pool by pool, on-demand and Spot, from the price table
+        (:class:`tfjob.pricing.Estimate`; an estimate: no credentials, no network). A local job
+        is priced 0, and said so; a Kubernetes cluster's machines are its owner's, unpriced."""
+        from .pricing import local_estimate, unpriced
+
+        if self.backend_name == "local":
+            return local_estimate()
+        backend = self._unbound_backend()
+        if not hasattr(backend, "price"):
+            why = (
+                "the cluster's machines are priced by its owner (tfjob has no prices for them)"
+                if self.backend_name in ("kubeflow", "jobset", "trainjob")
+                else f"tfjob has no price table for {self.backend_name}"
+            )
+            return unpriced(self.backend_name, why)
+        with self._in_typed_words():
+            self.build_image(push=False)
+            return backend.price(self.spec, self.options)
 
     def submit(self) -> "JobHandle":
         """Start the job and return its handle at once."""

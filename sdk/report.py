@@ -168,6 +168,17 @@ def render_report(data: ReportData) -> str:
         rows.insert(0, ("message", s.message))
     if s.failed_task:
         rows.append(("failed task", s.failed_task))
+    from .pricing import ran_cost
+
+    cost = ran_cost(s, data.generated)
+    if cost is not None:
+        rows.append(("estimated cost", cost["text"]))
+    attempts = s.extra.get("attempts")
+    if isinstance(attempts, list) and len(attempts) > 1:
+        for n, attempt in enumerate(attempts[:100], 1):
+            if isinstance(attempt, dict):
+                said = " ".join(str(attempt.get(k) or "") for k in ("region", "state", "reason")).strip()
+                rows.append((f"attempt {n}", f"{str(attempt.get('resource_name', ''))[:200]} {said}".strip()))
     out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
     out.append("</table>")
 

@@ -43,7 +43,7 @@ def test_a_succeeded_job_reads_as_the_schema_says(tmp_path: Path) -> None:
     assert data["metrics"] == {}  # the probe logs no TensorBoard scalars
     # The handle's own status is the same document, less what only the command adds.
     own = handle.status().to_dict()
-    added = ("events", "diagnoses", "failure", "outputs", "outputs_note", "metrics", "metrics_note")
+    added = ("events", "diagnoses", "failure", "estimated_cost", "outputs", "outputs_note", "metrics", "metrics_note")
     assert {k: v for k, v in data.items() if k not in added} == json.loads(json.dumps(own))
 
 

@@ -40,7 +40,8 @@ class GoogleCloudKnobs:
     project: str | None = knob("Google Cloud project (default: TFJOB_PROJECT, GOOGLE_CLOUD_PROJECT, gcloud's, the config file's).")
     #: The region.
     region: str | None = knob(
-        "Google Cloud region, e.g. us-central1 (default: TFJOB_REGION, gcloud's ai/region, the config file's).",
+        "Google Cloud region, e.g. us-central1 (default: TFJOB_REGION, gcloud's ai/region, the config file's); on Vertex AI "
+        "A,B tries each in turn after a quota refusal or a stockout.",
         config="trainingInput.region",
     )
     #: ``gs://BUCKET[/PATH]`` for the trainer's packages (``--staging-bucket``).

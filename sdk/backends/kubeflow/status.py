@@ -23,7 +23,7 @@ from ...model import JobState, JobStatus, TaskRestart, TaskStatus, normalize_tas
 from ...errors import BackendError, ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs
 from ...cluster.jobset import REPLICATED_JOB_LABEL as JOBSET_ROLE_LABEL
-from .render import CONTAINER_NAME, JOB_NAME_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from .render import CONTAINER_NAME, JOB_NAME_LABEL, KUEUE_QUEUE_LABEL, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -87,6 +87,14 @@ def object_name(obj: Mapping[str, Any]) -> str:
     return name
 
 
+def suspended(obj: Mapping[str, Any], said: str, what: str) -> str:
+    """Why a suspended job waits: Kueue has not admitted it (it carries a queue's label), else its own words."""
+    queue = ((obj.get("metadata") or {}).get("labels") or {}).get(KUEUE_QUEUE_LABEL)
+    if isinstance(queue, str) and queue:
+        return f"Kueue has not admitted the {what} yet (LocalQueue {queue[:63]}): its Workload waits for quota in the queue's ClusterQueue"
+    return said or f"the {what} is suspended"
+
+
 @_from_the_api("a TFJob")
 def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
     """The job state and its message, from a TFJob's conditions.
@@ -110,7 +118,7 @@ def parse_tfjob_state(tfjob: Mapping[str, Any]) -> tuple[JobState, str]:
     if "Running" in true:
         return JobState.RUNNING, true["Running"]
     if "Suspended" in true:
-        return JobState.QUEUED, true["Suspended"] or "the TFJob is suspended"
+        return JobState.QUEUED, suspended(tfjob, true["Suspended"], "TFJob")
     if "Created" in true:
         return JobState.PENDING, true["Created"]
     return JobState.PENDING, "waiting for the training operator to pick the TFJob up"
@@ -133,7 +141,7 @@ def parse_jobset_state(jobset: Mapping[str, Any], pods: Iterable[Mapping[str, An
     if metadata.get("deletionTimestamp"):
         return JobState.CANCELLING, "the JobSet is being deleted"
     if "Suspended" in true:
-        return JobState.QUEUED, true["Suspended"] or "the JobSet is suspended"
+        return JobState.QUEUED, suspended(jobset, true["Suspended"], "JobSet")
     if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
         return JobState.RUNNING, "the JobSet is running"
     return JobState.PENDING, "waiting for the JobSet's pods to be made and scheduled"
@@ -151,7 +159,7 @@ def parse_trainjob_state(trainjob: Mapping[str, Any], pods: Iterable[Mapping[str
         return JobState.FAILED, true["Failed"] or "the TrainJob failed"
     state, message = parse_jobset_state({"metadata": trainjob.get("metadata") or {}}, pods)
     if "Suspended" in true and state is JobState.PENDING:
-        return JobState.QUEUED, true["Suspended"] or "the TrainJob is suspended"
+        return JobState.QUEUED, suspended(trainjob, true["Suspended"], "TrainJob")
     return state, message.replace("JobSet", "TrainJob")
 
 

@@ -62,7 +62,15 @@ class VertexBackend(Lifecycle):
         for note in plan.notes:
             self.echo(note)
         self.echo(f"dry run: would create this CustomJob in {plan.parent}")
+        for line in plan.estimate.lines(timeout=spec.timeout):
+            self.echo(line)
         return plan.body
+
+    def price(self, spec: JobSpec, options: SubmitOptions) -> Any:
+        """The job's price per hour, pool by pool (:class:`tfjob.pricing.Estimate`; no credentials, no network)."""
+        from .submission import plan_submission
+
+        return plan_submission(spec, options, dry_run=True).estimate
 
     # -- Lifecycle.submit's hooks: staged, recorded pending, created, recorded -------------
     def _prepare(self, spec: JobSpec, options: Any) -> Submission:
@@ -78,11 +86,13 @@ class VertexBackend(Lifecycle):
         return pending_record(plan)
 
     def _create(self, plan: Submission, pending: JobRecord | None) -> JobRecord:
-        """Create the ``CustomJob`` once; its record is under Vertex AI's job id."""
-        from .service import create_submission
+        """Create the ``CustomJob`` once (in the next region of ``--region A,B`` when one refuses it for
+        want of quota or machines: :mod:`.failover`); its record is under Vertex AI's job id."""
+        from .failover import create_in_turn
+        from .service import created_record, make_client
 
         assert pending is not None
-        return create_submission(plan, pending, echo=self.echo)
+        return create_in_turn(plan, pending, self.store, echo=self.echo, make_client=make_client, created_record=created_record)
 
     def _not_created(self, pending: JobRecord, error: BaseException) -> None:
         from .service import not_created

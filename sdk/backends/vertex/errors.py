@@ -10,6 +10,8 @@ DefaultCredentialsError                AuthError (1): no credentials, how to get
 403 SERVICE_DISABLED                   AuthError (1): how to enable the Vertex AI API
 404 on a job                           JobNotFoundError (2)
 404 on the project / region            UsageError (2): which of the two to check
+429 naming a resource quota           CapacityError (1), not retried: metric, region, limit, fixes
+503/429 "Resources are insufficient"   CapacityError (1), not retried: region, fixes
 429 / 5xx after the last retry         BackendError (1): the status, try again later
 connection refused / reset             BackendError (1): the endpoint that was not reached
 =====================================  ==============================================
@@ -153,6 +155,11 @@ def translate(
             problem=f"{where} was not found by Vertex AI: check {{project}} (the project id, not its name or number) "
             f"and {{region}} (a region where Vertex AI runs, e.g. us-central1); the server said: {message}"
         )
+    from .quota import capacity_error
+
+    short = capacity_error(exc, project=project, region=region)
+    if short is not None:
+        return short
     if isinstance(exc, (core.BadRequest, core.FailedPrecondition)) or code == 400:
         fields = _field_violations(exc)
         detail = f" [{'; '.join(fields)}]" if fields else ""

@@ -107,6 +107,22 @@ class VertexKnobs:
     #: Every pool's boot disk (``diskSpec``); ``<role>_boot_disk_type`` sets one pool's.
     boot_disk_type: str | None = knob("Every pool's boot disk: pd-ssd, pd-standard or hyperdisk-balanced.", config="diskSpec.bootDiskType")
     boot_disk_size: int | None = knob("Every pool's boot disk size in GB (100-64000; default 100).", config="diskSpec.bootDiskSizeGb")
+    #: Refuse a submission whose estimate for its timeout is over this amount (the price table's currency).
+    max_cost: float | None = knob(
+        "Refuse the job if its price estimate for its --timeout (else 7 days) is over this amount (USD).", **_NOT_TUNED
+    )
+    #: Choices to fall back to, tried in turn after a quota refusal or a stockout: what
+    #: ``--accelerator NVIDIA_L4:1,NVIDIA_TESLA_T4:1`` / ``--worker-machine-type A,B`` list after their first
+    #: (``worker_accelerator=NVIDIA_TESLA_T4:1``, … :mod:`tfjob.fallbacks`).
+    fallbacks: Sequence[str] = knob(
+        "Machine/accelerator choices to fall back to (KNOB=CHOICE), from the lists --accelerator A,B and --*-machine-type A,B give.",
+        default=(), kind="list", cli=False, **_NOT_TUNED,
+    )  # fmt: skip
+    #: A price table of one's own (the format of tfjob/pricing/vertex_prices.json), over the shipped one.
+    price_table: str | None = knob(
+        "A price table JSON file of one's own (default $TFJOB_PRICE_TABLE, else tfjob's), or `catalog`: read the Cloud Billing Catalog API now.",
+        **_NOT_TUNED,
+    )
     #: One pool's boot disk, over ``boot_disk_type`` / ``boot_disk_size`` (``Vertex(worker_boot_disk_…)``,
     #: a config file's ``workerPoolSpecs[N].diskSpec``).
     chief_boot_disk_type: str | None = knob("The chief's boot disk type.", config="workerPoolSpecs[0].diskSpec.bootDiskType", cli=False)
@@ -206,6 +222,14 @@ def check_vertex_options(options: VertexOptions) -> None:
             field="reserved_ip_ranges", value=options.reserved_ip_ranges, problem="must be a list of range names", fix="e.g. ['range-a']"
         )
     options.reserved_ip_ranges = tuple(options.reserved_ip_ranges or ())
+    if isinstance(options.fallbacks, str):
+        raise SpecError(
+            field="fallbacks",
+            value=options.fallbacks,
+            problem="must be a list of KNOB=CHOICE",
+            fix="e.g. ['worker_accelerator=NVIDIA_TESLA_T4:1']",
+        )
+    options.fallbacks = tuple(options.fallbacks or ())
     if options.spot or options.flex_start:
         if options.spot and options.flex_start:
             raise SpecError(field="spot", value=True, problem="and {flex_start=True} are two scheduling strategies", fix="choose one")

@@ -1,7 +1,8 @@
 """Bounded exponential backoff with jitter, for calls to Google Cloud.
 
 Transient failures (429, 500, 502, 503, 504, a reset or refused connection, a read
-timeout) are retried; anything else is raised at once. Waits grow ×``multiplier``
+timeout) are retried; anything else is raised at once — a 429 that is a resource quota,
+or a stockout, too (:mod:`.quota`: another try meets the same answer). Waits grow ×``multiplier``
 from ``initial`` up to ``maximum`` seconds, each shortened by a random fraction up
 to ``jitter`` so that many clients do not retry in step, and there are at most
 ``attempts`` tries in all. The sleep function and the random source are injected,
@@ -61,7 +62,10 @@ def is_retryable(exc: BaseException) -> bool:
     from google.auth import exceptions as auth
 
     if isinstance(exc, core.GoogleAPICallError):
-        return status_code(exc) in RETRYABLE_CODES
+        from .quota import refused
+
+        # A resource quota or a stockout: the same request meets the same answer (rate limiting is retried).
+        return status_code(exc) in RETRYABLE_CODES and not refused(exc)
     if isinstance(exc, (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError)):
         return True
     # google-auth wraps a failed connection to the token endpoint this way.

@@ -120,7 +120,7 @@ def prepare_submission(
     report = None
     if plan.uploads:
         storage = storage_client(plan.project, client_credentials(client))
-        report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo)
+        report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo, also=plan.regions[1:])
     location = {"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint}
     extra = {
         "submission_id": plan.submission_id,
@@ -129,6 +129,12 @@ def prepare_submission(
     }
     if max_restarts:
         extra["max_restarts"] = max_restarts
+    if plan.estimate is not None and plan.estimate.pools:
+        from ...pricing import price_record
+
+        import os
+
+        extra["price"] = price_record(plan.estimate, options.price_table or os.environ.get("TFJOB_PRICE_TABLE") or None)
     return Submission(spec, plan, client, location, extra)
 
 
@@ -305,9 +311,13 @@ def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: Jo
 
 
 def _retry_pending(store: JobStore, job_id: str, job: dict[str, Any]) -> bool:
-    """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left."""
+    """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left, or
+    for want of quota or machines with a region or machine left to fail over to (:mod:`.failover`)."""
+    from .failover import failover_reason
     from .follow import retryable_failure
 
+    if failover_reason(job, store.get(job_id)) is not None:
+        return True
     if retryable_failure(job) is None:
         return False
     record = store.get(job_id)
@@ -470,9 +480,12 @@ def follow_job(
         done = len((current.extra.get("attempts") or [None]) if current is not None else [None]) - 1
         return current is not None and done < max_restarts
 
+    from .failover import fail_over, failover_reason
+
     def on_change(job: dict[str, Any], state: JobState) -> None:
         message = (job.get("error") or {}).get("message", "")
         retry = state is JobState.FAILED and retryable_failure(job) is not None and restarts_left()
+        retry = retry or (state is JobState.FAILED and failover_reason(job, store.get(job_id)) is not None)
         if not retry:  # a failure about to be retried is not the job's end
             _record_status(store, job_id, job, record)
         echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
@@ -492,6 +505,10 @@ def follow_job(
         except KeyboardInterrupt:
             interrupted(job_id, options, echo=echo, client=client, store=store)
             raise
+        moved = failover_reason(final, record)
+        if moved is not None:
+            _, client = fail_over(store, job_id, final, moved, echo=echo, client=client, make_client=make_client)
+            continue
         reason = retryable_failure(final)
         if record is None or reason is None or not restarts_left():
             status = _record_status(store, job_id, final, record)

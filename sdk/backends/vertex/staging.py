@@ -130,6 +130,7 @@ def stage_packages(
     client: Any,
     progress: IO[str] | None = None,
     echo: Callable[[str], None] | None = None,
+    also: Sequence[str] = (),
 ) -> UploadReport:
     """Upload the packages that are not in their bucket yet.
 
@@ -139,6 +140,7 @@ def stage_packages(
         client: a ``google.cloud.storage.Client`` (see :func:`storage_client`).
         progress: where the progress bar of big uploads goes (default stderr).
         echo: told about each upload and skip.
+        also: the other regions the job may run in (``--region A,B``): every bucket must serve them too.
 
     Raises:
         UsageError: a bucket is missing or in another region.
@@ -157,7 +159,8 @@ def stage_packages(
         try:
             if bucket_name not in checked:
                 bucket.reload()
-                check_bucket_region(bucket_name, bucket.location or "", region)
+                for where in (region, *also):
+                    check_bucket_region(bucket_name, bucket.location or "", where)
                 checked.add(bucket_name)
             blob = bucket.blob(object_name)
             if blob.exists():

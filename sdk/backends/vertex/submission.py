@@ -77,6 +77,11 @@ class Submission:
         uploads: the local packages to stage, trainer first.
         submission_id: the value of the ``tfjob-submission-id`` label.
         notes: things to tell the user on stderr (placeholders, excluded secrets, image choice).
+        regions: the regions to try in turn (``--region A,B``: ``region`` first; on a quota
+            refusal or a stockout the next is another attempt of the job).
+        estimate: the job's price per hour (:class:`tfjob.pricing.Estimate`) in ``region``.
+        candidates: what to try in turn, ``{"region", "label", "machine_specs"}`` each: every
+            region with the job's own machines, then with each fallback's (:mod:`tfjob.fallbacks`).
     """
 
     project: str | None
@@ -88,6 +93,9 @@ class Submission:
     uploads: list[LocalPackage] = field(default_factory=list)
     submission_id: str = ""
     notes: list[str] = field(default_factory=list)
+    regions: tuple[str, ...] = ()
+    estimate: Any = None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
 
 
 def parse_gcs_uri(uri: str, field: str) -> tuple[str, str]:
@@ -270,7 +278,8 @@ def plan_submission(
             problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
             fix="give {module}, or run the script in an {image}",
         )
-    region = check_region(options.region or spec.region or DEFAULT_REGION)
+    regions = candidate_regions(options.region or spec.region or DEFAULT_REGION)
+    region = regions[0]
     if not (options.region or spec.region):
         notes.append(f"region {DEFAULT_REGION} (the default; --region or GOOGLE_CLOUD_REGION to change it)")
     project = options.project
@@ -345,6 +354,19 @@ def plan_submission(
             bootstrap_uri = bootstrap.uri
 
     body = render_custom_job(spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri)
+    from ...pricing import check_max_cost, estimate, load_table
+
+    price = estimate(body, region=region, table=load_table(options.price_table, regions=regions))
+    check_max_cost(price, options.max_cost, spec.timeout)
+    from ...fallbacks import machine_specs, variants
+
+    choices = [("", machine_specs(body) if options.fallbacks else {}), *variants(body, options.fallbacks)]
+    candidates = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]
+    if len(candidates) > 1:
+        notes.append(
+            "on a quota refusal or a stockout, tries in turn: "
+            + "; ".join(f"{c['region']}{' with ' + c['label'] if c['label'] else ''}" for c in candidates)
+        )
     return Submission(
         project=project,
         region=region,
@@ -355,7 +377,26 @@ def plan_submission(
         uploads=uploads,
         submission_id=submission_id,
         notes=notes,
+        regions=regions,
+        estimate=price,
+        candidates=candidates,
     )
+
+
+#: At most this many regions to fail over to (``--region A,B,…``).
+MAX_REGIONS = 8
+
+
+def candidate_regions(text: str) -> tuple[str, ...]:
+    """``us-central1,us-east4`` → the regions to try in turn, each checked, none twice."""
+    parts = [p.strip() for p in str(text).split(",")]
+    if len(parts) > MAX_REGIONS:
+        raise SpecError(field="region", value=text, problem=f"names {len(parts)} regions, more than {MAX_REGIONS}", fix="name fewer")
+    if any(not p for p in parts):
+        raise SpecError(field="region", value=text, problem="has an empty region", fix="write regions like us-central1,us-east4")
+    if len(set(parts)) != len(parts):
+        raise SpecError(field="region", value=text, problem="names a region twice", fix="name each once")
+    return tuple(check_region(p) for p in parts)
 
 
 def _trainer_package(
