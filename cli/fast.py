@@ -99,6 +99,8 @@ def read_submit(args: Sequence[str]) -> tuple[dict[str, Any], list[str]] | None:
             else:
                 return None
             if kind in ("int", "float"):
+                if not value.isascii():
+                    return None  # another script's digits ('٥'): click refuses them in one line
                 try:
                     value = int(value) if kind == "int" else float(value)
                 except ValueError:

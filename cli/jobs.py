@@ -50,6 +50,10 @@ def render_duration(status: JobStatus, now: float | None = None) -> str:
 
 def render_table(header: list[str], rows: list[list[str]]) -> str:
     """Aligned columns; the last one is not padded. Pure."""
+    from tfjob.shown import inert
+
+    # A name or id may hold a newline, ESC or U+202E: shown escaped, so it cannot forge a row or drive the terminal.
+    rows = [[inert(str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows])
 
@@ -67,14 +71,16 @@ def render_status(
     diagnoses: list[Diagnosis] | None = None,
 ) -> str:
     """The ``tfjob status`` text: the job, its history, its tasks and why it failed. Pure."""
+    from tfjob.shown import inert
+
     lines = [
-        f"job       {status.id}",
-        f"name      {status.name}",
+        f"job       {inert(status.id)}",
+        f"name      {inert(status.name)}",
         f"backend   {status.backend}",
         f"state     {status.state.value}",
     ]
     if status.message:
-        lines.append(f"message   {status.message}")
+        lines.append(f"message   {inert(status.message)}")
     if status.extra.get("waiting"):
         lines.append(f"waiting   {status.extra['waiting']}")
     if status.failed_task:
@@ -86,7 +92,7 @@ def render_status(
         f"duration  {render_duration(status, now)}",
     ]
     if status.extra.get("log_dir"):
-        lines.append(f"logs      {status.extra['log_dir']}")
+        lines.append(f"logs      {inert(str(status.extra['log_dir']))}")
     attempts = status.extra.get("attempts")
     if isinstance(attempts, list) and len(attempts) > 1:
         lines.append("attempts")
