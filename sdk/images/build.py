@@ -238,7 +238,7 @@ def _run_streamed(argv: list[str], progress: Progress, env: dict[str, str] | Non
             except subprocess.TimeoutExpired:
                 raise _Overdue from None
         except _Overdue:
-            stop_group(proc, grace=10)
+            stop_group(proc, grace=30)
             raise ImageBuildError(
                 f"{what} did not end within {timeout:g} s, so {argv[0].rsplit('/', 1)[-1]} was stopped "
                 f"(its last line: {_short(next((t for t in reversed(tail) if t.strip()), 'none'), 200)}); "
@@ -246,7 +246,7 @@ def _run_streamed(argv: list[str], progress: Progress, env: dict[str, str] | Non
             ) from None
         except BaseException:
             # Ctrl-C or SIGTERM (tfjob's alone: the engine is in its own session), an error: it ends with us.
-            stop_group(proc, grace=10)
+            stop_group(proc, grace=30)
             raise
         finally:
             proc.stdout.close()
