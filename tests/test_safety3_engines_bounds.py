@@ -93,9 +93,11 @@ def one_error(done: subprocess.CompletedProcess[str], code: int, *needles: str) 
 
 
 # -- Ctrl-C and SIGTERM ------------------------------------------------------------------------
+@pytest.mark.parametrize("command", ["build", "submit --build"])
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
-def test_an_interrupted_build_ends_the_engine_tags_nothing_and_leaves_no_context(rig: Rig, how: str) -> None:
-    proc = rig.start("build", str(rig.trainer), "--container-engine", str(rig.engine), mode="build-slow")
+def test_an_interrupted_build_ends_the_engine_tags_nothing_and_leaves_no_context(rig: Rig, how: str, command: str) -> None:
+    args = ["build", str(rig.trainer)] if command == "build" else ["submit", str(rig.trainer), "-m", "trainer.task", "--build"]
+    proc = rig.start(*args, "--container-engine", str(rig.engine), mode="build-slow")
     rig.wait_started(proc, "build")
     if how == "ctrl-c":
         os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the whole foreground group
@@ -108,6 +110,7 @@ def test_an_interrupted_build_ends_the_engine_tags_nothing_and_leaves_no_context
     assert out == ""
     assert rig.tagged() == []
     rig.all_gone()
+    assert "no jobs yet" in rig.run("list").stderr  # nothing recorded
 
 
 def test_ctrl_c_of_a_build_holds_when_the_engine_would_die_first(rig: Rig) -> None:

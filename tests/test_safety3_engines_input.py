@@ -194,3 +194,13 @@ def test_tags_with_newlines_and_escapes_are_shown_inert_in_the_metrics_table() -
     table = render_final(metrics)
     _inert(table)
     assert len(table.splitlines()) == 3 and "loss\\nFAKE" in table and "acc\\x1b[2J" in table
+
+
+def test_the_api_checks_the_base_as_the_cli_does(trainer: Path) -> None:
+    from tfjob import build_image
+    from tfjob.errors import SpecError
+
+    with pytest.raises(SpecError, match="names a sha256 digest of 32 hex digits"):
+        build_image(trainer, module="trainer.task", base="127.0.0.1:5000/p/tfjob@sha256:" + "a" * 32, engine="/nonexistent/podman")
+    with pytest.raises(SpecError, match="is not an image reference"):
+        build_image(trainer, module="trainer.task", base="python:é", engine="/nonexistent/podman")

@@ -531,6 +531,10 @@ def _build_image(source: str | os.PathLike[str], *, module: str | None, base: st
         )
     src = src.resolve()
     repo = parse_repository(image_repo) if image_repo else None
+    if base is not None:
+        from ..spec import check_image
+
+        check_image(base, "base_image")  # a tag in ASCII, a whole digest: the API as the CLI
     base_ref = base or default_base()
     own = (src / "Dockerfile").is_file()
     needs_base = not own or uses_base_arg(_read_dockerfile(src))
