@@ -147,17 +147,18 @@ def test_an_interrupted_engine_query_of_a_submit_ends_the_engine(rig: Rig, how: 
 
 
 # -- hung engines --------------------------------------------------------------------------------
+# 20 s: long enough for the fake engine to start and print its steps on a loaded machine.
 def test_a_build_step_that_never_ends_is_stopped_at_the_build_timeout(rig: Rig) -> None:
-    done = rig.build(mode="build-hang", TFJOB_BUILD_TIMEOUT="3")
-    line = one_error(done, 1, "did not end within 3 s", "was stopped", "STEP 2/2: RUN sleep 3600", "TFJOB_BUILD_TIMEOUT")
+    done = rig.build(mode="build-hang", TFJOB_BUILD_TIMEOUT="20")
+    line = one_error(done, 1, "did not end within 20 s", "was stopped", "STEP 2/2: RUN sleep 3600", "TFJOB_BUILD_TIMEOUT")
     assert str(rig.trainer) in line
     assert rig.tagged() == []
     rig.all_gone()
 
 
 def test_a_push_that_never_ends_is_stopped_at_the_build_timeout(rig: Rig, registry_404: str) -> None:
-    done = rig.build("--image-repo", f"{registry_404}/census", mode="push-hang", TFJOB_BUILD_TIMEOUT="3")
-    one_error(done, 1, "pushing", f"to {registry_404} did not end within 3 s")
+    done = rig.build("--image-repo", f"{registry_404}/census", mode="push-hang", TFJOB_BUILD_TIMEOUT="20")
+    one_error(done, 1, "pushing", f"to {registry_404} did not end within 20 s")
     rig.all_gone()
 
 
