@@ -276,3 +276,16 @@ def registry_404(tmp_path: Path) -> Iterator[str]:
     yield f"127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
+
+
+def test_a_progress_line_is_never_given_as_the_reason_of_a_failure(rig: Rig) -> None:
+    from tfjob.images.build import build_failure, plan_build
+
+    plan = plan_build(rig.trainer, module=None, base=None, base_ref="tfjob:0.1.0")
+    line = build_failure(["STEP 1/1: done"], plan, rig.trainer, 1)
+    assert line == f"the image build of {rig.trainer} failed with exit status 1 after build step 1/1: done, the engine saying no reason"
+    line = build_failure(["STEP 1/1: done"], plan, rig.trainer, 0)
+    assert "ended with exit status 0 but the engine wrote no image id" in line
+    # A line that is no progress is still the reason it gives.
+    line = build_failure(["STEP 1/1: FROM x", "Error: no space left on device"], plan, rig.trainer, 125)
+    assert line.endswith("failed: Error: no space left on device")
