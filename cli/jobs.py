@@ -19,6 +19,7 @@ import click
 from tfjob import JobFailedError
 
 from .app import CONTEXT_SETTINGS, app
+from .numbers import AsciiIntRange
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
     from tfjob import Diagnosis, JobState, JobStatus
@@ -139,7 +140,7 @@ JOB_ID = click.argument("job_id", metavar="JOB_ID")
 @click.option(
     "--limit",
     "-n",
-    type=click.IntRange(1, 10000),
+    type=AsciiIntRange(1, 10000),
     default=20,
     show_default=True,
     help="At most this many jobs, newest first (up to 10000).",
@@ -239,7 +240,7 @@ def failure_of(status: JobStatus) -> dict[str, Any] | None:
 @JOB_ID
 @click.option("--task", "-t", help="Only this task's lines, e.g. worker-1.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
-@click.option("--tail", type=click.IntRange(min=0), help="Start with only the last N lines.")
+@click.option("--tail", type=AsciiIntRange(min=0), help="Start with only the last N lines.")
 def logs(job_id: str, task: str | None, follow: bool, tail: int | None) -> None:
     """Print a job's log lines, prefixed [chief-0], [worker-1]…"""
     from tfjob import get_job

@@ -14,36 +14,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import click
 
 from .flags import knobs
+from .numbers import ASCII_FLOAT, ASCII_INT
 
 if TYPE_CHECKING:
     from tfjob import Knob
 
 __all__ = ["knobs", "option_of", "knob_params", "KnobCommand", "JOB_OPTIONS", "SUBMIT_OPTIONS", "apply", "keyword_of"]
-
-
-class AsciiNumber(click.ParamType):
-    """A whole or decimal number in ASCII digits: Python's ``int`` and ``float`` (click's
-    INT and FLOAT) also read other scripts' digits — ``--max-restarts ٥`` as 5 —, which no
-    config file, platform or log spells a number in."""
-
-    def __init__(self, whole: bool) -> None:
-        self.whole = whole
-        self.name = "integer" if whole else "float"  # click's names for INT and FLOAT
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return value
-        text = str(value).strip()
-        if not text.isascii() or len(text) > 40:
-            self.fail(f"{text[:40]!r} is not a number written in ASCII digits (0-9)", param, ctx)
-        try:
-            return int(text) if self.whole else float(text)
-        except ValueError:
-            self.fail(f"{text!r} is not a valid {self.name}.", param, ctx)  # click's own words
-
-
-ASCII_INT = AsciiNumber(whole=True)
-ASCII_FLOAT = AsciiNumber(whole=False)
 
 
 def option_of(knob: Knob) -> Callable[[Any], Any]:

@@ -130,6 +130,17 @@ def test_numbers_in_another_scripts_digits_are_refused(trainer: Path, flag: str,
     assert "trained" not in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ["list", "--limit", DIGITS], ["logs", "some-job", "--tail", DIGITS],
+    ["tune", "DIR", "--hparams", "h.yaml", "--max-trials", DIGITS], ["tune", "DIR", "--hparams", "h.yaml", "--seed", DIGITS],
+    ["submit", "DIR", "--workers", "1" * 50],
+])  # fmt: skip
+def test_every_numeric_option_takes_ascii_digits_only(args: list[str]) -> None:
+    result = CliRunner().invoke(app, args)
+    line = one_error(2, result.stderr, result.exit_code, "Invalid value for")
+    assert "ASCII digits" in line or "longer than any number" in line
+
+
 def test_ascii_numbers_are_still_taken(trainer: Path) -> None:
     rendered = CliRunner().invoke(app, ["render", str(trainer), "-m", "trainer.task", "--backend", "local", "--workers", "1",
                                         "--max-restarts", "5", "--backoff-limit", "2", "--restart-delay", "1.5s", "--grace", "2.5",
