@@ -508,9 +508,14 @@ def build_image(
             with ``push=False`` nothing is staged or created, and :attr:`BuiltImage.build_request`
             holds the request.
 
+    On the main thread, SIGTERM while it runs (when nothing else handles SIGTERM) raises
+    KeyboardInterrupt as Ctrl-C does, and Ctrl-C does so even when SIGINT was inherited
+    ignored: the engine is stopped with what it started and the build context removed.
+
     Raises:
         UsageError: no engine, a bad directory, a base that cannot be had.
-        ImageBuildError: the build failed (names the step) or the push did.
+        ImageBuildError: the build failed (names the step), the push did, or either ran
+            past ``$TFJOB_BUILD_TIMEOUT``.
         RegistryError: the registry refused the login or cannot be reached (names it).
     """
     with stopped_by_signals(sigint=True):
