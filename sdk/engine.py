@@ -220,6 +220,31 @@ def stop_group(proc: subprocess.Popen[bytes], grace: float = 0.0) -> None:
             proc.wait(timeout=grace)
     signal_group(signal.SIGKILL)  # and what it started and left behind
     proc.wait()
+    # A signal is delivered when its process next runs: on a loaded machine the group's
+    # other members may still be on their way out. Wait a little for them (not past 5 s).
+    deadline = time.monotonic() + 5
+    while _group_running(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie, ended and waiting for its
+    reaper, does not); False where /proc cannot say."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def run_engine(

@@ -69,6 +69,11 @@ class Rig:
     def all_gone(self) -> None:
         # The engine's processes were ended and reaped by tfjob (their parent) before it exited.
         assert fake_engine.pids(self.trace), "the engine never ran"
+        # A process SIGKILLed on a loaded machine may take a moment to be scheduled and end: 60 s
+        # for that (one never signalled sleeps for an hour).
+        deadline = time.monotonic() + 60
+        while fake_engine.survivors(self.trace) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert fake_engine.survivors(self.trace) == [], "an engine process outlived tfjob"
         assert sorted(p.name for p in self.tmp.iterdir()) == [], "tfjob left files in $TMPDIR"
 
