@@ -37,13 +37,18 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json_text(found.to_dict()))
     else:
+        from tfjob.shown import inert
+
+        # File names come from the job dir: OSC, BEL or a newline in one is shown escaped.
         if found.root:
-            click.echo(f"job dir     {found.root}")
+            click.echo(f"job dir     {inert(found.root)}")
         for label, value in (("model", found.model_uri), ("checkpoint", found.checkpoint_uri), ("tensorboard", found.tensorboard_uri)):
             if value:
-                click.echo(f"{label:<11} {value}")
+                click.echo(f"{label:<11} {inert(value)}")
         if found.files:
-            rows = [("SIZE", "MODIFIED", "KIND", "PATH")] + [(human_size(f.size), _when(f.modified), f.kind, f.path) for f in found.files]
+            rows = [("SIZE", "MODIFIED", "KIND", "PATH")] + [
+                (human_size(f.size), _when(f.modified), f.kind, inert(f.path)) for f in found.files
+            ]
             widths = [max(len(r[i]) for r in rows) for i in range(3)]
             for r in rows:
                 click.echo("  ".join([r[0].rjust(widths[0]), r[1].ljust(widths[1]), r[2].ljust(widths[2]), r[3]]))

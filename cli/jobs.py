@@ -19,6 +19,7 @@ import click
 from tfjob import JobFailedError
 
 from .app import CONTEXT_SETTINGS, app
+from .numbers import AsciiIntRange
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
     from tfjob import Diagnosis, JobState, JobStatus
@@ -50,6 +51,10 @@ def render_duration(status: JobStatus, now: float | None = None) -> str:
 
 def render_table(header: list[str], rows: list[list[str]]) -> str:
     """Aligned columns; the last one is not padded. Pure."""
+    from tfjob.shown import inert
+
+    # A name or id may hold a newline, ESC or U+202E: shown escaped, so it cannot forge a row or drive the terminal.
+    rows = [[inert(str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows])
 
@@ -67,14 +72,16 @@ def render_status(
     diagnoses: list[Diagnosis] | None = None,
 ) -> str:
     """The ``tfjob status`` text: the job, its history, its tasks and why it failed. Pure."""
+    from tfjob.shown import inert
+
     lines = [
-        f"job       {status.id}",
-        f"name      {status.name}",
+        f"job       {inert(status.id)}",
+        f"name      {inert(status.name)}",
         f"backend   {status.backend}",
         f"state     {status.state.value}",
     ]
     if status.message:
-        lines.append(f"message   {status.message}")
+        lines.append(f"message   {inert(status.message)}")
     if status.extra.get("waiting"):
         lines.append(f"waiting   {status.extra['waiting']}")
     if status.failed_task:
@@ -91,7 +98,7 @@ def render_status(
     if cost is not None:
         lines.append(f"cost      {cost['text']}")
     if status.extra.get("log_dir"):
-        lines.append(f"logs      {status.extra['log_dir']}")
+        lines.append(f"logs      {inert(str(status.extra['log_dir']))}")
     attempts = status.extra.get("attempts")
     if isinstance(attempts, list) and len(attempts) > 1:
         lines.append("attempts")
@@ -138,7 +145,7 @@ JOB_ID = click.argument("job_id", metavar="JOB_ID")
 @click.option(
     "--limit",
     "-n",
-    type=click.IntRange(1, 10000),
+    type=AsciiIntRange(1, 10000),
     default=20,
     show_default=True,
     help="At most this many jobs, newest first (up to 10000).",
@@ -241,7 +248,7 @@ def failure_of(status: JobStatus) -> dict[str, Any] | None:
 @JOB_ID
 @click.option("--task", "-t", help="Only this task's lines, e.g. worker-1.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing new lines until the job ends.")
-@click.option("--tail", type=click.IntRange(min=0), help="Start with only the last N lines.")
+@click.option("--tail", type=AsciiIntRange(min=0), help="Start with only the last N lines.")
 def logs(job_id: str, task: str | None, follow: bool, tail: int | None) -> None:
     """Print a job's log lines, prefixed [chief-0], [worker-1]…"""
     from tfjob import get_job

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 import click
 
 from .flags import knobs
+from .numbers import ASCII_FLOAT, ASCII_INT
 
 if TYPE_CHECKING:
     from tfjob import Knob
@@ -26,9 +27,9 @@ def option_of(knob: Knob) -> Callable[[Any], Any]:
     kind = knob.kind
     extra: dict[str, Any] = {}
     if kind == "int":
-        extra["type"] = int
+        extra["type"] = ASCII_INT
     elif kind == "float":
-        extra["type"] = float
+        extra["type"] = ASCII_FLOAT
     elif kind == "flag":
         extra.update(is_flag=True, default=None)
     elif kind == "switch":

@@ -19,16 +19,17 @@ from tfjob import UsageError
 from . import options as opts
 from . import submit as submit_command
 from .app import CONTEXT_SETTINGS, app
+from .numbers import ASCII_INT, AsciiIntRange
 
 #: The study's own options.
 STUDY_OPTIONS = [
     click.option("--hparams", "--hparams-file", "hparams", required=True, metavar="FILE", help="The study: a legacy hyperparameters: / trainingInput YAML, or a Vertex studySpec / HyperparameterTuningJob (YAML or JSON)."),
     click.option("--backend", "backend", help="local (Optuna, on this machine), vertex (a HyperparameterTuningJob), or kubeflow, jobset, trainjob (a Katib Experiment where Katib is served, else trials as jobs on the cluster); default local unless a cloud project is configured."),
-    click.option("--max-trials", "--max-trial-count", "max_trials", type=click.IntRange(min=1), help="Trials in all (overrides the file)."),
-    click.option("--parallel-trials", "--parallel-trial-count", "parallel_trials", type=click.IntRange(min=1), help="Trials at once (overrides the file; locally also bounded by the cores)."),
-    click.option("--max-failed-trials", "--max-failed-trial-count", "max_failed_trials", type=click.IntRange(min=0), help="Stop the study, failed, once this many trials failed (overrides the file)."),
+    click.option("--max-trials", "--max-trial-count", "max_trials", type=AsciiIntRange(min=1), help="Trials in all (overrides the file)."),
+    click.option("--parallel-trials", "--parallel-trial-count", "parallel_trials", type=AsciiIntRange(min=1), help="Trials at once (overrides the file; locally also bounded by the cores)."),
+    click.option("--max-failed-trials", "--max-failed-trial-count", "max_failed_trials", type=AsciiIntRange(min=0), help="Stop the study, failed, once this many trials failed (overrides the file)."),
     click.option("--algorithm", "algorithm", help="grid, random or bayesian (TPE locally); overrides the file."),
-    click.option("--seed", "seed", type=int, help="local: seed of the search, for a reproducible study."),
+    click.option("--seed", "seed", type=ASCII_INT, help="local: seed of the search, for a reproducible study."),
     click.option("--async", "run_async", is_flag=True, default=False, help="vertex: return the tuning job's id once created, do not follow it; kubeflow, jobset, trainjob: create the Katib Experiment (a cluster with Katib)."),
     click.option("--json", "as_json", is_flag=True, default=False, help="Print the outcome (state, best trial, trials) as JSON on stdout."),
     click.option("--dry-run", "dry_run", is_flag=True, default=False, help="Print the study (local), the HyperparameterTuningJob body (vertex) or the Katib Experiment (kubeflow, jobset, trainjob), and exit."),

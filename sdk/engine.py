@@ -9,11 +9,17 @@ removed, even after the launcher was killed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import selectors
 import shutil
+import signal
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
+from typing import Any, Iterator
 
 from .errors import BackendError, UsageError
 
@@ -22,6 +28,9 @@ from .errors import BackendError, UsageError
 #: accepts and never replies, a storage lock held); removals get :data:`ENGINE_REMOVE_TIMEOUT`.
 ENGINE_QUERY_TIMEOUT = 30.0
 ENGINE_REMOVE_TIMEOUT = 120.0
+#: The most an engine query's answer may hold (standard output; standard error is cut there):
+#: an ``image inspect`` is a few KiB, a ``ps`` of thousands of containers well under 1 MiB.
+ENGINE_OUTPUT_LIMIT = 16 << 20
 #: What the engines say when their daemon or service cannot be reached (docker, podman --remote).
 _UNREACHABLE = re.compile(
     r"cannot connect to the docker daemon|is the docker daemon running|error during connect|"
@@ -52,37 +61,13 @@ class Engine:
     def command(self, *args: str) -> list[str]:
         return [self.exe, *args]
 
-    def _run(self, *args: str, timeout: float = ENGINE_QUERY_TIMEOUT) -> subprocess.CompletedProcess[str]:
-        """One engine command, bounded: in its own session, and killed with everything it
-        started when it has not answered within ``timeout`` seconds.
+    def _run(self, *args: str, timeout: float = ENGINE_QUERY_TIMEOUT, limit: int = ENGINE_OUTPUT_LIMIT) -> subprocess.CompletedProcess[str]:
+        """One engine command, bounded: see :func:`run_engine`.
 
         Raises:
-            BackendError: the engine did not answer in time (naming the command), or cannot be run.
+            BackendError: the engine did not answer in time, answered too much, or cannot be run.
         """
-        import signal
-
-        argv = self.command(*args)
-        try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                errors="replace", start_new_session=True,
-            )  # fmt: skip
-        except OSError as e:
-            raise BackendError(f"cannot run {self.exe}: {e.strerror or e}") from None
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                proc.kill()
-            proc.communicate()
-            shown = " ".join([self.name, *args[:3]]) + (" …" if len(args) > 3 else "")
-            raise BackendError(
-                f"{self.name} did not answer `{shown}` within {timeout:g} s, so it was stopped: the engine is hung "
-                f"(its daemon or storage; `{self.name} info` shows which); nothing more was asked of it"
-            ) from None
-        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+        return run_engine(self.command(*args), self.name, timeout=timeout, limit=limit)
 
     def unreachable(self, stderr: str) -> BackendError | None:
         """The error to raise when ``stderr`` says the engine's daemon cannot be reached."""
@@ -186,6 +171,166 @@ class Engine:
         if self.name == "podman":
             return f"{host}:{container}:U"
         return f"{host}:{container}"  # docker has no :U: the job dir is made writable to all first
+
+
+@contextlib.contextmanager
+def stopped_by_signals(*, sigint: bool = False) -> Iterator[None]:
+    """While the block runs, SIGTERM (when nothing else handles it) raises KeyboardInterrupt,
+    as Ctrl-C does: the block's ``finally`` and ``except`` clauses stop what it started
+    and remove what it made, where SIGTERM's default action would end the process at once.
+    ``sigint``: Ctrl-C raises KeyboardInterrupt too even when this process inherited SIGINT
+    ignored (a command started in the background of a script, a test runner). Only the main
+    thread can set handlers; elsewhere the block runs as it is. The handlers are restored after.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous: dict[int, Any] = {}
+    try:
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, interrupted)
+        if sigint and signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace: float = 0.0) -> None:
+    """End ``proc`` and every process it started (in its own session it leads its group):
+    SIGTERM and up to ``grace`` seconds to end, then SIGKILL to whatever is left; reaped."""
+
+    def signal_group(sig: int) -> None:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(sig)
+
+    if grace > 0 and proc.poll() is None:
+        signal_group(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+    signal_group(signal.SIGKILL)  # and what it started and left behind
+    proc.wait()
+    # A signal is delivered when its process next runs: on a loaded machine the group's
+    # other members may still be on their way out. Wait a little for them (not past 5 s).
+    deadline = time.monotonic() + 5
+    while _group_running(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie, ended and waiting for its
+    reaper, does not); False where /proc cannot say."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def run_engine(
+    argv: list[str],
+    name: str,
+    *,
+    timeout: float = ENGINE_QUERY_TIMEOUT,
+    limit: int = ENGINE_OUTPUT_LIMIT,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run one engine command and collect its answer, bounded in time and size.
+
+    The command runs in its own session, so a terminal's Ctrl-C reaches tfjob alone, which
+    then ends it; it is ended with everything it started (its process group) when it has
+    not answered within ``timeout`` seconds, when its standard output passes ``limit``
+    bytes, and when tfjob is interrupted (Ctrl-C, or SIGTERM: :func:`stopped_by_signals`).
+    Its standard error is kept up to ``limit`` bytes; the rest is read and dropped.
+
+    Raises:
+        BackendError: the engine did not answer in time, answered more than ``limit``
+            bytes, or cannot be run (naming the command).
+    """
+    shown = " ".join([name, *argv[1:4]]) + (" …" if len(argv) > 4 else "")
+    with stopped_by_signals():
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+            )
+        except OSError as e:
+            raise BackendError(f"cannot run {argv[0]}: {e.strerror or e}") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        kept: dict[int, bytearray] = {out_fd: bytearray(), err_fd: bytearray()}
+        deadline = time.monotonic() + timeout
+        try:
+            with selectors.DefaultSelector() as sel:
+                for stream in (proc.stdout, proc.stderr):
+                    os.set_blocking(stream.fileno(), False)
+                    sel.register(stream.fileno(), selectors.EVENT_READ)
+                while sel.get_map():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise _Hung
+                    for key, _ in sel.select(timeout=min(left, 1.0)):
+                        fd = int(key.fd)
+                        try:
+                            chunk = os.read(fd, 1 << 16)
+                        except BlockingIOError:
+                            continue
+                        if not chunk:
+                            sel.unregister(fd)
+                            continue
+                        room = limit - len(kept[fd])
+                        if room > 0:
+                            kept[fd] += chunk[:room]
+                        if fd == out_fd and len(chunk) > room:
+                            stop_group(proc)
+                            raise BackendError(
+                                f"{name} answered `{shown}` with more than {limit // (1 << 20)} MiB, so it was stopped: "
+                                "no engine answers a query with that much; check what the engine command is "
+                                f"({argv[0]})"
+                            )
+            try:
+                code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise _Hung from None
+        except _Hung:
+            stop_group(proc)
+            raise BackendError(
+                f"{name} did not answer `{shown}` within {timeout:g} s, so it was stopped: the engine is hung "
+                f"(its daemon or storage; `{name} info` shows which); nothing more was asked of it"
+            ) from None
+        except BaseException:
+            stop_group(proc)  # Ctrl-C, SIGTERM: the engine ends with us
+            raise
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+    return subprocess.CompletedProcess(argv, code, _text(kept[out_fd]), _text(kept[err_fd]))
+
+
+class _Hung(Exception):
+    """The engine did not answer in time (internal to :func:`run_engine`)."""
+
+
+def _text(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", "replace")
 
 
 def network_name(job_id: str) -> str:

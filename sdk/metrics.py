@@ -272,7 +272,10 @@ def render_final(metrics: JobMetrics) -> str:
     if not rows:
         return ""
     header = ("RUN", "TAG", "STEP", "VALUE")
-    table = [header] + [(run, tag, str(p.step), f"{p.value:.6g}") for run, tag, p in rows]
+    from .shown import inert
+
+    # Run and tag names come from the job's event files: a newline or ESC in one is shown escaped.
+    table = [header] + [(inert(run), inert(tag), str(p.step), f"{p.value:.6g}") for run, tag, p in rows]
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)
 

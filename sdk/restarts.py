@@ -114,7 +114,8 @@ def restart_delay(base: float, restarts: int) -> float:
     return min(MAX_RESTART_DELAY, max(0.0, base) * 2 ** max(0, min(restarts - 1, 30)))
 
 
-_DURATION = LazyPattern(r"\s*(\d{1,9}(?:\.\d{1,6})?)\s*(ms|s|m|h)?\s*\Z")
+# ASCII digits only ((?a)): `\d` would read '٥' (Arabic-Indic five) as a 5.
+_DURATION = LazyPattern(r"(?a)\s*(\d{1,9}(?:\.\d{1,6})?)\s*(ms|s|m|h)?\s*\Z")
 
 
 def parse_seconds(text: Any, flag: str) -> float:
@@ -144,7 +145,7 @@ class Preemption:
     every: bool = False
 
 
-_TASK = LazyPattern(r"(chief|worker|ps|evaluator)-\d{1,6}\Z")
+_TASK = LazyPattern(r"(?a)(chief|worker|ps|evaluator)-\d{1,6}\Z")
 
 
 def parse_preemptions(values: Any, flag: str = "--preempt") -> list[Preemption]:

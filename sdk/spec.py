@@ -882,8 +882,11 @@ _IMAGE_PATH = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _IMAGE_RE = LazyPattern(
     rf"^(?:{_IMAGE_HOST}/)?{_IMAGE_PATH}(?:/{_IMAGE_PATH})*"
     r"(?::[\w][\w.-]{0,127})?"
-    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z",
+    re.ASCII,  # a tag's \w is [A-Za-z0-9_]: no registry takes python:é
 )
+#: The registered digest algorithms and the length of their lower-case hex (OCI image spec).
+_DIGEST_HEX = {"sha256": 64, "sha512": 128}
 #: The longest image reference taken (a registry's name limit is 255; a tag and digest follow).
 MAX_IMAGE_LENGTH = 512
 
@@ -906,6 +909,14 @@ def check_image(image: str | None, field: str = "image") -> None:
             value=image,
             problem="is not an image reference",
             fix="write [REGISTRY/]NAME[:TAG][@sha256:DIGEST], the name in lower case (e.g. us-docker.pkg.dev/my-project/trainers/census:1)",
+        )
+    algorithm, at, digest = image.rpartition("@")[2].partition(":") if "@" in image else ("", "", "")
+    if at and (len(digest) != _DIGEST_HEX.get(algorithm, len(digest)) or (algorithm in _DIGEST_HEX and digest != digest.lower())):
+        raise SpecError(
+            field=field,
+            value=image,
+            problem=f"names a {algorithm} digest of {len(digest)} hex digits",
+            fix=f"a {algorithm} digest is {_DIGEST_HEX[algorithm]} lower-case hex digits: copy it whole (`podman images --digests` shows it)",
         )
 
 

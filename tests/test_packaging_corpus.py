@@ -117,6 +117,28 @@ def corpus() -> dict[str, bytes]:
     refresh_pair = {"refresh_token": "1//0" + _alnum(40), "client_secret": _alnum(24), "note": MARK}
     entropy = f"# service settings\nSERVICE_URL=https://example.org\nAPI_TOKEN={_alnum(20)}9{MARK}\n"
     pickled = google_token_pickle()
+    # A log with a key pasted past the first 64 KiB, and one 3 MiB in (windows further on).
+    log_lines = "".join(f"step {i}: loss={1 / (i + 1):.6f} lr=0.01 batch=128\n" for i in range(2000))
+    late_key_log = (log_lines + "debug dump follows\n" + pem_marked + "done\n").encode()
+    notebook_outputs = [{"output_type": "stream", "name": "stdout", "text": [log_lines] * 40}]
+    late_key_notebook = json.dumps({"cells": [
+        {"cell_type": "code", "source": ["train()"], "outputs": notebook_outputs},
+        {"cell_type": "code", "source": ["KEY = " + repr(pem_marked)], "outputs": []},
+    ], "nbformat": 4, "nbformat_minor": 5})  # fmt: skip
+    # gsutil's boto file: a refresh token alone, short and long, and spelled without gs_.
+    boto_refresh_short = f"[Credentials]\ngs_oauth2_refresh_token = 1/{MARK}\n[Boto]\nhttps_validate_certificates = True\n"
+    boto_refresh_long = f"[Credentials]\ngs_oauth2_refresh_token = 1//0{_alnum(60)}{MARK}\n"
+    boto_refresh_bare = f"[OAuth2]\noauth2_refresh_token: {MARK}x\n"
+    # A service-account key as a dict in Python source, its private key without a PEM block.
+    sa_python = (
+        f"# {MARK}\nSERVICE_ACCOUNT = {{\n    'type': 'service_account',\n    'project_id': 'p',\n"
+        f"    'private_key': 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASC{_alnum(200)}',\n"
+        "    'client_email': 'trainer@p.iam.gserviceaccount.com',\n}\n"
+    )
+    sa_python_json_style = (
+        f'"""{MARK}"""\nCREDS = dict(**{{"type": "service_account", "client_email": "a@p.iam.gserviceaccount.com", '
+        f'"private_key": r"{_alnum(64)}"}})\n'
+    )
     return {
         # by name
         ".s3cfg": s3cfg.encode(),
@@ -151,6 +173,44 @@ def corpus() -> dict[str, bytes]:
         "cache/session.bin": pickled,
         "cache/state.pkl": pickle.dumps(refresh_pair, protocol=0),
         "cache/state4": pickle.dumps(refresh_pair, protocol=4),
+        # issue 36: what the second round still packaged
+        "logs/train.log": late_key_log,
+        "logs/big.log": (log_lines * 80).encode() + b"\n" + pem_marked.encode(),  # ~3 MiB in
+        "logs/train-utf16.log": late_key_log.decode().encode("utf-16"),
+        "notebooks/explore.ipynb": late_key_notebook.encode(),
+        "conf/gsutil.cfg": boto_refresh_short.encode(),
+        "conf/gcs-boto.ini": boto_refresh_long.encode(),
+        "conf/oauth.cfg": boto_refresh_bare.encode(),
+        "auth_config.py": sa_python.encode(),
+        "creds_helper.py": sa_python_json_style.encode(),
+        # secret stores known by name, whatever they hold
+        ".streamlit/secrets.toml": f'[connections.db]\npassword = "{MARK}"\n'.encode(),
+        "app/secrets.toml": f'api = "{MARK}"\n'.encode(),
+        ".netrc": f"machine api.wandb.ai login user password {MARK}\n".encode(),
+        ".pgpass": f"localhost:5432:db:user:{MARK}\n".encode(),
+        "credentials.json": json.dumps({"web": {"client_id": "x", "note": MARK}}).encode(),
+        ".git-credentials": f"https://user:{MARK}@github.com\n".encode(),
+        ".npmrc": f"//registry.npmjs.org/:_authToken={MARK}\n".encode(),
+        ".pypirc": f"[pypi]\nusername = __token__\npassword = {MARK}\n".encode(),
+        ".my.cnf": f"[client]\npassword={MARK}\n".encode(),
+        ".kaggle/kaggle.json": json.dumps({"username": "u", "key": MARK}).encode(),
+        ".cache/huggingface/token": f"hf_{MARK}\n".encode(),
+    }
+
+
+def ordinary_files() -> dict[str, bytes]:
+    """Files that look near a credential and are none: each must still be packaged."""
+    log_lines = "".join(f"step {i}: loss={1 / (i + 1):.6f} token_count={i * 7} secret_sauce=none\n" for i in range(40000))
+    return {
+        "logs/clean.log": log_lines.encode(),  # ~2.5 MiB, no key anywhere
+        "auth_helpers.py": (
+            "def service_account_info(key: str, email: str) -> dict:\n"
+            "    return {'type': 'service_account', 'private_key': key, 'client_email': email}\n"
+        ).encode(),
+        "docs_snippet.py": "EXAMPLE = {'type': 'service_account', 'client_email': 'you@example.com'}\n".encode(),
+        "gsutil_defaults.cfg": b"[Boto]\nhttps_validate_certificates = True\n[GSUtil]\nparallel_composite_upload_threshold = 150M\n",
+        "secrets_schema.toml": b"# the names of the secrets the app reads (their values are in the platform)\nkeys = ['db']\n",
+        "credentials.py": b"def load(path):\n    return open(path).read()\n",
     }
 
 
@@ -175,6 +235,9 @@ def make_corpus(root: Path, outside: Path) -> tuple[Path, dict[str, bytes]]:
     (pkg / "task.py").write_text("print('training')\n")
     (pkg / "vocab.json").write_text('{"tokens": ["token", "secret", "password"], "max_tokens": 1024}\n')
     (pkg / "config.yaml").write_text("learning_rate: 0.01\ntokenizer: bert-base-uncased\nsecret_name: db-creds\n")
+    for rel, data in ordinary_files().items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_bytes(data)
     items = corpus()
     for rel, data in items.items():
         path = pkg / rel
@@ -237,7 +300,7 @@ def test_the_walk_leaves_every_corpus_file_out(leaky: tuple[Path, dict[str, byte
     reliability.tried(len(items) + len(LEFT_OUT))
     assert set(found.secrets) == set(items)
     assert found.hardlinks == sorted(LEFT_OUT)
-    assert {"data.csv", "data_copy.csv", "vocab.json", "config.yaml", "task.py"} <= set(found.files)
+    assert {"data.csv", "data_copy.csv", "vocab.json", "config.yaml", "task.py", *ordinary_files()} <= set(found.files)
     reliability.packaged(len(leaks_in({rel: (pkg / rel).read_bytes() for rel in found.files}, items)))
     warnings = "\n".join(found.warnings())
     assert "shadow_copy.txt" in warnings and "hard links" in warnings
@@ -264,6 +327,7 @@ def test_no_corpus_file_reaches_the_sdist(
     reliability.packaged(len(found))
     assert not found
     assert any(name.endswith("data_copy.csv") for name in files)
+    assert [rel for rel in ordinary_files() if not any(name.endswith("/" + rel) for name in files)] == []
 
 
 @pytest.mark.reliability
@@ -279,6 +343,7 @@ def test_no_corpus_file_reaches_the_kubernetes_configmap(leaky: tuple[Path, dict
     for archive in configmap["binaryData"].values():
         shipped.update({name.split("/", 2)[-1]: data for name, data in tar_files(base64.b64decode(archive)).items()})
     assert "task.py" in shipped
+    assert [rel for rel in ordinary_files() if rel not in shipped] == []
     found = leaks_in(shipped, items)
     # The manifest's own text (names, labels, annotations) carries nothing of the corpus either.
     if MARK in result.stdout or OUTSIDE in result.stdout:
@@ -304,6 +369,7 @@ def test_no_corpus_file_reaches_an_image_build_context(
     reliability.packaged(len(leaks))
     assert not leaks
     assert (context / "data_copy.csv").read_text() == "a,b\n1,2\n"
+    assert [rel for rel in ordinary_files() if rel not in written] == []
 
 
 def test_the_census_template_loses_no_file(tmp_path: Path) -> None:
@@ -407,3 +473,29 @@ def test_no_corpus_file_reaches_a_tfjob_build_context(recipe: str, leaky: tuple[
     reliability.packaged(len(found))
     assert not found
     assert any(name.endswith("task.py") for name in shipped)
+
+
+@pytest.mark.reliability
+@pytest.mark.parametrize("recipe", ["generated", "own Dockerfile"])
+def test_no_corpus_file_reaches_either_image_context(recipe: str, leaky: tuple[Path, dict[str, bytes]], reliability: Reliability) -> None:
+    """Both contexts `tfjob build` makes (issue 36): the sdist on the base image, and the
+    directory's own Dockerfile on the directory filtered as the sdist is."""
+    from tfjob.images.build import _Base, plan_build
+
+    pkg, items = leaky
+    source = pkg.parent
+    if recipe == "own Dockerfile":
+        (source / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY . /app\n")
+    base = _Base(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
+    plan = plan_build(source, module="trainer.task", base=base, base_ref=base.ref)
+    shipped: dict[str, bytes] = {}
+    for rel, data in plan.files.items():
+        if rel.endswith(".tar.gz"):  # the trainer's sdist in the generated context
+            shipped.update({name.split("/", 1)[-1]: body for name, body in tar_files(data).items()})
+        else:
+            shipped[rel] = data
+    found = leaks_in(shipped, items)
+    reliability.tried(len(items))
+    reliability.packaged(len(found))
+    assert not found
+    assert [rel for rel in ordinary_files() if not any(name.endswith(rel) for name in shipped)] == []

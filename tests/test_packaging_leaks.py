@@ -255,17 +255,21 @@ def test_python_sources_are_judged_by_pem_blocks_only() -> None:
     assert secret_in_content(PEM.encode(), python_source=True) is not None
 
 
-def test_a_big_data_file_is_read_only_at_its_head(tmp_path: Path) -> None:
+def test_a_key_deep_in_a_big_file_is_found_and_a_clean_big_file_ships(tmp_path: Path) -> None:
+    # Issue 36: the whole file is judged (a window at a time), not its first 64 KiB only:
+    # a key pasted 4 MiB into a data file or a log keeps the file out; the same data without it ships.
     pkg = tmp_path / "trainer"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "task.py").write_text("")
-    big = pkg / "data.csv"
-    with open(big, "wb") as f:
-        f.write(b"a,b\n" * (1 << 20))  # 4 MiB of data
-        f.write(PEM.encode())  # beyond the scanned head: it is data, not a key file
+    for name, tail in (("data.csv", PEM.encode()), ("clean.csv", b"1,2\n")):
+        with open(pkg / name, "wb") as f:
+            f.write(b"a,b\n" * (1 << 20))  # 4 MiB of data
+            f.write(tail)
     found = collect_files(pkg)
-    assert "data.csv" in found.files
+    assert "data.csv" in found.secrets and "data.csv" not in found.files
+    assert "clean.csv" in found.files
+    assert any("data.csv" in w for w in found.warnings()), found.warnings()
 
 
 def test_the_inspector_sees_a_leak(hostile: Path, tmp_path: Path) -> None:

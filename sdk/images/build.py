@@ -25,19 +25,22 @@ import hashlib
 import json
 import os
 import re
+import selectors
 import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from ..engine import Engine, find_engine
+from ..engine import Engine, find_engine, run_engine, stop_group, stopped_by_signals
 from ..errors import TfjobError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
+from ..shown import inert
 
 if TYPE_CHECKING:
     from .cloudbuild import CloudBuildTarget
@@ -46,8 +49,13 @@ if TYPE_CHECKING:
 BUILD_FLAGS_VARIABLE = "TFJOB_BUILD_FLAGS"
 #: The lines of the engine's output kept for an error message.
 TAIL_LINES = 40
-#: How long one build or push may take.
+#: How long one build, push or pull may take (seconds), unless ``$TFJOB_BUILD_TIMEOUT`` says.
 BUILD_TIMEOUT = 3600.0
+BUILD_TIMEOUT_VARIABLE = "TFJOB_BUILD_TIMEOUT"
+#: The largest Dockerfile read (bytes): read before the context's own bounds apply.
+MAX_DOCKERFILE_BYTES = 1 << 20
+#: The longest line of the engine's output kept or shown (bytes); the rest of it is dropped.
+LINE_LIMIT = 4096
 
 
 class ImageBuildError(TfjobError):
@@ -148,35 +156,105 @@ def _short(text: str, width: int = 140) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _run_streamed(
-    argv: list[str], progress: Progress, env: dict[str, str] | None = None, *, terminal: bool = False
-) -> tuple[int, list[str]]:
-    """Run the engine, its output (stdout and stderr) line by line to ``progress``; return
-    its exit status and the last :data:`TAIL_LINES` lines. Ctrl-C stops the engine first.
+def build_timeout() -> float:
+    """How long one build, push or pull may take: ``$TFJOB_BUILD_TIMEOUT`` seconds, else
+    :data:`BUILD_TIMEOUT`.
 
-    ``terminal`` (a push or pull, with progress on a terminal): the engine writes to the
-    terminal itself, so its own progress bars (layers, bytes) show; no lines are kept."""
+    Raises:
+        UsageError: the variable is not a whole number of seconds from 1 to a week.
+    """
+    text = os.environ.get(BUILD_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return BUILD_TIMEOUT
+    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= 7 * 86400):
+        raise UsageError(f"${BUILD_TIMEOUT_VARIABLE}={_short(inert(text), 40)!r} must be a whole number of seconds from 1 to 604800")
+    return float(text)
+
+
+def _run_streamed(argv: list[str], progress: Progress, env: dict[str, str] | None = None, *, what: str) -> tuple[int, list[str]]:
+    """Run the engine, its output (stdout and stderr) line by line to ``progress``; return
+    its exit status and the last :data:`TAIL_LINES` lines.
+
+    Bounded: the engine runs in its own session (a terminal's Ctrl-C reaches tfjob, which
+    ends it, rather than the engine, which would die first and look like a failed build),
+    and is ended with everything it started when it runs past :func:`build_timeout` (output
+    or not), when tfjob is interrupted (Ctrl-C, SIGTERM) and on any error; a line is kept
+    and shown up to :data:`LINE_LIMIT` bytes, the rest of it read and dropped; what is
+    shown is made inert (:func:`tfjob.shown.inert`).
+
+    Raises:
+        ImageBuildError: ``what`` (the build, the push…) did not end in time.
+    """
+    timeout = build_timeout()
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    if terminal and progress.mode == "tty":
-        proc = subprocess.Popen(argv, stdout=sys.stderr, stderr=sys.stderr, stdin=subprocess.DEVNULL, env=env)
-    else:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-    try:
-        for raw in proc.stdout or ():
-            line = raw[:4096].decode("utf-8", "replace").rstrip("\r\n")
-            tail.append(line)
-            progress.engine_line(line)
-        return proc.wait(timeout=BUILD_TIMEOUT), list(tail) or ["(the engine's output is above)"]
-    except BaseException:
-        # Ctrl-C (the engine got its own SIGINT from the terminal), or a timeout: it ends with us.
-        with contextlib.suppress(ProcessLookupError):
-            proc.terminate()
+    with stopped_by_signals(sigint=True):
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)  # fmt: skip
+        except OSError as e:
+            raise ImageBuildError(f"cannot run {argv[0]}: {e.strerror or e}") from None
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        deadline = time.monotonic() + timeout
+        line = bytearray()
+        cut = False
+
+        def emit(raw: bytes | bytearray) -> None:
+            text = inert(bytes(raw).decode("utf-8", "replace").rstrip("\r\n"))
+            if not text:
+                return
+            tail.append(text)
+            progress.engine_line(text)
+
+        try:
+            with selectors.DefaultSelector() as sel:
+                sel.register(fd, selectors.EVENT_READ)
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise _Overdue
+                    if not sel.select(timeout=min(left, 1.0)):
+                        continue
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if not chunk:
+                        break
+                    for piece in chunk.splitlines(keepends=True):
+                        if not cut:
+                            line += piece[: max(0, LINE_LIMIT - len(line))]
+                        ended = piece.endswith((b"\n", b"\r"))
+                        if len(line) >= LINE_LIMIT and not ended:
+                            cut = True
+                        if ended:
+                            emit(line + (b" \xe2\x80\xa6" if cut else b""))
+                            line, cut = bytearray(), False
+            if line:
+                emit(line)
+            try:
+                code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise _Overdue from None
+        except _Overdue:
+            stop_group(proc, grace=30)
+            raise ImageBuildError(
+                f"{what} did not end within {timeout:g} s, so {argv[0].rsplit('/', 1)[-1]} was stopped "
+                f"(its last line: {_short(next((t for t in reversed(tail) if t.strip()), 'none'), 200)}); "
+                f"set ${BUILD_TIMEOUT_VARIABLE} (seconds) for a longer one"
+            ) from None
+        except BaseException:
+            # Ctrl-C or SIGTERM (tfjob's alone: the engine is in its own session), an error: it ends with us.
+            stop_group(proc, grace=30)
+            raise
+        finally:
+            proc.stdout.close()
+    return code, list(tail) or ["(the engine said nothing)"]
+
+
+class _Overdue(Exception):
+    """A build, push or pull ran past its time (internal to :func:`_run_streamed`)."""
 
 
 @dataclass(frozen=True)
@@ -188,8 +266,17 @@ class _Base:
 
 
 def _inspect(engine: Engine, ref: str) -> dict[str, object] | None:
-    done = subprocess.run(engine.command("image", "inspect", ref), capture_output=True, text=True, timeout=120)
+    """The engine's ``image inspect`` of ``ref``; None when its store lacks it.
+
+    Raises:
+        BackendError: the engine's daemon is not reachable, or the engine hung or answered
+            more than an inspection holds (:func:`tfjob.engine.run_engine`).
+    """
+    done = engine._run("image", "inspect", ref)
     if done.returncode != 0:
+        error = engine.unreachable(done.stderr)
+        if error is not None:
+            raise error
         return None
     try:
         data = json.loads(done.stdout)
@@ -208,10 +295,13 @@ def resolve_base(engine: Engine, ref: str, progress: Progress) -> _Base:
     if found is None:
         progress.say(f"pulling the base image {ref}")
         pull = [*(["--tls-verify=false"] if engine.name == "podman" and _loopback_ref(ref) else [])]
-        done = subprocess.run(engine.command("pull", "-q", *pull, ref), capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        done = run_engine(engine.command("pull", "-q", *pull, ref), engine.name, timeout=build_timeout())
+        error = engine.unreachable(done.stderr) if done.returncode != 0 else None
+        if error is not None:
+            raise error
         found = _inspect(engine, ref) if done.returncode == 0 else None
         if found is None:
-            why = (done.stderr.strip().splitlines() or ["not found"])[-1]
+            why = inert((done.stderr.strip().splitlines() or ["not found"])[-1])
             hint = (" — build tfjob's base image first (container/README.md: "
                     f"`{engine.name} build -f container/Dockerfile -t {ref} .`), or give --base IMAGE") if ref == default_base() else ""  # fmt: skip
             raise UsageError(f"base image {ref} is not in {engine.name}'s store and cannot be pulled ({_short(why, 200)}){hint}")
@@ -305,6 +395,26 @@ def _plan_own(source: Path, base: _Base | None, base_ref: str, include_secrets: 
     return _Plan(dockerfile, "Dockerfile", key, files, build_args, None, tuple(found.warnings()), {})
 
 
+def _read_dockerfile(source: Path) -> str:
+    """The trainer directory's own Dockerfile, read boundedly (:data:`MAX_DOCKERFILE_BYTES`).
+
+    Raises:
+        UsageError: it is a link out of the directory (never put in a build context).
+        ConfigFileError: it is larger than a Dockerfile is, or cannot be read.
+    """
+    from ..limits import read_bounded_text
+
+    path = source / "Dockerfile"
+    if path.is_symlink():
+        target = path.resolve()
+        if target != source and source not in target.parents:
+            raise UsageError(
+                f"{path} is a link to {inert(str(target))}, outside the trainer directory, and no link out of the directory "
+                "goes into a build context: copy the Dockerfile into the directory"
+            )
+    return read_bounded_text(path, "the Dockerfile", MAX_DOCKERFILE_BYTES, "a Dockerfile", errors="replace")
+
+
 def uses_base_arg(dockerfile_text: str) -> bool:
     """True when a Dockerfile takes its base as ``ARG BASE_IMAGE`` (tfjob's templates do)."""
     return re.search(r"^\s*ARG\s+BASE_IMAGE\b", dockerfile_text, re.M | re.I) is not None
@@ -337,8 +447,9 @@ _FAILED_STEP = re.compile(r'building at STEP "(.*)": (.*)')
 _DOCKER_FAILED = re.compile(r'ERROR: (?:failed to solve: |failed to build: )?process "(.*)" did not complete successfully: (.*)')
 
 
-def build_failure(tail: list[str], plan: _Plan, source: Path) -> str:
-    """One line naming the step that failed and why, from the engine's last lines (pure)."""
+def build_failure(tail: list[str], plan: _Plan, source: Path, code: int | None = None) -> str:
+    """One line naming the step that failed and why, from the engine's last lines and its
+    exit status ``code`` (pure)."""
     step, why = None, None
     for line in reversed(tail):
         m = _FAILED_STEP.search(line) or _DOCKER_FAILED.search(line)
@@ -351,6 +462,13 @@ def build_failure(tail: list[str], plan: _Plan, source: Path) -> str:
                  and not _DOCKER_FAILED.search(line) and "building at STEP" not in line), None)  # fmt: skip
     if step is None:
         last = next((line for line in reversed(tail) if line.strip()), "no output")
+        if code == 0:
+            return f"the image build of {source} ended with exit status 0 but the engine wrote no image id (its last line: {_short(last, 200)})"
+        progressed = _step_line(last)
+        if progressed is not None or said is None and last.startswith(("COMMIT", "-->", "Successfully")):
+            # A progress line is where the build was, not why it failed.
+            status = f"exit status {code}" if code is not None else "an error"
+            return f"the image build of {source} failed with {status} after {progressed or _short(last, 120)}, the engine saying no reason"
         return f"the image build of {source} failed: {_short(last, 300)}"
     what = next((desc for fragment, desc in plan.steps.items() if fragment in step), None)
     named = f"{what} ({_short(step, 120)})" if what else _short(step, 160)
@@ -390,11 +508,26 @@ def build_image(
             with ``push=False`` nothing is staged or created, and :attr:`BuiltImage.build_request`
             holds the request.
 
+    On the main thread, SIGTERM while it runs (when nothing else handles SIGTERM) raises
+    KeyboardInterrupt as Ctrl-C does, and Ctrl-C does so even when SIGINT was inherited
+    ignored: the engine is stopped with what it started and the build context removed.
+
     Raises:
         UsageError: no engine, a bad directory, a base that cannot be had.
-        ImageBuildError: the build failed (names the step) or the push did.
+        ImageBuildError: the build failed (names the step), the push did, or either ran
+            past ``$TFJOB_BUILD_TIMEOUT``.
         RegistryError: the registry refused the login or cannot be reached (names it).
     """
+    with stopped_by_signals(sigint=True):
+        return _build_image(source, module=module, base=base, image_repo=image_repo, engine=engine, push=push,
+                            include_secrets=include_secrets, requirements=requirements, progress=progress, credentials=credentials,
+                            pull=pull, cloud=cloud)  # fmt: skip
+
+
+def _build_image(source: str | os.PathLike[str], *, module: str | None, base: str | None, image_repo: str | None,
+                 engine: str | Engine | None, push: bool, include_secrets: bool, requirements: str | None, progress: Progress | None,
+                 credentials: object, pull: bool, cloud: "CloudBuildTarget | None") -> BuiltImage:  # fmt: skip
+    """:func:`build_image`, with SIGTERM and Ctrl-C raising KeyboardInterrupt (so the context and the engine go)."""
     progress = progress or Progress.auto()
     src = Path(source).expanduser()
     if not src.is_dir():
@@ -403,9 +536,13 @@ def build_image(
         )
     src = src.resolve()
     repo = parse_repository(image_repo) if image_repo else None
+    if base is not None:
+        from ..spec import check_image
+
+        check_image(base, "base_image")  # a tag in ASCII, a whole digest: the API as the CLI
     base_ref = base or default_base()
     own = (src / "Dockerfile").is_file()
-    needs_base = not own or uses_base_arg((src / "Dockerfile").read_text(errors="replace"))
+    needs_base = not own or uses_base_arg(_read_dockerfile(src))
     if cloud is not None:
         return _cloud_build(src, cloud, repo, base_ref, needs_base, module=module, push=push, include_secrets=include_secrets,
                             requirements=requirements, progress=progress)  # fmt: skip
@@ -483,12 +620,11 @@ def _find_built(engine: Engine, key: str, tag: str) -> str | None:
     local = _inspect(engine, tag)
     if local is not None and (local.get("Config") or {}).get("Labels", {}).get(recipes.LABEL_KEY) == key:  # type: ignore[union-attr]
         return str(local.get("Id", ""))
-    done = subprocess.run(engine.command("images", "-q", "--no-trunc", "--filter", f"label={recipes.LABEL_KEY}={key}"),
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = engine._run("images", "-q", "--no-trunc", "--filter", f"label={recipes.LABEL_KEY}={key}")
     ids = list(dict.fromkeys(done.stdout.split())) if done.returncode == 0 else []
     if not ids:
         return None
-    if subprocess.run(engine.command("tag", ids[0], tag), capture_output=True, timeout=120).returncode != 0:
+    if engine._run("tag", ids[0], tag).returncode != 0:
         return None
     return ids[0] if ids[0].startswith("sha256:") else f"sha256:{ids[0]}"
 
@@ -501,7 +637,7 @@ def _pulled(engine: Engine, repo: Repository, reference: str, progress: Progress
         return found
     progress.say(f"pulling {reference}")
     flags = ["--tls-verify=false"] if engine.name == "podman" and repo.loopback else []
-    code, tail = _run_streamed(engine.command("pull", *flags, reference), progress, terminal=True)
+    code, tail = _run_streamed(engine.command("pull", *flags, reference), progress, what=f"pulling {reference}")
     found = _inspect(engine, reference) if code == 0 else None
     if found is None:
         said = next((line for line in reversed(tail) if line.strip()), "no output")
@@ -530,16 +666,16 @@ def _build(engine: Engine, plan: _Plan, source: Path, tag: str, progress: Progre
         argv.append(str(ctx))
         env = {**os.environ, "DOCKER_BUILDKIT": "1"} if engine.name == "docker" else None
         try:
-            code, tail = _run_streamed(argv, progress, env)
+            code, tail = _run_streamed(argv, progress, env, what=f"the image build of {source}")
             image_id = iidfile.read_text().strip() if code == 0 and iidfile.is_file() else ""
         finally:
             iidfile.unlink(missing_ok=True)
     if code != 0 or not image_id:
-        raise ImageBuildError(build_failure(tail, plan, source))
+        raise ImageBuildError(build_failure(tail, plan, source, code))
     # Only a finished build gets its name.
-    done = subprocess.run(engine.command("tag", image_id, tag), capture_output=True, text=True, timeout=120)
+    done = engine._run("tag", image_id, tag)
     if done.returncode != 0:
-        raise ImageBuildError(f"{engine.name} tag {tag} failed: {_short(done.stderr, 300)}")
+        raise ImageBuildError(f"{engine.name} tag {tag} failed: {_short(inert(done.stderr), 300)}")
     progress.say(f"built {tag} ({image_id[:19]})")
     return image_id
 
@@ -581,7 +717,7 @@ def _push(engine: Engine, repo: Repository, tag: str, pair: tuple[str, str] | No
                                   *(["--tls-verify=false"] if repo.loopback else []), tag)  # fmt: skip
         else:
             argv = engine.command("push", tag)
-        code, tail = _run_streamed(argv, progress, env, terminal=engine.name == "podman")
+        code, tail = _run_streamed(argv, progress, env, what=f"pushing {tag} to {repo.host}")
         digest = digestfile.read_text().strip() if digestfile.is_file() else ""
     if code != 0:
         said = next((line for line in reversed(tail) if line.strip()), "no output")

@@ -15,6 +15,7 @@ HTTP, as docker treats them (insecure by default); every other one over HTTPS.
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import AuthError, BackendError, SpecError
+from ..shown import inert
 
 #: What a manifest HEAD accepts: a single image's manifest or an index, Docker's or OCI's.
 MANIFEST_TYPES = ", ".join([
@@ -210,7 +212,15 @@ def manifest_digest(repo: Repository, tag: str, *, credentials: tuple[str, str] 
             status, answer, _ = _open(urllib.request.Request(url, method="HEAD", headers=headers), timeout)
     except OSError as e:
         reason = getattr(e, "reason", None) or e.strerror or e
-        raise RegistryError(f"registry {repo.host} cannot be reached ({reason}); check --image-repo and the network") from None
+        raise RegistryError(
+            f"registry {repo.host} cannot be reached ({inert(str(reason))[:200]}); check --image-repo and the network"
+        ) from None
+    except (http.client.HTTPException, ValueError) as e:
+        # More than 100 headers, a header line past 64 KiB, a status line that is no HTTP, a realm that is no URL.
+        said = inert(str(e) or type(e).__name__)[:200]
+        raise RegistryError(
+            f"registry {repo.host} answered what is no registry's HTTP answer ({type(e).__name__}: {said}); check --image-repo"
+        ) from None
     if status in (401, 403):
         raise _refused(repo, status, credentials)
     if status == 404:

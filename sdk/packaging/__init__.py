@@ -23,7 +23,17 @@ from __future__ import annotations
 
 from .archive import FIXED_MTIME, BuiltPackage, read_tar, write_canonical_tar
 from .ignore import MAX_IGNORE_RULES, IgnoreRule, RuleSet, is_excluded, is_ignored, parse_ignore
-from .secrets import SECRET_SCAN_BYTES, looks_like_secret, pickle_strings, secret_by_name, secret_in_content, secret_reason
+from .secrets import (
+    MAX_SCAN_BYTES,
+    SECRET_SCAN_BYTES,
+    looks_like_secret,
+    pickle_strings,
+    scan_stream,
+    secret_by_name,
+    secret_in_content,
+    secret_in_data,
+    secret_reason,
+)
 from .sdist import BARE_VERSION, build_sdist, check_built_package, check_trainer, gather_packages
 from .tree import (
     IGNORE_FILES,
@@ -40,8 +50,8 @@ from .tree import (
 
 __all__ = [
     "BARE_VERSION", "FIXED_MTIME", "IGNORE_FILES", "MAX_IGNORE_FILE_BYTES", "MAX_IGNORE_RULES", "MAX_PACKAGE_BYTES",
-    "MAX_PACKAGE_FILES", "SECRET_SCAN_BYTES", "BuiltPackage", "Collected", "IgnoreRule", "RuleSet", "build_sdist",
+    "MAX_PACKAGE_FILES", "MAX_SCAN_BYTES", "SECRET_SCAN_BYTES", "BuiltPackage", "Collected", "IgnoreRule", "RuleSet", "build_sdist",
     "check_built_package", "check_trainer", "collect_files", "copy_shippable", "gather_packages", "is_excluded",
     "is_ignored", "looks_like_secret", "parse_ignore", "pickle_strings", "read_ignore_rules", "read_member", "read_tar",
-    "secret_by_name", "secret_in_content", "secret_reason", "shown", "write_canonical_tar",
+    "scan_stream", "secret_by_name", "secret_in_content", "secret_in_data", "secret_reason", "shown", "write_canonical_tar",
 ]  # fmt: skip

@@ -30,7 +30,7 @@ from ..spec import BUILT_PACKAGE_SUFFIXES, module_exists
 from .archive import BuiltPackage, finish, read_tar
 from .cache import cache_get, cache_put, tree_key
 from .ignore import RuleSet
-from .secrets import SECRET_SCAN_BYTES, secret_by_name, secret_in_content
+from .secrets import secret_by_name, secret_in_data
 from .tree import Collected, collect_files, copy_files, is_executable, read_ignore_rules, read_member, shown
 
 #: The version given to a bare package, as gcloud does.
@@ -166,9 +166,7 @@ def _build_project_now(source: Path, out_dir: Path, rules: RuleSet, found: Colle
     for member, data, executable in entries:
         rel = member.split("/", 1)[1] if "/" in member else member
         if rel not in chosen and (
-            rules.excluded(rel)
-            or secret_by_name(rel)
-            or secret_in_content(data[:SECRET_SCAN_BYTES], python_source=rel.endswith(".py"), name=rel)
+            rules.excluded(rel) or secret_by_name(rel) or secret_in_data(data, python_source=rel.endswith(".py"), name=rel)
         ):
             continue
         kept.append((member, data, executable))

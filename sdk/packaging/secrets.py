@@ -3,9 +3,14 @@
 By name (case-insensitive): ``.env``/``*.env``, ``*.pem``, ``*.key*``, ``*.ppk``, ``id_rsa*``,
 anything under ``.ssh/`` or ``.gnupg/``, ``.aws/credentials``, ``.s3cfg``, ``.boto``,
 ``.docker/config.json``, ``kubeconfig``, ``.git-credentials``, ``.pypirc``, ``.npmrc``,
-gcloud's and the OAuth client's files…
+gcloud's and the OAuth client's files, ``.netrc``, ``.pgpass``, and secret stores known by
+name: Streamlit's ``secrets.toml``, the ``credentials.json`` of Google's API quickstarts,
+``.my.cnf``, Terraform's ``credentials.tfrc.json``, Kaggle's, Hugging Face's, Azure's, the
+GitHub CLI's and Databricks' token files (:data:`_SECRET_NAMES`, :data:`_SECRET_PATHS`).
 
-By content, whatever the name, in the first :data:`SECRET_SCAN_BYTES` bytes:
+By content, whatever the name: the first :data:`SECRET_SCAN_BYTES` bytes by every rule below,
+the rest of the file (to :data:`MAX_SCAN_BYTES`, a window at a time) by key blocks and token
+shapes:
 
 - private keys in any armour: PEM (``-----BEGIN … PRIVATE KEY-----``, OpenSSH, PGP), SSH2
   (``---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----``), PuTTY ``.ppk``, and a PEM block written
@@ -18,14 +23,15 @@ By content, whatever the name, in the first :data:`SECRET_SCAN_BYTES` bytes:
   S3 key pairs (``.aws/credentials``, ``.s3cfg``, ``.boto``), registry ``auths``, kubeconfig
   users (``client-key-data``, ``token``, ``password``), Kubernetes ``kind: Secret``
   manifests, and an assignment of a high-entropy value to a secret-sounding key
-  (``API_TOKEN=…``, ``password: …``).
+  (``API_TOKEN=…``, ``password: …``), gsutil's ``gs_oauth2_refresh_token`` of any length.
 
 Text is judged in what it means: UTF-16 and UTF-32 (with a byte-order mark or with the NUL
 bytes of ASCII text in them) are decoded first, JSON ``\\uXXXX`` escapes read, and a
 pickle (google-auth's ``token.pickle``) is read opcode by opcode (:mod:`pickletools`, which
-never runs what it reads) for the strings it holds. Python sources are judged by key blocks
-and token shapes only: their dict literals would match the field rules without holding a
-credential.
+never runs what it reads) for the strings it holds. Python sources are judged by key blocks,
+token shapes and a service-account key written as a dict (its type, a private key string and
+the account's e-mail together) only: their dict literals would match the other field rules
+without holding a credential.
 """
 
 from __future__ import annotations
@@ -39,8 +45,16 @@ from typing import Callable
 
 from ..lazy import LazyPattern
 
-#: Bytes read from the start of a file to judge it by content; the rest is never read.
+#: The head of a file judged by every rule (key blocks, token shapes, credential documents).
 SECRET_SCAN_BYTES = 64 * 1024
+#: The rest of the file is read in windows of this size (overlapping by :data:`_OVERLAP`, so a
+#: key block's first line or a token that straddles two windows is whole in one of them) and
+#: judged by the rules that are evidence anywhere in a file: key blocks and token shapes.
+SCAN_WINDOW = 256 * 1024
+_OVERLAP = 4096
+#: The most of one file read to judge it: the largest package (tfjob.packaging's
+#: ``MAX_PACKAGE_BYTES``); a larger file is refused by the package's own bound.
+MAX_SCAN_BYTES = 512 * 1024 * 1024
 
 # -- by name ------------------------------------------------------------------------------
 # File names that hold credentials, matched case-insensitively against the file name.
@@ -50,11 +64,17 @@ _SECRET_NAMES = (
     "credentials.db", "access_tokens.db", "application_default_credentials.json", ".git-credentials", ".pypirc",
     ".npmrc", ".yarnrc", "kubeconfig", "kubeconfig.*", "*.kubeconfig", ".htpasswd", ".s3cfg", ".boto",
     ".vault-token", ".dockercfg", "client_secret*.json", "token.pickle", "*.token.pickle",
+    # Well-known secret stores by name, whatever they hold: Streamlit's secrets.toml, the
+    # credentials.json of Google's API quickstarts (an OAuth client, or an authorized user),
+    # MySQL's and Terraform's client files, and the SQL Server/ODBC and Rails key files.
+    "secrets.toml", "credentials.json", ".my.cnf", ".mylogin.cnf", ".terraformrc", "credentials.tfrc.json",
+    "master.key", "odbc.ini", ".odbc.ini",
 )  # fmt: skip
 # Relative paths (their last components) that hold credentials, matched case-insensitively.
 _SECRET_PATHS = (
     ".aws/credentials", ".aws/config", ".docker/config.json", ".kube/config",
-    ".config/gcloud/*", ".gnupg/*",
+    ".config/gcloud/*", ".gnupg/*", ".azure/accesstokens.json", ".azure/msal_token_cache.*",
+    ".kaggle/kaggle.json", "huggingface/token", ".config/gh/hosts.yml", ".config/hub", ".databrickscfg",
 )  # fmt: skip
 # Any file in one of these directories is a secret (private keys under .ssh/, whatever their name).
 _SECRET_DIRS = (".ssh", ".gnupg")
@@ -156,6 +176,9 @@ _CREDENTIAL_RULES: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[LazyPatte
         ("an S3 key pair", (("access_key",), ("secret_key",)), (_key("access_key"), _key("secret_key") + r"""\s*["']?[^\s"']""")),
         ("a Cloud Storage HMAC key pair", (("gs_access_key_id",), ("gs_secret_access_key",)),
          (_key("gs_access_key_id"), _key("gs_secret_access_key"))),
+        # gsutil's boto file after `gsutil config`: the refresh token alone is the credential, whatever its length.
+        ("a Cloud Storage OAuth refresh token (boto)", (("gs_oauth2_refresh_token", "oauth2_refresh_token"),),
+         (_key(r"(?:gs_)?oauth2_refresh_token") + r"""[ \t]*["']?[^\s"'#;]""",)),
         ("container registry credentials", (("auths",),), (_key("auths") + r"""\s*\{""", _key("auth") + r"""\s*["']""")),
         ("a kubeconfig client key", (("client-key-data",),), (_key("client-key-data") + r"""\s*["']?[A-Za-z0-9+/]""",)),
         ("a kubeconfig user's credentials", (("users",), ("token", "password", "client-key", "auth-provider", "exec")),
@@ -164,6 +187,15 @@ _CREDENTIAL_RULES: tuple[tuple[str, tuple[tuple[str, ...], ...], tuple[LazyPatte
          (_key("kind") + r"""\s*["']?Secret["']?\s*(?:$|,|\})""", _key("apiVersion"))),
     )
 )  # fmt: skip
+
+# In Python source, a service-account key written as a dict literal (no PEM block needed):
+# its type, a private key given as a string, and the account's e-mail — all three.
+_PYTHON_SERVICE_ACCOUNT = (
+    LazyPattern(_key("type") + r"""\s*["']service_account["']""", re.MULTILINE),
+    LazyPattern(_key("private_key") + r"""\s*[rbuRBU]{0,2}(["'])[^"'\s]{16,}""", re.MULTILINE),
+    LazyPattern(_key("client_email") + r"""\s*["'][^"'\s@]+@""", re.MULTILINE),
+)
+
 
 # An assignment to a key that ends in a secret-sounding word: its value is judged by its entropy.
 _ASSIGNMENT = LazyPattern(
@@ -274,7 +306,7 @@ def _decoded_views(text: str) -> list[str]:
     views = [text]
     if "\\u" in text:  # JSON may spell any character as an escape: judge what it means
         views.append(_JSON_ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text))
-    if "%2" in text or "%2" in text.upper():
+    if "%2" in text:
         views.append(_PERCENT.sub(lambda m: chr(int(m.group(1), 16)), text))
     return views
 
@@ -313,7 +345,7 @@ def secret_in_content(head: bytes, *, python_source: bool = False, name: str = "
     return None
 
 
-def _judge(text: str, python_source: bool) -> str | None:
+def _judge(text: str, python_source: bool, strong_only: bool = False) -> str | None:
     for reason, literal, pattern in _KEY_BLOCKS:
         if literal in text and pattern.search(text):
             return reason
@@ -327,7 +359,11 @@ def _judge(text: str, python_source: bool) -> str | None:
             if not (before.isalnum() or before in "_-./") or not before:
                 if "EXAMPLE" not in m.group().upper():
                     return reason
+    if strong_only:
+        return None
     if python_source:
+        if "service_account" in text and "client_email" in text and all(p.search(text) for p in _PYTHON_SERVICE_ACCOUNT):
+            return "a Google service-account key (a dict in Python source)"
         return None
     low = text.lower()
     for reason, needles, patterns in _CREDENTIAL_RULES:
@@ -338,18 +374,61 @@ def _judge(text: str, python_source: bool) -> str | None:
     return None
 
 
+def _strong_in(window: bytes) -> str | None:
+    """Why a window past the head of a file holds a credential (key blocks, token shapes), or None."""
+    for raw in _texts(window):
+        for text in _decoded_views(raw):
+            reason = _judge(text, python_source=False, strong_only=True)
+            if reason:
+                return reason
+    return None
+
+
+def scan_stream(read: Callable[[int], bytes], *, python_source: bool = False, name: str = "") -> str | None:
+    """Why a file, read through ``read(n)``, holds a credential, or None: its head by every
+    rule (:func:`secret_in_content`), the rest — to :data:`MAX_SCAN_BYTES` — window by
+    window by key blocks and token shapes (a key pasted at the end of a log or a notebook).
+    Memory stays one window whatever the file's size."""
+    head = read(SECRET_SCAN_BYTES)
+    reason = secret_in_content(head, python_source=python_source, name=name)
+    if reason or len(head) < SECRET_SCAN_BYTES:
+        return reason
+    carry, seen = head[-_OVERLAP:], len(head)
+    while seen < MAX_SCAN_BYTES:
+        chunk = read(min(SCAN_WINDOW, MAX_SCAN_BYTES - seen))
+        if not chunk:
+            return None
+        seen += len(chunk)
+        window = carry + chunk
+        reason = _strong_in(window)
+        if reason:
+            return f"{reason}, past the file's first {_size(seen - len(chunk))}"
+        carry = window[-_OVERLAP:]
+    return None
+
+
+def _size(n: int) -> str:
+    return f"{n // (1 << 20)} MiB" if n >= 1 << 20 else f"{n // 1024} KiB"
+
+
+def secret_in_data(data: bytes, *, python_source: bool = False, name: str = "") -> str | None:
+    """:func:`scan_stream` of bytes in memory (a member of an archive a build backend made)."""
+    import io
+
+    return scan_stream(io.BytesIO(data).read, python_source=python_source, name=name)
+
+
 def secret_reason(path: Path, rel: str) -> str | None:
     """Why the regular file ``path`` (``rel`` in the trainer) looks like a secret, or None."""
     if secret_by_name(rel):
         return "its name"
     try:
         with open(path, "rb") as f:
-            head = f.read(SECRET_SCAN_BYTES)
+            return scan_stream(f.read, python_source=rel.endswith(".py"), name=rel.rsplit("/", 1)[-1])
     except OSError:
         return None
-    return secret_in_content(head, python_source=rel.endswith(".py"), name=rel.rsplit("/", 1)[-1])
 
 
 def looks_like_secret(path: Path) -> bool:
-    """True for a credential file, judged by its name and by its first bytes."""
+    """True for a credential file, judged by its name and by its content."""
     return secret_reason(path, path.name) is not None
