@@ -87,6 +87,9 @@ def render_status(
     ]
     if status.extra.get("log_dir"):
         lines.append(f"logs      {status.extra['log_dir']}")
+    if status.extra.get("work_dir"):
+        # Each local task's own working directory, as each replica has its container's.
+        lines.append(f"workdirs  {status.extra['work_dir']}/<task>")
     attempts = status.extra.get("attempts")
     if isinstance(attempts, list) and len(attempts) > 1:
         lines.append("attempts")

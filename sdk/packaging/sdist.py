@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import PackagingError, Word
-from ..spec import BUILT_PACKAGE_SUFFIXES, module_exists
+from ..spec import BUILT_PACKAGE_SUFFIXES, check_trainer
 from .archive import BuiltPackage, finish, read_tar
 from .cache import cache_get, cache_put, tree_key
 from .ignore import RuleSet
@@ -235,61 +235,6 @@ def _write_error(error: OSError, out: Path) -> PackagingError:
     else:
         fix = "check that directory, or point TFJOB_HOME at another one"
     return PackagingError(f"cannot write the trainer package to {where!r}: {error.strerror or error}; {fix}")
-
-
-def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
-    """What kind of trainer directory ``source`` (resolved) is, with ``module`` checked in it.
-
-    Returns:
-        (``"project"`` or ``"bare"``, the package root, the distribution name).
-
-    Raises:
-        PackagingError: the module is not in it, or it holds no Python package.
-    """
-    top = module.split(".")[0] if module else None
-
-    if (source / "pyproject.toml").is_file() or (source / "setup.py").is_file():
-        if module and not any(module_exists(base, module) for base in (source, source / "src")):
-            raise PackagingError(
-                field="module",
-                value=Word(module),
-                problem=f": no {module.replace('.', '/')}.py in project {source}",
-                fix="give the module's dotted path from the project root (or its src/ directory)",
-            )
-        return "project", source, source.name
-
-    if (source / "__init__.py").is_file():
-        name = source.name
-        if top is not None and top != name:
-            raise PackagingError(
-                field="module",
-                value=Word(str(module)),
-                problem=f": the package directory {source} is the package {name!r}, so the module must start with {name}. (e.g. {name}.task)",
-            )
-        if module and not module_exists(source.parent, module):
-            raise PackagingError(
-                field="module",
-                value=Word(module),
-                problem=f": no {module.replace('.', '/')}.py in {source.parent}",
-                fix="check the module name or add the file",
-            )
-        return "bare", source, name
-
-    if top is not None and (source / top / "__init__.py").is_file():
-        if not module_exists(source, module or ""):
-            raise PackagingError(
-                field="module",
-                value=Word(str(module)),
-                problem=f": no {(module or '').replace('.', '/')}.py in {source}",
-                fix="check the module name or add the file",
-            )
-        return "bare", source / top, top
-
-    hint = f" and no {top}/__init__.py" if top else ""
-    raise PackagingError(
-        f"{source} has no __init__.py{hint}: it is not a Python package; add an empty __init__.py "
-        "(or a setup.py / pyproject.toml) to the trainer directory"
-    )
 
 
 def gather_packages(

@@ -1,0 +1,158 @@
+"""The first hour (issue 39): local answers as the platforms do.
+
+Each local task runs in its own working directory (as a replica starts in its container's),
+the trainer is on the path rather than the working directory, so what a job writes never
+lands in the trainer directory nor in the next package; and one rule decides, on every
+backend, whether a directory is a trainer package.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from helpers import BIN
+
+TFJOB = str(BIN / "tfjob")
+
+# Any attempt to reach a network or find credentials would fail loudly with these.
+OFFLINE = {
+    "HTTPS_PROXY": "http://127.0.0.1:9",
+    "HTTP_PROXY": "http://127.0.0.1:9",
+    "NO_PROXY": "",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/credentials.json",
+}
+
+#: Writes out/x.json where it stands, and a file into the --job-dir it is given.
+TASK = """\
+import argparse, json, os
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--job-dir")
+args, _ = parser.parse_known_args()
+os.makedirs("out", exist_ok=True)
+task = json.loads(os.environ.get("TF_CONFIG", "{}")).get("task")
+with open(os.path.join("out", "x.json"), "w") as f:
+    json.dump({"cwd": os.getcwd(), "task": task}, f)
+if args.job_dir:
+    os.makedirs(args.job_dir, exist_ok=True)
+    with open(os.path.join(args.job_dir, "model.txt"), "w") as f:
+        f.write("trained")
+print("wrote out/x.json in", os.getcwd())
+"""
+
+
+def _tfjob(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([TFJOB, *args], cwd=cwd, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if "__pycache__" not in p.parts)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """``project/trainer/{__init__,task}.py``, the reader's trainer directory."""
+    root = tmp_path / "src" / "project"  # beside nothing else (TFJOB_HOME is in tmp_path)
+    (root / "trainer").mkdir(parents=True)
+    (root / "trainer" / "__init__.py").write_text("")
+    (root / "trainer" / "task.py").write_text(TASK)
+    return root
+
+
+def _job_id(out: str) -> str:
+    return next(line.split()[1] for line in out.splitlines() if line.startswith("job ") and ("SUCCEEDED" in line or "FAILED" in line))
+
+
+@pytest.mark.parametrize("extra", [[], ["--", "--job-dir", "out"]], ids=["out-x-json", "job-dir-out"])
+def test_what_a_local_job_writes_stays_out_of_the_trainer_directory_and_the_next_package(project: Path, extra: list[str]) -> None:
+    before = _tree(project)
+    done = _tfjob("submit", "project", "-m", "trainer.task", "--workers", "1", *extra, cwd=project.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Nothing in the trainer directory (nor beside it): not out/x.json, not the --job-dir.
+    assert _tree(project) == before
+    assert sorted(p.name for p in project.parent.iterdir()) == ["project"]
+    job_id = _job_id(done.stdout + done.stderr)
+
+    # Each task wrote in its own working directory, under the job's record, named by `tfjob status`.
+    status = _tfjob("status", job_id, cwd=project.parent)
+    assert status.returncode == 0, status.stderr
+    line = next(line for line in status.stdout.splitlines() if line.startswith("workdirs"))
+    work = Path(line.split()[1].removesuffix("/<task>"))
+    assert work == Path(os.environ["TFJOB_HOME"]) / "jobs" / job_id / "work"
+    # (The worker may be stopped before it writes: the job ends with its chief, as on the platforms.)
+    written = json.loads((work / "chief-0" / "out" / "x.json").read_text())
+    assert written == {"cwd": str(work / "chief-0"), "task": {"type": "chief", "index": 0}}
+    if extra:
+        assert (work / "chief-0" / "out" / "model.txt").read_text() == "trained"
+    assert sorted(p.name for p in work.iterdir()) == ["chief-0", "worker-0"]
+    # The job's record names it too (what the Python API's status shows).
+    from tfjob.store import JobStore
+
+    with JobStore() as store:
+        record = store.get(job_id)
+    assert record is not None and record.extra["work_dir"] == str(work)
+    manifest = json.loads((work.parent / "tasks.json").read_text())
+    assert {t["name"]: t["cwd"] for t in manifest} == {"chief-0": str(work / "chief-0"), "worker-0": str(work / "worker-0")}
+
+    # The next Vertex AI dry run packages the trainer's own files, and nothing the job wrote.
+    dry = _tfjob("submit", "project", "-m", "trainer.task", "--backend", "vertex", "--dry-run", cwd=project.parent, env=OFFLINE)
+    assert dry.returncode == 0, dry.stderr
+    body = json.loads(dry.stdout)
+    uri = body["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"][0]
+    digest, name = uri.split("/")[-2:]
+    [sdist] = (Path(os.environ["TFJOB_HOME"]) / "build").rglob(name)
+    assert hashlib.sha256(sdist.read_bytes()).hexdigest() == digest  # the very package the request names
+    with tarfile.open(sdist) as tar:
+        members = sorted(m.name.split("/", 1)[1] for m in tar.getmembers() if m.isfile())
+    assert members == ["PKG-INFO", "setup.py", "trainer/__init__.py", "trainer/task.py"]
+
+
+def test_a_script_trainer_runs_from_its_own_working_directory_too(tmp_path: Path) -> None:
+    source = tmp_path / "scripts"
+    source.mkdir()
+    (source / "train.py").write_text(TASK)
+    done = _tfjob("submit", "scripts", "--script", "train.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _tree(source) == ["train.py"]
+
+
+def _package_less(tmp_path: Path) -> dict[str, Path]:
+    """Directories that are no package for a cloud's pip install of their sdist."""
+    top = tmp_path / "toplevel"  # a module at the top: a bare sdist finds packages only
+    top.mkdir()
+    (top / "train.py").write_text("print('hi')\n")
+    namespace = tmp_path / "namespace"  # trainer/ without __init__.py
+    (namespace / "trainer").mkdir(parents=True)
+    (namespace / "trainer" / "task.py").write_text("print('hi')\n")
+    return {"train": top, "trainer.task": namespace}
+
+
+RENDERS = {
+    "local": ["render", "--backend", "local"],
+    "local-submit": ["submit", "--backend", "local"],
+    "vertex": ["render", "--backend", "vertex"],
+    "jobset": ["render", "--backend", "jobset", "--image", "localhost/tfjob-base:1"],
+}
+
+
+@pytest.mark.parametrize("backend", sorted(RENDERS))
+def test_a_package_less_directory_is_refused_the_same_way_by_every_backend(tmp_path: Path, backend: str) -> None:
+    for module, directory in _package_less(tmp_path).items():
+        done = _tfjob(*RENDERS[backend], str(directory), "-m", module, cwd=tmp_path, env=OFFLINE)
+        assert done.returncode == 2, (backend, done.stdout, done.stderr)
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith(f"error: {directory} has no __init__.py") and "add an empty __init__.py" in line, (backend, line)
+        assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("backend", sorted(set(RENDERS) - {"local-submit"}))
+def test_a_package_is_accepted_by_every_backend(project: Path, backend: str) -> None:
+    done = _tfjob(*RENDERS[backend], "project", "-m", "trainer.task", cwd=project.parent, env=OFFLINE)
+    assert done.returncode == 0, (backend, done.stderr)
