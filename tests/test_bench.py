@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,13 +106,14 @@ def test_quick_run_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert (tmp_path / "bench.growth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [n for n, _, _ in doc["growth_per_task_s"]] == [4, 7, 11] and doc["growth_per_task_s"][0][2] is None
     assert any(line.startswith("growth: 11 tasks, tfjob's overhead ") for line in result.stdout.splitlines())
-    assert doc["quick"] is True and doc["runs"] == 1 and doc["sections"] == list(FIGURES)
+    assert doc["quick"] is True and doc["runs"] == 1 and doc["sections"] == list(FIGURES) and doc["skipped"] == {}
     lines = result.stdout.splitlines()
     assert lines[0].startswith("tfjob bench ") and f"{doc['machine']['cpus']} CPUs" in lines[0]
     assert lines[1].split()[:3] == ["section", "figure", "median"]
     for f in doc["figures"]:  # one row per figure, in the same order
         assert any(line.startswith(f["section"]) and f["name"] in line for line in lines), f["name"]
-    assert lines[-1].startswith(f"{doc['targets_met']} of {doc['targets']} targets met; ")
+    unmeasurable = f", {doc['targets_unmeasurable']} unmeasurable" if doc["targets_unmeasurable"] else ""
+    assert re.fullmatch(rf"{doc['targets_met']} of {doc['targets']} targets met{unmeasurable}; \d+ s in all", lines[-1]), lines[-1]
     # The same measurement is both figures' sample: the baselines differ.
     figures = {f["key"]: f for f in doc["figures"]}
     assert figures["cli.help_vs_python"]["sample"] == figures["cli.help_vs_aiplatform"]["sample"]
