@@ -156,3 +156,25 @@ def test_a_package_less_directory_is_refused_the_same_way_by_every_backend(tmp_p
 def test_a_package_is_accepted_by_every_backend(project: Path, backend: str) -> None:
     done = _tfjob(*RENDERS[backend], "project", "-m", "trainer.task", cwd=project.parent, env=OFFLINE)
     assert done.returncode == 0, (backend, done.stderr)
+
+
+def test_a_failing_trainers_traceback_is_shown_once_and_is_its_own(tmp_path: Path) -> None:
+    """The trainer's frames only (not the bootstrap's nor runpy's), once on the console; the
+    summary names the error it ended with."""
+    root = tmp_path / "src"
+    (root / "boom").mkdir(parents=True)
+    (root / "boom" / "__init__.py").write_text("")
+    (root / "boom" / "task.py").write_text('def load():\n    raise ValueError("no rows in the data")\n\n\nload()\n')
+    done = _tfjob("submit", "src", "-m", "boom.task", cwd=tmp_path)
+    assert done.returncode == 1
+    out = done.stdout + done.stderr
+    assert out.count("Traceback (most recent call last):") == 1, out
+    assert out.count('raise ValueError("no rows in the data")') == 1
+    assert "bootstrap.py" not in out and "runpy" not in out
+    frames = [line for line in out.splitlines() if line.startswith('[chief-0]   File "')]
+    assert [line.split('"')[1] for line in frames] == [str(root / "boom" / "task.py")] * 2
+    assert "chief-0 ended with (its traceback is above): ValueError: no rows in the data" in done.stderr
+    # The log keeps it as the task printed it, and the status shows its last lines.
+    job_id = _job_id(out)
+    status = _tfjob("status", job_id, cwd=tmp_path)
+    assert "ValueError: no rows in the data" in status.stdout and "bootstrap.py" not in status.stdout

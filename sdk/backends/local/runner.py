@@ -306,7 +306,7 @@ def run_job(
             router.close()
             outcome = Outcome(JobState.FAILED, f"could not install the trainer: {e}")
             store.set_state(record.id, JobState.FAILED, outcome.message)
-            _print_summary(summary, record.id, outcome)
+            _print_summary(summary, record.id, outcome, live=console is not None)
             return outcome
         prepared = dataclasses.replace(prepared, python=python, source_root=None)  # the installed copy is the one imported
     try:
@@ -331,18 +331,33 @@ def run_job(
             from .install import remove_venv
 
             remove_venv(log_dir / "install")
-    _print_summary(summary, record.id, outcome)
+    _print_summary(summary, record.id, outcome, live=console is not None)
     return outcome
 
 
-def _print_summary(summary: TextIO | None, job_id: str, outcome: Outcome) -> None:
+def traceback_end(tail: str) -> str | None:
+    """The exception line that ends the last Python traceback in ``tail`` (None: no traceback)."""
+    lines = tail.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    after = [line for line in lines[starts[-1] + 1 :] if line.strip() and not line.startswith((" ", "\t"))]
+    return after[0] if after else None
+
+
+def _print_summary(summary: TextIO | None, job_id: str, outcome: Outcome, *, live: bool = False) -> None:
     if summary is not None:
         text = f"job {job_id} {outcome.state.value}: {outcome.message}\n"
         if outcome.rows:
             text += render_summary(outcome.rows) + "\n"
         if outcome.failed_task and outcome.log_tail:
-            tail = "\n".join("  " + line for line in outcome.log_tail.splitlines())
-            text += f"last lines of {outcome.failed_task}:\n{tail}\n"
+            ended = traceback_end(outcome.log_tail) if live else None
+            if ended:
+                # Its traceback is on the console already, among the live lines: said once.
+                text += f"{outcome.failed_task} ended with (its traceback is above): {ended}\n"
+            else:
+                tail = "\n".join("  " + line for line in outcome.log_tail.splitlines())
+                text += f"last lines of {outcome.failed_task}:\n{tail}\n"
         try:
             summary.write(text)
             summary.flush()
