@@ -178,3 +178,26 @@ def test_a_failing_trainers_traceback_is_shown_once_and_is_its_own(tmp_path: Pat
     job_id = _job_id(out)
     status = _tfjob("status", job_id, cwd=tmp_path)
     assert "ValueError: no rows in the data" in status.stdout and "bootstrap.py" not in status.stdout
+
+
+def test_tensorflows_peer_loss_errors_after_a_preemption_are_explained_once(tmp_path: Path) -> None:
+    import io
+
+    from tfjob.backends.local.logs import LogRouter
+
+    console = io.StringIO()
+    router = LogRouter(tmp_path / "logs", console, colour=False)
+    chief = router.open_task("chief-0", "chief")
+    noise = b"E0000 00:00:1795366117.924732    6098 grpc_server.cc:12] UNAVAILABLE: Socket closed\n"
+    router.feed(chief, noise)  # nobody went away: TensorFlow's error stands as it is, unexplained
+    router.expect_peer_loss("worker-1 is preempted")
+    router.feed(chief, b"step 20\n")  # the trainer's own lines: nothing to explain yet
+    router.feed(chief, noise * 3)
+    router.feed(chief, noise)
+    router.close()
+    lines = console.getvalue().splitlines()
+    notes = [n for n, line in enumerate(lines) if line.startswith("[tfjob] worker-1 is preempted: the gRPC errors")]
+    assert len(notes) == 1 and lines[notes[0] - 1] == "[chief-0] step 20" and lines[notes[0] + 1].startswith("[chief-0] E0000")
+    assert "expected, not a failure" in lines[notes[0]]
+    assert sum(line.startswith("[chief-0] E0000") for line in lines) == 5  # explained, never hidden
+    assert (tmp_path / "logs" / "chief-0.log").read_bytes() == noise + b"step 20\n" + noise * 4  # as the task printed it

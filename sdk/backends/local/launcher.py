@@ -638,6 +638,7 @@ class Launcher:
         task.preempted = True
         self._preempted_this_attempt = True
         self._note(f"preempting {name}{f' ({why})' if why else ''}: SIGTERM now, SIGKILL after {grace:g}s")
+        self.router.expect_peer_loss(f"{name} is preempted")
         self._signal(task, signal.SIGTERM)
         task.kill_at = self.clock() + grace
         return True
@@ -885,6 +886,7 @@ class Launcher:
     def _teardown(self) -> None:
         if not self.tasks:
             return
+        self.router.expect_peer_loss("the job is ending and its tasks are stopped")
         self._kill_all(signal.SIGTERM)
         if not self._wait_all(self.clock() + max(0.0, float(self.options.grace))):
             self._kill_all(signal.SIGKILL)
