@@ -201,3 +201,47 @@ def test_tensorflows_peer_loss_errors_after_a_preemption_are_explained_once(tmp_
     assert "expected, not a failure" in lines[notes[0]]
     assert sum(line.startswith("[chief-0] E0000") for line in lines) == 5  # explained, never hidden
     assert (tmp_path / "logs" / "chief-0.log").read_bytes() == noise + b"step 20\n" + noise * 4  # as the task printed it
+
+
+def _no_cloud_settings() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GOOGLE_CLOUD_", "CLOUDSDK_", "TFJOB_STAGING"))}
+    return {**env, **OFFLINE}
+
+
+def test_a_cloud_build_dry_run_asks_for_nothing(tmp_path: Path) -> None:
+    """`tfjob build --cloud-build --dry-run` with no project, bucket, base on a registry or
+    credentials: the request, with what is missing shown as placeholders and said once each."""
+    assert _tfjob("init", "census", "--template", "custom-container", cwd=tmp_path).returncode == 0
+    repo = "us-central1-docker.pkg.dev/my-project/trainers/census"
+    done = subprocess.run(
+        [TFJOB, "build", "census", "-m", "trainer.task", "--cloud-build", "--dry-run", "--image-repo", repo],
+        cwd=tmp_path, env=_no_cloud_settings(), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    request = json.loads(done.stdout)
+    (tag,) = request["images"]
+    assert tag.startswith(f"{repo}:") and request["source"]["storageSource"]["bucket"] == "YOUR_STAGING_BUCKET"
+    said = done.stderr.splitlines()
+    assert any("no project set: the build request is for YOUR_PROJECT" in line for line in said)
+    assert any("no staging bucket set: the build context shows as gs://YOUR_STAGING_BUCKET" in line for line in said)
+    assert any(f"dry run: us-central1-docker.pkg.dev was not asked whether it has {tag}" in line for line in said)
+    assert "Traceback" not in done.stderr
+
+
+def test_an_engine_whose_daemon_is_down_is_said_so_when_building(tmp_path: Path) -> None:
+    """Not "the base image is not in docker's store and cannot be pulled": the daemon is down."""
+    import shutil
+
+    if shutil.which("docker") is None:
+        pytest.skip("the docker command line is not installed")
+    assert _tfjob("init", "census", "--template", "custom-container", cwd=tmp_path).returncode == 0
+    env = {**_no_cloud_settings(), "DOCKER_HOST": f"unix://{tmp_path / 'none.sock'}"}
+    done = subprocess.run(
+        [TFJOB, "submit", "census", "-m", "trainer.task", "--build", "--image-repo", "us-central1-docker.pkg.dev/p/r/census",
+         "--container-engine", "docker", "--backend", "vertex", "--dry-run"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert error.startswith("error: docker's daemon is not reachable (") and "systemctl start docker" in error
+    assert "store" not in error and "Traceback" not in done.stderr
