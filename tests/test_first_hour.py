@@ -245,3 +245,13 @@ def test_an_engine_whose_daemon_is_down_is_said_so_when_building(tmp_path: Path)
     (error,) = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert error.startswith("error: docker's daemon is not reachable (") and "systemctl start docker" in error
     assert "store" not in error and "Traceback" not in done.stderr
+
+
+def test_an_empty_image_repo_asks_for_a_repository(tmp_path: Path) -> None:
+    """An unset $REPO (`--image-repo ""`) is a missing repository, not a missing image."""
+    assert _tfjob("init", "census", "--template", "custom-container", cwd=tmp_path).returncode == 0
+    done = _tfjob("submit", "census", "-m", "trainer.task", "--build", "--image-repo", "", "--backend", "vertex", "--dry-run", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "error: --image-repo is empty; give the repository to push to, REGISTRY/PATH, e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer"
+    )
