@@ -274,3 +274,19 @@ def test_an_ambiguous_job_id_says_how_many_more_match(tmp_path: Path) -> None:
         with pytest.raises(UsageError) as caught:
             store.resolve("tune-")
         assert "tune-000000); give more of it" in str(caught.value) and " more)" not in str(caught.value)
+
+
+@pytest.mark.parametrize("backend", ["local", "vertex"])
+def test_the_report_page_says_a_local_jobs_machine_is_this_one(backend: str) -> None:
+    from tfjob.model import JobState, JobStatus
+    from tfjob.report import ReportData, render_report
+    from tfjob.spec import build_spec
+
+    spec = build_spec(name="census", module="trainer.task", package="my_trainer", workers=2, ps=1).to_dict()
+    page = render_report(ReportData(JobStatus("census-1", backend, "census", JobState.SUCCEEDED), spec=spec))
+    spec_section = page.split("<h2>Spec</h2>", 1)[1]
+    if backend == "local":
+        assert "n1-standard-4" not in spec_section
+        assert spec_section.count("this machine: a process per task (local; a cloud machine type does not apply)") == 3
+    else:  # a cloud job's machine is the platform's
+        assert spec_section.count("n1-standard-4") == 3 and "this machine" not in spec_section
