@@ -290,3 +290,16 @@ def test_the_report_page_says_a_local_jobs_machine_is_this_one(backend: str) -> 
         assert spec_section.count("this machine: a process per task (local; a cloud machine type does not apply)") == 3
     else:  # a cloud job's machine is the platform's
         assert spec_section.count("n1-standard-4") == 3 and "this machine" not in spec_section
+
+
+def test_the_local_render_shows_each_tasks_tf_config_parsed(project: Path) -> None:
+    done = _tfjob("render", "project", "-m", "trainer.task", "--workers", "2", "--ps", "1", "--backend", "local", "-o", "yaml",
+                  cwd=project.parent)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import yaml
+
+    tasks = yaml.safe_load(done.stdout)["tasks"]
+    for task in tasks:
+        assert task["tf_config"] == json.loads(task["env"]["TF_CONFIG"])  # the same, readable
+        assert task["tf_config"]["task"]["type"] == task["name"].split("-")[0]
+        assert task["cwd"] == str(Path(os.environ["TFJOB_HOME"]) / "jobs" / "<job-id>" / "work" / task["name"])

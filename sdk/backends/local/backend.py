@@ -9,6 +9,7 @@ process.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,7 +118,12 @@ class LocalBackend(Lifecycle):
                 "backend": "local",
                 "dialect": options.dialect,
                 "strategy": strategy,
-                "tasks": [{"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env} for p in plans],
+                "tasks": [
+                    # tf_config: the task's TF_CONFIG parsed, to read at a glance (env holds it as the task gets it, a string).
+                    {"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env}
+                    | ({"tf_config": json.loads(p.env["TF_CONFIG"])} if "TF_CONFIG" in p.env else {})
+                    for p in plans
+                ],
             }
         # Every task's TF_CONFIG / CLUSTER_SPEC repeats the whole cluster: written out for
         # every task, the output would grow with the square of the task count. Beyond a few
