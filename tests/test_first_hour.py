@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN
+from helpers import BIN, need_in_ci
 
 TFJOB = str(BIN / "tfjob")
 
@@ -229,21 +229,24 @@ def test_a_cloud_build_dry_run_asks_for_nothing(tmp_path: Path) -> None:
 
 
 def test_an_engine_whose_daemon_is_down_is_said_so_when_building(tmp_path: Path) -> None:
-    """Not "the base image is not in docker's store and cannot be pulled": the daemon is down."""
+    """Not "the base image is not in docker's store and cannot be pulled": the daemon is down
+    (docker's socket, or podman's service through CONTAINER_HOST, which makes podman remote)."""
     import shutil
 
-    if shutil.which("docker") is None:
-        pytest.skip("the docker command line is not installed")
+    engines = [e for e in ("docker", "podman") if shutil.which(e)]
+    need_in_ci(bool(engines), "needs the docker or podman command line (no daemon need run)")
+    engine = engines[0]
     assert _tfjob("init", "census", "--template", "custom-container", cwd=tmp_path).returncode == 0
-    env = {**_no_cloud_settings(), "DOCKER_HOST": f"unix://{tmp_path / 'none.sock'}"}
+    socket = f"unix://{tmp_path / 'none.sock'}"
+    env = {**_no_cloud_settings(), "DOCKER_HOST" if engine == "docker" else "CONTAINER_HOST": socket}
     done = subprocess.run(
         [TFJOB, "submit", "census", "-m", "trainer.task", "--build", "--image-repo", "us-central1-docker.pkg.dev/p/r/census",
-         "--container-engine", "docker", "--backend", "vertex", "--dry-run"],
+         "--container-engine", engine, "--backend", "vertex", "--dry-run"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     (error,) = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
-    assert error.startswith("error: docker's daemon is not reachable (") and "systemctl start docker" in error
+    assert error.startswith(f"error: {engine}'s daemon is not reachable ("), error
     assert "store" not in error and "Traceback" not in done.stderr
 
 
@@ -303,3 +306,28 @@ def test_the_local_render_shows_each_tasks_tf_config_parsed(project: Path) -> No
         assert task["tf_config"] == json.loads(task["env"]["TF_CONFIG"])  # the same, readable
         assert task["tf_config"]["task"]["type"] == task["name"].split("-")[0]
         assert task["cwd"] == str(Path(os.environ["TFJOB_HOME"]) / "jobs" / "<job-id>" / "work" / task["name"])
+
+
+@pytest.mark.parametrize("values", [[0.011, 0.017, 0.03, 0.052, 0.09], [0.001, 0.004, 0.02, 0.07, 0.1], [0.0123, 0.0131, 0.0145]])
+def test_the_study_plots_log_axis_labels_do_not_overlap(values: list[float]) -> None:
+    """A log-scaled parameter's axis: a few plain-number labels, none over another (matplotlib's
+    default labels every minor tick of a span under a decade, and they run together)."""
+    import importlib.util
+
+    need_in_ci(importlib.util.find_spec("matplotlib") is not None, "needs matplotlib (the plots extra)")
+    from tfjob.metrics import study_figure
+
+    extra = {
+        "study": {"metric": {"tag": "accuracy", "goal": "MAXIMIZE"}, "parameters": [{"name": "learning-rate", "scale": "UNIT_LOG_SCALE"}]},
+        "trials": [{"id": str(n + 1), "metric": 0.8 + n / 100, "params": {"learning-rate": v}} for n, v in enumerate(values)],
+    }
+    fig = study_figure(extra)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[1]
+    lo, hi = ax.get_xlim()
+    labels = [t for t in ax.get_xticklabels(which="both") if t.get_text() and t.get_visible() and lo <= t.get_position()[0] <= hi]
+    assert 1 <= len(labels), [t.get_text() for t in ax.get_xticklabels(which="both")]
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in labels]
+    assert all("\\times" not in t.get_text() and "^" not in t.get_text() for t in labels)  # plain numbers
