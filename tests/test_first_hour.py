@@ -268,13 +268,13 @@ def test_an_ambiguous_job_id_says_how_many_more_match(tmp_path: Path) -> None:
     with JobStore(tmp_path / "jobs.db") as store:
         for n in range(7):
             store.add(JobRecord(id=f"census-{n:06x}", backend="local", name="census", state=JobState.SUCCEEDED, created=1000.0 + n))
-        with pytest.raises(UsageError) as caught:
+        with pytest.raises(UsageError, match="is ambiguous") as caught:
             store.resolve("census-")
         message = str(caught.value)
         assert "census-000006, census-000005, census-000004, census-000003, census-000002 and 2 more" in message, message
         for n in range(5):  # five match: all named, no "more"
             store.add(JobRecord(id=f"tune-{n:06x}", backend="local", name="tune", state=JobState.SUCCEEDED, created=2000.0 + n))
-        with pytest.raises(UsageError) as caught:
+        with pytest.raises(UsageError, match="is ambiguous") as caught:
             store.resolve("tune-")
         assert "tune-000000); give more of it" in str(caught.value) and " more)" not in str(caught.value)
 
