@@ -981,14 +981,18 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
     """What kind of trainer directory ``source`` (resolved) is, with ``module`` checked in it.
 
     The one rule for every backend: what the platforms make of the trainer's sdist. They
-    pip-install it and run ``python -m module``, and a bare trainer's generated setup.py
-    finds packages only (directories with ``__init__.py``). So a directory is a trainer
-    when it is a project, a package, or holds the module's top-level package; the local
-    backend, which runs the trainer in place, refuses what a cloud would (a top-level
-    ``train.py``, a namespace directory) with the same message.
+    pip-install it and run ``python -m module``. A bare trainer's generated setup.py installs
+    its packages (directories with ``__init__.py``) and, for a trainer that is a top-level
+    module (``train.py``, TensorFlow's ``multi_worker_with_keras.py``), its top-level modules.
+    So a directory is a trainer when it is a project, a package, holds the module's
+    top-level package, or holds the module itself; a namespace directory (``trainer/`` with
+    no ``__init__.py``) is not — an installed sdist would not carry it — and the local
+    backend, which runs the trainer in place, refuses it as a cloud's render does, with
+    the same message.
 
     Returns:
-        (``"project"`` or ``"bare"``, the package root, the distribution name).
+        (``"project"``, ``"bare"`` or ``"modules"`` — a bare trainer of top-level modules —,
+        the package root, the distribution name).
 
     Raises:
         PackagingError: the module is not in it, or it holds no Python package.
@@ -1031,6 +1035,9 @@ def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
                 fix="check the module name or add the file",
             )
         return "bare", source / top, top
+
+    if module is not None and "." not in module and (source / f"{module}.py").is_file():
+        return "modules", source, source.name
 
     hint = f" and no {top}/__init__.py" if top else ""
     raise PackagingError(

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -123,17 +124,6 @@ def test_a_script_trainer_runs_from_its_own_working_directory_too(tmp_path: Path
     assert _tree(source) == ["train.py"]
 
 
-def _package_less(tmp_path: Path) -> dict[str, Path]:
-    """Directories that are no package for a cloud's pip install of their sdist."""
-    top = tmp_path / "toplevel"  # a module at the top: a bare sdist finds packages only
-    top.mkdir()
-    (top / "train.py").write_text("print('hi')\n")
-    namespace = tmp_path / "namespace"  # trainer/ without __init__.py
-    (namespace / "trainer").mkdir(parents=True)
-    (namespace / "trainer" / "task.py").write_text("print('hi')\n")
-    return {"train": top, "trainer.task": namespace}
-
-
 RENDERS = {
     "local": ["render", "--backend", "local"],
     "local-submit": ["submit", "--backend", "local"],
@@ -143,13 +133,49 @@ RENDERS = {
 
 
 @pytest.mark.parametrize("backend", sorted(RENDERS))
-def test_a_package_less_directory_is_refused_the_same_way_by_every_backend(tmp_path: Path, backend: str) -> None:
-    for module, directory in _package_less(tmp_path).items():
-        done = _tfjob(*RENDERS[backend], str(directory), "-m", module, cwd=tmp_path, env=OFFLINE)
-        assert done.returncode == 2, (backend, done.stdout, done.stderr)
-        [line] = done.stderr.strip().splitlines()
-        assert line.startswith(f"error: {directory} has no __init__.py") and "add an empty __init__.py" in line, (backend, line)
-        assert "Traceback" not in done.stderr
+def test_a_namespace_directory_is_refused_the_same_way_by_every_backend(tmp_path: Path, backend: str) -> None:
+    """trainer/task.py with no trainer/__init__.py: Python imports it in place, but no installed
+    sdist would carry it (its setup.py finds packages), so every backend refuses it alike."""
+    namespace = tmp_path / "namespace"
+    (namespace / "trainer").mkdir(parents=True)
+    (namespace / "trainer" / "task.py").write_text("print('hi')\n")
+    done = _tfjob(*RENDERS[backend], str(namespace), "-m", "trainer.task", cwd=tmp_path, env=OFFLINE)
+    assert done.returncode == 2, (backend, done.stdout, done.stderr)
+    [line] = done.stderr.strip().splitlines()
+    assert line == (
+        f"error: {namespace} has no __init__.py and no trainer/__init__.py: it is not a Python package; "
+        "add an empty __init__.py (or a setup.py / pyproject.toml) to the trainer directory"
+    ), (backend, line)
+
+
+@pytest.mark.parametrize("module", ["train", "multi_worker_strategy-with-keras"])
+def test_a_top_level_module_is_a_trainer_on_every_backend_and_its_sdist_runs_it(tmp_path: Path, module: str) -> None:
+    """`-m train` with train.py and no package (TensorFlow's tutorials are such files): accepted
+    by every backend alike, and the sdist the clouds install carries it, so `python -m` runs it
+    there as here."""
+    source = tmp_path / "tutorial"
+    source.mkdir()
+    (source / f"{module}.py").write_text("import helper, sys\nprint('ran', helper.NAME, sys.argv[1:])\n")
+    (source / "helper.py").write_text("NAME = 'the tutorial'\n")
+    for backend, argv in sorted(RENDERS.items()):
+        done = _tfjob(*argv, "tutorial", "-m", module, cwd=tmp_path, env=OFFLINE)
+        assert done.returncode == 0, (backend, done.stderr)
+        if backend == "local-submit":
+            assert "ran the tutorial []" in done.stdout + done.stderr
+    assert sorted(p.name for p in source.iterdir()) == sorted([f"{module}.py", "helper.py"])
+    # What a platform does with the sdist Vertex AI stages: pip install, then python -m.
+    from tfjob.packaging import build_sdist
+
+    built = build_sdist(source, tmp_path / "dist", module=module)
+    site = tmp_path / "site"
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", "--target", str(site), str(built.path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    ran = subprocess.run([sys.executable, "-m", module, "--steps", "3"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(site)},
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert ran.returncode == 0 and ran.stdout.strip() == "ran the tutorial ['--steps', '3']", ran.stderr
 
 
 @pytest.mark.parametrize("backend", sorted(set(RENDERS) - {"local-submit"}))
