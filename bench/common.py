@@ -93,10 +93,13 @@ class Target:
             ≥ bound), ``overhead-max`` (figure − baseline ≤ bound, in the figure's unit),
             ``max`` (figure ≤ bound), ``equal`` (figure == bound).
         bound: the number.
+        difference: the figure is itself a difference of measurements (a slope), so a
+            negative or noise-dominated value is unmeasurable (``overhead-max`` always is one).
     """
 
     kind: str
     bound: float
+    difference: bool = False
 
     def text(self, unit: str) -> str:
         """The target as the table shows it (``≤ 8×``, ``overhead ≤ 60.0 ms``)."""
@@ -154,9 +157,38 @@ class Figure:
         return None if self.baseline is None else self.sample.median - self.baseline.median
 
     @property
+    def unmeasurable(self) -> str | None:
+        """Why this run cannot tell whether a difference meets its target, or None.
+
+        A difference (an overhead over a baseline, a slope) is below the run's noise when it
+        comes out negative — doing more cannot take less — or when its range (min–max of the
+        figure less max–min of the baseline) reaches both 0 and beyond the target: then "met"
+        would be the luck of the median.
+        """
+        t = self.target
+        if t is None:
+            return None
+        if t.kind == "overhead-max" and self.baseline is not None:
+            value = self.sample.median - self.baseline.median
+            low, high = self.sample.low - self.baseline.high, self.sample.high - self.baseline.low
+        elif t.kind == "max" and t.difference:
+            value, low, high = self.sample.median, self.sample.low, self.sample.high
+        else:
+            return None
+        unit = self.sample.unit
+        if value < 0:
+            return f"{fmt(value, unit)} is negative: the noise of this run is larger than what is measured"
+        if low <= 0 < t.bound < high:
+            return f"{fmt(low, unit)} to {fmt(high, unit)} spans 0 and the target: noise-dominated"
+        return None
+
+    @property
     def met(self) -> bool | None:
-        """True/False against the target; None for a figure without one (shown for context)."""
-        return None if self.target is None else self.target.met(self.sample, self.baseline)
+        """True/False against the target; None for a figure without one (shown for context)
+        or one this run cannot tell (:attr:`unmeasurable`)."""
+        if self.target is None or self.unmeasurable:
+            return None
+        return self.target.met(self.sample, self.baseline)
 
     def ratio_text(self) -> str:
         """The comparison as the table shows it: ``4.47×``, ``20.0× faster``, ``+14.5 ms (1.52×)``."""
@@ -184,6 +216,7 @@ class Figure:
             if self.target is None
             else {"kind": self.target.kind, "bound": self.target.bound, "text": self.target.text(self.sample.unit)},
             "met": self.met,
+            "unmeasurable": self.unmeasurable,
         }
 
 
@@ -339,7 +372,7 @@ def render_table(figures: Sequence[Figure], title: str = "") -> str:
     rows = [header]
     for f in figures:
         base = "—" if f.baseline is None else f"{f.baseline.name}: {f.baseline.show()}"
-        met = {True: "yes", False: "NO", None: "—"}[f.met]
+        met = "unmeasurable" if f.unmeasurable else {True: "yes", False: "NO", None: "—"}[f.met]
         rows.append(
             (f.section, f.name, f.sample.show(), base, f.ratio_text(), "—" if f.target is None else f.target.text(f.sample.unit), met)
         )
@@ -363,6 +396,7 @@ def report(figures: Sequence[Figure], *, runs: int, quick: bool, elapsed: float,
         "sections": list(sections),
         "elapsed_s": elapsed,
         "targets_met": sum(1 for f in targets if f.met),
+        "targets_unmeasurable": sum(1 for f in targets if f.unmeasurable),
         "targets": len(targets),
         "figures": [f.to_dict() for f in figures],
     }

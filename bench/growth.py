@@ -123,7 +123,7 @@ def slope(smaller: Figure, larger: Figure, baseline: Sample | None = None) -> Fi
     ]
     return Figure(
         "growth.slope", SECTION, f"tfjob's overhead per added task, {_tasks(smaller)} → {_tasks(larger)} tasks",
-        Sample(f"{_tasks(smaller)} → {_tasks(larger)}", per_round), baseline, Target("max", TARGET_SLOPE_S),
+        Sample(f"{_tasks(smaller)} → {_tasks(larger)}", per_round), baseline, Target("max", TARGET_SLOPE_S, difference=True),
     )  # fmt: skip
 
 

@@ -12,8 +12,13 @@ scale (1,000-worker renders, a 1,101-task TF_CONFIG); containers (image builds, 
 1+2+1 job as containers against processes) only with ``--only containers``: it needs
 rootful podman. Each figure is the median
 of ``--runs`` runs with min–max (growth: at least 9, see ``growth.MIN_ROUNDS``), its
-ratio to the baseline, the target and whether it is met. ``--quick`` (one run, small sizes, no warm-up) only checks that every figure
-comes out. The exit status is 0 even when a target is missed: the table says so.
+ratio to the baseline, the target and whether it is met — or "unmeasurable": a difference
+(an overhead, a slope) that came out negative, or whose min–max spans both 0 and the target,
+is below this run's noise and is not counted as met. ``--quick`` (one run, small sizes, no
+warm-up) only checks that every figure comes out. A section that needs an extra this
+interpreter lacks (``NEEDS``: the Vertex SDK, TensorFlow…) is skipped and named, as is the
+growth plot without matplotlib. The exit status is 0 even when a target is missed or a
+section skipped: the table and its last lines say so.
 """
 
 from __future__ import annotations
@@ -66,6 +71,30 @@ def sections() -> dict[str, Measure]:
 #: Sections run only when named with --only (they need what not every machine has).
 OPT_IN = ("containers", "images")
 
+#: What a section needs beyond tfjob's own dependencies: (module, the extra that brings it).
+#: Without it the section is skipped, said on stderr and in the JSON, and the rest runs.
+NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "cli": (("google.cloud.aiplatform", "vertex"),),  # its baseline: the Vertex SDK's import
+    "vertex": (("google.cloud.aiplatform_v1", "vertex"), ("google.cloud.storage", "vertex")),
+    "packaging": (("google.cloud.storage", "vertex"), ("gcp_storage_emulator", "test")),  # staging bytes, on the emulator
+    "ps_training": (("tensorflow", "tf"), ("tf_keras", "tf")),
+    "scale": (("google.cloud.aiplatform_v1", "vertex"),),  # the Vertex render checks its body with the client's types
+}
+
+
+def missing_extra(section: str) -> str | None:
+    """Why ``section`` cannot run in this interpreter (a module its extra brings is missing), or None."""
+    import importlib.util
+
+    for module, extra in NEEDS.get(section, ()):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ImportError:  # a parent package missing
+            found = False
+        if not found:
+            return f"needs {module}: pip install -e '.[{extra}]'"
+    return None
+
 
 def parse_only(values: list[str] | None, known: list[str]) -> list[str]:
     """``--only a,b --only c`` → the sections in table order.
@@ -105,25 +134,44 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     figures: list[Figure] = []
+    skipped: dict[str, str] = {}
     for name in chosen:
+        why = missing_extra(name)
+        if why:
+            skipped[name] = why
+            print(f"[{name}: skipped, {why}]", file=sys.stderr, flush=True)
+            continue
         t = time.perf_counter()
         figures.extend(known[name](args.runs, args.quick))
         print(f"[{name}: {time.perf_counter() - t:.0f} s]", file=sys.stderr, flush=True)
-    doc = report(figures, runs=args.runs, quick=args.quick, elapsed=time.perf_counter() - started, sections=chosen)
+    ran = [name for name in chosen if name not in skipped]
+    doc = report(figures, runs=args.runs, quick=args.quick, elapsed=time.perf_counter() - started, sections=ran)
+    doc["skipped"] = skipped
     grown = [f for f in figures if f.section == "growth"]
     if grown:
         import growth
 
-        path = Path(args.json).with_suffix(".growth.png") if args.json else growth.DEFAULT_PLOT
-        doc["plots"] = {"growth": str(growth.plot(grown, path))}
         doc["growth_per_task_s"] = growth.per_task_overhead(grown)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            skipped["growth plot"] = "needs matplotlib: pip install -e '.[plots]'"
+        else:
+            path = Path(args.json).with_suffix(".growth.png") if args.json else growth.DEFAULT_PLOT
+            doc["plots"] = {"growth": str(growth.plot(grown, path))}
     print(render_table(figures, title_line(doc)))
+    for f in figures:
+        if f.unmeasurable:
+            print(f"unmeasurable: {f.key}: {f.unmeasurable}")
     for n, overhead, slope in doc.get("growth_per_task_s", []):
         grew = "" if slope is None else f", {slope * 1000:+.1f} ms per added task"
         print(f"growth: {n} tasks, tfjob's overhead {overhead * 1000:+.0f} ms over bare interpreters{grew}")
     if doc.get("plots"):
         print(f"plot: {doc['plots']['growth']}")
-    print(f"{doc['targets_met']} of {doc['targets']} targets met; {doc['elapsed_s']:.0f} s in all")
+    for name, why in skipped.items():
+        print(f"skipped: {name} ({why})")
+    unmeasurable = f", {doc['targets_unmeasurable']} unmeasurable" if doc["targets_unmeasurable"] else ""
+    print(f"{doc['targets_met']} of {doc['targets']} targets met{unmeasurable}; {doc['elapsed_s']:.0f} s in all")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")

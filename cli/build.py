@@ -79,10 +79,11 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
         from tfjob import cloud_build_target, load_settings
 
         settings = load_settings(project=project, staging_bucket=staging_bucket, api_endpoint=api_endpoint)
-        cloud = cloud_build_target(settings.project, settings.staging_bucket, settings.api_endpoint)
+        cloud = cloud_build_target(settings.project, settings.staging_bucket, settings.api_endpoint, dry_run=dry_run,
+                                   note=lambda line: click.echo(f"tfjob: {line}", err=True))  # fmt: skip
     built = build_image(
         directory, module=module, base=base_image, image_repo=image_repo, engine=container_engine, push=not (no_push or dry_run),
-        include_secrets=include_secrets, requirements=requirements, progress=BuildProgress.auto(quiet=output == "json" or dry_run), cloud=cloud,
+        include_secrets=include_secrets, requirements=requirements, progress=BuildProgress.auto(quiet=output == "json"), cloud=cloud,
     )  # fmt: skip
     if dry_run:
         click.echo(json.dumps(built.build_request, indent=2))

@@ -99,6 +99,9 @@ def render_status(
         lines.append(f"cost      {cost['text']}")
     if status.extra.get("log_dir"):
         lines.append(f"logs      {inert(str(status.extra['log_dir']))}")
+    if status.extra.get("work_dir"):
+        # Each local task's own working directory, as each replica has its container's.
+        lines.append(f"workdirs  {inert(str(status.extra['work_dir']))}/<task>")
     attempts = status.extra.get("attempts")
     if isinstance(attempts, list) and len(attempts) > 1:
         lines.append("attempts")

@@ -49,6 +49,7 @@ from tfjob.cluster.dispatch import resolve_strategy as resolve
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from types import TracebackType  # noqa: F401
     from typing import Mapping, NoReturn, Sequence  # noqa: F401
 
 #: Exit status for "port taken between pick and bind": try again on fresh ports.
@@ -448,9 +449,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     if serve:
         return run_server(info)
-    if args.script is not None:
-        return run_script(args.script, trainer_args)
-    return run_module(args.module, trainer_args)
+    run = run_script if args.script is not None else run_module
+    target = args.script if args.script is not None else args.module
+    if argv is not None:
+        return run(target, trainer_args)  # from Python: the trainer's exceptions propagate as they are
+    try:
+        return run(target, trainer_args)
+    except Exception:
+        # Uncaught in the trainer: reported as Python would (through sys.excepthook, the
+        # trainer's own if it set one; exit 1), its traceback the trainer's frames alone.
+        kind, error, tb = sys.exc_info()
+        assert kind is not None and error is not None
+        tb = trainer_frames(tb)
+        sys.excepthook(kind, error.with_traceback(tb), tb)  # Python 3.11's prints the error's own
+        return 1
+
+
+#: Where the frames above the trainer's come from: this file and runpy (``python -m``).
+_OWN_FILES = (os.path.abspath(__file__).removesuffix("c"), "<frozen runpy>")
+
+
+def trainer_frames(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` from the trainer's first frame: the bootstrap's and runpy's before it left out
+    (all of ``tb`` if none of it is the trainer's, e.g. it failed to import)."""
+    first = tb
+    while first is not None and (
+        first.tb_frame.f_code.co_filename in _OWN_FILES or first.tb_frame.f_code.co_filename.endswith("/runpy.py")
+    ):
+        first = first.tb_next
+    return first if first is not None else tb
 
 
 if __name__ == "__main__":

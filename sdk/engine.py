@@ -27,6 +27,8 @@ from .errors import BackendError, UsageError
 #: answers in well under a second, so one that has not answered is hung (a daemon that
 #: accepts and never replies, a storage lock held); removals get :data:`ENGINE_REMOVE_TIMEOUT`.
 ENGINE_QUERY_TIMEOUT = 30.0
+#: How long ``<engine> version`` may take when tfjob picks between two installed engines.
+ENGINE_PROBE_TIMEOUT = 10.0
 ENGINE_REMOVE_TIMEOUT = 120.0
 #: The most an engine query's answer may hold (standard output; standard error is cut there):
 #: an ``image inspect`` is a few KiB, a ``ps`` of thousands of containers well under 1 MiB.
@@ -80,6 +82,18 @@ class Engine:
             else "start its service (systemctl --user start podman.socket) or run podman without --remote"
         )
         return BackendError(f"{self.name}'s daemon is not reachable ({first[:200]}); {fix}")
+
+    def reachable(self) -> BackendError | None:
+        """None when the engine answers (``<engine> version`` reaches its daemon or service);
+        else the error that says why it cannot be reached."""
+        try:
+            done = self._run("version", timeout=ENGINE_PROBE_TIMEOUT)
+        except BackendError as e:
+            return e
+        if done.returncode == 0:
+            return None
+        first = next((line.strip() for line in (done.stderr or "").splitlines() if line.strip()), f"exit {done.returncode}")
+        return self.unreachable(done.stderr) or BackendError(f"{self.name} version failed: {first[:300]}")
 
     def has_image(self, image: str) -> bool:
         """Whether the engine's store holds ``image``.
@@ -340,18 +354,28 @@ def network_name(job_id: str) -> str:
 
 def find_engine(choice: str | None = None) -> Engine:
     """The engine to run containers with: ``choice`` (``--container-engine``,
-    ``TFJOB_CONTAINER_ENGINE``), else podman, else docker.
+    ``TFJOB_CONTAINER_ENGINE``), else podman, else docker — of those two, when both are
+    installed, the first that answers (docker installed beside a podman whose service is
+    down, or the other way round, is not a reason to fail).
 
     Raises:
         UsageError: the chosen engine, or both, are not installed (naming both).
+        BackendError: both are installed and neither answers (saying why each does not).
     """
     choice = choice or os.environ.get("TFJOB_CONTAINER_ENGINE") or None
     if choice is not None and choice not in ENGINES and os.path.sep not in choice:
         raise UsageError(field="container_engine", value=choice, problem=f"is not one of {', '.join(ENGINES)} (or a path to one)")
-    for name in [choice] if choice else list(ENGINES):
-        exe = shutil.which(name)  # type: ignore[arg-type]
-        if exe:
-            return Engine(os.path.basename(name).split(".")[0], exe)  # type: ignore[arg-type]
+    found = [Engine(os.path.basename(name).split(".")[0], exe) for name in ([choice] if choice else ENGINES) if (exe := shutil.which(name))]
+    if len(found) == 1:
+        return found[0]  # its own commands say so if it cannot be reached
+    if found:
+        errors = []
+        for engine in found:
+            error = engine.reachable()
+            if error is None:
+                return engine
+            errors.append(str(error))
+        raise BackendError(f"no container engine answers: {'; '.join(errors)}")
     wanted = choice or "podman or docker"
     raise UsageError(
         problem=f"running {{image}} locally needs a container engine, and {wanted} is not installed",

@@ -639,7 +639,8 @@ class Job:
             from .images.cloudbuild import check_target
 
             bucket = getattr(self.options, "staging_bucket", None) or self.settings.staging_bucket
-            cloud = check_target(self.settings.project, bucket, self.settings.api_endpoint, credentials)
+            cloud = check_target(self.settings.project, bucket, self.settings.api_endpoint, credentials, dry_run=not push,
+                                 note=lambda line: print(f"tfjob: {line}", file=sys.stderr, flush=True))  # fmt: skip
         built = build_image(
             str(self.spec.package), module=self.spec.module, base=self.options.base_image, image_repo=self.options.image_repo,
             engine=self.options.container_engine, push=push, include_secrets=self.options.include_secrets,
@@ -647,11 +648,14 @@ class Job:
             credentials=credentials, pull=push and self.backend_name == "local" and cloud is None, cloud=cloud,
         )  # fmt: skip
         if self.options.image_repo and not built.digest:
-            print(
-                f"tfjob: {built.tag} is not on {self.options.image_repo.split('/')[0]} yet; submitting pushes it",
-                file=sys.stderr,
-                flush=True,
+            host = self.options.image_repo.split("/")[0]
+            said = (
+                f"tfjob: {built.tag} is not on {host} yet; submitting pushes it"
+                if push
+                else f"tfjob: dry run: the request names {built.tag}, built here; {host} was not asked: a real submit "
+                f"pushes it there (unless it is there already) and the job runs {self.options.image_repo}@sha256:…"
             )
+            print(said, file=sys.stderr, flush=True)
         if built.build_request is not None and not push:
             import json
 

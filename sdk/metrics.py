@@ -401,6 +401,18 @@ def study_metrics(job_id: str, extra: dict[str, Any]) -> JobMetrics:
     return out
 
 
+def _log_axis(ax: Any) -> None:
+    """A log-scale x axis whose labels can be read: 1, 2 and 5 of each decade at most, as
+    plain numbers (``0.002``), no labels on the minor ticks — matplotlib's defaults label
+    minor ticks in a span under a decade, in ``2×10⁻²`` form, and they overlap."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def study_figure(extra: dict[str, Any], title: str | None = None) -> Any:
     """A tuning study's plots (from its status ``extra``: ``study`` and ``trials``): the
     optimisation history (each trial's objective and the best so far) and one panel per
@@ -451,7 +463,7 @@ def study_figure(extra: dict[str, Any], title: str | None = None) -> Any:
             ax.plot([float(v) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)
             spec = next((p for p in study.get("parameters") or [] if p.get("name") == name), {})
             if "LOG" in str(spec.get("scale", "")).upper() and all(float(v) > 0 for v, _ in pairs):
-                ax.set_xscale("log")
+                _log_axis(ax)
         else:  # a categorical parameter: one column per value
             cats = sorted({str(v) for v, _ in pairs})
             ax.plot([cats.index(str(v)) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)

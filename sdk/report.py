@@ -277,11 +277,28 @@ def render_report(data: ReportData) -> str:
     if data.spec:
         # What was set: the keys left at their empty default are left out.
         given = {k: v for k, v in redacted_spec(data.spec).items() if v not in (None, False, [], {}, "")}
+        if data.status.backend == "local":
+            given = _as_run_here(given)
         out.append(f"<h2>Spec</h2><pre>{_e(json.dumps(given, indent=2, sort_keys=True, default=str))}</pre>")
     for note in data.notes:
         out.append(f'<p class="muted">{_e(note)}</p>')
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _as_run_here(spec: dict[str, Any]) -> dict[str, Any]:
+    """A local job's spec with each pool's machine as it ran: this machine, not the cloud
+    machine type the spec carries for the platforms (``n1-standard-4`` by default)."""
+    pools = spec.get("pools")
+    if not isinstance(pools, list):
+        return spec
+    shown = []
+    for pool in pools:
+        if isinstance(pool, dict) and "machine" in pool:
+            how = "a container" if pool.get("image") or spec.get("image") else "a process"
+            pool = {**pool, "machine": f"this machine: {how} per task (local; a cloud machine type does not apply)"}
+        shown.append(pool)
+    return {**spec, "pools": shown}
 
 
 def gather(handle: Any) -> ReportData:

@@ -22,7 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import SpecError, Word
+from .errors import PackagingError, SpecError, Word
 from .lazy import LazyPattern
 from .limits import check_platform_count
 from .machines import (
@@ -1146,3 +1146,72 @@ def module_exists(base: Path, module: str) -> bool:
     """Whether ``python -m module`` finds a file or package of it under ``base``."""
     rel = Path(*module.split("."))
     return (base / rel.with_suffix(".py")).is_file() or (base / rel / "__init__.py").is_file()
+
+
+def check_trainer(source: Path, module: str | None) -> tuple[str, Path, str]:
+    """What kind of trainer directory ``source`` (resolved) is, with ``module`` checked in it.
+
+    The one rule for every backend: what the platforms make of the trainer's sdist. They
+    pip-install it and run ``python -m module``. A bare trainer's generated setup.py installs
+    its packages (directories with ``__init__.py``) and, for a trainer that is a top-level
+    module (``train.py``, TensorFlow's ``multi_worker_with_keras.py``), its top-level modules.
+    So a directory is a trainer when it is a project, a package, holds the module's
+    top-level package, or holds the module itself; a namespace directory (``trainer/`` with
+    no ``__init__.py``) is not — an installed sdist would not carry it — and the local
+    backend, which runs the trainer in place, refuses it as a cloud's render does, with
+    the same message.
+
+    Returns:
+        (``"project"``, ``"bare"`` or ``"modules"`` — a bare trainer of top-level modules —,
+        the package root, the distribution name).
+
+    Raises:
+        PackagingError: the module is not in it, or it holds no Python package.
+    """
+    top = module.split(".")[0] if module else None
+
+    if (source / "pyproject.toml").is_file() or (source / "setup.py").is_file():
+        if module and not any(module_exists(base, module) for base in (source, source / "src")):
+            raise PackagingError(
+                field="module",
+                value=Word(module),
+                problem=f": no {module.replace('.', '/')}.py in project {source}",
+                fix="give the module's dotted path from the project root (or its src/ directory)",
+            )
+        return "project", source, source.name
+
+    if (source / "__init__.py").is_file():
+        name = source.name
+        if top is not None and top != name:
+            raise PackagingError(
+                field="module",
+                value=Word(str(module)),
+                problem=f": the package directory {source} is the package {name!r}, so the module must start with {name}. (e.g. {name}.task)",
+            )
+        if module and not module_exists(source.parent, module):
+            raise PackagingError(
+                field="module",
+                value=Word(module),
+                problem=f": no {module.replace('.', '/')}.py in {source.parent}",
+                fix="check the module name or add the file",
+            )
+        return "bare", source, name
+
+    if top is not None and (source / top / "__init__.py").is_file():
+        if not module_exists(source, module or ""):
+            raise PackagingError(
+                field="module",
+                value=Word(str(module)),
+                problem=f": no {(module or '').replace('.', '/')}.py in {source}",
+                fix="check the module name or add the file",
+            )
+        return "bare", source / top, top
+
+    if module is not None and "." not in module and (source / f"{module}.py").is_file():
+        return "modules", source, source.name
+
+    hint = f" and no {top}/__init__.py" if top else ""
+    raise PackagingError(
+        f"{source} has no __init__.py{hint}: it is not a Python package; add an empty __init__.py "
+        "(or a setup.py / pyproject.toml) to the trainer directory"
+    )

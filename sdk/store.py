@@ -650,6 +650,9 @@ class JobStore:
             raise JobNotFoundError(f"no job {id_or_prefix!r} in {self.path}; `tfjob list` shows the known jobs")
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows)
+            if len(rows) == 5:  # the newest 5 are named: how many more match is said
+                (count,) = self._read("SELECT COUNT(*) FROM jobs WHERE id LIKE ? ESCAPE '\\'", (escaped + "%",))[0]
+                ids += f" and {count - 5} more" if count > 5 else ""
             raise UsageError(f"job id {id_or_prefix!r} is ambiguous ({ids}); give more of it")
         return _row_to_job(rows[0])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,7 +84,8 @@ def check_figures(doc: dict[str, Any], sections: list[str]) -> None:
             assert sample["min"] <= sample["median"] <= sample["max"]
         if key in TARGETS:
             kind, bound = TARGETS[key]
-            assert f["target"]["kind"] == kind and isinstance(f["met"], bool), key
+            # Met or not; or, for a difference below the run's noise, unmeasurable (never "met").
+            assert f["target"]["kind"] == kind and (isinstance(f["met"], bool) != bool(f["unmeasurable"])), key
             assert bound is None or f["target"]["bound"] == bound, key  # None: computed from the same run's baselines
         else:
             assert f["target"] is None and f["met"] is None, key
@@ -104,13 +106,14 @@ def test_quick_run_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert (tmp_path / "bench.growth.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert [n for n, _, _ in doc["growth_per_task_s"]] == [4, 7, 11] and doc["growth_per_task_s"][0][2] is None
     assert any(line.startswith("growth: 11 tasks, tfjob's overhead ") for line in result.stdout.splitlines())
-    assert doc["quick"] is True and doc["runs"] == 1 and doc["sections"] == list(FIGURES)
+    assert doc["quick"] is True and doc["runs"] == 1 and doc["sections"] == list(FIGURES) and doc["skipped"] == {}
     lines = result.stdout.splitlines()
     assert lines[0].startswith("tfjob bench ") and f"{doc['machine']['cpus']} CPUs" in lines[0]
     assert lines[1].split()[:3] == ["section", "figure", "median"]
     for f in doc["figures"]:  # one row per figure, in the same order
         assert any(line.startswith(f["section"]) and f["name"] in line for line in lines), f["name"]
-    assert lines[-1].startswith(f"{doc['targets_met']} of {doc['targets']} targets met; ")
+    unmeasurable = f", {doc['targets_unmeasurable']} unmeasurable" if doc["targets_unmeasurable"] else ""
+    assert re.fullmatch(rf"{doc['targets_met']} of {doc['targets']} targets met{unmeasurable}; \d+ s in all", lines[-1]), lines[-1]
     # The same measurement is both figures' sample: the baselines differ.
     figures = {f["key"]: f for f in doc["figures"]}
     assert figures["cli.help_vs_python"]["sample"] == figures["cli.help_vs_aiplatform"]["sample"]
@@ -184,3 +187,63 @@ def test_rounds_interleave_and_skip_the_warm_up(common: ModuleType) -> None:
     samples = common.rounds({"a": item("a", 1.0), "b": item("b", 2.0)}, 3, warmup=1, units={"b": "B"})
     assert calls == ["a", "b"] * 4
     assert samples["a"].values == [1.0] * 3 and samples["b"].unit == "B" and samples["a"].unit == "s"
+
+
+def test_a_negative_or_noise_dominated_difference_is_unmeasurable_not_met(common: ModuleType) -> None:
+    Sample, Figure, Target = common.Sample, common.Figure, common.Target
+    # The growth slope of a loaded run (issue 39): -33.2 ms per added task is no figure at all.
+    slope = Figure(
+        "growth.slope", "growth", "per task", Sample("41 → 161", [-0.0332, -0.02, -0.04]), None, Target("max", 0.003, difference=True)
+    )
+    assert slope.met is None and "negative" in slope.unmeasurable
+    # Rounds from -10 ms to +12 ms: the median 1 ms would say "met" by luck.
+    noisy = Figure(
+        "growth.slope", "growth", "per task", Sample("41 → 161", [-0.010, 0.001, 0.012]), None, Target("max", 0.003, difference=True)
+    )
+    assert noisy.met is None and "noise-dominated" in noisy.unmeasurable
+    # A clear slope either way is measured.
+    assert Figure("g", "growth", "g", Sample("s", [0.001, 0.002, 0.0025]), None, Target("max", 0.003, difference=True)).met is True
+    assert Figure("g", "growth", "g", Sample("s", [0.005, 0.006, 0.009]), None, Target("max", 0.003, difference=True)).met is False
+    # A plain maximum of a time is not a difference: its value alone decides.
+    assert Figure("t", "local", "t", Sample("t", [0.2, 0.3]), None, Target("max", 0.5)).unmeasurable is None
+    # An overhead: the figure less its baseline.
+    faster = Figure("b", "bootstrap", "b", Sample("b", [0.018]), Sample("m", [0.019]), Target("overhead-max", 0.060))
+    assert faster.met is None and "negative" in faster.unmeasurable
+    spread = Figure(
+        "b", "bootstrap", "b", Sample("b", [0.020, 0.021, 0.120]), Sample("m", [0.019, 0.020, 0.025]), Target("overhead-max", 0.060)
+    )
+    assert spread.met is None and "noise-dominated" in spread.unmeasurable
+    clear = Figure("b", "bootstrap", "b", Sample("b", [0.027, 0.0275]), Sample("m", [0.019, 0.0193]), Target("overhead-max", 0.060))
+    assert clear.met is True and clear.unmeasurable is None
+    # The table and the JSON say so; the count of targets met leaves them out.
+    row = common.render_table([slope]).splitlines()[-1]
+    assert row.rstrip().endswith("unmeasurable")
+    doc = common.report([slope, clear], runs=3, quick=False, elapsed=1.0, sections=["growth"])
+    assert (doc["targets_met"], doc["targets_unmeasurable"], doc["targets"]) == (1, 1, 2)
+    assert doc["figures"][0]["met"] is None and "negative" in doc["figures"][0]["unmeasurable"]
+
+
+def test_the_bench_runs_without_the_optional_extras(tmp_path: Path) -> None:
+    """In a venv of tfjob alone (`pip install -e .`: no [vertex], no matplotlib, no TensorFlow),
+    the sections that need an extra are named as skipped and the rest runs: exit 0."""
+    import offline_venv
+
+    venv = tmp_path / "bare"
+    offline_venv.make_venv(venv)
+    assert offline_venv.pip(venv, ["install", "-q", "-e", "."]) == 0
+    python = str(venv / "bin" / "python")
+    probe = subprocess.run([python, "-c", "import google.cloud.aiplatform"], capture_output=True, text=True)
+    assert probe.returncode == 1 and "ModuleNotFoundError" in probe.stderr  # really without [vertex]
+    out = tmp_path / "bench.json"
+    result = subprocess.run(
+        [python, str(BENCH / "run.py"), "--runs", "1", "--quick", "--only", "cli,vertex,bootstrap,scale", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    for section in ("cli", "vertex", "scale"):
+        assert f"[{section}: skipped, needs google.cloud.aiplatform" in result.stderr
+        assert f"skipped: {section} (needs google.cloud.aiplatform" in result.stdout
+    doc = json.loads(out.read_text())
+    assert doc["sections"] == ["bootstrap"] and sorted(doc["skipped"]) == ["cli", "scale", "vertex"]
+    check_figures(doc, ["bootstrap"])

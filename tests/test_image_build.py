@@ -323,3 +323,21 @@ def test_renders_of_a_built_job_name_the_pushed_digest(census: Path, registry: r
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
         assert text == path.read_text(), f"{name} changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
+
+
+def test_a_dry_run_needs_no_credentials_and_names_the_content_tag(census: Path, build_env: dict[str, str]) -> None:
+    """`submit --build --image-repo REPO --dry-run` on Artifact Registry with no Google credentials:
+    the image is built (or found) here, the request names REPO:<content tag>, and what a real
+    submit would push is said; the registry is not asked."""
+    repo = "us-central1-docker.pkg.dev/my-project/trainers/census"
+    env = {**build_env, "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/credentials.json", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    done = _tfjob("submit", str(census), "-m", "trainer.task", "--build", "--image-repo", repo, "--workers", "2", "--ps", "1",
+                  "--backend", "vertex", "--project", "p", "--region", "us-central1", "--dry-run", env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    images = {p["containerSpec"]["imageUri"] for p in json.loads(done.stdout)["jobSpec"]["workerPoolSpecs"]}
+    (image,) = images
+    assert re.fullmatch(rf"{re.escape(repo)}:[0-9a-f]{{32}}", image), image
+    assert f"dry run: us-central1-docker.pkg.dev was not asked whether it has {image}" in done.stderr
+    assert f"dry run: the request names {image}, built here" in done.stderr and "a real submit pushes it there" in done.stderr
+    local = subprocess.run(["podman", "image", "exists", image], env=build_env)
+    assert local.returncode == 0  # built (or found) here, tagged as it would be pushed

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from helpers import ROOT
+
 from tfjob.cli.main import app
 from tfjob.errors import UsageError
 from tfjob.scaffold import build_package_name, get_template, init_template, list_templates, render_text, template_files
@@ -179,6 +181,18 @@ def test_cli_init_prints_the_directory_and_the_next_command(tmp_path: Path) -> N
     assert result.stdout.strip() == str((tmp_path / "mw").resolve())
     assert f"next: tfjob submit {tmp_path / 'mw'} --module-name trainer.task --workers 1" in result.stderr
     assert 'name = "mw-trainer"' in (tmp_path / "mw" / "pyproject.toml").read_text()
+
+
+def test_the_next_hints_are_the_readmes_commands(tmp_path: Path) -> None:
+    """`tfjob init`'s hint names the job dir the README uses, and a container template's builds with tfjob."""
+    readme = (ROOT / "README.md").read_text()
+    census = run_cli("init", str(tmp_path / "census"), "--template", "census-ps")
+    (hint,) = [line for line in census.stderr.splitlines() if line.startswith("next: ")]
+    assert "--job-dir runs/census " in hint and "--job-dir runs/census " in readme
+    image = run_cli("init", str(tmp_path / "image"), "--template", "custom-container")
+    (hint,) = [line for line in image.stderr.splitlines() if line.startswith("next: ")]
+    assert f"next: tfjob submit {tmp_path / 'image'} --module-name trainer.task --build --image-repo REPO " in hint
+    assert "docker build" not in hint and "--job-dir runs/census-image " in readme
 
 
 @pytest.mark.parametrize(

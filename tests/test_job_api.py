@@ -155,7 +155,8 @@ def test_install_runs_the_trainer_from_its_sdist_in_a_throwaway_venv(tmp_path: P
     install_dir = job.store.jobs_dir / job_id / "install"  # the job's files are beside its store
     for report in reports(tmp_path / "out").values():
         assert report["module_file"].startswith(str(install_dir / "venv"))  # the installed copy, not the source
-        assert "site-packages" in report["module_file"] and report["cwd"] == str(install_dir)
+        # Its own working directory, as a replica has its container's: not the install, not the source.
+        assert "site-packages" in report["module_file"] and report["cwd"] == str(job.store.jobs_dir / job_id / "work" / report["task"])
     assert not (install_dir / "venv").exists()  # thrown away after the job
     assert list((install_dir / "dist").rglob("probe-0.0.0.tar.gz"))
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import (
-    PROBE,
     TFJOB,
     assert_no_survivors,
     job_processes,
@@ -27,9 +26,13 @@ from tfjob.store import JobStore
 TASKS = ["chief-0", "worker-0", "worker-1", "worker-2", "worker-3", "ps-0", "ps-1"]
 
 
-def _manifest(job_id: str) -> dict[str, dict]:
+def _log_dir(job_id: str) -> Path:
     with JobStore() as store:
-        log_dir = Path(store.get(job_id).log_dir)  # type: ignore[union-attr, arg-type]
+        return Path(store.get(job_id).log_dir)  # type: ignore[union-attr, arg-type]
+
+
+def _manifest(job_id: str) -> dict[str, dict]:
+    log_dir = _log_dir(job_id)
     return {t["name"]: t for t in json.loads((log_dir / "tasks.json").read_text())}
 
 
@@ -54,7 +57,8 @@ def _check_cluster(job_dir: Path, job_id: str, dialect: str, primary: str) -> No
         env = manifest[name]["env"]
         assert report["env"]["TF_CONFIG"] == env["TF_CONFIG"]
         assert report["env"]["TFJOB_TASK_TYPE"] == role and report["env"]["TFJOB_JOB_ID"] == job_id
-        assert report["cwd"] == str(PROBE) and report["rest"] == []
+        # Its own working directory (recorded), as in a container: the trainer is on the path, not the cwd.
+        assert report["cwd"] == manifest[name]["cwd"] == str(Path(_log_dir(job_id), "work", name)) and report["rest"] == []
         # --job-dir reaches the trainer only where the platform passes it (AI Platform).
         assert ("--job-dir" in report["argv"]) == (dialect == "ai-platform")
         # What the platform of the dialect set, as the launcher gave it.

@@ -278,6 +278,8 @@ def test_a_path_with_a_colon_is_not_mounted_into_containers() -> None:
 
 def test_render_shows_the_package_a_container_run_mounts(tmp_path: Path) -> None:
     (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")  # a package, as its sdist needs (a run builds it)
+    (tmp_path / "trainer" / "task.py").write_text("")
     spec = build_spec(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1)
     for task in LocalBackend().render(spec, LocalOptions())["tasks"]:
         argv = task["argv"]

@@ -100,7 +100,8 @@ def test_the_pipeline_compiles_to_a_spec_with_typed_outputs(tmp_path: Path) -> N
     assert tasks["tfjob-train"]["inputs"]["parameters"]["workers"]["runtimeValue"]["constant"] == 2
     # The step's program is tfjob's: the executor runs the component, which calls run_step.
     executor = spec["deploymentSpec"]["executors"]["exec-tfjob-train"]["container"]
-    assert executor["image"] == "python:3.11" and "kfp.dsl.executor_main" in " ".join(executor["command"])
+    # KFP's executor, less its executor-input JSON (tfjob.pipelines.executor).
+    assert executor["image"] == "python:3.11" and "-m tfjob.pipelines.executor " in " ".join(executor["command"])
     assert "from tfjob.pipelines.step import build_job, run_step" in executor["command"][-1]
     assert "pip install" not in " ".join(executor["command"])  # install_kfp_package=False, no packages
 
@@ -132,6 +133,8 @@ def test_a_failed_job_fails_its_step_naming_the_failing_task(
     assert len(error) == 1, log[-3000:]
     assert "FAILED" in error[0] and "worker-0" in error[0] and "code 3" in error[0], error
     assert "Traceback" not in log
+    # Quiet unless asked: not KFP's ~200 lines of executor-input JSON (TFJOB_KFP_VERBOSE=1 shows them).
+    assert "Got executor_input" not in log and '"inputs": {' not in log
 
 
 _DRIVER = """
@@ -168,7 +171,7 @@ def test_terminating_the_step_cancels_its_job(tmp_path: Path) -> None:
         job_id = only_job_id()
         tasks = job_processes(job_id, job_dir)
         # The step's process: the interpreter running KFP's executor (not the shell that started it).
-        step = [pid for pid in _descendants(driver.pid) if _argv(pid)[1:3] == ["-m", "kfp.dsl.executor_main"]]
+        step = [pid for pid in _descendants(driver.pid) if _argv(pid)[1:3] == ["-m", "tfjob.pipelines.executor"]]
         assert len(step) == 1, step
         os.kill(step[0], signal.SIGTERM)  # what a cancelled run does to its step's process
         out, _ = driver.communicate(timeout=120)
@@ -303,3 +306,21 @@ def test_vertex_op_arguments_refuse_what_the_op_cannot_carry(tmp_path: Path) -> 
         custom_training_job_args(Job(str(trainer), "trainer.task", workers=1), stage=False)
     dry = custom_training_job_args(_vertex_job(trainer), stage=False)  # names the URIs, uploads nothing
     assert dry["worker_pool_specs"][1]["pythonPackageSpec"]["packageUris"][0].startswith("gs://b/tfjob/packages/")
+
+
+@pytest.mark.parametrize("verbose", ["", "1"])
+def test_the_steps_executor_leaves_out_the_executor_input_unless_asked(tmp_path: Path, verbose: str) -> None:
+    """tfjob.pipelines.executor is KFP's executor, less its executor-input JSON (TFJOB_KFP_VERBOSE=1: with it)."""
+    component = tmp_path / "component.py"
+    component.write_text("from kfp.dsl import *\n\ndef hello() -> str:\n    print('hello from the step')\n    return 'hi'\n")
+    executor_input = {"inputs": {}, "outputs": {"parameters": {"Output": {"outputFile": str(tmp_path / "out")}},
+                                                "outputFile": str(tmp_path / "executor_output.json")}}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "tfjob.pipelines.executor", "kfp.dsl.executor_main", "--component_module_path", str(component),
+         "--executor_input", json.dumps(executor_input), "--function_to_execute", "hello"],
+        env={**os.environ, "_KFP_RUNTIME": "true", "TFJOB_KFP_VERBOSE": verbose}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "hello from the step" in done.stdout and "Wrote executor output file" in done.stdout
+    assert ("Got executor_input" in done.stdout) == bool(verbose)
+    assert json.loads((tmp_path / "executor_output.json").read_text())["parameterValues"] == {"Output": "hi"}

@@ -1,11 +1,17 @@
-"""Every example of the README runs, in order, in one directory.
+"""Every example of the README runs, in order, in one shell and one directory, as typed.
 
-The first block's ``tfjob`` commands run with the installed ``tfjob`` (the install
-steps are what this suite itself was installed with); the second block must be
-exactly what ``.ci/run`` runs. Cloud services are the project's local stand-ins:
-the Vertex AI fake server (``TFJOB_API_ENDPOINT``), gcp-storage-emulator
-(``STORAGE_EMULATOR_HOST``) and the fake Kubernetes API (``KUBECONFIG``). A block
-preceded by ``<!-- not run: … -->`` is skipped (it says why).
+The README is run as a reader follows it: one bash session, from the first command (which
+makes ``.venv`` and installs tfjob with the ``tf`` extra) through ``source
+.venv/bin/activate`` and every block after it, in order, so its variables and its PATH
+carry from block to block as in a terminal. Nothing is installed that the README does not
+say to: its ``python3 -m venv`` and ``pip install`` commands run through the offline
+stand-ins of ``tests/offline_venv.py``, which put into the reader's venv exactly the
+distributions a command names (linked from this suite's venv, no network); this suite's
+own venv is not on PATH. The second block must be exactly what ``.ci/run`` runs. Cloud
+services are the project's local stand-ins: the Vertex AI fake server
+(``TFJOB_API_ENDPOINT``), gcp-storage-emulator (``STORAGE_EMULATOR_HOST``) and the fake
+Kubernetes API (``KUBECONFIG``). A block preceded by ``<!-- not run: … -->`` is skipped (it
+says why).
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ README = ROOT / "README.md"
 _FENCE = re.compile(
     r"(?P<skip><!-- not run: [^>]*-->\n)?(?P<containers><!-- containers: [^>]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S
 )
-_INSTALL = re.compile(r"^(python3 -m venv|\.venv/bin/pip install)")  # the steps this suite was installed with
+#: Printed between the blocks of the README's shell session, on stdout and stderr, to tell their outputs apart.
+_MARK = "@@tfjob-readme-block {}@@"
 
 
 @dataclass
@@ -96,6 +103,52 @@ def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
     yield from kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
 
 
+def reader_session(blocks: list[Block], scripts: Path) -> str:
+    """The README's runnable blocks as one bash session: shell blocks as they are, a Python
+    block as the reader runs a saved example (``python FILE``, the ``python`` on PATH)."""
+    lines = ["set -euo pipefail"]
+    for n, block in enumerate(blocks):
+        lines.append(f"printf '\\n{_MARK.format(n)}\\n'; printf '\\n{_MARK.format(n)}\\n' >&2")
+        if block.lang == "python":
+            # From a file, as a user runs a script: KFP reads a component's source from it.
+            script = scripts / f"readme_example_{n}.py"
+            script.write_text(block.code)
+            lines.append(f"python {shlex.quote(str(script))}")
+        else:
+            lines.append(block.code)
+    return "\n".join(lines) + "\n"
+
+
+def split_session(done: subprocess.CompletedProcess[str], count: int) -> list[subprocess.CompletedProcess[str]]:
+    """Each block's output, from the session's (the last one started failed, if the session did)."""
+
+    def parts(text: str) -> dict[int, str]:
+        found = re.split(r"\n@@tfjob-readme-block (\d+)@@\n", "\n" + text)
+        return {int(found[i]): found[i + 1] for i in range(1, len(found) - 1, 2)}
+
+    out, err = parts(done.stdout), parts(done.stderr)
+    last = max(out, default=-1)
+    return [
+        subprocess.CompletedProcess([str(n)], 0 if n < last or done.returncode == 0 else done.returncode, out.get(n, ""), err.get(n, ""))
+        for n in range(min(count, last + 1))
+    ]
+
+
+def reader_environment(tmp_path: Path, base: dict[str, str]) -> dict[str, str]:
+    """A reader's shell: no venv active, this suite's venv not on PATH, and the offline
+    stand-in of ``python3 -m venv`` (whose pip installs from this suite's venv) first."""
+    import shutil
+
+    import offline_venv
+
+    env = {k: v for k, v in base.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH")}
+    path = [p for p in env.get("PATH", os.defpath).split(os.pathsep) if p and Path(p).resolve() != BIN.resolve()]
+    real = shutil.which("python3", path=os.pathsep.join(path)) or str(Path(sys.base_prefix, "bin", "python3"))
+    stand_ins = offline_venv.install_stand_ins(tmp_path / "stand-ins", real)
+    env["PATH"] = os.pathsep.join([str(stand_ins), *path])
+    return env
+
+
 def _run(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     if block.lang == "python":
         # From a file, as a user runs a script: KFP reads a component's source from it.
@@ -118,9 +171,8 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
     work.mkdir()
     kubeconfig = kube.write_kubeconfig(tmp_path / "kubeconfig")
     with FakeVertex(projects=("my-project",)) as vertex:
-        env = dict(os.environ)
+        env = reader_environment(tmp_path, dict(os.environ))
         env.update(
-            PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
             TFJOB_API_ENDPOINT=vertex.endpoint,
             # Application-default credentials whose token endpoint is the stand-in, as a user has ADC.
             GOOGLE_APPLICATION_CREDENTIALS=str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
@@ -130,18 +182,23 @@ def test_every_readme_example_runs_in_order(tmp_path: Path, emulator: Any, kube:
         # The key file the README's credentials example reads (its token endpoint is the stand-in).
         write_service_account(work / "sa.json", f"{vertex.endpoint}/token", "my-project")
         blocks = readme_blocks()
-        # The first command: its tfjob steps, with the tfjob this suite runs on.
-        steps = [s for s in command_line(blocks[0]).split(" && ") if not _INSTALL.match(s)]
-        main = Block("sh", " && ".join(s.replace(".venv/bin/", "") for s in steps), True)
-        outputs = []
-        for block in [main, *blocks[2:]]:
-            if not block.run or block.containers or block.lang not in ("sh", "python"):
-                continue
-            done = _run(block, work, env)
-            assert done.returncode == 0, (
-                f"README example failed:\n{block.code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr[-4000:]}"
+        main = blocks[0]  # the first command, install included; blocks[1] is the test command (.ci/run)
+        session = [b for b in [main, *blocks[2:]] if b.run and not b.containers and b.lang in ("sh", "python")]
+        script = tmp_path / "readme-session.sh"
+        script.write_text(reader_session(session, tmp_path))
+        done = subprocess.run(["bash", str(script)], cwd=work, env=env, capture_output=True, text=True, timeout=1700)
+        outputs = split_session(done, len(session))
+        if done.returncode != 0:
+            failed = session[len(outputs) - 1] if outputs else session[0]
+            last = outputs[-1] if outputs else done
+            raise AssertionError(
+                f"README example failed:\n{failed.code}\n--- stdout\n{last.stdout[-4000:]}\n--- stderr\n{last.stderr[-4000:]}"
             )
-            outputs.append(done)
+        assert len(outputs) == len(session)
+        # The reader's venv holds what the README installed, and nothing else: not the test extra's.
+        site = next((work / ".venv" / "lib").glob("python3*/site-packages"))
+        assert (site / "tensorflow").is_dir() and (site / "optuna").is_dir() and (site / "matplotlib").is_dir()
+        assert not (site / "pytest").exists() and not (site / "hypothesis").exists()
 
         # What the examples promise, checked on what they left behind.
         census = work / "runs" / "census"
@@ -236,7 +293,7 @@ def _the_census_template_readme_on_the_first_commands_job(work: Path, main: Bloc
     trainer, job_dir = work / "my_trainer", work / "runs" / "census"
     readme = (trainer / "README.md").read_text()
     commands = census_template.readme_commands(readme)
-    (submit,) = [step for step in main.code.split(" && ") if step.startswith("tfjob submit ")]
+    (submit,) = [step.removeprefix(".venv/bin/") for step in command_line(main).split(" && ") if step.startswith(".venv/bin/tfjob submit ")]
     assert shlex.split(commands[0]) == shlex.split(submit.replace(" my_trainer ", " . ").replace("runs/census", "../census-job"))
     census_template.assert_trained(job_dir, 200, predict=False)
     (work / "census-job").symlink_to(job_dir)  # the template README's ../census-job, seen from my_trainer

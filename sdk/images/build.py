@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..engine import Engine, find_engine, run_engine, stop_group, stopped_by_signals
-from ..errors import TfjobError, UsageError
+from ..errors import BackendError, TfjobError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
 from ..shown import inert
@@ -300,6 +300,9 @@ def resolve_base(engine: Engine, ref: str, progress: Progress) -> _Base:
         if error is not None:
             raise error
         found = _inspect(engine, ref) if done.returncode == 0 else None
+        unreachable = engine.unreachable(done.stderr) if found is None else None
+        if unreachable is not None:
+            raise unreachable  # the engine's daemon, not the image: said as such
         if found is None:
             why = inert((done.stderr.strip().splitlines() or ["not found"])[-1])
             hint = (" — build tfjob's base image first (container/README.md: "
@@ -498,7 +501,9 @@ def build_image(
         base: the base image (default tfjob's, ``tfjob:VERSION``).
         image_repo: ``REGISTRY/PATH`` to push to; None keeps the image in the engine's store.
         engine: ``podman`` / ``docker`` / a path / an :class:`~tfjob.engine.Engine`.
-        push: False builds and tags but pushes nothing (``--dry-run``).
+        push: False builds (or finds) and tags, and neither pushes nor asks the registry
+            anything (``--dry-run``: no credentials needed); the reference is then
+            ``REPO:<content tag>``, what a push would send.
         include_secrets: let credential-looking files into the package / context.
         requirements: a requirements file for a bare trainer (default its requirements.txt).
         progress: where progress lines go (default: by terminal).
@@ -545,7 +550,7 @@ def _build_image(source: str | os.PathLike[str], *, module: str | None, base: st
     needs_base = not own or uses_base_arg(_read_dockerfile(src))
     if cloud is not None:
         return _cloud_build(src, cloud, repo, base_ref, needs_base, module=module, push=push, include_secrets=include_secrets,
-                            requirements=requirements, progress=progress)  # fmt: skip
+                            requirements=requirements, progress=progress, base_given=base is not None)  # fmt: skip
     eng = engine if isinstance(engine, Engine) else find_engine(engine)
     resolved = resolve_base(eng, base_ref, progress) if needs_base else None
     plan = plan_build(src, module=module, base=resolved, base_ref=base_ref, include_secrets=include_secrets, requirements=requirements)
@@ -553,10 +558,9 @@ def _build_image(source: str | os.PathLike[str], *, module: str | None, base: st
         progress.say(warning)
     repository = repo.name if repo else recipes.default_repository(src.name)
     tag = f"{repository}:{recipes.image_tag(plan.key)}"
-    credentials_pair = _registry_login(repo, eng, credentials) if repo else None
-
+    credentials_pair = None
     if repo is not None:
-        digest = manifest_digest(repo, recipes.image_tag(plan.key), credentials=credentials_pair)
+        digest, credentials_pair = _look_up(repo, recipes.image_tag(plan.key), eng, credentials, push, progress)
         if digest:
             progress.say(f"image {tag} is on {repo.host} already: nothing to build or push")
             reference = f"{repo.name}@{digest}"
@@ -578,7 +582,7 @@ def _build_image(source: str | os.PathLike[str], *, module: str | None, base: st
 
 
 def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, base_ref: str, needs_base: bool, *, module: str | None,
-                 push: bool, include_secrets: bool, requirements: str | None, progress: Progress) -> BuiltImage:  # fmt: skip
+                 push: bool, include_secrets: bool, requirements: str | None, progress: Progress, base_given: bool = True) -> BuiltImage:  # fmt: skip
     """:func:`build_image` through Cloud Build (no engine here)."""
     from .cloudbuild import remote_base, render_build_request, run_build, stage_context
 
@@ -589,15 +593,27 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
         )
     resolved = None
     if needs_base:
-        ref, digest = remote_base(base_ref, cloud.credentials)
+        try:
+            ref, digest = remote_base(base_ref, cloud.credentials)
+        except (BackendError, UsageError) as e:
+            # A dry run needs no credentials, nor tfjob's base pushed yet (a base given that no
+            # registry can hold is still a mistake): the base is taken by its name, said once.
+            if push or (isinstance(e, UsageError) and base_given):
+                raise
+            why = (
+                "a local name: Cloud Build pulls it from a registry (--base REGISTRY/PATH:TAG)"
+                if isinstance(e, UsageError)
+                else _first_line(e)
+            )
+            progress.say(f"dry run: the base image {base_ref} was not looked up ({why}); a real build keys the tag on its digest")
+            ref, digest = base_ref, base_ref
         # A base seen only on its registry: the bootstrap wheel goes in (a no-op on tfjob's base), tasks run as its default user.
         resolved = _Base(ref=ref, id=digest, user="", has_bootstrap=False)
     plan = plan_build(src, module=module, base=resolved, base_ref=base_ref, include_secrets=include_secrets, requirements=requirements)
     for warning in plan.warnings:
         progress.say(warning)
     tag = f"{repo.name}:{recipes.image_tag(plan.key)}"
-    pair = _registry_login(repo, None, cloud.credentials)
-    digest = manifest_digest(repo, recipes.image_tag(plan.key), credentials=pair)
+    digest, _ = _look_up(repo, recipes.image_tag(plan.key), None, cloud.credentials, push, progress)
     dockerfile = plan.dockerfile if plan.kind == "generated" else None
     sha, name = stage_context(plan.files, dockerfile, cloud, upload=push and not digest, say=progress.say)
     request = render_build_request(bucket=cloud.staging_bucket, source_object=name, tag=tag, key=plan.key, build_args=plan.build_args)
@@ -612,6 +628,28 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
     return BuiltImage(
         f"{repo.name}@{digest}", tag, plan.key, digest, None, True, True, plan.kind, plan.package_sha256, plan.warnings, request
     )
+
+
+def _first_line(error: BaseException) -> str:
+    return _short(next((line for line in str(error).splitlines() if line.strip()), type(error).__name__), 200)
+
+
+def _look_up(
+    repo: Repository, tag: str, engine: Engine | None, credentials: object, push: bool, progress: Progress
+) -> tuple[str | None, tuple[str, str] | None]:
+    """(the digest of ``repo:tag`` on its registry or None, the login for it). A dry run
+    (``push`` False) that cannot log in or reach the registry — no Google credentials, no
+    ``[vertex]`` extra, no network — goes on without asking it, and says so."""
+    try:
+        pair = _registry_login(repo, engine, credentials)
+        return manifest_digest(repo, tag, credentials=pair), pair
+    except BackendError as e:
+        if push:
+            raise
+        progress.say(
+            f"dry run: {repo.host} was not asked whether it has {repo.name}:{tag} ({_first_line(e)}); a real build or submit logs in and pushes it there"
+        )
+        return None, None
 
 
 def _find_built(engine: Engine, key: str, tag: str) -> str | None:

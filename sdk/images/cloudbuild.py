@@ -40,12 +40,32 @@ class CloudBuildTarget:
     credentials: Any = None
 
 
-def check_target(project: str | None, staging_bucket: str | None, api_endpoint: str | None, credentials: Any = None) -> CloudBuildTarget:
+#: What a dry run's request shows for a project or bucket not given (as Vertex AI's dry run does).
+PROJECT_PLACEHOLDER = "YOUR_PROJECT"
+BUCKET_PLACEHOLDER = "gs://YOUR_STAGING_BUCKET"
+
+
+def check_target(
+    project: str | None, staging_bucket: str | None, api_endpoint: str | None, credentials: Any = None, *, dry_run: bool = False,
+    note: Any = None,
+) -> CloudBuildTarget:  # fmt: skip
     """The target of a remote build, or one line saying what is missing.
 
+    With ``dry_run`` nothing is missing: a project or bucket not given is shown as
+    :data:`PROJECT_PLACEHOLDER` / :data:`BUCKET_PLACEHOLDER` (``note`` says so, once each).
+
     Raises:
-        UsageError: no project, or no ``gs://`` staging bucket.
+        UsageError: no project, or no ``gs://`` staging bucket (not in a dry run).
     """
+    if dry_run:
+        if not project:
+            project = PROJECT_PLACEHOLDER
+            if note is not None:
+                note(f"no project set: the build request is for {PROJECT_PLACEHOLDER} (give --project, or set GOOGLE_CLOUD_PROJECT)")
+        if not staging_bucket:
+            staging_bucket = BUCKET_PLACEHOLDER
+            if note is not None:
+                note(f"no staging bucket set: the build context shows as {BUCKET_PLACEHOLDER} (give --staging-bucket)")
     if not project:
         raise UsageError(field="cloud_build", problem="runs in a Google Cloud project: give {project} (or set GOOGLE_CLOUD_PROJECT)")
     if not staging_bucket:

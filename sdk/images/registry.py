@@ -72,6 +72,12 @@ def parse_repository(repo: str, field: str = "image_repo") -> Repository:
     """
     from ..spec import check_image
 
+    if not repo.strip():  # e.g. an unset $REPO: a repository is meant, not an image
+        raise SpecError(
+            field=field,
+            problem="is empty",
+            fix="give the repository to push to, REGISTRY/PATH, e.g. us-central1-docker.pkg.dev/PROJECT/REPO/trainer",
+        )
     check_image(repo, field)
     last = repo.rsplit("/", 1)[-1]
     if "@" in repo or ":" in last:

@@ -113,13 +113,26 @@ def train_op(
         ``options``…); its task has ``.outputs["model"]``, ``["metrics"]``, ``["job_id"]``
         and ``["backend"]``.
     """
-    return dsl.component(
+    component = dsl.component(
         _tfjob_train,
         base_image=base_image,
         packages_to_install=list(packages_to_install or []),
         install_kfp_package=install_kfp_package,
         pip_index_urls=pip_index_urls,
     )
+    # KFP's executor, without its ~200 lines of executor-input JSON in the step's log
+    # (tfjob.pipelines.executor; TFJOB_KFP_VERBOSE=1 shows them).
+    command = component.component_spec.implementation.container.command
+    shown = [part.replace(f"-m {_KFP_EXECUTOR} ", f"-m {QUIET_EXECUTOR} {_KFP_EXECUTOR} ") for part in command]
+    if shown == command:
+        raise RuntimeError(f"the installed KFP's component command no longer runs {_KFP_EXECUTOR}: {command[:2]}")
+    component.component_spec.implementation.container.command = shown
+    return component
+
+
+_KFP_EXECUTOR = "kfp.dsl.executor_main"
+#: The step's entry point: KFP's executor, quiet (see :mod:`tfjob.pipelines.executor`).
+QUIET_EXECUTOR = "tfjob.pipelines.executor"
 
 
 #: The image and module google-cloud-pipeline-components' CustomTrainingJobOp launches its

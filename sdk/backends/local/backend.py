@@ -9,6 +9,7 @@ process.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,22 @@ if TYPE_CHECKING:
 
 #: Up to this many tasks, ``render`` writes each task's environment in full.
 FULL_RENDER_TASKS = 16
+
+
+def _check_trainer_dir(spec: JobSpec) -> None:
+    """The trainer directory a run would use, by the rule every backend's render applies
+    (:func:`tfjob.spec.check_trainer`): a package-less directory is refused here as by Vertex
+    AI's and a JobSet's renders. A container job without one runs what its image holds."""
+    from ...spec import BUILT_PACKAGE_SUFFIXES, check_trainer
+
+    package = spec.package
+    if spec.module is None or (package is None and spec.image) or (package or "").endswith(BUILT_PACKAGE_SUFFIXES):
+        return
+    if package is not None and "://" in package:
+        return
+    source = Path(package or ".").expanduser()
+    if source.is_dir():
+        check_trainer(source.resolve(), spec.module)
 
 
 class LocalBackend(Lifecycle):
@@ -56,7 +73,8 @@ class LocalBackend(Lifecycle):
         from ...cluster import GCLOUD_LOCAL_START_PORT
         from ...limits import check_local_tasks
         from ...cluster.dispatch import job_strategy
-        from .plan import build_cluster, build_task_plans, check_chief, check_dialect, say_ignored_resources
+        from ...settings import tfjob_home
+        from .plan import WORK_DIR, build_cluster, build_task_plans, check_chief, check_dialect, say_ignored_resources
 
         check_local_tasks(spec.task_count)
         check_dialect(options.dialect)
@@ -67,6 +85,7 @@ class LocalBackend(Lifecycle):
         build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
         strategy = job_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
+        _check_trainer_dir(spec)
         engine = None
         if any(spec.image_for(role) for role, _ in spec.tasks()):
             from ...engine import Engine
@@ -86,9 +105,11 @@ class LocalBackend(Lifecycle):
             dialect=options.dialect,
             strategy=strategy,
             python=options.python or "python",
-            source_root=spec.package or ".",
+            source_root=str(Path(spec.package or ".").expanduser().absolute()),  # PYTHONPATH: absolute, run from elsewhere
             environ={},
             job_id="<job-id>",
+            # Where a run's tasks run: each in its own directory under the job's logs.
+            work_dir=str(tfjob_home() / "jobs" / "<job-id>" / WORK_DIR),
             tf_config=options.tf_config,
             engine=engine,
             shipped=shipped,
@@ -98,7 +119,12 @@ class LocalBackend(Lifecycle):
                 "backend": "local",
                 "dialect": options.dialect,
                 "strategy": strategy,
-                "tasks": [{"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env} for p in plans],
+                "tasks": [
+                    # tf_config: the task's TF_CONFIG parsed, to read at a glance (env holds it as the task gets it, a string).
+                    {"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env}
+                    | ({"tf_config": json.loads(p.env["TF_CONFIG"])} if "TF_CONFIG" in p.env else {})
+                    for p in plans
+                ],
             }
         # Every task's TF_CONFIG / CLUSTER_SPEC repeats the whole cluster: written out for
         # every task, the output would grow with the square of the task count. Beyond a few

@@ -43,7 +43,7 @@ from ...spec import JobSpec
 from ...store import JobStore, TaskRecord, process_start_time
 from . import contain
 from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
-from .plan import TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
+from .plan import WORK_DIR, TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
 from ...cluster.dispatch import BOOTSTRAP_MODULE
 from .ports import PortPicker, pick_ports, port_taken
 
@@ -208,9 +208,9 @@ class Launcher:
         store: where the job's state and tasks are recorded.
         router: where task output goes.
         python: the interpreter the tasks run.
-        source_root: put on PYTHONPATH and used as working directory (None when the
-            trainer is installed in ``python``'s environment).
-        cwd: where the tasks run when there is no ``source_root``.
+        source_root: put on PYTHONPATH (None when the trainer is installed in
+            ``python``'s environment). Each task runs in its own working directory,
+            ``<log dir>/work/<task>`` (:data:`WORK_DIR`), as a replica in its container's.
         environ: the environment the tasks start from (default: this process').
         port_picker: picks free ports (injectable to test a stolen port).
         max_attempts: how often the cluster is started when ports are stolen.
@@ -231,7 +231,6 @@ class Launcher:
         python: str,
         strategy: str,
         source_root: str | None,
-        cwd: str | None = None,
         engine: Any = None,
         shipped: tuple[str, ...] = (),
         environ: Mapping[str, str] | None = None,
@@ -249,7 +248,6 @@ class Launcher:
         self.python = python
         self.strategy = strategy
         self.source_root = source_root
-        self.cwd = cwd
         self.engine = engine
         self.shipped = shipped
         self.environ = dict(os.environ if environ is None else environ)
@@ -472,7 +470,7 @@ class Launcher:
             source_root=self.source_root,
             environ=self.environ,
             job_id=self.job_id,
-            cwd=self.cwd,
+            work_dir=str(self.router.log_dir / WORK_DIR),
             trial=self.options.trial,
             tf_config=self.options.tf_config,
             engine=self.engine,
@@ -487,6 +485,7 @@ class Launcher:
         for plan in plans:
             if plan.name not in self._outputs:
                 self._outputs[plan.name] = self.router.open_task(plan.name, plan.role, noise)
+            os.makedirs(plan.cwd, exist_ok=True)  # the task's own working directory (kept across its restarts)
         self._attempt_started = self.clock()
         with self._inside_cgroup(self._fast_start() is not None):
             for plan in plans:
@@ -646,6 +645,7 @@ class Launcher:
         task.preempted = True
         self._preempted_this_attempt = True
         self._note(f"preempting {name}{f' ({why})' if why else ''}: SIGTERM now, SIGKILL after {grace:g}s{asked}")
+        self.router.expect_peer_loss(f"{name} is preempted")
         self._signal(task, signal.SIGTERM)
         task.kill_at = self.clock() + grace
         return True
@@ -893,6 +893,7 @@ class Launcher:
     def _teardown(self) -> None:
         if not self.tasks:
             return
+        self.router.expect_peer_loss("the job is ending and its tasks are stopped")
         self._kill_all(signal.SIGTERM)
         if not self._wait_all(self.clock() + max(0.0, float(self.options.grace))):
             self._kill_all(signal.SIGKILL)

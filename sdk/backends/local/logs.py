@@ -29,6 +29,13 @@ MAX_TAIL_BYTES = 8 * 1024 * 1024
 READ_CHUNK = 1024 * 1024
 _COLOURS = {"chief": "\033[1;32m", "worker": "\033[36m", "ps": "\033[35m", "evaluator": "\033[33m"}
 _NOTE_COLOUR = "\033[1m"
+#: What TensorFlow logs when a peer goes away — a preempted task, or the others at a job's
+#: end: gRPC's errors (absl's ``E0000`` lines, UNAVAILABLE, a closed socket) and the
+#: coordinator's. Expected then; explained in one line before the first of them.
+PEER_LOSS_NOISE = re.compile(
+    rb"^E\d{4} \d\d:\d\d:\d\d|UNAVAILABLE|Socket closed|Connection reset by peer|failed to connect to all addresses"
+    rb"|CANCELLED|ABORTED|ERROR:tensorflow:"
+)
 _RESET = "\033[0m"
 
 
@@ -115,6 +122,8 @@ class LogRouter:
         self._job_log: BinaryIO = open(log_dir / JOB_LOG, "ab", buffering=0)
         #: Why log files are no longer written (a full disk), or None.
         self.write_error: str | None = None
+        #: Why TensorFlow's peer-loss errors are expected now (a preemption, the job's end), until explained.
+        self._peer_loss: str | None = None
         # Space held back for the job's last state changes: freed when the logs fill the disk,
         # so the job store can still record how the job ended.
         self._reserve = log_dir / RESERVE_FILE
@@ -143,11 +152,22 @@ class LogRouter:
         matching ``drop`` are not the task's and go nowhere."""
         return TaskOutput(name, role, self.log_dir / task_log_name(name), f"[{name}] ", self._write_file, drop)
 
+    def expect_peer_loss(self, why: str) -> None:
+        """Tasks are about to lose a peer (``why``: ``worker-1 is preempted``): the first of
+        TensorFlow's errors about it that follows is preceded by one line saying they are expected."""
+        self._peer_loss = why
+
     def feed(self, task: TaskOutput, data: bytes, final: bool = False) -> list[str]:
         """Take a chunk of a task's output (``final`` at end of file); return its complete lines."""
         lines = task.split(data, final)
         if not lines:
             return []
+        if self._peer_loss is not None and any(PEER_LOSS_NOISE.search(line) for line in lines):
+            self.note(
+                f"{self._peer_loss}: the gRPC errors TensorFlow logs now (E0000, UNAVAILABLE, Socket closed) "
+                "are its tasks losing that peer; expected, not a failure"
+            )
+            self._peer_loss = None
         self._emit(task.prefix, task.role, lines)
         return [line.decode("utf-8", "replace") for line in lines]
 

@@ -26,6 +26,9 @@ DIALECTS = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
 _PLATFORM_VARS = ("TF_CONFIG", "CLUSTER_SPEC", "TFJOB_TASK_TYPE", "TFJOB_TASK_INDEX", "TFJOB_IS_CHIEF", "TFJOB_TRIAL")
 _PLATFORM_PREFIXES = ("AIP_", "CLOUD_ML_")
 
+#: Under a job's log directory: the tasks' working directories, one a task (``work/chief-0``).
+WORK_DIR = "work"
+
 
 @dataclass(frozen=True)
 class TaskPlan:
@@ -212,6 +215,7 @@ def build_task_plans(
     environ: Mapping[str, str],
     job_id: str,
     cwd: str | None = None,
+    work_dir: str | None = None,
     trial: str | None = None,
     tf_config: str = "platform",
     engine: Any = None,
@@ -227,11 +231,15 @@ def build_task_plans(
         strategy: ``module`` or ``parameter-server`` (already resolved).
         python: the interpreter that runs the bootstrap and the trainer.
         source_root: the directory the trainer's top-level package is in (prepended
-            to PYTHONPATH and used as the working directory); None when the trainer
-            is installed in ``python``'s environment.
+            to PYTHONPATH, as an installed package is on the path: never the working
+            directory); None when the trainer is installed in ``python``'s environment.
         environ: the environment the tasks start from (the caller's).
         job_id: the job's id (``TFJOB_JOB_ID`` in every task).
-        cwd: where the tasks run (default: ``source_root``).
+        cwd: where the tasks run without ``work_dir`` (default: ``source_root``: only
+            what ``render`` shows when no job exists yet).
+        work_dir: the job's working directories: each task runs in ``work_dir/<task>``,
+            its own, as each replica starts in its own container's. What a trainer writes
+            to a relative path lands there, never in the trainer directory.
         engine: the container engine (:class:`tfjob.engine.Engine`) that runs the tasks
             whose pool has an image (``--image``): each is then ``<engine> run`` of the
             image with the same bootstrap arguments and the platform's variables.
@@ -269,9 +277,12 @@ def build_task_plans(
         address = cluster[role][index]
         # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
         trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
+        script = spec.script
+        if script is not None and source_root is not None and not spec.image_for(role):
+            script = os.path.join(source_root, script)  # the task runs in its own directory, not the trainer's
         boot = bootstrap_args(
             spec.module, spec.args_for(role), strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir,
-            script=spec.script,
+            script=script,
         )  # fmt: skip
         # No --check-port: the launcher checks the task's port as it starts it (a task
         # would load the socket module for it: 1.6 M instructions of every task's start).
@@ -310,7 +321,9 @@ def build_task_plans(
                 network=network,
                 host=address.rsplit(":", 1)[0] if network else None,
             )
-        plans.append(TaskPlan(task_name(role, index), role, index, address, argv, env, cwd or source_root or "."))
+        name = task_name(role, index)
+        where = os.path.join(work_dir, name) if work_dir is not None else cwd or source_root or "."
+        plans.append(TaskPlan(name, role, index, address, argv, env, where))
     return plans
 
 

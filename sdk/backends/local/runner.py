@@ -22,13 +22,13 @@ from ...model import JobState, SubmitOptions
 from .options import LocalOptions
 from ...errors import SpecError, TfjobError, UsageError, Word
 from ...limits import check_local_tasks
-from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec
+from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec, check_trainer
 from ...store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
 from .logs import LogRouter, render_summary, use_colour
 from ...cluster.dispatch import job_strategy
 from ...restarts import build_rules
-from .plan import check_chief, check_dialect, say_ignored_resources, find_source_root
+from .plan import WORK_DIR, check_chief, check_dialect, say_ignored_resources, find_source_root
 from .ports import PortPicker, pick_ports
 
 
@@ -176,6 +176,9 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
                 problem=f": no {spec.module.replace('.', '/')}.py in {source_root}",
                 fix="check the module name or add the file",
             )
+        # Run in place, the trainer directory must still be what the cloud's install of its
+        # sdist makes importable: the rule, and the refusal, of the Vertex and JobSet renders.
+        check_trainer(Path(package or ".").expanduser().resolve(), spec.module)
     elif package and not package.endswith(BUILT_PACKAGE_SUFFIXES):
         changes["package"] = str(Path(package).expanduser().resolve())
         if not Path(changes["package"]).is_dir():
@@ -230,11 +233,14 @@ def new_record(spec: JobSpec, options: SubmitOptions, *, supervisor_pid: int, de
 
 
 def open_log_dir(store: JobStore, record: JobRecord) -> None:
-    """Make the recorded job's log directory and record it."""
+    """Make the recorded job's log directory and record it, with where its tasks run
+    (``work_dir``: each task in its own ``work_dir/<task>``, made as it starts)."""
     log_dir = store.jobs_dir / record.id
     log_dir.mkdir(parents=True, exist_ok=True)
-    store.update(record.id, log_dir=str(log_dir))
+    extra = {**record.extra, "work_dir": str(log_dir / WORK_DIR)}
+    store.update(record.id, log_dir=str(log_dir), extra=extra)
     record.log_dir = str(log_dir)
+    record.extra = extra
 
 
 @contextmanager
@@ -292,7 +298,6 @@ def run_job(
     options = LocalOptions(**record.options)
     log_dir = Path(record.log_dir or store.jobs_dir / record.id)
     router = LogRouter(log_dir, console, use_colour(console))
-    cwd = None
     if options.install:
         from .install import install_trainer
 
@@ -305,10 +310,9 @@ def run_job(
             router.close()
             outcome = Outcome(JobState.FAILED, f"could not install the trainer: {e}")
             store.set_state(record.id, JobState.FAILED, outcome.message)
-            _print_summary(summary, record.id, outcome)
+            _print_summary(summary, record.id, outcome, live=console is not None)
             return outcome
-        prepared = dataclasses.replace(prepared, python=python, source_root=None)
-        cwd = str(log_dir / "install")  # not the source directory: the installed copy must be the one imported
+        prepared = dataclasses.replace(prepared, python=python, source_root=None)  # the installed copy is the one imported
     try:
         launcher = Launcher(
             prepared.spec,
@@ -319,7 +323,6 @@ def run_job(
             python=prepared.python,
             strategy=prepared.strategy,
             source_root=prepared.source_root,
-            cwd=cwd,
             port_picker=port_picker,
             engine=prepared.engine,
             shipped=prepared.shipped,
@@ -332,18 +335,33 @@ def run_job(
             from .install import remove_venv
 
             remove_venv(log_dir / "install")
-    _print_summary(summary, record.id, outcome)
+    _print_summary(summary, record.id, outcome, live=console is not None)
     return outcome
 
 
-def _print_summary(summary: TextIO | None, job_id: str, outcome: Outcome) -> None:
+def traceback_end(tail: str) -> str | None:
+    """The exception line that ends the last Python traceback in ``tail`` (None: no traceback)."""
+    lines = tail.splitlines()
+    starts = [n for n, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    after = [line for line in lines[starts[-1] + 1 :] if line.strip() and not line.startswith((" ", "\t"))]
+    return after[0] if after else None
+
+
+def _print_summary(summary: TextIO | None, job_id: str, outcome: Outcome, *, live: bool = False) -> None:
     if summary is not None:
         text = f"job {job_id} {outcome.state.value}: {outcome.message}\n"
         if outcome.rows:
             text += render_summary(outcome.rows) + "\n"
         if outcome.failed_task and outcome.log_tail:
-            tail = "\n".join("  " + line for line in outcome.log_tail.splitlines())
-            text += f"last lines of {outcome.failed_task}:\n{tail}\n"
+            ended = traceback_end(outcome.log_tail) if live else None
+            if ended:
+                # Its traceback is on the console already, among the live lines: said once.
+                text += f"{outcome.failed_task} ended with (its traceback is above): {ended}\n"
+            else:
+                tail = "\n".join("  " + line for line in outcome.log_tail.splitlines())
+                text += f"last lines of {outcome.failed_task}:\n{tail}\n"
         try:
             summary.write(text)
             summary.flush()
