@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The reliability suite's recorder (`reliability` fixture) and its one-line summary.
 pytest_plugins = ["reliability"]
 
-from helpers import BIN, ROOT, need_in_ci  # noqa: E402 - after the environment above is set
+from helpers import BIN, ROOT, in_ci, need_in_ci  # noqa: E402 - after the environment above is set
 
 # A machine may run with PYTHONDONTWRITEBYTECODE=1 (this project's CI machine does): then every
 # tfjob process the suite starts — CLI calls, launchers, each task's bootstrap — compiles the
@@ -110,10 +110,11 @@ def podman_env() -> Iterator[dict[str, str]]:
     import podman_ci
 
     missing = podman_ci.missing_tools()
-    if missing and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        podman_ci.install_tools()
+    said = ""
+    if missing and in_ci() and os.geteuid() == 0:
+        said = podman_ci.install_tools()
         missing = podman_ci.missing_tools()
-    need_in_ci(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)})")
+    need_in_ci(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)}) {said}".strip())
     need_in_ci(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
     env = podman_ci.configure()
     yield env

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers import need_in_ci, need_module
+
 
 def _as_pid1(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("these tests need root and unshare (CI runs as root)")
-        pytest.skip("needs root and unshare for a private PID namespace")
+        need_in_ci(False, "needs root and unshare for a private PID namespace (CI runs as root)")
     return subprocess.Popen(
         ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "tfjob.container.bootstrap", *argv],
         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})},
@@ -94,7 +94,7 @@ def test_a_trainer_s_own_handler_still_gets_sigterm(tmp_path: Path) -> None:
 
 @pytest.mark.tf
 def test_a_parameter_server_under_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
-    pytest.importorskip("tensorflow")
+    need_module("tensorflow", "pip install -e '.[tf]'")
     import socket
 
     ports = []

@@ -18,6 +18,8 @@ from typing import Iterator
 
 import pytest
 
+from helpers import need_in_ci
+
 from reliability import Reliability
 from tfjob import Job
 from tfjob.backends.local.contain import JobCgroup, is_job_cgroup, job_processes
@@ -193,6 +195,10 @@ def assert_none_marked(marker: str, within: float = 5.0) -> None:
     assert left == [], f"processes of the job outlived it: {left}"
 
 
+#: Why a cgroup test cannot run (tfjob.backends.local.contain.JobCgroup.create said no).
+NO_CGROUP = "no writable cgroup v2 with cgroup.kill here (Linux >= 5.14, as root or in a delegated cgroup; CI runs as root)"
+
+
 def cgroups_here() -> bool:
     """True if tfjob can give a job a cgroup on this machine."""
     probe = JobCgroup.create(f"probe-{uuid.uuid4().hex[:6]}")
@@ -254,10 +260,10 @@ def test_nothing_outlives_a_cancelled_job(hider: Path, marker: str, tmp_path: Pa
 def test_nothing_outlives_a_sigkilled_launcher_or_supervisor(
     hider: Path, marker: str, tmp_path: Path, tfjob_exe: str, reliability: Reliability, who: str
 ) -> None:
-    if not cgroups_here():
-        pytest.skip(
-            "no writable cgroup v2 here: without one, a process that leaves its group and rewrites its environment is beyond reach once the launcher is SIGKILLed (README)"
-        )
+    need_in_ci(
+        cgroups_here(),
+        "no writable cgroup v2 here: without one, a process that leaves its group and rewrites its environment is beyond reach once the launcher is SIGKILLed (README)",
+    )
     argv = _submit(tfjob_exe, hider, marker, tmp_path / "hid", "hang", *(["--detach"] if who == "supervisor" else []))
     if who == "launcher":
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -312,8 +318,8 @@ def test_a_record_cannot_choose_which_cgroup_is_killed(tmp_path: Path) -> None:
     # cgroup v2 directory named after that very job is taken.
     job_id = f"rec-{uuid.uuid4().hex[:6]}"
     cgroup = JobCgroup.create(job_id)
-    if cgroup is None:
-        pytest.skip("no writable cgroup v2 here")
+    need_in_ci(cgroup is not None, NO_CGROUP)
+    assert cgroup is not None
     try:
         assert is_job_cgroup(str(cgroup.path), job_id)
         assert not is_job_cgroup(str(cgroup.path), "another-job")
@@ -337,8 +343,8 @@ def _joining() -> bool:
 
 def _cgroup_or_skip(job_id: str) -> JobCgroup:
     cgroup = JobCgroup.create(job_id)
-    if cgroup is None:
-        pytest.skip("no writable cgroup v2 here")
+    need_in_ci(cgroup is not None, NO_CGROUP)
+    assert cgroup is not None
     return cgroup
 
 

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from helpers import CRDS, ROOT, cli_words
+from helpers import CRDS, ROOT, cli_words, need_module
 from tfjob.backends import get_backend
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cli.main import app
@@ -58,7 +58,7 @@ def _strict(schema: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def crd_validator() -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need_module("jsonschema", "pip install -e '.[test]'")
     crd = yaml.safe_load(CRD.read_text())
     version = crd["spec"]["versions"][0]
     assert version["name"] == "v1" and crd["spec"]["names"]["kind"] == "TFJob"
