@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The reliability suite's recorder (`reliability` fixture) and its one-line summary.
 pytest_plugins = ["reliability"]
 
-from helpers import BIN, ROOT, in_ci, need_in_ci  # noqa: E402 - after the environment above is set
+from helpers import BIN, ROOT, UPDATE_GOLDEN, in_ci, need_in_ci  # noqa: E402 - after the environment above is set
 
 # A machine may run with PYTHONDONTWRITEBYTECODE=1 (this project's CI machine does): then every
 # tfjob process the suite starts — CLI calls, launchers, each task's bootstrap — compiles the
@@ -36,6 +36,23 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 settings.register_profile("ci", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 settings.register_profile("deep", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 settings.load_profile("ci")  # --hypothesis-profile deep (the hypothesis pytest plugin) loads the other after this
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", default=False,
+        help="rewrite the golden files (tests/golden) with what the code renders now; review the diff after",
+    )  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Golden files are rewritten only when this run asks (``--update-golden``): a variable
+    exported in the shell (this one, or the old TFJOB_REGEN_GOLDEN) is cleared."""
+    for var in (UPDATE_GOLDEN, "TFJOB_REGEN_GOLDEN"):
+        os.environ.pop(var, None)
+    if config.getoption("--update-golden"):
+        os.environ[UPDATE_GOLDEN] = "1"
+
 
 _CLOUD_VARS = (
     "TFJOB_PROJECT",

@@ -98,3 +98,18 @@ def apt_install(*packages: str, timeout: float = 900) -> str:
     if done.returncode == 0:
         return ""
     return f"apt-get install {' '.join(packages)} exited {done.returncode}: {(done.stdout + done.stderr)[-1500:]}"
+
+
+#: The one switch that rewrites golden files: set by conftest.py from ``pytest --update-golden``
+#: only (it clears this and the old TFJOB_REGEN_GOLDEN from the environment otherwise).
+UPDATE_GOLDEN = "TFJOB_UPDATE_GOLDEN"
+
+
+def golden_text(path: Path, text: str) -> str:
+    """The golden file ``path``'s text, first rewritten as ``text`` under ``pytest
+    --update-golden`` (then review the diff); the caller compares. A missing file fails."""
+    if os.environ.get(UPDATE_GOLDEN) == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"{path} is missing; create it with `pytest --update-golden` and review it"
+    return path.read_text()

@@ -29,7 +29,7 @@ import podman_ci
 import pytest
 import registry_ci
 import yaml
-from helpers import BIN
+from helpers import BIN, golden_text
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 
@@ -317,7 +317,4 @@ def test_renders_of_a_built_job_name_the_pushed_digest(census: Path, registry: r
              "kubeflow.yaml": _normalized(kube.stdout, registry, pushed["digest"])}  # fmt: skip
     for name, text in texts.items():
         path = GOLDEN / name
-        if os.environ.get("TFJOB_UPDATE_GOLDEN") == "1":
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        assert text == path.read_text(), f"{name} changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
+        assert text == golden_text(path, text), f"{name} changed; regenerate with `pytest --update-golden` and review the diff"

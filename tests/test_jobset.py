@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import CRDS, cli_words, need_module
+from helpers import CRDS, cli_words, golden_text, need_module
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
@@ -378,8 +378,4 @@ def test_golden_manifests(kind: str) -> None:
     manifest = render_jobset(spec, options) if kind == "jobset" else render_trainjob_list(spec, options)
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
     path = GOLDEN / f"{kind}.yaml"
-    if os.environ.get("TFJOB_REGEN_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"{path} is missing; run with TFJOB_REGEN_GOLDEN=1 to create it"
-    assert path.read_text() == text
+    assert golden_text(path, text) == text
