@@ -69,14 +69,47 @@ _CLOUD_VARS = (
     "TF_CONFIG",
     "CLUSTER_SPEC",
     "KUBECONFIG",
+    # Where credentials are found (each test's HOME is its own, below): gcloud's, docker's,
+    # podman's, AWS's, a pod's service account.
+    "CLOUDSDK_CONFIG",
+    "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
+    "GOOGLE_OAUTH_ACCESS_TOKEN",
+    "DOCKER_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "TFJOB_CONTAINER_ENGINE",
+    "STORAGE_EMULATOR_HOST",
 )
+
+#: The machine's home directory, as it was before any test pinned its own.
+REAL_HOME = Path.home()
+# The container tests' store and stand-ins stay in the machine's cache between runs, whatever HOME a test has.
+os.environ.setdefault("TFJOB_CI_CACHE", str(REAL_HOME / ".cache" / "tfjob-ci"))
+#: What a test's own HOME keeps of the machine's (links): pip's configuration and cache (its
+#: package index, offline wheels), matplotlib's font cache, git's identity. No credentials.
+_HOME_KEPT = (".config/pip", ".pip", ".cache/pip", ".cache/matplotlib", ".config/matplotlib", ".gitconfig")
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private TFJOB_HOME and an environment without cloud settings or TF_CONFIG."""
+def isolated_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private TFJOB_HOME, a HOME of its own (no gcloud, docker, kube or AWS credentials of
+    the machine's are found: ``google.auth.default`` reads none) outside ``tmp_path``, and an
+    environment without cloud settings or TF_CONFIG."""
     home = tmp_path / "tfjob-home"
     monkeypatch.setenv("TFJOB_HOME", str(home))
+    user_home = tmp_path_factory.mktemp("home")
+    for kept in _HOME_KEPT:
+        if (REAL_HOME / kept).exists():
+            (user_home / kept).parent.mkdir(parents=True, exist_ok=True)
+            (user_home / kept).symlink_to(REAL_HOME / kept)
+    monkeypatch.setenv("HOME", str(user_home))
     for var in _CLOUD_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")

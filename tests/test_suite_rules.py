@@ -54,3 +54,26 @@ def test_update_golden_rewrites_them(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:]
     assert "golden now: rendered now" in done.stdout
     assert golden.read_text() == "rendered now\n"
+
+
+def test_each_test_has_a_home_of_its_own_where_no_credential_is_found(tmp_path: Path) -> None:
+    from conftest import REAL_HOME
+
+    from google.auth import _cloud_sdk
+    from tfjob.images.registry import engine_auth_files
+
+    home = Path.home()
+    assert home != REAL_HOME and os.environ["HOME"] == str(home)
+    assert not home.is_relative_to(tmp_path)  # not packaged with what a test puts in tmp_path
+    # google.auth.default's well-known file (gcloud's ADC), docker's and podman's logins: all in this home, none there.
+    adc = Path(_cloud_sdk.get_application_default_credentials_path())
+    assert adc.is_relative_to(home) and not adc.exists()
+    in_home = [f for f in engine_auth_files("docker") + engine_auth_files("podman") if f.is_relative_to(home)]
+    assert len(in_home) == 3 and not any(f.exists() for f in in_home), in_home
+    for var in ("CLOUDSDK_CONFIG", "DOCKER_CONFIG", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_SECRET_ACCESS_KEY", "KUBECONFIG"):
+        assert var not in os.environ
+    # What the suite relies on stays reachable: pip's configuration and cache, the container tests' cache.
+    for kept in (".config/pip", ".cache/pip"):
+        if (REAL_HOME / kept).exists():
+            assert (home / kept).resolve() == (REAL_HOME / kept).resolve()
+    assert not Path(os.environ["TFJOB_CI_CACHE"]).is_relative_to(home)
