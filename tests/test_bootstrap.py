@@ -273,6 +273,15 @@ _TOKENS = [
 ]  # fmt: skip
 
 
+#: Options as requests spell them: one flag and its value each.
+_PLAIN = [
+    ["--module", "trainer.task"], ["-m", "trainer.task"], ["--module=trainer.task"], ["--script", "run.py"],
+    ["--package", "gs://b/t.whl"], ["--package=p.tar.gz"], ["--strategy", "auto"], ["--strategy=multi-worker"],
+    ["--strategy", "parameter-server"], ["--tf-config", "tf2"], ["--tf-config=platform"], ["--job-dir", "gs://b/jd"],
+    ["--job-dir=/tmp/jd"], ["--check-port"],
+]  # fmt: skip
+
+
 def _argparse_reads(argv: list[str]) -> dict[str, object] | None:
     from tfjob.container.bootstrap import _build_parser
 
@@ -319,13 +328,23 @@ def test_the_fast_reading_agrees_with_argparse_on_any_options(monkeypatch: pytes
 
     monkeypatch.delenv("TFJOB_TF_CONFIG_MODE", raising=False)
 
-    @given(st.lists(st.sampled_from(_TOKENS), max_size=8))
+    read = {"fast": 0, "argparse": 0}
+
+    # Plain requests (as launchers and platforms write them, repeats and mixes included) and any tokens at all.
+    plain = st.lists(st.sampled_from(_PLAIN), max_size=6).map(lambda pairs: [token for pair in pairs for token in pair])
+
+    @given(plain | st.lists(st.sampled_from(_TOKENS), max_size=8))
     def agree(argv: list[str]) -> None:
         fast = _parse_fast(argv)
-        if fast is not None:  # None: argparse reads them (and words the error)
-            assert vars(fast) == _argparse_reads(argv)
+        if fast is None:  # argparse reads them (and words the error)
+            read["argparse"] += 1
+            return
+        read["fast"] += 1
+        assert vars(fast) == _argparse_reads(argv)
 
     agree()
+    # Both readings were exercised: a fast reader that declined everything would agree vacuously.
+    assert read["fast"] >= 10 and read["argparse"] >= 10, read
 
 
 def test_the_tf_config_default_comes_from_the_environment_unchecked_as_argparse_has_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -81,6 +81,16 @@ def test_an_escaped_process_ends_with_the_job(trainer: Path, tmp_path: Path, tfj
     assert "left their task's process group" in done.stderr
 
 
+def still_running(proc: subprocess.Popen[bytes], seconds: float = 2.0) -> bool:
+    """True if ``proc`` has not ended ``seconds`` from now: a signal already sent to it, or
+    its reaping by another, would show by then (``poll()`` alone can run ahead of a SIGKILL)."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return True
+    return False
+
+
 def test_in_a_pipeline_process_the_callers_children_are_left_alone(trainer: Path, tmp_path: Path) -> None:
     own = subprocess.Popen(["sleep", "30"])  # the pipeline's own child, not the job's
     try:
@@ -89,7 +99,7 @@ def test_in_a_pipeline_process_the_callers_children_are_left_alone(trainer: Path
         assert handle.state.value == "SUCCEEDED"
         pid = int(out.read_text())
         assert not alive(pid)
-        assert own.poll() is None  # still running, and still ours to wait for
+        assert still_running(own)  # still running, and still ours to wait for
     finally:
         own.kill()
         assert own.wait(timeout=10) == -9
@@ -307,7 +317,7 @@ def test_without_a_cgroup_the_subreaper_still_ends_what_hid(
         assert handle.state.value == "SUCCEEDED"
         assert len(hidden_all(out, timeout=1)) == HIDDEN_PER_TASK * TASKS
         assert_none_marked(marker, within=0)
-        assert own.poll() is None
+        assert still_running(own)
     finally:
         own.kill()
         own.wait(timeout=10)
@@ -428,7 +438,7 @@ def test_a_released_lifeline_leaves_and_kills_nothing() -> None:
         assert lifeline.pid not in cgroup_pids(cgroup.path)  # it watches from outside
         lifeline.release()
         assert not alive(lifeline.pid)
-        assert sleeper.poll() is None and cgroup_pids(cgroup.path) == [sleeper.pid]
+        assert still_running(sleeper) and cgroup_pids(cgroup.path) == [sleeper.pid]
     finally:
         cgroup.kill()
         sleeper.wait(timeout=10)
@@ -461,8 +471,7 @@ def test_a_launcher_s_death_kills_its_cgroup_through_the_lifeline(first: signal.
         if first is not None:
             _wait_ignoring(lifeline.pid, first)  # its shell has set its trap
             os.killpg(lifeline.pid, first)
-            time.sleep(0.2)  # a signal that would have ended it has by now
-            assert alive(lifeline.pid)
+            assert still_running(lifeline._proc)  # a signal that would have ended it has by now
         lifeline._proc.stdin.close()  # type: ignore[union-attr]  # what the launcher's death does
         assert sleeper.wait(timeout=10) == -signal.SIGKILL
         lifeline._proc.wait(timeout=10)
