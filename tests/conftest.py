@@ -125,6 +125,9 @@ def tfjob_exe() -> str:
     return str(exe) if exe.exists() else shutil.which("tfjob") or "tfjob"
 
 
+#: pytest-timeout's bound for a test that uses the container images (setup included), in seconds.
+IMAGE_TEST_TIMEOUT = 1800
+
 #: The modules whose tests run real TensorFlow clusters, containers or whole README
 #: sections (a minute or more each): side by side they start first, so the run does not
 #: end waiting on one of them. The order within a module is kept.
@@ -140,10 +143,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Side by side (``pytest -n N --dist loadgroup``, as CI runs): every test that uses the
     podman store runs in one worker, since the store's images are built once per session
     and removed at its end (and its tests count the containers left on the machine); the
-    heavy modules go first."""
+    heavy modules go first. A test that uses the images gets 30 minutes (pytest-timeout's
+    bound covers fixture setup too: whichever test comes first builds the TensorFlow
+    stand-in and tfjob's base image, ~5 minutes on a loaded machine) unless it says its own."""
     for item in items:
-        if "podman_env" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "podman_env" in fixtures:
             item.add_marker(pytest.mark.xdist_group("podman"))
+        if ("base_image" in fixtures or "standin" in fixtures) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(IMAGE_TEST_TIMEOUT))
     if getattr(config.option, "numprocesses", None):
         rank = {name: n for n, name in enumerate(_HEAVY_FIRST)}
         items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

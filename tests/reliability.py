@@ -42,8 +42,9 @@ from typing import Any, Iterable, Iterator
 
 import pytest
 
-#: How long processes get to disappear after a test (SIGKILL and reaping are asynchronous).
-SETTLE_SECONDS = 5.0
+#: How long processes get to disappear after a test (SIGKILL and reaping are asynchronous; a
+#: loaded machine is slow at both). Only a process still there waits it out.
+SETTLE_SECONDS = 30.0
 
 Process = tuple[int, "int | None"]
 

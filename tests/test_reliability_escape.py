@@ -102,9 +102,9 @@ def test_in_a_pipeline_process_the_callers_children_are_left_alone(trainer: Path
         assert still_running(own)  # still running, and still ours to wait for
     finally:
         own.kill()
-        assert own.wait(timeout=10) == -9
-    # No zombie of the job is left under this process (a child being reaped right now gets 10 s).
-    deadline = time.monotonic() + 10
+        assert own.wait(timeout=60) == -9
+    # No zombie of the job is left under this process (a child being reaped right now gets 60 s).
+    deadline = time.monotonic() + 60
     while (zombies := _my_zombies()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert zombies == []
@@ -197,7 +197,7 @@ def marked(marker: str) -> list[int]:
     return found
 
 
-def assert_none_marked(marker: str, within: float = 5.0) -> None:
+def assert_none_marked(marker: str, within: float = 30.0) -> None:
     deadline = time.monotonic() + within
     while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -320,7 +320,7 @@ def test_without_a_cgroup_the_subreaper_still_ends_what_hid(
         assert still_running(own)
     finally:
         own.kill()
-        own.wait(timeout=10)
+        own.wait(timeout=60)
 
 
 def test_a_record_cannot_choose_which_cgroup_is_killed(tmp_path: Path) -> None:
@@ -373,7 +373,7 @@ def test_joining_ahead_puts_the_launcher_in_the_cgroup_for_the_start_and_back_ou
             assert child.pid in cgroup_pids(cgroup.path)
         assert os.getpid() not in cgroup_pids(cgroup.path)
         assert cgroup.kill() == [child.pid]
-        child.wait(timeout=10)  # reaped by the kill (a subreaper's zombies are) or here
+        child.wait(timeout=60)  # reaped by the kill (a subreaper's zombies are) or here
         assert not Path(f"/proc/{child.pid}").exists()
         assert not cgroup.path.exists()
     finally:
@@ -441,7 +441,7 @@ def test_a_released_lifeline_leaves_and_kills_nothing() -> None:
         assert still_running(sleeper) and cgroup_pids(cgroup.path) == [sleeper.pid]
     finally:
         cgroup.kill()
-        sleeper.wait(timeout=10)
+        sleeper.wait(timeout=60)
 
 
 def _wait_ignoring(pid: int, sig: signal.Signals, timeout: float = 10.0) -> None:
@@ -473,8 +473,8 @@ def test_a_launcher_s_death_kills_its_cgroup_through_the_lifeline(first: signal.
             os.killpg(lifeline.pid, first)
             assert still_running(lifeline._proc)  # a signal that would have ended it has by now
         lifeline._proc.stdin.close()  # type: ignore[union-attr]  # what the launcher's death does
-        assert sleeper.wait(timeout=10) == -signal.SIGKILL
-        lifeline._proc.wait(timeout=10)
+        assert sleeper.wait(timeout=60) == -signal.SIGKILL
+        lifeline._proc.wait(timeout=60)
         assert cgroup_pids(cgroup.path) == []
     finally:
         cgroup.kill()

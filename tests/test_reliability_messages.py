@@ -110,7 +110,7 @@ class SilentDaemon:
                 return
             self.conns.append(conn)
 
-    def all_hung_up(self, within: float = 10) -> bool:
+    def all_hung_up(self, within: float = 60) -> bool:
         """True when every client that connected has closed its end (its process is gone)."""
         deadline = time.monotonic() + within
         for conn in self.conns:

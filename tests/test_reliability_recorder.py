@@ -33,7 +33,7 @@ def _job(job_id: str, state: JobState, **fields: object) -> JobRecord:
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
     # The recorder kills; only the parent can reap, and a zombie still has a start time.
-    proc.wait(timeout=10)
+    proc.wait(timeout=60)
 
 
 def test_a_task_alive_after_its_job_ended_is_an_orphan_and_is_killed(sleeper: subprocess.Popen[bytes]) -> None:
