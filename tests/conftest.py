@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The reliability suite's recorder (`reliability` fixture) and its one-line summary.
 pytest_plugins = ["reliability"]
 
-from helpers import BIN, ROOT, UPDATE_GOLDEN, in_ci, need_in_ci  # noqa: E402 - after the environment above is set
+from helpers import BIN, REAL_HOME, ROOT, UPDATE_GOLDEN, in_ci, need_in_ci  # noqa: E402 - after the environment above is set
 
 # A machine may run with PYTHONDONTWRITEBYTECODE=1 (this project's CI machine does): then every
 # tfjob process the suite starts — CLI calls, launchers, each task's bootstrap — compiles the
@@ -88,8 +88,6 @@ _CLOUD_VARS = (
     "STORAGE_EMULATOR_HOST",
 )
 
-#: The machine's home directory, as it was before any test pinned its own.
-REAL_HOME = Path.home()
 # The container tests' store and stand-ins stay in the machine's cache between runs, whatever HOME a test has.
 os.environ.setdefault("TFJOB_CI_CACHE", str(REAL_HOME / ".cache" / "tfjob-ci"))
 #: What a test's own HOME keeps of the machine's (links): pip's configuration and cache (its

@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CRDS = ROOT / "tests" / "data" / "crds"
 #: The console scripts of the interpreter running the tests.
 BIN = Path(sys.executable).parent
+#: The machine's home directory, before any test pinned its own (conftest.py gives each test one).
+REAL_HOME = Path.home()
 
 
 def has_tensorflow() -> bool:

@@ -217,7 +217,7 @@ def test_an_unrelated_process_with_a_tasks_old_pid_is_left_alone() -> None:
     try:
         stop_orphan_group(other.pid, (process_start_time(other.pid) or 0) + 1)
         stop_orphan_group(other.pid, None)
-        with pytest.raises(subprocess.TimeoutExpired):  # a signal sent would have ended it by then
+        with pytest.raises(subprocess.TimeoutExpired, match=r"timed out after 2 seconds"):  # a signal sent would have ended it by then
             other.wait(timeout=2)
     finally:
         other.kill()

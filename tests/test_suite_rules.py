@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import REAL_HOME, ROOT
 
 INNER = """
 import os
@@ -57,8 +57,6 @@ def test_update_golden_rewrites_them(tmp_path: Path) -> None:
 
 
 def test_each_test_has_a_home_of_its_own_where_no_credential_is_found(tmp_path: Path) -> None:
-    from conftest import REAL_HOME
-
     from google.auth import _cloud_sdk
     from tfjob.images.registry import engine_auth_files
 
