@@ -75,3 +75,29 @@ def test_each_test_has_a_home_of_its_own_where_no_credential_is_found(tmp_path: 
         if (REAL_HOME / kept).exists():
             assert (home / kept).resolve() == (REAL_HOME / kept).resolve()
     assert not Path(os.environ["TFJOB_CI_CACHE"]).is_relative_to(home)
+
+
+@pytest.mark.parametrize("value", ["true", "True", "TRUE", "1", "yes"])
+def test_any_ci_value_that_says_so_makes_a_missing_prerequisite_a_failure(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from helpers import in_ci, need_in_ci, need_module
+
+    monkeypatch.setenv("CI", value)
+    assert in_ci()
+    with pytest.raises(pytest.fail.Exception, match=r"^CI must run this test: needs the moon$"):
+        need_in_ci(False, "needs the moon")
+    with pytest.raises(pytest.fail.Exception, match=r"^CI must run this test: tfjob_no_such_module cannot be imported .*: pip it"):
+        need_module("tfjob_no_such_module", "pip it")
+    need_in_ci(True, "never said")
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "false", "False", "no"])
+def test_outside_ci_a_missing_prerequisite_is_a_skip(monkeypatch: pytest.MonkeyPatch, value: str | None) -> None:
+    from helpers import in_ci, need_in_ci
+
+    if value is None:
+        monkeypatch.delenv("CI", raising=False)
+    else:
+        monkeypatch.setenv("CI", value)
+    assert not in_ci()
+    with pytest.raises(pytest.skip.Exception, match=r"^needs the moon$"):
+        need_in_ci(False, "needs the moon")
