@@ -94,7 +94,12 @@ def test_trainer_becomes_the_task_with_tf2_tf_config_and_tfjob_variables(trainer
         stderr=subprocess.PIPE,
         text=True,
     )
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     report = json.loads(out)
     assert proc.returncode == 3, err  # the trainer's exit code is the task's
     assert report["pid"] == proc.pid  # no process between the launcher and the trainer
