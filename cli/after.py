@@ -11,7 +11,7 @@ import time
 
 import click
 
-from .app import CONTEXT_SETTINGS, app
+from .app import CONTEXT_SETTINGS, app, take_ctrl_c
 
 JOB_ID = click.argument("job_id", metavar="JOB_ID")
 
@@ -148,6 +148,11 @@ def report(job_id: str, output: str | None) -> None:
 def tensorboard(job_id: str, port: int, host: str) -> None:
     """Serve TensorBoard on a job's log dir (local or gs://) and print its URL; it runs in
     this command's process, so it ends with it (Ctrl-C)."""
+    with take_ctrl_c():  # it serves until Ctrl-C: never left running because SIGINT came in ignored
+        _tensorboard(job_id, port, host)
+
+
+def _tensorboard(job_id: str, port: int, host: str) -> None:
     import threading
 
     from tfjob import BackendUnavailableError, UsageError, get_job

@@ -6,8 +6,9 @@ Its own module, at the bottom of the CLI: the command modules import ``app`` fro
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import click
 
@@ -15,6 +16,26 @@ from tfjob import __version__
 from tfjob import TfjobError
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@contextlib.contextmanager
+def take_ctrl_c() -> Iterator[None]:
+    """Inside, Ctrl-C (SIGINT) stops this command whatever it inherited: a process started
+    with SIGINT ignored (by a test runner's worker, ``nohup``, a script's ``&``) or at its
+    default (no cleanup) gets Python's KeyboardInterrupt back; the disposition it had is
+    restored after. For the commands that run until they are interrupted (``tensorboard``,
+    ``wait``, ``logs --follow``)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or callable(signal.getsignal(signal.SIGINT)):
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 class OneLineErrors(click.Group):

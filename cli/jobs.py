@@ -18,7 +18,7 @@ import click
 
 from tfjob import JobFailedError
 
-from .app import CONTEXT_SETTINGS, app
+from .app import CONTEXT_SETTINGS, app, take_ctrl_c
 from .numbers import AsciiIntRange
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the job model loads with the first command that needs it, n
 def _keeps_running(job_id: str, again: str) -> Iterator[None]:
     """Ctrl-C while reading a job stops the reading, not the job: say so, and how to go on."""
     try:
-        yield
+        with take_ctrl_c():
+            yield
     except KeyboardInterrupt:
         click.echo(f"error: interrupted; job {job_id} keeps running ({again} goes on, tfjob cancel {job_id} stops it)", err=True)
         sys.exit(130)

@@ -2,8 +2,8 @@
 headless Chromium loads a page, and the test reads its rendered text, every console message,
 exception, log entry and network request, and a screenshot.
 
-Debian's ``chromium`` package is installed here under ``CI=true`` as root (as podman is by
-``podman_ci``); elsewhere a test without it is skipped with the reason.
+Debian's ``chromium`` package is installed here under CI as root (as podman is by
+``podman_ci``); elsewhere a test without it is skipped with the reason (under CI it fails).
 """
 
 from __future__ import annotations
@@ -20,14 +20,18 @@ from pathlib import Path
 from typing import Any
 
 
-def chromium() -> str | None:
-    """The Chromium binary, installed first under CI=true as root; None if there is none."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        from helpers import apt_install
+def chromium() -> str:
+    """The Chromium binary, installed first under CI as root; else a skip (a failure under
+    CI) that says why, with what apt said when its install failed."""
+    from helpers import apt_install, in_ci, need_in_ci
 
-        apt_install("chromium")
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    said = ""
+    if found is None and in_ci() and os.geteuid() == 0:
+        said = apt_install("chromium")
         found = shutil.which("chromium")
+    need_in_ci(found is not None, f"needs Debian's chromium (apt-get install chromium; installed here under CI as root) {said}".strip())
+    assert found is not None
     return found
 
 

@@ -16,7 +16,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # The reliability suite's recorder (`reliability` fixture) and its one-line summary.
 pytest_plugins = ["reliability"]
 
-from helpers import BIN, ROOT, need_in_ci  # noqa: E402 - after the environment above is set
+from helpers import BIN, REAL_HOME, ROOT, UPDATE_GOLDEN, in_ci, need_in_ci  # noqa: E402 - after the environment above is set
 
 # A machine may run with PYTHONDONTWRITEBYTECODE=1 (this project's CI machine does): then every
 # tfjob process the suite starts — CLI calls, launchers, each task's bootstrap — compiles the
@@ -37,6 +37,23 @@ settings.register_profile("ci", max_examples=300, deadline=None, suppress_health
 settings.register_profile("deep", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 settings.load_profile("ci")  # --hypothesis-profile deep (the hypothesis pytest plugin) loads the other after this
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden", action="store_true", default=False,
+        help="rewrite the golden files (tests/golden) with what the code renders now; review the diff after",
+    )  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Golden files are rewritten only when this run asks (``--update-golden``): a variable
+    exported in the shell (this one, or the old TFJOB_REGEN_GOLDEN) is cleared."""
+    for var in (UPDATE_GOLDEN, "TFJOB_REGEN_GOLDEN"):
+        os.environ.pop(var, None)
+    if config.getoption("--update-golden"):
+        os.environ[UPDATE_GOLDEN] = "1"
+
+
 _CLOUD_VARS = (
     "TFJOB_PROJECT",
     "GOOGLE_CLOUD_PROJECT",
@@ -52,14 +69,45 @@ _CLOUD_VARS = (
     "TF_CONFIG",
     "CLUSTER_SPEC",
     "KUBECONFIG",
+    # Where credentials are found (each test's HOME is its own, below): gcloud's, docker's,
+    # podman's, AWS's, a pod's service account.
+    "CLOUDSDK_CONFIG",
+    "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE",
+    "GOOGLE_OAUTH_ACCESS_TOKEN",
+    "DOCKER_CONFIG",
+    "REGISTRY_AUTH_FILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "KUBERNETES_SERVICE_HOST",
+    "KUBERNETES_SERVICE_PORT",
+    "TFJOB_CONTAINER_ENGINE",
+    "STORAGE_EMULATOR_HOST",
 )
+
+# The container tests' store and stand-ins stay in the machine's cache between runs, whatever HOME a test has.
+os.environ.setdefault("TFJOB_CI_CACHE", str(REAL_HOME / ".cache" / "tfjob-ci"))
+#: What a test's own HOME keeps of the machine's (links): pip's configuration and cache (its
+#: package index, offline wheels), matplotlib's font cache, git's identity. No credentials.
+_HOME_KEPT = (".config/pip", ".pip", ".cache/pip", ".cache/matplotlib", ".config/matplotlib", ".gitconfig")
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private TFJOB_HOME and an environment without cloud settings or TF_CONFIG."""
+def isolated_env(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private TFJOB_HOME, a HOME of its own (no gcloud, docker, kube or AWS credentials of
+    the machine's are found: ``google.auth.default`` reads none) outside ``tmp_path``, and an
+    environment without cloud settings or TF_CONFIG."""
     home = tmp_path / "tfjob-home"
     monkeypatch.setenv("TFJOB_HOME", str(home))
+    user_home = tmp_path_factory.mktemp("home")
+    for kept in _HOME_KEPT:
+        if (REAL_HOME / kept).exists():
+            (user_home / kept).parent.mkdir(parents=True, exist_ok=True)
+            (user_home / kept).symlink_to(REAL_HOME / kept)
+    monkeypatch.setenv("HOME", str(user_home))
     for var in _CLOUD_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TF_USE_LEGACY_KERAS", "1")
@@ -74,6 +122,9 @@ def tfjob_exe() -> str:
     exe = BIN / "tfjob"
     return str(exe) if exe.exists() else shutil.which("tfjob") or "tfjob"
 
+
+#: pytest-timeout's bound for a test that uses the container images (setup included), in seconds.
+IMAGE_TEST_TIMEOUT = 1800
 
 #: The modules whose tests run real TensorFlow clusters, containers or whole README
 #: sections (a minute or more each): side by side they start first, so the run does not
@@ -90,10 +141,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Side by side (``pytest -n N --dist loadgroup``, as CI runs): every test that uses the
     podman store runs in one worker, since the store's images are built once per session
     and removed at its end (and its tests count the containers left on the machine); the
-    heavy modules go first."""
+    heavy modules go first. A test that uses the images gets 30 minutes (pytest-timeout's
+    bound covers fixture setup too: whichever test comes first builds the TensorFlow
+    stand-in and tfjob's base image, ~5 minutes on a loaded machine) unless it says its own."""
     for item in items:
-        if "podman_env" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "podman_env" in fixtures:
             item.add_marker(pytest.mark.xdist_group("podman"))
+        if ("base_image" in fixtures or "standin" in fixtures) and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(IMAGE_TEST_TIMEOUT))
     if getattr(config.option, "numprocesses", None):
         rank = {name: n for n, name in enumerate(_HEAVY_FIRST)}
         items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
@@ -110,10 +166,11 @@ def podman_env() -> Iterator[dict[str, str]]:
     import podman_ci
 
     missing = podman_ci.missing_tools()
-    if missing and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        podman_ci.install_tools()
+    said = ""
+    if missing and in_ci() and os.geteuid() == 0:
+        said = podman_ci.install_tools()
         missing = podman_ci.missing_tools()
-    need_in_ci(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)})")
+    need_in_ci(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)}) {said}".strip())
     need_in_ci(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
     env = podman_ci.configure()
     yield env

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Iterator
 
 import pytest
@@ -23,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CRDS = ROOT / "tests" / "data" / "crds"
 #: The console scripts of the interpreter running the tests.
 BIN = Path(sys.executable).parent
+#: The machine's home directory, before any test pinned its own (conftest.py gives each test one).
+REAL_HOME = Path.home()
 
 
 def has_tensorflow() -> bool:
@@ -30,19 +33,38 @@ def has_tensorflow() -> bool:
     return importlib.util.find_spec("tensorflow") is not None
 
 
-#: Skip a test cleanly when TensorFlow is absent; under CI (CI=true) TF must be there.
-requires_tf = pytest.mark.skipif(
-    not has_tensorflow() and os.environ.get("CI") != "true", reason="TensorFlow is not installed (pip install -e '.[tf]')"
-)
+def in_ci() -> bool:
+    """True under CI: ``CI`` set to anything but empty, ``0``, ``false``, ``no`` or ``off``
+    (CI services say ``true``, ``True`` or ``1``; ``.ci/run`` says ``true``)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+#: Skip a test cleanly when TensorFlow is absent; under CI TF must be there (the test runs, and fails).
+requires_tf = pytest.mark.skipif(not has_tensorflow() and not in_ci(), reason="TensorFlow is not installed (pip install -e '.[tf]')")
 
 
 def need_in_ci(condition: bool, reason: str) -> None:
-    """Skip when ``condition`` fails, except under CI=true, where it is a failure."""
+    """Skip when ``condition`` fails, except under CI (:func:`in_ci`), where it is a failure.
+
+    Every skip in the suite goes through here, so CI never skips silently. It may be called
+    at a module's top level too (it then skips, or fails, the whole module).
+    """
     if condition:
         return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI must run the container tests: {reason}")
-    pytest.skip(reason)
+    if in_ci():
+        pytest.fail(f"CI must run this test: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
+
+
+def need_module(name: str, install: str) -> ModuleType:
+    """The module ``name`` imported, or a skip (a failure under CI) saying ``install``
+    (how to get it, e.g. ``pip install -e '.[tf]'``): :func:`pytest.importorskip` through
+    :func:`need_in_ci`."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        need_in_ci(False, f"{name} cannot be imported ({e}): {install}")
+        raise  # pragma: no cover - need_in_ci raised
 
 
 @contextlib.contextmanager
@@ -58,15 +80,38 @@ def cli_words() -> Iterator[None]:
         raise type(e)(e.worded("cli", flag_words)) from e
 
 
-def apt_install(*packages: str, timeout: float = 900) -> None:
-    """``apt-get install`` Debian ``packages`` (as root, under CI=true; the caller checks the
-    result). Test workers running side by side (``pytest -n``) may install at the same time:
-    each waits for dpkg's lock instead of failing on it."""
+def apt_install(*packages: str, timeout: float = 900) -> str:
+    """``apt-get install`` Debian ``packages`` (as root, under CI); return "" on success, else
+    the end of apt's output, for the caller's :func:`need_in_ci` message (the caller then
+    checks that what it needs is there). Test workers running side by side (``pytest -n``)
+    may install at the same time: each waits for dpkg's lock instead of failing on it. A
+    package apt's lists do not know yet is looked up again after ``apt-get update``."""
     import subprocess
 
-    subprocess.run(
-        ["apt-get", "install", "-y", "-q", "-o", f"DPkg::Lock::Timeout={int(timeout)}", *packages],
-        capture_output=True,
-        timeout=timeout * 2,
-        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-    )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    argv = ["apt-get", "install", "-y", "-q", "-o", f"DPkg::Lock::Timeout={int(timeout)}", *packages]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout * 2, env=env)
+        if done.returncode != 0:
+            subprocess.run(["apt-get", "update", "-q"], capture_output=True, timeout=timeout, env=env)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout * 2, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"apt-get install {' '.join(packages)}: {e}"
+    if done.returncode == 0:
+        return ""
+    return f"apt-get install {' '.join(packages)} exited {done.returncode}: {(done.stdout + done.stderr)[-1500:]}"
+
+
+#: The one switch that rewrites golden files: set by conftest.py from ``pytest --update-golden``
+#: only (it clears this and the old TFJOB_REGEN_GOLDEN from the environment otherwise).
+UPDATE_GOLDEN = "TFJOB_UPDATE_GOLDEN"
+
+
+def golden_text(path: Path, text: str) -> str:
+    """The golden file ``path``'s text, first rewritten as ``text`` under ``pytest
+    --update-golden`` (then review the diff); the caller compares. A missing file fails."""
+    if os.environ.get(UPDATE_GOLDEN) == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.is_file(), f"{path} is missing; create it with `pytest --update-golden` and review it"
+    return path.read_text()

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-#: The Debian packages the container tests need (installed under CI=true as root).
+#: The Debian packages the container tests need (installed under CI as root).
 PACKAGES = ["podman", "buildah", "mmdebstrap", "runc", "uidmap", "fuse-overlayfs", "slirp4netns"]
 CACHE = Path(os.environ.get("TFJOB_CI_CACHE", Path.home() / ".cache" / "tfjob-ci"))
 STANDIN = "docker.io/tensorflow/tensorflow:2.18.0"
@@ -35,11 +35,12 @@ def missing_tools() -> list[str]:
     return [p for p in ("podman", "mmdebstrap", "runc") if shutil.which(p) is None]
 
 
-def install_tools() -> None:
-    """``apt-get install`` :data:`PACKAGES` (as root; the caller checks the result)."""
+def install_tools() -> str:
+    """``apt-get install`` :data:`PACKAGES` (as root): "" on success, else what apt said
+    (the caller checks :func:`missing_tools` after)."""
     from helpers import apt_install
 
-    apt_install(*PACKAGES)
+    return apt_install(*PACKAGES)
 
 
 def configure() -> dict[str, str]:

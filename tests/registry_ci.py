@@ -27,10 +27,24 @@ def missing() -> bool:
     return shutil.which(EXE) is None
 
 
-def install() -> None:
+def install() -> str:
+    """``apt-get install`` the registry (as root): "" on success, else what apt said."""
     from helpers import apt_install
 
-    apt_install(PACKAGE, timeout=600)
+    return apt_install(PACKAGE, timeout=600)
+
+
+def ensure() -> None:
+    """The registry installed (under CI as root, when it is missing), or a skip (a failure
+    under CI) saying why."""
+    import os
+
+    from helpers import in_ci, need_in_ci
+
+    said = ""
+    if missing() and in_ci() and os.geteuid() == 0:
+        said = install()
+    need_in_ci(not missing(), f"needs {EXE} (apt-get install {PACKAGE}) {said}".strip())
 
 
 def free_port() -> int:
@@ -64,7 +78,7 @@ class Registry:
         if self.process.poll() is None:
             self.process.terminate()
             try:
-                self.process.wait(timeout=10)
+                self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()

@@ -19,9 +19,15 @@ running forever), or created by a service but missing from the store, is **lost*
 job whose launcher died, which ``tfjob list`` shows as LOST, *is* accounted for: that
 is the system telling the truth, not losing the job.
 
+Every test that takes the recorder (marked or not) also fails when a traceback was seen
+in what its commands printed (``reliability.output``) or a secret in a package it
+inspected (``reliability.packaged``) while it ran: these are counted, and never allowed.
+
 At the end of the session one line sums it up::
 
     reliability: 71043 inputs tried, 43 faults injected, 0 jobs lost, 0 orphans, 0 secrets packaged, 0 tracebacks
+
+and the run fails if any of the last four is not 0 (whichever test counted it failed too).
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ from typing import Any, Iterable, Iterator
 
 import pytest
 
-#: How long processes get to disappear after a test (SIGKILL and reaping are asynchronous).
-SETTLE_SECONDS = 5.0
+#: How long processes get to disappear after a test (SIGKILL and reaping are asynchronous; a
+#: loaded machine is slow at both). Only a process still there waits it out.
+SETTLE_SECONDS = 30.0
 
 Process = tuple[int, "int | None"]
 
@@ -86,6 +93,25 @@ class Reliability:
     def expect_recorded(self, job_ids: Iterable[str], backend: str = "vertex") -> None:
         """Jobs a service created: each must be in the job store (else it runs unseen: lost)."""
         self._created.extend((job_id, backend) for job_id in job_ids)
+
+    def unallowed(self) -> tuple[int, int]:
+        """(secrets packaged, tracebacks) so far: what no test may add to."""
+        return self.secrets_packaged, self.tracebacks
+
+    def unallowed_since(self, before: tuple[int, int]) -> list[str]:
+        """What was counted since :meth:`unallowed` returned ``before``, as problems."""
+        secrets, tracebacks = (now - then for now, then in zip(self.unallowed(), before))
+        problems = []
+        if secrets:
+            problems.append(f"{secrets} secret(s) or link target(s) went into a package")
+        if tracebacks:
+            problems.append(f"{tracebacks} Python traceback(s) in what a command printed")
+        return problems
+
+    def failed(self) -> bool:
+        """True if the session counted anything that fails a run (a lost job, an orphan, a
+        packaged secret, a traceback)."""
+        return bool(self.lost or self.orphans or self.secrets_packaged or self.tracebacks)
 
     def line(self) -> str:
         """The summary line."""
@@ -177,16 +203,21 @@ def reliability() -> Reliability:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """After a reliability test's body, before its fixtures clean up: settle it."""
-    if item.get_closest_marker("reliability") is None:
+    """After a reliability test's body, before its fixtures clean up: settle it; and fail
+    any test that takes the recorder if a traceback or a packaged secret was counted."""
+    marked = item.get_closest_marker("reliability") is not None
+    if not marked and "reliability" not in getattr(item, "fixturenames", ()):
         return (yield)
-    RECORDER.tests += 1
+    RECORDER.tests += marked
+    before = RECORDER.unallowed()
     try:
         result = yield
     except BaseException:
-        RECORDER.settle()  # still counted; the test's own failure is the one to show
+        if marked:
+            RECORDER.settle()  # still counted; the test's own failure is the one to show
         raise
-    problems = RECORDER.settle()
+    problems = RECORDER.settle() if marked else []
+    problems += RECORDER.unallowed_since(before)
     if problems:
         raise AssertionError("reliability: " + "; ".join(problems))
     return result
@@ -196,10 +227,14 @@ _COUNTS = ("inputs", "faults", "lost", "orphans", "secrets_packaged", "traceback
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """In a worker of a side-by-side run (``pytest -n``): hand the counts to the controller."""
+    """In a worker of a side-by-side run (``pytest -n``): hand the counts to the controller.
+    In the controller (or a run without workers): a lost job, an orphan, a packaged secret
+    or a traceback fails the run, whatever the tests' own results were."""
     out = getattr(session.config, "workeroutput", None)
     if out is not None:
         out["reliability"] = {**{name: getattr(RECORDER, name) for name in _COUNTS}, "kinds": dict(RECORDER.kinds)}
+    elif RECORDER.failed() and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(optionalhook=True)  # an xdist hook
@@ -213,6 +248,7 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line, when any reliability test ran."""
-    if RECORDER.tests:
-        terminalreporter.write_line(RECORDER.line())
+    """One line, when any reliability test ran (or anything was counted); said as a failure
+    when the counts fail the run."""
+    if RECORDER.tests or RECORDER.failed():
+        terminalreporter.write_line(RECORDER.line() + (" — the run fails on these" if RECORDER.failed() else ""), red=RECORDER.failed())

@@ -94,7 +94,12 @@ def test_trainer_becomes_the_task_with_tf2_tf_config_and_tfjob_variables(trainer
         stderr=subprocess.PIPE,
         text=True,
     )
-    out, err = proc.communicate(timeout=60)
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     report = json.loads(out)
     assert proc.returncode == 3, err  # the trainer's exit code is the task's
     assert report["pid"] == proc.pid  # no process between the launcher and the trainer
@@ -273,6 +278,15 @@ _TOKENS = [
 ]  # fmt: skip
 
 
+#: Options as requests spell them: one flag and its value each.
+_PLAIN = [
+    ["--module", "trainer.task"], ["-m", "trainer.task"], ["--module=trainer.task"], ["--script", "run.py"],
+    ["--package", "gs://b/t.whl"], ["--package=p.tar.gz"], ["--strategy", "auto"], ["--strategy=multi-worker"],
+    ["--strategy", "parameter-server"], ["--tf-config", "tf2"], ["--tf-config=platform"], ["--job-dir", "gs://b/jd"],
+    ["--job-dir=/tmp/jd"], ["--check-port"],
+]  # fmt: skip
+
+
 def _argparse_reads(argv: list[str]) -> dict[str, object] | None:
     from tfjob.container.bootstrap import _build_parser
 
@@ -319,13 +333,23 @@ def test_the_fast_reading_agrees_with_argparse_on_any_options(monkeypatch: pytes
 
     monkeypatch.delenv("TFJOB_TF_CONFIG_MODE", raising=False)
 
-    @given(st.lists(st.sampled_from(_TOKENS), max_size=8))
+    read = {"fast": 0, "argparse": 0}
+
+    # Plain requests (as launchers and platforms write them, repeats and mixes included) and any tokens at all.
+    plain = st.lists(st.sampled_from(_PLAIN), max_size=6).map(lambda pairs: [token for pair in pairs for token in pair])
+
+    @given(plain | st.lists(st.sampled_from(_TOKENS), max_size=8))
     def agree(argv: list[str]) -> None:
         fast = _parse_fast(argv)
-        if fast is not None:  # None: argparse reads them (and words the error)
-            assert vars(fast) == _argparse_reads(argv)
+        if fast is None:  # argparse reads them (and words the error)
+            read["argparse"] += 1
+            return
+        read["fast"] += 1
+        assert vars(fast) == _argparse_reads(argv)
 
     agree()
+    # Both readings were exercised: a fast reader that declined everything would agree vacuously.
+    assert read["fast"] >= 10 and read["argparse"] >= 10, read
 
 
 def test_the_tf_config_default_comes_from_the_environment_unchecked_as_argparse_has_it(monkeypatch: pytest.MonkeyPatch) -> None:

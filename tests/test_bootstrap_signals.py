@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers import need_in_ci, need_module
+
 
 def _as_pid1(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("these tests need root and unshare (CI runs as root)")
-        pytest.skip("needs root and unshare for a private PID namespace")
+        need_in_ci(False, "needs root and unshare for a private PID namespace (CI runs as root)")
     return subprocess.Popen(
         ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "tfjob.container.bootstrap", *argv],
         cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **(env or {})},
@@ -32,7 +32,7 @@ def _as_pid1(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> s
 
 
 def _child(pid: int) -> int:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
         if out:
@@ -41,23 +41,24 @@ def _child(pid: int) -> int:
     raise AssertionError("the bootstrap did not start")
 
 
-def _stop_and_time(proc: subprocess.Popen[str], ready: str) -> tuple[int, float, str]:
+def _stop(proc: subprocess.Popen[str], ready: str) -> tuple[int, str]:
     assert proc.stdout is not None
     seen = ""
     while ready not in seen:
         line = proc.stdout.readline()
         assert line, f"ended before {ready!r}: {seen}"
         seen += line
-    started = time.monotonic()
     child = _child(proc.pid)
     os.kill(child, signal.SIGTERM)
     try:
-        code = proc.wait(timeout=20)
+        # Generous (a loaded machine): what ended it is in its exit status (143 is SIGTERM's own
+        # end, a trainer's handler exits as it chose), not in how soon.
+        code = proc.wait(timeout=120)
     except subprocess.TimeoutExpired:
         os.kill(child, signal.SIGKILL)  # PID 1 of the namespace: its end ends the namespace
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)
         raise AssertionError(f"SIGTERM did not end the bootstrap as PID 1: {seen}") from None
-    return code, time.monotonic() - started, seen + proc.stdout.read()
+    return code, seen + proc.stdout.read()
 
 
 def test_a_trainer_under_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
@@ -65,9 +66,9 @@ def test_a_trainer_under_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
     (tmp_path / "trainer" / "__init__.py").write_text("")
     (tmp_path / "trainer" / "task.py").write_text("import os, time\nprint('up as pid', os.getpid(), flush=True)\ntime.sleep(60)\n")
     proc = _as_pid1(["--module", "trainer.task"], tmp_path)
-    code, took, out = _stop_and_time(proc, "up as pid")
+    code, out = _stop(proc, "up as pid")
     assert "up as pid 2" in out  # PID 1 stays a tiny init; the trainer is an ordinary process
-    assert code == 143 and took < 5, (code, took, out)
+    assert code == 143, (code, out)
 
 
 def test_a_server_blocked_in_cpp_under_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
@@ -76,8 +77,8 @@ def test_a_server_blocked_in_cpp_under_pid_1_ends_on_sigterm(tmp_path: Path) -> 
     (tmp_path / "trainer").mkdir()
     (tmp_path / "trainer" / "__init__.py").write_text("")
     (tmp_path / "trainer" / "task.py").write_text("import ctypes, os\nprint('serving', flush=True)\nctypes.CDLL(None).pause()\n")
-    code, took, out = _stop_and_time(_as_pid1(["--module", "trainer.task"], tmp_path), "serving")
-    assert code == 143 and took < 5, (code, took, out)
+    code, out = _stop(_as_pid1(["--module", "trainer.task"], tmp_path), "serving")
+    assert code == 143, (code, out)
 
 
 def test_a_trainer_s_own_handler_still_gets_sigterm(tmp_path: Path) -> None:
@@ -88,13 +89,13 @@ def test_a_trainer_s_own_handler_still_gets_sigterm(tmp_path: Path) -> None:
         "signal.signal(signal.SIGTERM, lambda *a: (print('checkpointing', flush=True), sys.exit(7)))\n"
         "print('up', flush=True)\ntime.sleep(60)\n"
     )
-    code, took, out = _stop_and_time(_as_pid1(["--module", "trainer.task"], tmp_path), "up")
-    assert code == 7 and "checkpointing" in out and took < 5
+    code, out = _stop(_as_pid1(["--module", "trainer.task"], tmp_path), "up")
+    assert code == 7 and "checkpointing" in out, (code, out)
 
 
 @pytest.mark.tf
 def test_a_parameter_server_under_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
-    pytest.importorskip("tensorflow")
+    need_module("tensorflow", "pip install -e '.[tf]'")
     import socket
 
     ports = []
@@ -106,5 +107,5 @@ def test_a_parameter_server_under_pid_1_ends_on_sigterm(tmp_path: Path) -> None:
     tf_config = json.dumps({"cluster": cluster, "task": {"type": "ps", "index": 0}})
     env = {"TF_CONFIG": tf_config, "TF_CPP_MIN_LOG_LEVEL": "0"}
     proc = _as_pid1(["--module", "trainer.task", "--strategy", "parameter-server"], tmp_path, env)
-    code, took, out = _stop_and_time(proc, "Started server")
-    assert code == 143 and took < 5, (code, took, out[-2000:])
+    code, out = _stop(proc, "Started server")
+    assert code == 143, (code, out[-2000:])

@@ -19,10 +19,11 @@ from click.testing import CliRunner
 
 from fakes.cloudbuild_api import FakeCloudBuild
 from fakes.vertex_api import write_service_account
+from helpers import need_module
 from test_vertex_e2e import free_port
 from tfjob.cli.main import app
 
-pytest.importorskip("google.cloud.devtools.cloudbuild_v1")
+need_module("google.cloud.devtools.cloudbuild_v1", "pip install -e '.[test]'")
 BASE_DIGEST = "sha256:" + "b" * 64
 
 

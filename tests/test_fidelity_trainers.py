@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN
+from helpers import BIN, need_module
 
 TFJOB = str(BIN / "tfjob")
 
@@ -143,7 +143,7 @@ print("replicas", strategy.num_replicas_in_sync, "chief" if is_chief else "worke
 @pytest.mark.slow
 def test_multi_worker_with_worker_0_as_chief_runs_without_a_chief(tmp_path: Path) -> None:
     # Issue 15.7: the layout of TensorFlow's multi-worker tutorials and Kubeflow's examples.
-    pytest.importorskip("tensorflow")
+    need_module("tensorflow", "pip install -e '.[tf]'")
     src = _tree(tmp_path / "src", {"mw/__init__.py": "", "mw/task.py": MWMS_WORKER0_CHIEF})
     out = tmp_path / "out"
     done = _submit(str(src), "-m", "mw.task", "--no-chief", "--workers", "2", "--dialect", "kubeflow", env={"OUT": str(out)}, timeout=300)
@@ -194,7 +194,7 @@ def test_the_parameter_server_tutorials_program_trains_with_its_callbacks(tmp_pa
     # A program that starts its own servers, as the tutorial does, and writes TensorBoard
     # summaries: TensorFlow 2.21 no longer brings TensorBoard, the tf extra does (as the
     # platforms' TensorFlow images have it).
-    pytest.importorskip("tensorflow")
+    need_module("tensorflow", "pip install -e '.[tf]'")
     src = _tree(tmp_path / "src", {"ps_tutorial.py": PS_TUTORIAL})
     out = tmp_path / "out"
     done = _submit(str(src), "--script", "ps_tutorial.py", "--workers", "2", "--ps", "2", env={"OUT": str(out)}, timeout=300)

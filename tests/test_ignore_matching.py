@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from helpers import need_in_ci
 from click.testing import CliRunner
 
 from reliability import Reliability
@@ -51,8 +53,8 @@ def _git_ignored(root: Path, patterns: list[str], paths: list[str]) -> set[str]:
     return {p for p in out.split("\0") if p}
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_the_matcher_agrees_with_git(tmp_path: Path, reliability: Reliability) -> None:
+    need_in_ci(shutil.which("git") is not None, "needs git (apt-get install git)")
     expected = _git_ignored(tmp_path / "repo", PATTERNS, PATHS)
     rules = RuleSet(parse_ignore("\n".join(PATTERNS)))
     ours = {p for p in PATHS if rules.excluded(p)}

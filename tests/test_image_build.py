@@ -29,7 +29,7 @@ import podman_ci
 import pytest
 import registry_ci
 import yaml
-from helpers import BIN, need_in_ci
+from helpers import BIN, golden_text
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
 
@@ -41,9 +41,7 @@ STEPS = "3"
 
 @pytest.fixture(scope="module")
 def registry(podman_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry_ci.Registry]:
-    if registry_ci.missing() and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        registry_ci.install()
-    need_in_ci(not registry_ci.missing(), f"needs {registry_ci.EXE} (apt-get install {registry_ci.PACKAGE})")
+    registry_ci.ensure()
     running = registry_ci.start(tmp_path_factory.mktemp("registry"))
     yield running
     running.stop()
@@ -243,7 +241,7 @@ def test_a_missing_requirement_is_one_line_naming_the_step(build_env: dict[str, 
 
 
 def test_a_registry_that_refuses_the_login_is_named(build_env: dict[str, str], census: Path, tmp_path: Path) -> None:
-    need_in_ci(not registry_ci.missing(), f"needs {registry_ci.EXE}")
+    registry_ci.ensure()
     locked = registry_ci.start(tmp_path / "locked", auth="refuse")
     try:
         auth = tmp_path / "auth.json"
@@ -319,10 +317,7 @@ def test_renders_of_a_built_job_name_the_pushed_digest(census: Path, registry: r
              "kubeflow.yaml": _normalized(kube.stdout, registry, pushed["digest"])}  # fmt: skip
     for name, text in texts.items():
         path = GOLDEN / name
-        if os.environ.get("TFJOB_UPDATE_GOLDEN") == "1":
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        assert text == path.read_text(), f"{name} changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
+        assert text == golden_text(path, text), f"{name} changed; regenerate with `pytest --update-golden` and review the diff"
 
 
 def test_a_dry_run_needs_no_credentials_and_names_the_content_tag(census: Path, build_env: dict[str, str]) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+
+from helpers import need_module
 from click.testing import CliRunner
 
 from tfjob import Job, Vertex
@@ -297,7 +299,7 @@ def test_the_golden_renders_of_a_built_job_pass_the_platforms_schemas() -> None:
     from test_render_kubeflow import CRD as TFJOB_CRD
     from test_render_vertex import strict_roundtrip
 
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need_module("jsonschema", "pip install -e '.[test]'")
     golden = Path(__file__).parent / "golden" / "build"
     reference = "127.0.0.1:5000/tfjob-ci/census@sha256:" + "d" * 64
     body = json.loads((golden / "vertex.json").read_text())

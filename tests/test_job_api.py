@@ -192,18 +192,20 @@ def test_a_config_path_with_a_nul_character_is_one_line(tmp_path: Path) -> None:
 
 def test_a_keyword_value_that_holds_itself_is_checked_once(tmp_path: Path) -> None:
     # A list that contains itself (as a YAML alias can build) must not send the NUL check round
-    # forever: the Job is refused or built, at once.
-    from tfjob.errors import TfjobError
+    # forever: the Job is refused at once, in one line naming the field.
+    from tfjob.errors import SpecError
 
     looped: list[object] = ["--lr"]
     looped.append(looped)
     env: dict[str, object] = {"A": "1"}
     env["B"] = env
-    for keywords in ({"args": looped}, {"env": env}):
-        try:
+    for keywords, said in (
+        ({"args": looped}, r"^args: \['--lr', \[\.\.\.\]\] is not text$"),
+        ({"env": env}, r"^env='B': the value .* must be text$"),
+    ):
+        with pytest.raises(SpecError, match=said) as refused:
             Job.from_keywords(package=str(PROBE), module="probe.task", **keywords)  # type: ignore[arg-type]
-        except TfjobError as e:
-            assert "\n" not in str(e)
+        assert "\n" not in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import CRDS, cli_words
+from helpers import CRDS, cli_words, golden_text, need_module
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
@@ -36,7 +36,7 @@ SHAPES = {
 
 @pytest.fixture(scope="module")
 def validator() -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need_module("jsonschema", "pip install -e '.[test]'")
     crd = yaml.safe_load(CRD.read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
     return jsonschema.Draft7Validator(_strict(version["schema"]["openAPIV3Schema"]))
@@ -108,7 +108,7 @@ def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -
 
 
 def test_tensorflows_resolver_reads_the_derived_tf_config() -> None:
-    tf = pytest.importorskip("tensorflow")
+    tf = need_module("tensorflow", "pip install -e '.[tf]'")
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1)
     env = jobset_task_env(_pod_env(render_jobset(spec, TFJobOptions()), "worker", 1))
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
@@ -267,7 +267,7 @@ TRAINER_CRDS = {
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_runtime_and_the_trainjob_are_valid_against_trainer_v2_crds(shape: str) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need_module("jsonschema", "pip install -e '.[test]'")
     spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
     runtime, trainjob = render_trainjob_list(spec, TFJobOptions(namespace="ml"))["items"]
     for obj in (runtime, trainjob):
@@ -378,8 +378,4 @@ def test_golden_manifests(kind: str) -> None:
     manifest = render_jobset(spec, options) if kind == "jobset" else render_trainjob_list(spec, options)
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
     path = GOLDEN / f"{kind}.yaml"
-    if os.environ.get("TFJOB_REGEN_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"{path} is missing; run with TFJOB_REGEN_GOLDEN=1 to create it"
-    assert path.read_text() == text
+    assert golden_text(path, text) == text

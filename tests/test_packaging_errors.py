@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import need_in_ci
+
 from reliability import Reliability
 from tfjob.errors import PackagingError
 from tfjob.packaging import build_sdist
@@ -29,8 +31,7 @@ def make_trainer(root: Path) -> Path:
 def _unprivileged() -> list[str]:
     if os.geteuid() != 0:
         return []
-    if shutil.which("setpriv") is None:  # pragma: no cover - util-linux is on every Debian
-        pytest.skip("needs setpriv to drop root's file-permission override")
+    need_in_ci(shutil.which("setpriv") is not None, "needs setpriv (util-linux) to drop root's file-permission override")
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
 
 

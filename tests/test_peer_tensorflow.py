@@ -13,11 +13,13 @@ import os
 
 import pytest
 
+from helpers import need_module
+
 from tfjob.cluster import render_bootstrap_env, render_task_env, task_info_from_env
 from tfjob.errors import ClusterConfigError
 
 pytestmark = pytest.mark.tf
-tf = pytest.importorskip("tensorflow")
+tf = need_module("tensorflow", "pip install -e '.[tf]'")
 
 AGREED = [
     {"cluster": {"chief": ["c:1"], "worker": ["w:1", "w:2"], "ps": ["p:1"]}, "task": {"type": "worker", "index": 1}},

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any, List, NamedTuple
 
 import pytest
+
+from helpers import need_module
 import yaml
 
 
-kfp = pytest.importorskip("kfp")
+kfp = need_module("kfp", "pip install -e '.[test]'")
 from kfp import compiler, dsl, local  # noqa: E402
 from kfp.dsl import Input, Metrics, Model  # noqa: E402
 

@@ -321,11 +321,8 @@ def test_the_readme_container_section_runs(tmp_path: Path, base_image: str, podm
 
     import podman_ci
     import registry_ci
-    from helpers import need_in_ci
 
-    if registry_ci.missing() and os.environ.get("CI") == "true" and os.geteuid() == 0:
-        registry_ci.install()
-    need_in_ci(not registry_ci.missing(), f"needs {registry_ci.EXE} (apt-get install {registry_ci.PACKAGE})")
+    registry_ci.ensure()
     (block,) = [b for b in readme_blocks() if b.containers]
     work = tmp_path / "work"
     work.mkdir()

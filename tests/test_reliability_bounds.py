@@ -304,10 +304,10 @@ def test_every_document_is_bounded_by_its_expanded_size(
         (home / "config.yaml").write_bytes(path.read_bytes())
         path = home / "config.yaml"
     started = time.monotonic()
-    out = run_cli(tfjob_exe, *args, reliability=reliability, timeout=60)
+    out = run_cli(tfjob_exe, *args, reliability=reliability, timeout=120)
     assert_one_error(out, str(path), needle)
     assert len(out.stdout) < 10_000  # nothing was rendered
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # what it guards against took minutes, or never ended
 
 
 @pytest.mark.reliability
@@ -324,7 +324,7 @@ def test_the_document_reader_refuses_each_in_one_line(tmp_path: Path, reliabilit
     with pytest.raises(ConfigFileError, match=re.escape(needle)) as info:
         read_config_file(path, "--pod-template")
     assert str(info.value).startswith(f"{path}: ") and "\n" not in str(info.value)
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 30  # what it guards against took minutes, or never ended
 
 
 def test_merge_keys_are_counted(tmp_path: Path) -> None:

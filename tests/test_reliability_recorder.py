@@ -5,8 +5,10 @@ These tests use a recorder of their own, so the session's summary line is untouc
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -31,7 +33,7 @@ def _job(job_id: str, state: JobState, **fields: object) -> JobRecord:
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
     # The recorder kills; only the parent can reap, and a zombie still has a start time.
-    proc.wait(timeout=10)
+    proc.wait(timeout=60)
 
 
 def test_a_task_alive_after_its_job_ended_is_an_orphan_and_is_killed(sleeper: subprocess.Popen[bytes]) -> None:
@@ -95,3 +97,54 @@ def test_watched_processes_count_and_the_summary_line(sleeper: subprocess.Popen[
         "reliability: 10000 inputs tried, 4 faults injected, 0 jobs lost, 1 orphans, 2 secrets packaged, 1 tracebacks"
     )
     assert recorder.kinds == {"ps SIGKILL": 1, "vertex 503": 3}
+
+
+def test_what_no_test_may_add_to_is_said_as_problems() -> None:
+    recorder = Reliability()
+    before = recorder.unallowed()
+    assert recorder.unallowed_since(before) == [] and not recorder.failed()
+    recorder.packaged(0)
+    recorder.output("no traceback here")
+    assert recorder.unallowed_since(before) == [] and not recorder.failed()
+    recorder.packaged(2)
+    recorder.output("Traceback (most recent call last):\n  x\nTraceback (most recent call last):\n")
+    assert recorder.unallowed_since(before) == [
+        "2 secret(s) or link target(s) went into a package",
+        "2 Python traceback(s) in what a command printed",
+    ]
+    assert recorder.failed()
+
+
+INNER = """
+import pytest
+
+
+def test_a_traceback(reliability):
+    reliability.output("Traceback (most recent call last):\\n  boom")
+
+
+@pytest.mark.reliability
+def test_a_secret(reliability):
+    reliability.packaged(1)
+
+
+def test_clean(reliability):
+    reliability.output("fine")
+    reliability.packaged(0)
+"""
+
+
+def test_a_test_that_counts_a_traceback_or_a_secret_fails_and_so_does_the_run(tmp_path: Path) -> None:
+    # A pytest run of its own, with the recorder plugin (tests/reliability.py) and nothing else of this suite.
+    (tmp_path / "test_inner.py").write_text(INNER)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    reliability: x\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "reliability", "-p", "no:randomly", "-p", "no:cacheprovider", "-n", "0", "test_inner.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")])},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "2 failed, 1 passed" in done.stdout, done.stdout[-3000:]
+    assert "reliability: 1 Python traceback(s) in what a command printed" in done.stdout
+    assert "reliability: 1 secret(s) or link target(s) went into a package" in done.stdout
+    assert "1 secrets packaged, 1 tracebacks — the run fails on these" in done.stdout

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import need_in_ci
+
 from reliability import Reliability
 
 
@@ -41,9 +43,7 @@ def errors(out: subprocess.CompletedProcess[str]) -> list[str]:
 def in_namespace(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """Run ``script`` in a private mount namespace (its mounts vanish with it)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("the store-fault tests need root and unshare (CI runs as root)")
-        pytest.skip("needs root and unshare for a private mount namespace")
+        need_in_ci(False, "the store-fault tests need root and unshare for a private mount namespace (CI runs as root)")
     return subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True, timeout=180, cwd=cwd)
 
 

@@ -1,19 +1,18 @@
 """Legacy AI Platform Training ``Job`` bodies: golden files, job ids, what cannot be expressed.
 
 Golden files live in tests/golden/aiplatform/. After an intended change of the rendering,
-regenerate them with ``TFJOB_REGEN_GOLDEN=1 pytest tests/test_render_aiplatform.py`` and
+regenerate them with ``pytest --update-golden tests/test_render_aiplatform.py`` and
 review the diff.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from helpers import cli_words
+from helpers import cli_words, golden_text
 
 from tfjob.backends import get_backend
 from tfjob.backends.base import GoogleCloudOptions
@@ -126,11 +125,9 @@ def test_render_matches_golden_file(case: str) -> None:
     body = render_job(job_spec, options)
     path = GOLDEN / f"{case}.json"
     text = json.dumps(body, indent=2, sort_keys=False) + "\n"
-    if os.environ.get("TFJOB_REGEN_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"{path} is missing; create it with TFJOB_REGEN_GOLDEN=1 and review it"
-    assert text == path.read_text(), f"{case}: the rendering differs from {path.name}; if intended, regenerate with TFJOB_REGEN_GOLDEN=1"
+    assert text == golden_text(path, text), (
+        f"{case}: the rendering differs from {path.name}; if intended, regenerate with `pytest --update-golden`"
+    )
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

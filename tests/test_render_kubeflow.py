@@ -1,7 +1,7 @@
 """The Kubeflow TFJob renderer: golden manifests, the CRD's schema, the operator's webhook rules.
 
 Golden files live in tests/golden/kubeflow/; regenerate them with
-``TFJOB_REGEN_GOLDEN=1`` (and review the diff). Every rendered manifest is checked
+``pytest --update-golden`` (and review the diff). Every rendered manifest is checked
 against the TFJob CRD's openAPIV3Schema (training-operator 1.9, vendored in
 tests/data/crds) made strict: a field the schema does not know would be pruned
 silently by the API server, so here it is an error.
@@ -20,7 +20,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from helpers import CRDS, ROOT, cli_words
+from helpers import CRDS, ROOT, cli_words, golden_text, need_module
 from tfjob.backends import get_backend
 from tfjob.backends.kubeflow.options import TFJobOptions
 from tfjob.cli.main import app
@@ -58,7 +58,7 @@ def _strict(schema: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def crd_validator() -> Any:
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need_module("jsonschema", "pip install -e '.[test]'")
     crd = yaml.safe_load(CRD.read_text())
     version = crd["spec"]["versions"][0]
     assert version["name"] == "v1" and crd["spec"]["names"]["kind"] == "TFJob"
@@ -151,11 +151,7 @@ def test_rendered_manifest_matches_its_golden_file(case: str) -> None:
     manifest = _render_case(case)
     path = GOLDEN / f"{case}.yaml"
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
-    if os.environ.get("TFJOB_REGEN_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.is_file(), f"{path} is missing; run with TFJOB_REGEN_GOLDEN=1 to create it"
-    assert yaml.safe_load(path.read_text()) == manifest
+    assert yaml.safe_load(golden_text(path, text)) == manifest
     assert path.read_text() == text
 
 

@@ -1,19 +1,18 @@
 """The Vertex AI CustomJob renderer: golden files and the strict protobuf contract.
 
 Golden files live in tests/golden/vertex/; after an intended change, regenerate them
-with ``TFJOB_UPDATE_GOLDEN=1 pytest tests/test_render_vertex.py`` and review the diff.
+with ``pytest --update-golden tests/test_render_vertex.py`` and review the diff.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from helpers import cli_words
+from helpers import cli_words, golden_text
 
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import SpecError
@@ -227,10 +226,7 @@ def test_golden(case: str) -> None:
     body = render_custom_job(spec, options, uris, submission_id=SUB_ID, tf_version=(2, 15), version="0.1.0", bootstrap_uri=BOOT)
     path = GOLDEN / f"{case}.json"
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
-    if os.environ.get("TFJOB_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), f"{case} changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
+    assert text == golden_text(path, text), f"{case} changed; regenerate with `pytest --update-golden` and review the diff"
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

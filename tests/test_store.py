@@ -204,7 +204,7 @@ def test_reaping_a_lost_job_kills_what_is_left_of_its_task_groups(store: JobStor
     store.add(_record("j-orphans", supervisor_pid=pid, supervisor_start=start))
     store.put_tasks("j-orphans", [TaskRecord("chief-0", "chief", 0, JobState.RUNNING, pid=leader.pid, proc_start=leader_start)])
     reap_lost(store, store.get("j-orphans"))  # type: ignore[arg-type]
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while process_alive(child, child_start) and time.monotonic() < deadline:
         time.sleep(0.01)  # SIGKILL is delivered asynchronously; init reaps the orphan
     assert not process_alive(child, child_start)
@@ -217,7 +217,8 @@ def test_an_unrelated_process_with_a_tasks_old_pid_is_left_alone() -> None:
     try:
         stop_orphan_group(other.pid, (process_start_time(other.pid) or 0) + 1)
         stop_orphan_group(other.pid, None)
-        assert other.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired, match=r"timed out after 2 seconds"):  # a signal sent would have ended it by then
+            other.wait(timeout=2)
     finally:
         other.kill()
         other.wait()

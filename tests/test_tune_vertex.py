@@ -3,7 +3,7 @@ real client end to end against a local stand-in of the service (tests/fakes/vert
 and gcp-storage-emulator.
 
 Golden files live in tests/golden/tuning/; after an intended change, regenerate them
-with ``TFJOB_UPDATE_GOLDEN=1 pytest tests/test_tune_vertex.py`` and review the diff.
+with ``pytest --update-golden tests/test_tune_vertex.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, golden_text
 from reliability import Reliability
 from click.testing import CliRunner
 
@@ -79,10 +79,7 @@ def test_golden_tuning_job() -> None:
     )  # fmt: skip
     path = GOLDEN / "hptuning_job.json"
     text = json.dumps(body, indent=2, sort_keys=True) + "\n"
-    if os.environ.get("TFJOB_UPDATE_GOLDEN") == "1":
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert text == path.read_text(), "the tuning job changed; regenerate with TFJOB_UPDATE_GOLDEN=1 and review the diff"
+    assert text == golden_text(path, text), "the tuning job changed; regenerate with `pytest --update-golden` and review the diff"
 
 
 @pytest.mark.parametrize("study", [STUDY, parse_hparams(TUNE / "toy_vertex.yaml"), parse_hparams(TUNE / "toy_legacy.yaml")])

@@ -204,12 +204,17 @@ def test_ctrl_c_while_waiting(emulator: Any, fake: FakeVertex, trainer: Path, tf
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     assert proc.stderr is not None
     seen = []
-    for line in proc.stderr:  # the job's states arrive here as they change
-        seen.append(line)
-        if " RUNNING" in line:
-            break
-    proc.send_signal(signal.SIGINT)
-    _, rest = proc.communicate(timeout=60)
+    try:
+        for line in proc.stderr:  # the job's states arrive here as they change
+            seen.append(line)
+            if " RUNNING" in line:
+                break
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=120)
+    finally:  # never left waiting on the job after the test
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     err = "".join(seen) + rest
     assert proc.returncode == 130, err
     job_id = next(iter(fake.jobs))
