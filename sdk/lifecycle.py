@@ -37,7 +37,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, TypeVar
 
 from .errors import JobCancelledError, JobTimeoutError
 from .model import JobState, JobStatus, SubmitOptions, options_as
@@ -47,7 +47,9 @@ if TYPE_CHECKING:
     from .store import JobRecord, JobStore
 
 T = TypeVar("T")
-L = TypeVar("L", bound="Lifecycle")
+L = TypeVar("L", bound="Lifecycle[Any]")
+#: The options a backend takes (its :attr:`Lifecycle.options_class`).
+O = TypeVar("O", bound=SubmitOptions)
 
 #: The longest pause between two polls unless a backend says otherwise, seconds.
 MAX_POLL_INTERVAL = 10.0
@@ -240,7 +242,7 @@ def record_cancel(
         store.set_state(record.id, state, message, only_from=only_from)
 
 
-class Lifecycle:
+class Lifecycle(Generic[O]):
     """The part of a backend that is the same on every backend (see the module's docstring).
 
     Subclasses set ``name``, ``platform`` and ``options_class``, fill the hooks of
@@ -269,7 +271,7 @@ class Lifecycle:
     max_poll_interval: float = MAX_POLL_INTERVAL
     #: The options this backend takes (its folder's ``options`` module); the registry's
     #: :func:`tfjob.backends.options_type` names the same class.
-    options_class: type[SubmitOptions] = SubmitOptions
+    options_class: type[O]
 
     def __init__(
         self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep, *, store: JobStore | None = None
@@ -434,7 +436,7 @@ class Lifecycle:
         raise NotImplementedError
 
     # -- what every backend shares ---------------------------------------------------------
-    def typed(self, options: SubmitOptions | None) -> Any:
+    def typed(self, options: SubmitOptions | None) -> O:
         """``options`` as this backend's :attr:`options_class`: the same object when it is
         one; otherwise (a plain :class:`SubmitOptions`, another backend's options, None) the
         values both declare, and this backend's defaults for the rest — where the settings
@@ -446,7 +448,7 @@ class Lifecycle:
         from .settings import load_settings
 
         settings = load_settings()
-        configured = {
+        configured: dict[str, Any] = {
             "project": settings.project, "region": settings.region, "api_endpoint": settings.api_endpoint,
             "namespace": settings.namespace, "default_staging_bucket": settings.staging_bucket,
         }  # fmt: skip

@@ -79,7 +79,8 @@ def backend_class(name: str) -> type[Any]:
 def options_type(name: str) -> type[_SubmitOptions]:
     """The class of the options the backend called ``name`` takes (without importing the backend)."""
     module, cls = _check_name(name)[1].split(":")
-    return getattr(importlib.import_module(module), cls)
+    found: type[_SubmitOptions] = getattr(importlib.import_module(module), cls)
+    return found
 
 
 def backend_keywords(name: str) -> frozenset[str]:

@@ -29,7 +29,7 @@ def _shut_down(what: str) -> NoReturn:
     )
 
 
-class AIPlatformBackend(Lifecycle):
+class AIPlatformBackend(Lifecycle[GoogleCloudOptions]):
     """Render-only backend for legacy AI Platform Training (``ml.googleapis.com`` v1)."""
 
     name = "ai-platform"

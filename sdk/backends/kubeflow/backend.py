@@ -26,7 +26,7 @@ from .shipment import Shipment, check_size, configmap_name, owner_reference, rai
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ...model import JobState, JobStatus, SubmitOptions
-from .options import TFJobOptions
+from .options import KubernetesOptions, TFJobOptions
 from ...lifecycle import Lifecycle, say
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return (rest[0] if len(rest) == 1 else {**manifest, "items": rest}), items[0]
 
 
-class KubeflowBackend(Lifecycle):
+class KubeflowBackend(Lifecycle[KubernetesOptions]):
     """Kubeflow TFJobs through the Kubernetes API (waiting, Ctrl-C and cancelling a
     finished job are :class:`~tfjob.lifecycle.Lifecycle`'s).
 
@@ -107,7 +107,7 @@ class KubeflowBackend(Lifecycle):
 
     name = "kubeflow"
     platform = "Kubernetes"
-    options_class: type[SubmitOptions] = TFJobOptions
+    options_class: type[KubernetesOptions] = TFJobOptions
     #: What a job runs as on the cluster (the ``jobset`` and ``trainjob`` backends name theirs).
     kind: JobKind = TFJOB_KIND
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 FULL_RENDER_TASKS = 16
 
 
-class LocalBackend(Lifecycle):
+class LocalBackend(Lifecycle[LocalOptions]):
     """Runs jobs as processes on this machine (see :mod:`tfjob.backends.local`).
 
     Its ``run`` is its own: the job runs in the calling process, and Ctrl-C (SIGINT,
@@ -84,7 +84,7 @@ class LocalBackend(Lifecycle):
             build_cluster(spec, ports),
             dialect=options.dialect,
             strategy=strategy,
-            python=options.python or "python",
+            python=os.fspath(options.python or "python"),
             source_root=spec.package or ".",
             environ={},
             job_id="<job-id>",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...tuning.trials import StudyResult
 
 
-class VertexBackend(Lifecycle):
+class VertexBackend(Lifecycle[VertexOptions]):
     """Vertex AI custom jobs (see :mod:`tfjob.backends.vertex`); waiting, Ctrl-C and cancelling a
     finished job are :class:`~tfjob.lifecycle.Lifecycle`'s.
 

@@ -4,7 +4,7 @@ each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI woul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from ...errors import SpecError
 from ...knobs import knob
@@ -12,7 +12,12 @@ from ...lazy import LazyPattern
 from ..base import GoogleCloudOptions
 from ...shown import Shown
 
-_NOT_TUNED = {"tune": False}
+
+class _Tune(TypedDict):
+    tune: bool
+
+
+_NOT_TUNED: _Tune = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made
