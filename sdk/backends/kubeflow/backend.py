@@ -30,6 +30,7 @@ from .options import KubernetesOptions, TFJobOptions
 from ...lifecycle import Lifecycle, say
 
 if TYPE_CHECKING:
+    from .client import KubeClient
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
 
@@ -326,7 +327,7 @@ class KubeflowBackend(Lifecycle[KubernetesOptions]):
         return status
 
     @staticmethod
-    def _log_tail(client: Any, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
+    def _log_tail(client: KubeClient, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
         for pod in pods:
             if pod_task_name(pod) == task:
                 try:
