@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 def _sha256(data: bytes) -> "Any":
     """SHA-256 without loading OpenSSL (``hashlib`` costs a start ~5 ms; these files are small)."""
     try:
-        from _sha2 import sha256  # Python 3.12+
+        from _sha2 import sha256  # type: ignore[import-not-found]  # Python 3.12+ (no stub before)
     except ImportError:
         try:
-            from _sha256 import sha256  # Python 3.11
+            from _sha256 import sha256  # type: ignore[import-not-found]  # Python 3.11 (no stub)
         except ImportError:
             from hashlib import sha256
     return sha256(data)
@@ -182,7 +182,8 @@ def _sources_digest(ver: str) -> str:
         base = container if rel.startswith("container/") else root
         with open(os.path.join(base, rel[len("container/") :] if rel.startswith("container/") else rel), "rb") as f:
             digest.update(_sha256(f.read()).digest())
-    return digest.hexdigest()
+    hexdigest: str = digest.hexdigest()
+    return hexdigest
 
 
 def _stamp(path: str, sources: str) -> str:

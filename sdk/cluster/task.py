@@ -21,7 +21,7 @@ from .spec import ROLES, ClusterSpec, config_error
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Mapping
+    from typing import Any, Callable, Mapping
 
 #: The dialects :func:`task_info_from_env` recognises (``tf``: plain TensorFlow).
 PARSED_DIALECTS: tuple[str, ...] = (
@@ -113,7 +113,8 @@ class TaskInfo:
     def address(self) -> str | None:
         """This task's own ``host:port`` in the cluster, if it is listed."""
         if self.role in self.cluster.jobs and self.index in self.cluster.task_indices(self.role):
-            return self.cluster.task_address(self.role, self.index)
+            address: str = self.cluster.task_address(self.role, self.index)
+            return address
         return None
 
     def tf_config(self) -> dict[str, Any] | None:
@@ -173,9 +174,12 @@ def _json_loads(text: str) -> Any:
     """
     global _scan_json
     if _scan_json is None:
+        make_scanner: Callable[[Any], Callable[[str, int], tuple[Any, int]]] | None
         try:
-            from _json import make_scanner
-        except ImportError:
+            import _json
+
+            make_scanner = _json.make_scanner
+        except (ImportError, AttributeError):
             make_scanner = None
 
         class _Decoder:  # what the scanner reads of json.JSONDecoder(): its defaults
@@ -184,7 +188,8 @@ def _json_loads(text: str) -> Any:
             parse_float, parse_int = float, int
             parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
 
-        _scan_json = make_scanner(_Decoder()) if make_scanner is not None else False
+        decoder: Any = _Decoder()  # (typeshed has the scanner take only a scanner)
+        _scan_json = make_scanner(decoder) if make_scanner is not None else False
     if _scan_json:
         start = len(text) - len(text.lstrip(_JSON_SPACE))
         try:
