@@ -61,7 +61,8 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
 def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     """Print the last value of each scalar a job logged for TensorBoard, per run (train,
     validation…), read from its event files (local or gs://)."""
-    from tfjob import UsageError, get_job, metrics_figure, render_metrics, save_figure
+    from tfjob import UsageError, get_job, metrics_figure, save_figure
+    from tfjob.metrics import render_final as render_metrics
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")

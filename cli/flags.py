@@ -16,6 +16,6 @@ def knobs() -> dict[str, Knob]:
     command first needs its options — from the declarations' table, which
     :mod:`tfjob.backends.declarations` keeps beside the bytecode, so a start imports no
     backend's options."""
-    from tfjob import job_knobs
+    from tfjob.backends import knobs as job_knobs
 
     return job_knobs()

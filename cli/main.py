@@ -61,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if code is not None:
         sys.exit(code)
     group: Any = __getattr__("app")
-    return group.main(args=args, prog_name="tfjob")
+    exit_code: int = group.main(args=args, prog_name="tfjob")
+    return exit_code
 
 
 def run() -> NoReturn:

@@ -33,16 +33,16 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
 
     machine_types = []
     for info in MACHINES.values():
-        accelerators = [{"type": name, "counts": list(counts)} for name, counts in info.gpus]
-        builtin = {"type": info.builtin[0], "count": info.builtin[1]} if info.builtin else None
-        words = [info.name, *(a["type"] for a in accelerators), *([builtin["type"]] if builtin else [])]
+        gpus: list[dict[str, Any]] = [{"type": name, "counts": list(counts)} for name, counts in info.gpus]
+        builtin: dict[str, Any] | None = {"type": info.builtin[0], "count": info.builtin[1]} if info.builtin else None
+        words = [info.name, *(a["type"] for a in gpus), *([builtin["type"]] if builtin else [])]
         if _matches(words, pattern):
             machine_types.append(
                 {
                     "name": info.name,
                     "vcpus": info.vcpus,
                     "memory_gb": info.memory_gb,
-                    "accelerators": accelerators,
+                    "accelerators": gpus,
                     "builtin_accelerator": builtin,
                 }
             )
@@ -56,7 +56,7 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
             legacy.append(row)
     tiers = []
     for tier in ScaleTier:
-        pools = [
+        pools: list[dict[str, Any]] = [
             {"role": role, "replicas": n, "machine_type": machine, "accelerator": {"type": acc, "count": count} if acc else None}
             for role, (n, machine, acc, count) in TIERS.get(tier, {}).items()
         ]

@@ -205,9 +205,9 @@ def find_engine(choice: str | None = None) -> Engine:
     if choice is not None and choice not in ENGINES and os.path.sep not in choice:
         raise UsageError(field="container_engine", value=choice, problem=f"is not one of {', '.join(ENGINES)} (or a path to one)")
     for name in [choice] if choice else list(ENGINES):
-        exe = shutil.which(name)  # type: ignore[arg-type]
+        exe = shutil.which(name)
         if exe:
-            return Engine(os.path.basename(name).split(".")[0], exe)  # type: ignore[arg-type]
+            return Engine(os.path.basename(name).split(".")[0], exe)
     wanted = choice or "podman or docker"
     raise UsageError(
         problem=f"running {{image}} locally needs a container engine, and {wanted} is not installed",

@@ -10,6 +10,7 @@ from __future__ import annotations
 # Not `from typing import …`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any, Callable
 
 
@@ -42,7 +43,7 @@ class LazyPattern:
 
     def __init__(self, source: str, flags: int = 0) -> None:
         self.source, self.flags = source, flags
-        self.compiled = None
+        self.compiled: re.Pattern[str] | None = None
 
     def __getattr__(self, name: str) -> Any:
         compiled = self.compiled

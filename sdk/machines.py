@@ -14,7 +14,12 @@ Facts from the platform documentation:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from .shown import Shown
+
+if TYPE_CHECKING:
+    from typing import Iterable
 
 #: The GPU that stands in for the retired NVIDIA K80 of legacy tiers and machine names.
 K80_REPLACEMENT = "NVIDIA_TESLA_T4"
@@ -242,14 +247,14 @@ def tpu_chips(machine_type: str) -> int | None:
     return int(last[:-1]) if last.endswith("t") and last[:-1].isascii() and last[:-1].isdigit() else None
 
 
-def closest(name: str, choices: object, n: int = 1) -> list[str]:
+def closest(name: str, choices: Iterable[str], n: int = 1) -> list[str]:
     """The closest valid names to a misspelt one (possibly none)."""
     import difflib  # only for a mistake
 
-    return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)  # type: ignore[arg-type]
+    return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.5)
 
 
-def did_you_mean(name: str, choices: object) -> str:
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` for the closest choice, or ``""``."""
     match = closest(name, choices)
     return f" (did you mean {match[0]!r}?)" if match else ""

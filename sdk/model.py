@@ -243,7 +243,7 @@ def format_duration(seconds: float | None) -> str:
 
 def render_summary(rows: list[SummaryRow]) -> str:
     """The summary table (task, state, exit code, duration), one line per task."""
-    table = [("TASK", "STATE", "EXIT", "DURATION")]
+    table: list[tuple[str, ...]] = [("TASK", "STATE", "EXIT", "DURATION")]
     table += [(r.task, r.state, describe_exit(r.exit_code, r.signal), format_duration(r.duration)) for r in rows]
     if any(r.restarts for r in rows):
         table = [(*table[0], "RESTARTS")] + [(*row, str(r.restarts)) for row, r in zip(table[1:], rows)]

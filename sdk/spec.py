@@ -904,8 +904,7 @@ def build_spec(
             pools = []
         for role, n in counts.items():
             if n is not None:
-                machine = _machine(role, machines[role], accs[role])
-                pools.append(Pool(role, n, machine, images[role]))
+                pools.append(Pool(role, n, _machine(role, machines[role], accs[role]), images[role]))
     if tpu_topology is not None:
         tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
         if not tpu_pools:
@@ -926,7 +925,11 @@ def build_spec(
         if (args is not None or env) and role not in [p.role for p in pools]:
             raise SpecError(field=f"{role}_args" if args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool")
     pools = [
-        dataclasses.replace(p, args=own[p.role][0] if own[p.role][0] is not None else p.args, env={**p.env, **(own[p.role][1] or {})})
+        dataclasses.replace(
+            p,
+            args=own[p.role][0] if own[p.role][0] is not None else p.args,  # type: ignore[arg-type]  # Pool makes it a tuple (a str refused)
+            env={**p.env, **(own[p.role][1] or {})},
+        )
         for p in pools
     ]
     return JobSpec(
