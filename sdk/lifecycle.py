@@ -47,9 +47,11 @@ if TYPE_CHECKING:
     from .store import JobRecord, JobStore
 
 T = TypeVar("T")
-L = TypeVar("L", bound="Lifecycle[Any]")
+L = TypeVar("L", bound="Lifecycle[Any, Any]")
 #: The options a backend takes (its :attr:`Lifecycle.options_class`).
 O = TypeVar("O", bound=SubmitOptions)
+#: What a backend's :meth:`Lifecycle._prepare` plans: what its ``_pending`` and ``_create`` are given.
+P = TypeVar("P")
 
 #: The longest pause between two polls unless a backend says otherwise, seconds.
 MAX_POLL_INTERVAL = 10.0
@@ -242,7 +244,7 @@ def record_cancel(
         store.set_state(record.id, state, message, only_from=only_from)
 
 
-class Lifecycle(Generic[O]):
+class Lifecycle(Generic[O, P]):
     """The part of a backend that is the same on every backend (see the module's docstring).
 
     Subclasses set ``name``, ``platform`` and ``options_class``, fill the hooks of
@@ -370,18 +372,17 @@ class Lifecycle(Generic[O]):
             self.store.add(created)
         return created.id
 
-    def _prepare(self, spec: JobSpec, options: Any) -> Any:
+    def _prepare(self, spec: JobSpec, options: O) -> P:
         """Check the job and plan its creation (packages built, request rendered; nothing created
-        on the platform): what :meth:`_pending` and :meth:`_create` are given. Default: the spec
-        and options as they are."""
-        return (spec, options)
+        on the platform): what :meth:`_pending` and :meth:`_create` are given."""
+        raise NotImplementedError
 
-    def _pending(self, plan: Any) -> JobRecord | None:
+    def _pending(self, plan: P) -> JobRecord | None:
         """The record kept before the create (an empty id: a fresh one from the job's name), or
         None: the job is recorded once created."""
         return None
 
-    def _create(self, plan: Any, pending: JobRecord | None) -> JobRecord | None:
+    def _create(self, plan: P, pending: JobRecord | None) -> JobRecord | None:
         """Create the job on the platform; return the record to keep (its id is the job's), or
         None when ``pending`` is the job's record."""
         raise NotImplementedError

@@ -30,9 +30,16 @@ from .options import KubernetesOptions, TFJobOptions
 from ...lifecycle import Lifecycle, say
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from .client import KubeClient
+    from ...knobs import StrPath
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
+
+    #: What :meth:`KubeflowBackend._prepare` plans: the job, its options, its manifest and its
+    #: packages' ConfigMap (None: it ships none).
+    _Plan: TypeAlias = tuple[JobSpec, KubernetesOptions, dict[str, Any], dict[str, Any] | None]
 
 #: What a ConfigMap key may be (the packages are its keys).
 _CONFIGMAP_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
@@ -91,7 +98,7 @@ def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return (rest[0] if len(rest) == 1 else {**manifest, "items": rest}), items[0]
 
 
-class KubeflowBackend(Lifecycle[KubernetesOptions]):
+class KubeflowBackend(Lifecycle[KubernetesOptions, "_Plan"]):
     """Kubeflow TFJobs through the Kubernetes API (waiting, Ctrl-C and cancelling a
     finished job are :class:`~tfjob.lifecycle.Lifecycle`'s).
 
@@ -198,7 +205,7 @@ class KubeflowBackend(Lifecycle[KubernetesOptions]):
         return build_job_status(job_id, obj, pods, backend=self.name)
 
     # -- plumbing --------------------------------------------------------------------------
-    def _connect(self, kubeconfig: str | None, context: str | None) -> Any:
+    def _connect(self, kubeconfig: StrPath | None, context: str | None) -> KubeClient:
         from .client import KubeClient  # imports kubernetes: only on this path
 
         if self.api_client is not None:
@@ -223,12 +230,12 @@ class KubeflowBackend(Lifecycle[KubernetesOptions]):
         return self._connect(options.get("kubeconfig"), options.get("context"))
 
     # -- I/O -------------------------------------------------------------------------------
-    def _prepare(self, spec: JobSpec, options: Any) -> tuple[JobSpec, Any, dict[str, Any], dict[str, Any] | None]:
+    def _prepare(self, spec: JobSpec, options: KubernetesOptions) -> _Plan:
         """The job's manifest and its packages' ConfigMap (:meth:`render`: checked against the
         operator's rules, the trainer built; nothing sent)."""
         return (spec, options, *split_configmap(self.render(spec, options)))
 
-    def _create(self, plan: tuple[JobSpec, Any, dict[str, Any], dict[str, Any] | None], pending: JobRecord | None) -> JobRecord:
+    def _create(self, plan: _Plan, pending: JobRecord | None) -> JobRecord:
         """Create the job (its kind's resource, its companions, its packages' ConfigMap); return
         its record, id ``NAMESPACE/NAME`` (``Lifecycle.submit`` keeps it in the store).
 

@@ -22,11 +22,14 @@ import builtins
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ...documents import read_config_file
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
 from .kinds import CONFIGMAP, JOBSET, RUNTIME, TFJOB, TRAINJOB, Resource
+
+if TYPE_CHECKING:
+    from ...knobs import StrPath
 
 __all__ = ["CONFIGMAP", "JOBSET", "RUNTIME", "TFJOB", "TRAINJOB", "KubeClient", "Resource", "find_kubeconfig", "iter_stream_lines"]
 
@@ -39,7 +42,7 @@ FOLLOW_READ_TIMEOUT = 7 * 24 * 3600.0
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+def find_kubeconfig(kubeconfig: StrPath | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """The kubeconfig to use: ``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``.
 
     Returns None when there is none (``$KUBECONFIG`` may list several files, joined
@@ -80,7 +83,7 @@ class KubeClient:
 
     def __init__(
         self,
-        kubeconfig: str | None = None,
+        kubeconfig: StrPath | None = None,
         context: str | None = None,
         request_timeout: float = REQUEST_TIMEOUT,
         *,

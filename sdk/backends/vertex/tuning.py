@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterator, NoReturn, TextIO
 
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import AuthError, SpecError, UsageError
@@ -454,7 +454,7 @@ def fetch_tuning_logs(
     return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials, store=store)
 
 
-class VertexTuningBackend(Lifecycle[VertexOptions]):
+class VertexTuningBackend(Lifecycle[VertexOptions, NoReturn]):
     """``tfjob status / logs / cancel / list`` for Vertex AI tuning jobs (``tfjob tune`` creates them)."""
 
     name = BACKEND_NAME
@@ -470,7 +470,7 @@ class VertexTuningBackend(Lifecycle[VertexOptions]):
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
-    def _prepare(self, spec: JobSpec, options: Any) -> Any:
+    def _prepare(self, spec: JobSpec, options: VertexOptions) -> NoReturn:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
     def _lookup(self, job_id: str) -> JobRecord | None:
