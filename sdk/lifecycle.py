@@ -44,6 +44,7 @@ from .model import JobState, JobStatus, SubmitOptions, options_as
 from .spec import JobSpec
 
 if TYPE_CHECKING:
+    from .settings import Settings
     from .store import JobRecord, JobStore
 
 T = TypeVar("T")
@@ -262,6 +263,9 @@ class Lifecycle(Generic[O, P]):
             Without one the backend renders but keeps no jobs; the edges — the CLI,
             :class:`tfjob.Job`, :func:`tfjob.get_job` — choose the user's store,
             ``$TFJOB_HOME/jobs.db``, and give it.
+        settings: what fills the options a job leaves out (project, region, namespace…:
+            :class:`tfjob.settings.Settings`), resolved by the caller; without them the
+            environment and ``config.yaml`` are read each time options are filled.
     """
 
     name: str = ""
@@ -276,11 +280,27 @@ class Lifecycle(Generic[O, P]):
     options_class: type[O]
 
     def __init__(
-        self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep, *, store: JobStore | None = None
+        self,
+        echo: Callable[[str], None] = say,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        store: JobStore | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.echo = echo
         self._sleep = sleep
         self._store = store
+        self._settings = settings
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this backend fills options from: as given (``settings=``), else read
+        now (``load_settings()``: the environment, then ``config.yaml``)."""
+        if self._settings is not None:
+            return self._settings
+        from .settings import load_settings
+
+        return load_settings()
 
     # -- the job store ---------------------------------------------------------------------
     @property
@@ -446,9 +466,7 @@ class Lifecycle(Generic[O, P]):
         if isinstance(options, self.options_class):
             return options
         typed = options_as(self.options_class, options)
-        from .settings import load_settings
-
-        settings = load_settings()
+        settings = self.settings
         configured: dict[str, Any] = {
             "project": settings.project, "region": settings.region, "api_endpoint": settings.api_endpoint,
             "namespace": settings.namespace, "default_staging_bucket": settings.staging_bucket,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from .client import KubeClient
     from ...knobs import StrPath
+    from ...settings import Settings
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
 
@@ -128,8 +129,9 @@ class KubeflowBackend(Lifecycle[KubernetesOptions, "_Plan"]):
         api_client: Any = None,
         namespace: str | None = None,
         store: JobStore | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        super().__init__(echo=echo, sleep=sleep, store=store)
+        super().__init__(echo=echo, sleep=sleep, store=store, settings=settings)
         self.poll_interval = poll_interval
         #: A configured ``kubernetes.client.ApiClient`` for every call (None: the kubeconfig's),
         #: and the namespace a job without one goes to with it (default ``default``).
