@@ -66,7 +66,7 @@ Examples:
 @opts.apply(opts.JOB_OPTIONS, tune=True)
 @opts.apply(STUDY_OPTIONS)
 @click.pass_context
-def tune(ctx: click.Context, package_path: str | None, package_path_opt: str | None, **options: Any) -> None:
+def tune(ctx: click.Context, /, package_path: str | None, package_path_opt: str | None, **options: Any) -> None:
     """Tune hyperparameters: run a study of trials, each a full job, and report the best one.
 
     Each trial gets its parameters as --name=value arguments, its trial id in every
@@ -74,7 +74,7 @@ def tune(ctx: click.Context, package_path: str | None, package_path_opt: str | N
     tfjob.report_metric (or cloudml-hypertune). `tfjob status STUDY` shows the trials.
     """
     from tfjob import Tuning
-    from tfjob import check_study_result as check_result
+    from tfjob.tune import check_result
 
     study_options = {name: options.pop(name) for name in _STUDY_KEYS}
     output = study_options.pop("output")

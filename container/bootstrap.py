@@ -437,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--script {args.script}: no such file in {os.getcwd()}")
         elif not serve:
             _put_cwd_first()
+            assert args.module is not None  # (parsed: a module or a script)
             _check_module(args.module)
     except Exception as e:
         if "tfjob.errors" not in sys.modules:
