@@ -450,8 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     if serve:
         return run_server(info)
-    run = run_script if args.script is not None else run_module
-    target = args.script if args.script is not None else args.module
+    run, target = (run_script, args.script) if args.script is not None else (run_module, args.module)
+    assert isinstance(target, str)  # the parser requires --module or --script
     if argv is not None:
         return run(target, trainer_args)  # from Python: the trainer's exceptions propagate as they are
     try:

@@ -57,7 +57,7 @@ def _checksum() -> Any:
     pair = struct.Struct("<I")
 
     def masked(data: bytes) -> int:
-        crc = value(data)
+        crc: int = value(data)  # google_crc32c.value: the CRC as an int
         return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
     def check(buf: Any, pos: int, data: bytes) -> bool:

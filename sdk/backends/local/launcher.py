@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ...model import JobState, SummaryRow, TaskRestart, describe_exit, render_summary
+from ...model import JobState, Strategy, SummaryRow, TaskRestart, describe_exit, render_summary
 from .options import LocalOptions
 from ...restarts import Rules, build_rules, retryable, restart_delay
 from ...errors import BackendError
@@ -230,7 +230,7 @@ class Launcher:
         router: LogRouter,
         *,
         python: str,
-        strategy: str,
+        strategy: Strategy,
         source_root: str | None,
         engine: Any = None,
         shipped: tuple[str, ...] = (),

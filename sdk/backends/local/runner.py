@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
-from ...model import JobState, SubmitOptions, render_summary
+from ...model import JobState, Strategy, SubmitOptions, render_summary
 from .options import LocalOptions
 from ...errors import SpecError, TfjobError, UsageError, Word
 from ...limits import check_local_tasks
@@ -38,7 +38,7 @@ class Prepared:
 
     spec: JobSpec
     python: str
-    strategy: str
+    strategy: Strategy  # resolved: module or parameter-server
     source_root: str | None
     #: The container engine when the tasks run as containers (``--image``).
     engine: Any = None

@@ -361,7 +361,7 @@ def plan_submission(
     from ...fallbacks import machine_specs, variants
 
     choices = [("", machine_specs(body) if options.fallbacks else {}), *variants(body, options.fallbacks)]
-    candidates = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]
+    candidates: list[dict[str, Any]] = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]
     if len(candidates) > 1:
         notes.append(
             "on a quota refusal or a stockout, tries in turn: "
