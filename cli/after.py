@@ -81,8 +81,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     Bounded: at most 500,000 records are read in all (a longer log is sampled evenly, its
     last records always read), 100,000 points kept per scalar and 30 scalars drawn; what
     was left out is said on stderr (and in --json's note)."""
-    from tfjob import UsageError, get_job, metrics_figure, save_figure
-    from tfjob.metrics import render_final as render_metrics
+    from tfjob import UsageError, get_job, metrics_figure, render_metrics, save_figure
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")

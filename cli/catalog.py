@@ -12,7 +12,7 @@ from .app import CONTEXT_SETTINGS, app
 
 def build_catalog(pattern: str | None = None) -> dict[str, Any]:
     """The catalog as plain data (:func:`tfjob.machine_catalog`)."""
-    from tfjob.catalog import build_catalog as machine_catalog
+    from tfjob import machine_catalog
 
     return machine_catalog(pattern)
 

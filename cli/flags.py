@@ -13,6 +13,6 @@ def knobs() -> dict[str, Knob]:
     """Every knob (:func:`tfjob.job_knobs`: its keyword, flags, kind, help with the backends
     that take it, whether it has a flag and whether ``tfjob tune`` offers it), read when a
     command first needs its options."""
-    from tfjob.backends import knobs as job_knobs
+    from tfjob import job_knobs
 
     return job_knobs()

@@ -92,7 +92,7 @@ def render_status(
         f"ended     {_when(status.ended)}",
         f"duration  {render_duration(status, now)}",
     ]
-    from tfjob.pricing import ran_cost as estimated_cost
+    from tfjob import estimated_cost
 
     cost = estimated_cost(status, now)
     if cost is not None:
@@ -225,7 +225,7 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
         if current.state.is_terminal:
             _after(handle, data)
         data["failure"] = failure_of(current)
-        from tfjob.pricing import ran_cost as estimated_cost
+        from tfjob import estimated_cost
 
         data["estimated_cost"] = estimated_cost(current)
         click.echo(json_text(data))

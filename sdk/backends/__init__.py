@@ -113,12 +113,16 @@ def _declared_knobs() -> dict[str, Knob]:
     return found
 
 
-@functools.lru_cache(maxsize=1)
 def knobs() -> dict[str, Knob]:
     """Every knob, by keyword: those every backend takes (:data:`tfjob.knobs.JOB_KNOBS`), then
     each backend's own, as its options declare them (:func:`tfjob.knobs.declared`), with
     the backends that take each. What ``tfjob submit``'s flags are made from."""
-    return _declared_knobs()
+    return _known_knobs()
+
+
+# Cached apart from knobs(): a type checker reads tfjob's `job_knobs = knobs` in an import
+# cycle with this module, where a decorated function's type is not known yet.
+_known_knobs = functools.lru_cache(maxsize=1)(_declared_knobs)
 
 
 @functools.lru_cache(maxsize=1)
