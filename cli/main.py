@@ -55,7 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("always", category=UserWarning, module=r"tfjob\.")
     args = list(argv) if argv is not None else sys.argv[1:]
     group: Any = __getattr__("app")
-    return group.main(args=args, prog_name="tfjob")
+    exit_code: int = group.main(args=args, prog_name="tfjob")
+    return exit_code
 
 
 def run() -> NoReturn:

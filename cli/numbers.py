@@ -8,12 +8,19 @@ say the rest in click's one line.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+if TYPE_CHECKING:
+    # click 8.5's ParamType is generic (value, input); 8.2's, which pyproject allows, cannot be
+    # subscripted at run time.
+    _NumberParam = click.ParamType[int | float, Any]
+else:
+    _NumberParam = click.ParamType
 
-class AsciiNumber(click.ParamType):
+
+class AsciiNumber(_NumberParam):
     """A whole or decimal number in ASCII digits: Python's ``int`` and ``float`` (click's
     INT and FLOAT) also read other scripts' digits — ``--max-restarts ٥`` as 5 —, which no
     config file, platform or log spells a number in."""
@@ -22,7 +29,7 @@ class AsciiNumber(click.ParamType):
         self.whole = whole
         self.name = "integer" if whole else "float"  # click's names for INT and FLOAT
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int | float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return value
         text = str(value).strip()

@@ -70,6 +70,8 @@ class KnobCommand(click.Command):
     """A command whose knob options (``@apply(JOB_OPTIONS)``) are made on first use of its
     ``params``: parsing its line or showing its help, not listing it in ``tfjob --help``."""
 
+    _given: list[click.Parameter]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._knob_slot: tuple[int, bool] | None = getattr(self.callback, "__tfjob_knobs__", None)
@@ -79,7 +81,7 @@ class KnobCommand(click.Command):
         """The parameters declared with the command, without the knobs' options."""
         return self._given
 
-    @property  # type: ignore[override]
+    @property
     def params(self) -> list[click.Parameter]:
         slot = self.__dict__.pop("_knob_slot", None)
         if slot is not None:
@@ -128,7 +130,10 @@ def keyword_of(decorator: Callable[[Any], Any]) -> str:
         pass
 
     decorator(probe)
-    return probe.__click_params__.pop().name  # type: ignore[attr-defined]
+    params: list[click.Parameter] = probe.__click_params__  # type: ignore[attr-defined]
+    name = params.pop().name
+    assert name is not None  # (an option declared by a decorator has one)
+    return name
 
 
 def apply(options: Iterable[Callable[[Any], Any]], exclude: frozenset[str] = frozenset(), *, tune: bool = False) -> Callable[[Any], Any]:

@@ -46,7 +46,7 @@ Examples:
 @opts.apply(opts.JOB_OPTIONS)
 @opts.apply(opts.SUBMIT_OPTIONS)
 @click.pass_context
-def submit(ctx: click.Context, **params: Any) -> None:
+def submit(ctx: click.Context, /, **params: Any) -> None:
     """Submit a training job (locally by default) and follow it to its end.
 
     PACKAGE_PATH is the trainer's source directory (a Python package, or a project holding

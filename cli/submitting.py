@@ -18,7 +18,8 @@ def dump(data: Any, output: str) -> str:
     if output == "yaml":
         import yaml
 
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+        text: str = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+        return text
     return json.dumps(data, indent=2)
 
 

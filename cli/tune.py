@@ -66,7 +66,7 @@ Examples:
 @opts.apply(opts.JOB_OPTIONS, tune=True)
 @opts.apply(STUDY_OPTIONS)
 @click.pass_context
-def tune(ctx: click.Context, package_path: str | None, package_path_opt: str | None, **options: Any) -> None:
+def tune(ctx: click.Context, /, package_path: str | None, package_path_opt: str | None, **options: Any) -> None:
     """Tune hyperparameters: run a study of trials, each a full job, and report the best one.
 
     Each trial gets its parameters as --name=value arguments, its trial id in every

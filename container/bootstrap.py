@@ -437,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--script {args.script}: no such file in {os.getcwd()}")
         elif not serve:
             _put_cwd_first()
+            assert args.module is not None  # (parsed: a module or a script)
             _check_module(args.module)
     except Exception as e:
         if "tfjob.errors" not in sys.modules:
@@ -449,8 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.exit_code
     if serve:
         return run_server(info)
-    run = run_script if args.script is not None else run_module
-    target = args.script if args.script is not None else args.module
+    run, target = (run_script, args.script) if args.script is not None else (run_module, args.module)
+    assert isinstance(target, str)  # the parser requires --module or --script
     if argv is not None:
         return run(target, trainer_args)  # from Python: the trainer's exceptions propagate as they are
     try:

@@ -106,12 +106,12 @@ _LAZY = {
 # What a type checker reads (the names above are loaded on first use at run time).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .backends import flag_words as flag_words, knobs as job_knobs  # noqa: F401 - public under this name
-    from .catalog import build_catalog as machine_catalog  # noqa: F401 - public under this name
+    from .backends import flag_words as flag_words, knobs as _job_knobs
+    from .catalog import build_catalog as _machine_catalog
     from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
     from .cluster.current import cluster_resolver as cluster_resolver, task as task
     from .diagnosis import explain as explain
-    from .pricing import ran_cost as estimated_cost  # noqa: F401 - public under this name
+    from .pricing import ran_cost as _estimated_cost
     from .documents import read_config_file as read_config_file
     from .errors import AuthError as AuthError, BackendError as BackendError, BackendUnavailableError as BackendUnavailableError
     from .errors import ClusterConfigError as ClusterConfigError, ConfigFileError as ConfigFileError
@@ -121,11 +121,11 @@ if TYPE_CHECKING:
     from .errors import LocalFileError as LocalFileError, TfjobError as TfjobError, UsageError as UsageError
     from .errors import CapacityError as CapacityError
     from .hypertune import report_metric as report_metric
-    from .images import Progress as BuildProgress, build_image as build_image  # noqa: F401 - public under this name
-    from .images.cloudbuild import check_target as cloud_build_target  # noqa: F401 - public under this name
+    from .images import Progress as _BuildProgress, build_image as build_image
+    from .images.cloudbuild import check_target as _cloud_build_target
     from .job import Job as Job, JobHandle as JobHandle, get_job as get_job, list_jobs as list_jobs, remote as remote
     from .knobs import Knob as Knob
-    from .metrics import metrics_figure as metrics_figure, render_final as render_metrics, save_figure as save_figure  # noqa: F401 - public under this name
+    from .metrics import metrics_figure as metrics_figure, render_final as _render_metrics, save_figure as save_figure
     from .metrics import study_figure as study_figure
     from .migrate import import_tfjob as import_tfjob
     from .model import JobState as JobState, JobStatus as JobStatus, TaskStatus as TaskStatus
@@ -141,8 +141,18 @@ if TYPE_CHECKING:
     from .spec import parse_duration as parse_duration, parse_key_values as parse_key_values
     from .store import JobStore as JobStore
     from .study import StudySpec as StudySpec
-    from .tune import Tuning as Tuning, check_result as check_study_result  # noqa: F401 - public under this name
+    from .tune import Tuning as Tuning, check_result as _check_study_result
     from .tuning.trials import StudyResult as StudyResult, render_study_status as render_study_status
+
+    # The names public under another name than their home's: to a type checker an
+    # `import a as b` exports nothing (strict mypy), an assignment does.
+    BuildProgress = _BuildProgress
+    check_study_result = _check_study_result
+    cloud_build_target = _cloud_build_target
+    estimated_cost = _estimated_cost
+    job_knobs = _job_knobs
+    machine_catalog = _machine_catalog
+    render_metrics = _render_metrics
 
 __getattr__, _NAMES = lazy_names(__name__, _LAZY)
 __all__ = sorted([*_NAMES, "__version__"])

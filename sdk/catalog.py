@@ -33,8 +33,8 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
 
     machine_types = []
     for info in MACHINES.values():
-        accelerators = [{"type": name, "counts": list(counts)} for name, counts in info.gpus]
-        builtin = {"type": info.builtin[0], "count": info.builtin[1]} if info.builtin else None
+        gpus: list[dict[str, Any]] = [{"type": name, "counts": list(counts)} for name, counts in info.gpus]
+        builtin: dict[str, Any] | None = {"type": info.builtin[0], "count": info.builtin[1]} if info.builtin else None
         words = [info.name, *(name for name, _ in info.gpus), *([info.builtin[0]] if info.builtin else [])]
         if _matches(words, pattern):
             machine_types.append(
@@ -42,7 +42,7 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
                     "name": info.name,
                     "vcpus": info.vcpus,
                     "memory_gb": info.memory_gb,
-                    "accelerators": accelerators,
+                    "accelerators": gpus,
                     "builtin_accelerator": builtin,
                 }
             )
@@ -57,7 +57,7 @@ def build_catalog(pattern: str | None = None) -> dict[str, Any]:
     tiers = []
     for tier in ScaleTier:
         shape = TIERS.get(tier, {})
-        pools = [
+        pools: list[dict[str, Any]] = [
             {"role": role, "replicas": n, "machine_type": machine, "accelerator": {"type": acc, "count": count} if acc else None}
             for role, (n, machine, acc, count) in shape.items()
         ]

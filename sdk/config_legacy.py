@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .config_doc import BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
+from .cluster.dispatch import BOOTSTRAP_MODULE
+from .config_doc import ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
 from .machines import did_you_mean
 from .spec import ROLES, ScaleTier
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .config_doc import BOOTSTRAP, BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
+from .cluster.dispatch import BOOTSTRAP, BOOTSTRAP_MODULE
+from .config_doc import ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
 from .knobs import Knob
 from .machines import did_you_mean
 from .spec import ROLES, check_boot_disk

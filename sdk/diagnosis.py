@@ -30,6 +30,11 @@ MAX_EVIDENCE = 240
 _KUBEFLOW_BACKENDS = ("kubeflow", "jobset", "trainjob")
 
 
+#: What an out-of-memory kill is and its fix, whether a log or the platform said it.
+_OOM_CAUSE = "the task ran out of memory and was killed"
+_OOM_FIX = "give it a machine with more memory (--master-machine-type / --worker-machine-type, --memory on Kubernetes), or make the batch or the model smaller"
+
+
 @dataclass(frozen=True)
 class _Pattern:
     code: str
@@ -125,10 +130,8 @@ _PATTERNS = (
     _Pattern(
         "out-of-memory",
         LazyPattern(r"ran out-of-memory and exited|OOMKilled|(?:Memory cgroup o|O)ut of memory: Killed process"),
-        lambda m, b: "the task ran out of memory and was killed",
-        lambda m, b: (
-            "give it a machine with more memory (--master-machine-type / --worker-machine-type, --memory on Kubernetes), or make the batch or the model smaller"
-        ),
+        lambda m, b: _OOM_CAUSE,
+        lambda m, b: _OOM_FIX,
     ),
 )
 
@@ -238,24 +241,12 @@ def diagnose(
         if oom and "out-of-memory" not in {d.code for d in found}:
             certain = bool(_OOM_KERNEL.search(oom))
             if certain:
-                found.append(
-                    Diagnosis(
-                        "out-of-memory", task, _PATTERNS[-1].cause(None, backend), _PATTERNS[-1].fix(None, backend), oom[:MAX_EVIDENCE]
-                    )
-                )  # type: ignore[arg-type]
+                found.append(Diagnosis("out-of-memory", task, _OOM_CAUSE, _OOM_FIX, oom[:MAX_EVIDENCE]))
             else:
                 found.append(_killed_without_record(task or "?", oom[:MAX_EVIDENCE]))
         for t in status.tasks:
             if t.reason and "OOMKilled" in t.reason and "out-of-memory" not in {d.code for d in found}:
-                found.append(
-                    Diagnosis(
-                        "out-of-memory",
-                        t.name,
-                        _PATTERNS[-1].cause(None, backend),
-                        _PATTERNS[-1].fix(None, backend),
-                        t.reason[:MAX_EVIDENCE],
-                    )
-                )  # type: ignore[arg-type]
+                found.append(Diagnosis("out-of-memory", t.name, _OOM_CAUSE, _OOM_FIX, t.reason[:MAX_EVIDENCE]))
         killed = next((t for t in status.tasks if t.name == task and t.signal == 9), None)
         # Only when the SIGKILL is what failed the job (not the teardown after a --timeout).
         if (

@@ -173,7 +173,7 @@ def _loader() -> Any:
             # hence the value check too); a longer text is refused before it is computed.
             if len(text) > MAX_INTEGER_DIGITS:
                 raise _long_integer(text, node.start_mark.line + 1)
-            value = super().construct_yaml_int(node)
+            value: int = super().construct_yaml_int(node)
             if abs(value) >= _INTEGER_CEILING:
                 raise _long_integer(text, node.start_mark.line + 1)
             return value

@@ -365,7 +365,9 @@ def find_engine(choice: str | None = None) -> Engine:
     choice = choice or os.environ.get("TFJOB_CONTAINER_ENGINE") or None
     if choice is not None and choice not in ENGINES and os.path.sep not in choice:
         raise UsageError(field="container_engine", value=choice, problem=f"is not one of {', '.join(ENGINES)} (or a path to one)")
-    found = [Engine(os.path.basename(name).split(".")[0], exe) for name in ([choice] if choice else ENGINES) if (exe := shutil.which(name))]
+    found = [
+        Engine(os.path.basename(name).split(".")[0], exe) for name in ([choice] if choice else list(ENGINES)) if (exe := shutil.which(name))
+    ]
     if len(found) == 1:
         return found[0]  # its own commands say so if it cannot be reached
     if found:

@@ -37,17 +37,22 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, TypeVar
 
 from .errors import JobCancelledError, JobTimeoutError
 from .model import JobState, JobStatus, SubmitOptions, options_as
 from .spec import JobSpec
 
 if TYPE_CHECKING:
+    from .settings import Settings
     from .store import JobRecord, JobStore
 
 T = TypeVar("T")
-L = TypeVar("L", bound="Lifecycle")
+L = TypeVar("L", bound="Lifecycle[Any, Any]")
+#: The options a backend takes (its :attr:`Lifecycle.options_class`).
+O = TypeVar("O", bound=SubmitOptions)
+#: What a backend's :meth:`Lifecycle._prepare` plans: what its ``_pending`` and ``_create`` are given.
+P = TypeVar("P")
 
 #: The longest pause between two polls unless a backend says otherwise, seconds.
 MAX_POLL_INTERVAL = 10.0
@@ -240,7 +245,7 @@ def record_cancel(
         store.set_state(record.id, state, message, only_from=only_from)
 
 
-class Lifecycle:
+class Lifecycle(Generic[O, P]):
     """The part of a backend that is the same on every backend (see the module's docstring).
 
     Subclasses set ``name``, ``platform`` and ``options_class``, fill the hooks of
@@ -258,6 +263,9 @@ class Lifecycle:
             Without one the backend renders but keeps no jobs; the edges — the CLI,
             :class:`tfjob.Job`, :func:`tfjob.get_job` — choose the user's store,
             ``$TFJOB_HOME/jobs.db``, and give it.
+        settings: what fills the options a job leaves out (project, region, namespace…:
+            :class:`tfjob.settings.Settings`), resolved by the caller; without them the
+            environment and ``config.yaml`` are read each time options are filled.
     """
 
     name: str = ""
@@ -269,14 +277,30 @@ class Lifecycle:
     max_poll_interval: float = MAX_POLL_INTERVAL
     #: The options this backend takes (its folder's ``options`` module); the registry's
     #: :func:`tfjob.backends.options_type` names the same class.
-    options_class: type[SubmitOptions] = SubmitOptions
+    options_class: type[O]
 
     def __init__(
-        self, echo: Callable[[str], None] = say, sleep: Callable[[float], None] = time.sleep, *, store: JobStore | None = None
+        self,
+        echo: Callable[[str], None] = say,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        store: JobStore | None = None,
+        settings: Settings | None = None,
     ) -> None:
         self.echo = echo
         self._sleep = sleep
         self._store = store
+        self._settings = settings
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this backend fills options from: as given (``settings=``), else read
+        now (``load_settings()``: the environment, then ``config.yaml``)."""
+        if self._settings is not None:
+            return self._settings
+        from .settings import load_settings
+
+        return load_settings()
 
     # -- the job store ---------------------------------------------------------------------
     @property
@@ -368,18 +392,17 @@ class Lifecycle:
             self.store.add(created)
         return created.id
 
-    def _prepare(self, spec: JobSpec, options: Any) -> Any:
+    def _prepare(self, spec: JobSpec, options: O) -> P:
         """Check the job and plan its creation (packages built, request rendered; nothing created
-        on the platform): what :meth:`_pending` and :meth:`_create` are given. Default: the spec
-        and options as they are."""
-        return (spec, options)
+        on the platform): what :meth:`_pending` and :meth:`_create` are given."""
+        raise NotImplementedError
 
-    def _pending(self, plan: Any) -> JobRecord | None:
+    def _pending(self, plan: P) -> JobRecord | None:
         """The record kept before the create (an empty id: a fresh one from the job's name), or
         None: the job is recorded once created."""
         return None
 
-    def _create(self, plan: Any, pending: JobRecord | None) -> JobRecord | None:
+    def _create(self, plan: P, pending: JobRecord | None) -> JobRecord | None:
         """Create the job on the platform; return the record to keep (its id is the job's), or
         None when ``pending`` is the job's record."""
         raise NotImplementedError
@@ -434,7 +457,7 @@ class Lifecycle:
         raise NotImplementedError
 
     # -- what every backend shares ---------------------------------------------------------
-    def typed(self, options: SubmitOptions | None) -> Any:
+    def typed(self, options: SubmitOptions | None) -> O:
         """``options`` as this backend's :attr:`options_class`: the same object when it is
         one; otherwise (a plain :class:`SubmitOptions`, another backend's options, None) the
         values both declare, and this backend's defaults for the rest — where the settings
@@ -443,10 +466,8 @@ class Lifecycle:
         if isinstance(options, self.options_class):
             return options
         typed = options_as(self.options_class, options)
-        from .settings import load_settings
-
-        settings = load_settings()
-        configured = {
+        settings = self.settings
+        configured: dict[str, Any] = {
             "project": settings.project, "region": settings.region, "api_endpoint": settings.api_endpoint,
             "namespace": settings.namespace, "default_staging_bucket": settings.staging_bucket,
         }  # fmt: skip

@@ -14,7 +14,10 @@ Facts from the platform documentation:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Iterable
 
 #: The GPU that stands in for the retired NVIDIA K80 of legacy tiers and machine names.
 K80_REPLACEMENT = "NVIDIA_TESLA_T4"

@@ -57,7 +57,7 @@ def _checksum() -> Any:
     pair = struct.Struct("<I")
 
     def masked(data: bytes) -> int:
-        crc = value(data)
+        crc: int = value(data)  # google_crc32c.value: the CRC as an int
         return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
     def check(buf: Any, pos: int, data: bytes) -> bool:
@@ -461,7 +461,7 @@ def study_figure(extra: dict[str, Any], title: str | None = None) -> Any:
         pairs = [(v, y) for v, y in zip(values, ys) if v is not None]
         if all(isinstance(v, (int, float)) for v, _ in pairs):
             ax.plot([float(v) for v, _ in pairs], [y for _, y in pairs], "o", markersize=4)
-            spec = next((p for p in study.get("parameters") or [] if p.get("name") == name), {})
+            spec: dict[str, Any] = next((p for p in study.get("parameters") or [] if p.get("name") == name), {})
             if "LOG" in str(spec.get("scale", "")).upper() and all(float(v) > 0 for v, _ in pairs):
                 _log_axis(ax)
         else:  # a categorical parameter: one column per value

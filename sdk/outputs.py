@@ -80,7 +80,9 @@ def classify(job_id: str, root: str, listed: list[tuple[str, int, float | None]]
     def full(rel: str) -> str:
         return root.rstrip("/") + ("/" + rel if rel else "")
 
-    newest = lambda items: max(items, key=lambda f: (f.modified or 0.0, f.path))  # noqa: E731
+    def newest(items: list[OutputFile]) -> OutputFile:
+        return max(items, key=lambda f: (f.modified or 0.0, f.path))
+
     model = [f for f in files if posixpath.basename(f.path) == "saved_model.pb"]
     ckpts = [f for f in files if f.kind == "checkpoint" and f.path.endswith(".index")]
     events = [f for f in files if f.kind == "tensorboard"]

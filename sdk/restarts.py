@@ -111,7 +111,7 @@ def should_restart(policy: str, exit_code: int | None, signal: int | None) -> bo
 
 def restart_delay(base: float, restarts: int) -> float:
     """The pause before a task's ``restarts``-th restart (1 for the first): exponential, capped."""
-    return min(MAX_RESTART_DELAY, max(0.0, base) * 2 ** max(0, min(restarts - 1, 30)))
+    return min(MAX_RESTART_DELAY, max(0.0, base) * 2.0 ** max(0, min(restarts - 1, 30)))
 
 
 # ASCII digits only ((?a)): `\d` would read '٥' (Arabic-Indic five) as a 5.

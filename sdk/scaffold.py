@@ -24,8 +24,13 @@ from typing import TYPE_CHECKING
 from .errors import UsageError
 from .machines import did_you_mean
 
-if TYPE_CHECKING:  # importlib.resources.abc is new in Python 3.11
-    from importlib.resources.abc import Traversable
+if TYPE_CHECKING:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 #: The template ``tfjob init`` uses when none is named.
 DEFAULT_TEMPLATE = "census-ps"

@@ -18,6 +18,7 @@ launcher never leaves a job "running" forever. Reading the store changes nothing
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import re
@@ -784,7 +785,7 @@ class JobStore:
         with self._write() as c:
             return c.execute("DELETE FROM requests WHERE job_id = ? AND token = ?", (job_id, token)).rowcount > 0
 
-    def take_requests(self, job_id: str) -> list[tuple[str, str, float | None, str | None]]:
+    def take_requests(self, job_id: str) -> builtins.list[tuple[str, str, float | None, str | None]]:
         """The job's requests, oldest first, removed as they are taken: (kind, task, value, token)."""
         if not self._read("SELECT 1 FROM requests WHERE job_id = ? LIMIT 1", (job_id,)):
             return []  # the usual case: one read, no write
@@ -795,7 +796,7 @@ class JobStore:
             c.execute("DELETE FROM requests WHERE job_id = ?", (job_id,))
         return [(r["kind"], r["task"], r["value"], r["token"]) for r in rows]
 
-    def events(self, job_id: str) -> list[tuple[float, JobState, str]]:
+    def events(self, job_id: str) -> builtins.list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""
         rows = self._read("SELECT ts, state, message FROM events WHERE job_id = ? ORDER BY ts, rowid", (job_id,))
         return [(_read_time(r["ts"]) or 0.0, JobState.read(r["state"]), _read_text(r["message"]) or "") for r in rows]
@@ -805,7 +806,7 @@ class JobStore:
         """Insert or replace one task of a job."""
         self.put_tasks(job_id, [task])
 
-    def put_tasks(self, job_id: str, tasks: list[TaskRecord]) -> None:
+    def put_tasks(self, job_id: str, tasks: builtins.list[TaskRecord]) -> None:
         """Insert or replace several tasks of a job in one transaction."""
         rows = [
             (
@@ -835,7 +836,7 @@ class JobStore:
                 rows,
             )
 
-    def tasks(self, job_id: str) -> list[TaskRecord]:
+    def tasks(self, job_id: str) -> builtins.list[TaskRecord]:
         """The job's tasks, chief first."""
         rows = self._read(
             "SELECT * FROM tasks WHERE job_id = ? ORDER BY "
@@ -852,7 +853,7 @@ class JobStore:
     # -- supervisors ---------------------------------------------------------------------
     def mark_lost(
         self, job_id: str, message: str, *, supervisor: tuple[int | None, int | None] | None = None
-    ) -> list[tuple[int, int | None]] | None:
+    ) -> builtins.list[tuple[int, int | None]] | None:
         """Record a job LOST (its supervisor died first), with its tasks still marked live.
 
         Args:

@@ -302,12 +302,12 @@ class StudySpec:
             ("algorithm", ALGORITHMS, "algorithm"),
             ("measurement", MEASUREMENT_SELECTIONS, "measurementSelectionType"),
         ):
-            value = str(getattr(self, attr)).strip().upper()
-            if value not in allowed:
+            word = str(getattr(self, attr)).strip().upper()
+            if word not in allowed:
                 raise SpecError(
-                    f"{key} {getattr(self, attr)!r} is not known{did_you_mean(value, allowed)}; choose one of {', '.join(allowed)}"
+                    f"{key} {getattr(self, attr)!r} is not known{did_you_mean(word, allowed)}; choose one of {', '.join(allowed)}"
                 )
-            object.__setattr__(self, attr, value)
+            object.__setattr__(self, attr, word)
         if self.observation_noise is not None:
             noise = str(self.observation_noise).upper()
             if noise not in OBSERVATION_NOISES:

@@ -119,3 +119,25 @@ def test_a_job_speaks_in_keywords_and_the_cli_in_flags(trainer: Path, given: dic
     flags = [arg for key, value in given.items() for arg in ("--" + key.replace("_", "-"), str(value))]
     done = _run("render", str(trainer / "trainer"), "-m", "trainer.task", *flags)
     assert done.returncode == 2 and done.stderr.startswith(f"error: {cli}") and done.stderr.count("\n") == 1, done.stderr
+
+
+@pytest.mark.parametrize("name", ["vertex", "kubeflow", "jobset"])
+def test_settings_given_to_a_backend_fill_its_options_instead_of_the_environment(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings the caller resolved (``get_backend(name, settings=...)``) fill what the job's
+    options leave out, and the environment is not read then; without them it is."""
+    from tfjob.backends import get_backend
+    from tfjob.settings import Settings
+    from tfjob.store import JobStore
+
+    monkeypatch.setenv("TFJOB_PROJECT", "from-env")
+    monkeypatch.setenv("TFJOB_REGION", "us-east1")
+    monkeypatch.setenv("TFJOB_NAMESPACE", "env-ns")
+    given = Settings(project="given", region="europe-west4", namespace="given-ns")
+    filled = vars(get_backend(name, settings=given).typed(None))
+    read = vars(get_backend(name).typed(None))
+    if name == "vertex":
+        assert (filled["project"], filled["region"]) == ("given", "europe-west4")
+        assert (read["project"], read["region"]) == ("from-env", "us-east1")
+    else:
+        assert (filled["namespace"], read["namespace"]) == ("given-ns", "env-ns")
+    assert get_backend(name, settings=given).with_store(JobStore()).settings is given  # a copy keeps them

@@ -27,6 +27,7 @@ from ..model import SubmitOptions as _SubmitOptions  # the job model's home is t
 from .base import Backend
 
 if TYPE_CHECKING:
+    from ..settings import Settings
     from ..store import JobStore
 
 #: Backend name → the class that implements it (``module:Class``, a
@@ -62,12 +63,13 @@ def _check_name(name: str) -> tuple[str, str]:
     return entry
 
 
-def get_backend(name: str, store: JobStore | None = None) -> Backend:
+def get_backend(name: str, store: JobStore | None = None, settings: Settings | None = None) -> Backend:
     """A new backend object called ``name`` (``local``, ``vertex``, ``kubeflow``…) with its
     defaults, recording its jobs in ``store``. Nothing is made before it is asked for; without
     a store it renders but keeps no jobs (the edges — the CLI, :class:`tfjob.Job`,
-    :func:`tfjob.get_job` — give the user's store, ``$TFJOB_HOME/jobs.db``)."""
-    return backend_class(name)(store=store)  # type: ignore[no-any-return]
+    :func:`tfjob.get_job` — give the user's store, ``$TFJOB_HOME/jobs.db``). ``settings``
+    fill what a job's options leave out (default: read when they are filled)."""
+    return backend_class(name)(store=store, settings=settings)  # type: ignore[no-any-return]
 
 
 def backend_class(name: str) -> type[Any]:
@@ -111,12 +113,16 @@ def _declared_knobs() -> dict[str, Knob]:
     return found
 
 
-@functools.lru_cache(maxsize=1)
 def knobs() -> dict[str, Knob]:
     """Every knob, by keyword: those every backend takes (:data:`tfjob.knobs.JOB_KNOBS`), then
     each backend's own, as its options declare them (:func:`tfjob.knobs.declared`), with
     the backends that take each. What ``tfjob submit``'s flags are made from."""
-    return _declared_knobs()
+    return _known_knobs()
+
+
+# Cached apart from knobs(): a type checker reads tfjob's `job_knobs = knobs` in an import
+# cycle with this module, where a decorated function's type is not known yet.
+_known_knobs = functools.lru_cache(maxsize=1)(_declared_knobs)
 
 
 @functools.lru_cache(maxsize=1)

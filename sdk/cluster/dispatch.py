@@ -23,7 +23,10 @@ from __future__ import annotations
 # Not `from typing import TYPE_CHECKING`: importing typing costs the bootstrap ~3 ms.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Protocol, Sequence
+    from typing import Any, Literal, Protocol, Sequence
+
+    #: What a strategy resolves to (:func:`resolve_strategy`): what the bootstrap runs.
+    Resolved = Literal["module", "parameter-server"]
 
     class DispatchOptions(Protocol):
         """What a job's options say about dispatch (every backend's options have both)."""
@@ -58,7 +61,7 @@ def _did_you_mean(value: str) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
+def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> Resolved:
     """``module`` or ``parameter-server``: what the bootstrap does for a job of this shape.
 
     Raises:
@@ -84,10 +87,10 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
             problem="(the bootstrap serves ps and worker tasks) needs {workers} ≥ 1 and {ps} ≥ 1",
             fix="add them, or use {strategy=module}",
         )
-    return strategy
+    return "parameter-server" if strategy == "parameter-server" else "module"
 
 
-def job_strategy(spec: Any, strategy: str | None) -> str:
+def job_strategy(spec: Any, strategy: str | None) -> Resolved:
     """:func:`resolve_strategy` for a job (a :class:`~tfjob.spec.JobSpec`): its ps and workers."""
     return resolve_strategy(strategy, ps=spec.count("ps"), workers=spec.count("worker"))
 

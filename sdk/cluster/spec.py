@@ -68,6 +68,9 @@ class ClusterSpec:
         ValueError: a sparse task index is not an integer.
     """
 
+    #: (job name, task index → address) for each job, by name: what ``tf.train.ClusterDef`` holds.
+    _cluster_def: list[tuple[str, dict[int, str]]]
+
     def __init__(self, cluster: Any) -> None:
         if isinstance(cluster, dict):
             self._cluster_spec: dict[Any, dict[int, Any]] = {}

@@ -113,7 +113,8 @@ class TaskInfo:
     def address(self) -> str | None:
         """This task's own ``host:port`` in the cluster, if it is listed."""
         if self.role in self.cluster.jobs and self.index in self.cluster.task_indices(self.role):
-            return self.cluster.task_address(self.role, self.index)
+            address: str = self.cluster.task_address(self.role, self.index)
+            return address
         return None
 
     def tf_config(self) -> dict[str, Any] | None:

@@ -34,7 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..engine import Engine, find_engine, run_engine, stop_group, stopped_by_signals
 from ..errors import BackendError, TfjobError, UsageError
@@ -265,7 +265,7 @@ class _Base:
     has_bootstrap: bool
 
 
-def _inspect(engine: Engine, ref: str) -> dict[str, object] | None:
+def _inspect(engine: Engine, ref: str) -> dict[str, Any] | None:
     """The engine's ``image inspect`` of ``ref``; None when its store lacks it.
 
     Raises:
@@ -308,12 +308,12 @@ def resolve_base(engine: Engine, ref: str, progress: Progress) -> _Base:
             hint = (" — build tfjob's base image first (container/README.md: "
                     f"`{engine.name} build -f container/Dockerfile -t {ref} .`), or give --base IMAGE") if ref == default_base() else ""  # fmt: skip
             raise UsageError(f"base image {ref} is not in {engine.name}'s store and cannot be pulled ({_short(why, 200)}){hint}")
-    config = found.get("Config") if isinstance(found.get("Config"), dict) else {}
-    entrypoint = config.get("Entrypoint") or []  # type: ignore[union-attr]
+    config: dict[str, Any] = found["Config"] if isinstance(found.get("Config"), dict) else {}
+    entrypoint = config.get("Entrypoint") or []
     return _Base(
         ref=ref,
         id=str(found.get("Id", "")),
-        user=str(config.get("User") or ""),  # type: ignore[union-attr]
+        user=str(config.get("User") or ""),
         has_bootstrap=any("tfjob-bootstrap" in str(e) for e in (entrypoint if isinstance(entrypoint, list) else [entrypoint])),
     )
 
@@ -594,7 +594,7 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
     resolved = None
     if needs_base:
         try:
-            ref, digest = remote_base(base_ref, cloud.credentials)
+            ref, base_digest = remote_base(base_ref, cloud.credentials)
         except (BackendError, UsageError) as e:
             # A dry run needs no credentials, nor tfjob's base pushed yet (a base given that no
             # registry can hold is still a mistake): the base is taken by its name, said once.
@@ -606,9 +606,9 @@ def _cloud_build(src: Path, cloud: "CloudBuildTarget", repo: Repository | None, 
                 else _first_line(e)
             )
             progress.say(f"dry run: the base image {base_ref} was not looked up ({why}); a real build keys the tag on its digest")
-            ref, digest = base_ref, base_ref
+            ref, base_digest = base_ref, base_ref
         # A base seen only on its registry: the bootstrap wheel goes in (a no-op on tfjob's base), tasks run as its default user.
-        resolved = _Base(ref=ref, id=digest, user="", has_bootstrap=False)
+        resolved = _Base(ref=ref, id=base_digest, user="", has_bootstrap=False)
     plan = plan_build(src, module=module, base=resolved, base_ref=base_ref, include_secrets=include_secrets, requirements=requirements)
     for warning in plan.warnings:
         progress.say(warning)
@@ -656,7 +656,7 @@ def _find_built(engine: Engine, key: str, tag: str) -> str | None:
     """The id of an image of ``key`` in the engine's store (under ``tag``, or under another
     name: the label says what it was built from), tagged ``tag``; None when there is none."""
     local = _inspect(engine, tag)
-    if local is not None and (local.get("Config") or {}).get("Labels", {}).get(recipes.LABEL_KEY) == key:  # type: ignore[union-attr]
+    if local is not None and (local.get("Config") or {}).get("Labels", {}).get(recipes.LABEL_KEY) == key:
         return str(local.get("Id", ""))
     done = engine._run("images", "-q", "--no-trunc", "--filter", f"label={recipes.LABEL_KEY}={key}")
     ids = list(dict.fromkeys(done.stdout.split())) if done.returncode == 0 else []

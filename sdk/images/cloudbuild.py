@@ -214,7 +214,8 @@ def run_build(request: dict[str, Any], target: CloudBuildTarget, repo: Repositor
         raise ImageBuildError(_failure(done, build_id, done.status_detail or done.status.name))
     for image in done.results.images:
         if image.name in (tag, repo.name) and image.digest.startswith("sha256:"):
-            return image.digest
+            pushed: str = image.digest
+            return pushed
     raise ImageBuildError(f"Cloud Build {build_id} succeeded but named no digest for {tag}")
 
 

@@ -13,8 +13,8 @@ One concern a module:
   :class:`BuiltPackage`;
 - :mod:`~tfjob.packaging.cache`: the build cache of project sdists;
 - :mod:`~tfjob.packaging.sdist`: :func:`build_sdist` (a project through its PEP 517 backend,
-  a bare package around a generated ``setup.py``), :func:`check_trainer`,
-  :func:`gather_packages`.
+  a bare package around a generated ``setup.py``), :func:`gather_packages`; and
+  :func:`check_trainer`, the rule every backend applies, from :mod:`tfjob.spec`.
 
 The names below are the public face; import them from ``tfjob.packaging``.
 """
@@ -34,7 +34,8 @@ from .secrets import (
     secret_in_data,
     secret_reason,
 )
-from .sdist import BARE_VERSION, build_sdist, check_built_package, check_trainer, gather_packages
+from .sdist import BARE_VERSION, build_sdist, check_built_package, gather_packages
+from ..spec import check_trainer
 from .tree import (
     IGNORE_FILES,
     MAX_IGNORE_FILE_BYTES,

@@ -90,7 +90,8 @@ def write_canonical_tar(entries: list[tuple[str, bytes, bool]], out: Path) -> st
         while chunk := f.read(1 << 20):
             digest.update(chunk)
     os.replace(tmp, out)
-    return digest.hexdigest()
+    hexdigest: str = digest.hexdigest()
+    return hexdigest
 
 
 def read_tar(path: Path) -> Iterator[tuple[str, bytes, bool]]:

@@ -43,7 +43,8 @@ def tree_key(found: Collected, include_secrets: bool) -> str:
     from ..requirements import installed_version  # read from their dist-info names: importlib.metadata costs more
 
     digest.update(f"setuptools {installed_version('setuptools')} build {installed_version('build')}".encode())
-    return digest.hexdigest()
+    hexdigest: str = digest.hexdigest()
+    return hexdigest
 
 
 def cache_get(key: str, out_dir: Path, found: Collected) -> BuiltPackage | None:

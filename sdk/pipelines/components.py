@@ -41,7 +41,7 @@ def _tfjob_train(
     options: Dict[str, Any] = {},
     timeout: float = 0.0,
     require_model: bool = True,
-) -> NamedTuple("Outputs", [("job_id", str), ("backend", str)]):
+) -> NamedTuple("Outputs", [("job_id", str), ("backend", str)]):  # type: ignore[valid-type]  # KFP's way to name outputs
     """Run a tfjob job to its end; output its SavedModel, final metrics, id and backend.
 
     Args:
@@ -86,7 +86,7 @@ def _tfjob_train(
     model.metadata.update({"framework": "tensorflow", "format": "SavedModel", "job_id": result.job_id, "backend": result.backend})
     for name, value in sorted(result.metrics.items()):
         metrics.log_metric(name, value)
-    outputs = namedtuple("Outputs", ["job_id", "backend"])
+    outputs = namedtuple("Outputs", ["job_id", "backend"])  # type: ignore[name-match]  # the type KFP reads (above)
     return outputs(result.job_id, result.backend)
 
 

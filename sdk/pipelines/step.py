@@ -201,7 +201,8 @@ def _wait_quietly(handle: Any) -> str:
     from ..errors import JobTimeoutError
 
     try:
-        return handle.wait(CANCEL_WAIT).state.value
+        state: str = handle.wait(CANCEL_WAIT).state.value
+        return state
     except JobTimeoutError:
         return "still stopping"
     except TfjobError as e:
@@ -218,7 +219,11 @@ def _cancel_on_sigterm() -> Callable[[], None]:
         raise _Terminated()
 
     previous = signal.signal(signal.SIGTERM, handler)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+
+    def undo() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return undo
 
 
 # --- what the job left -----------------------------------------------------------------------
@@ -265,7 +270,8 @@ def _read(handle: Any, uri: str) -> str:
     bucket, name = split_gs(uri)
     try:
         blob = handle._storage().bucket(bucket).blob(name)
-        return blob.download_as_bytes(end=_MAX_METRICS_BYTES).decode("utf-8", "replace")
+        text: str = blob.download_as_bytes(end=_MAX_METRICS_BYTES).decode("utf-8", "replace")
+        return text
     except Exception as e:  # no permission, gone: the metrics are optional
         print(f"tfjob: {uri} was not read: {type(e).__name__}", file=sys.stderr)
         return ""

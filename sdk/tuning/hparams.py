@@ -80,7 +80,7 @@ class _Doc(ConfigDoc):
             raise self.error(path, f"{value!r} must be non-empty text")
         return value.strip()
 
-    def count(self, value: Any, path: str) -> int | None:
+    def optional_count(self, value: Any, path: str) -> int | None:
         # int32/int64 fields: numbers in hand-written YAML, strings in the API's JSON ("8").
         if value is None:
             return None
@@ -103,10 +103,11 @@ class _Doc(ConfigDoc):
         return value
 
 
-def _counts(doc: _Doc, data: Mapping[str, Any], keys: tuple[str, str, str], prefix: str) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _counts(doc: _Doc, data: Mapping[str, Any], keys: tuple[str, str, str], prefix: str) -> dict[str, Any]:
+    """StudySpec's keywords for the counts given (max_trials, parallel_trials, max_failed_trials)."""
+    out: dict[str, Any] = {}
     for key, attr in zip(keys, ("max_trials", "parallel_trials", "max_failed_trials")):
-        value = doc.count(data.get(key), f"{prefix}{key}")
+        value = doc.optional_count(data.get(key), f"{prefix}{key}")
         if value is not None:
             out[attr] = value
     return out

@@ -44,7 +44,7 @@ def render_study_spec(study: StudySpec) -> dict[str, Any]:
 def describe_parameter(p: ParameterSpec) -> str:
     """``--learning_rate=<DOUBLE 0.0001..0.1 UNIT_LOG_SCALE>``: a trial argument before it has a value."""
     if p.type in ("DOUBLE", "INTEGER"):
-        what = f"{p.type} {p.min_value:g}..{p.max_value:g}"  # type: ignore[str-format]
+        what = f"{p.type} {p.min_value:g}..{p.max_value:g}"
     else:
         what = f"{p.type} " + "|".join(p.format_value(v) for v in p.values)
     return f"--{p.name}=<{what}{' ' + p.scale if p.scale else ''}>"

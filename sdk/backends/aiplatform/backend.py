@@ -29,7 +29,7 @@ def _shut_down(what: str) -> NoReturn:
     )
 
 
-class AIPlatformBackend(Lifecycle):
+class AIPlatformBackend(Lifecycle[GoogleCloudOptions, NoReturn]):
     """Render-only backend for legacy AI Platform Training (``ml.googleapis.com`` v1)."""
 
     name = "ai-platform"
@@ -40,7 +40,7 @@ class AIPlatformBackend(Lifecycle):
         """The legacy ``Job`` body ``{"jobId", "trainingInput", "labels"}`` (pure)."""
         return render_job(spec, options)
 
-    def _prepare(self, spec: JobSpec, options: Any) -> NoReturn:
+    def _prepare(self, spec: JobSpec, options: GoogleCloudOptions) -> NoReturn:
         _shut_down(f"submit job {spec.name!r}")
 
     def _lookup(self, job_id: str) -> NoReturn:

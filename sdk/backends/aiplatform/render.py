@@ -65,7 +65,7 @@ def _staged_uri(path: str, root: str | None, job_id: str) -> str:
     return f"{root.rstrip('/')}/{job_id}/packages/{name}"
 
 
-def _staging_root(spec: JobSpec, options: "SubmitOptions") -> str | None:
+def _staging_root(spec: JobSpec, options: GoogleCloudOptions) -> str | None:
     bucket = options.staging_bucket
     if bucket:
         return bucket if bucket.startswith("gs://") else f"gs://{bucket}"
@@ -127,7 +127,7 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
     job_id = build_job_id(spec.name)
     tier = spec.scale_tier
     predefined = tier is not None and tier is not ScaleTier.CUSTOM
-    body: dict[str, Any] = {"scaleTier": tier.value if predefined else ScaleTier.CUSTOM.value}
+    body: dict[str, Any] = {"scaleTier": tier.value if tier is not None and predefined else ScaleTier.CUSTOM.value}
     for role in ROLES:
         pool = spec.pool(role)
         if pool is None:

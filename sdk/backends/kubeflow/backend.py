@@ -26,12 +26,21 @@ from .shipment import Shipment, check_size, configmap_name, owner_reference, rai
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore
 from ...model import JobState, JobStatus, SubmitOptions
-from .options import TFJobOptions
+from .options import KubernetesOptions, TFJobOptions
 from ...lifecycle import Lifecycle, say
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from .client import KubeClient
+    from ...knobs import StrPath
+    from ...settings import Settings
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
+
+    #: What :meth:`KubeflowBackend._prepare` plans: the job, its options, its manifest and its
+    #: packages' ConfigMap (None: it ships none).
+    _Plan: TypeAlias = tuple[JobSpec, KubernetesOptions, dict[str, Any], dict[str, Any] | None]
 
 #: What a ConfigMap key may be (the packages are its keys).
 _CONFIGMAP_KEY_RE = re.compile(r"[-._a-zA-Z0-9]+")
@@ -90,7 +99,7 @@ def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return (rest[0] if len(rest) == 1 else {**manifest, "items": rest}), items[0]
 
 
-class KubeflowBackend(Lifecycle):
+class KubeflowBackend(Lifecycle[KubernetesOptions, "_Plan"]):
     """Kubeflow TFJobs through the Kubernetes API (waiting, Ctrl-C and cancelling a
     finished job are :class:`~tfjob.lifecycle.Lifecycle`'s).
 
@@ -107,7 +116,7 @@ class KubeflowBackend(Lifecycle):
 
     name = "kubeflow"
     platform = "Kubernetes"
-    options_class: type[SubmitOptions] = TFJobOptions
+    options_class: type[KubernetesOptions] = TFJobOptions
     #: What a job runs as on the cluster (the ``jobset`` and ``trainjob`` backends name theirs).
     kind: JobKind = TFJOB_KIND
 
@@ -120,8 +129,9 @@ class KubeflowBackend(Lifecycle):
         api_client: Any = None,
         namespace: str | None = None,
         store: JobStore | None = None,
+        settings: Settings | None = None,
     ) -> None:
-        super().__init__(echo=echo, sleep=sleep, store=store)
+        super().__init__(echo=echo, sleep=sleep, store=store, settings=settings)
         self.poll_interval = poll_interval
         #: A configured ``kubernetes.client.ApiClient`` for every call (None: the kubeconfig's),
         #: and the namespace a job without one goes to with it (default ``default``).
@@ -197,7 +207,7 @@ class KubeflowBackend(Lifecycle):
         return build_job_status(job_id, obj, pods, backend=self.name)
 
     # -- plumbing --------------------------------------------------------------------------
-    def _connect(self, kubeconfig: str | None, context: str | None) -> Any:
+    def _connect(self, kubeconfig: StrPath | None, context: str | None) -> KubeClient:
         from .client import KubeClient  # imports kubernetes: only on this path
 
         if self.api_client is not None:
@@ -222,12 +232,12 @@ class KubeflowBackend(Lifecycle):
         return self._connect(options.get("kubeconfig"), options.get("context"))
 
     # -- I/O -------------------------------------------------------------------------------
-    def _prepare(self, spec: JobSpec, options: Any) -> tuple[JobSpec, Any, dict[str, Any], dict[str, Any] | None]:
+    def _prepare(self, spec: JobSpec, options: KubernetesOptions) -> _Plan:
         """The job's manifest and its packages' ConfigMap (:meth:`render`: checked against the
         operator's rules, the trainer built; nothing sent)."""
         return (spec, options, *split_configmap(self.render(spec, options)))
 
-    def _create(self, plan: tuple[JobSpec, Any, dict[str, Any], dict[str, Any] | None], pending: JobRecord | None) -> JobRecord:
+    def _create(self, plan: _Plan, pending: JobRecord | None) -> JobRecord:
         """Create the job (its kind's resource, its companions, its packages' ConfigMap); return
         its record, id ``NAMESPACE/NAME`` (``Lifecycle.submit`` keeps it in the store).
 
@@ -326,7 +336,7 @@ class KubeflowBackend(Lifecycle):
         return status
 
     @staticmethod
-    def _log_tail(client: Any, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
+    def _log_tail(client: KubeClient, namespace: str, pods: list[dict[str, Any]], task: str) -> str:
         for pod in pods:
             if pod_task_name(pod) == task:
                 try:

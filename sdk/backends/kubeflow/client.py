@@ -18,14 +18,18 @@ Errors are translated here, one clear line each:
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from ...documents import read_config_file
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
 from .kinds import CONFIGMAP, JOBSET, RUNTIME, TFJOB, TRAINJOB, Resource
+
+if TYPE_CHECKING:
+    from ...knobs import StrPath
 
 __all__ = ["CONFIGMAP", "JOBSET", "RUNTIME", "TFJOB", "TRAINJOB", "KubeClient", "Resource", "find_kubeconfig", "iter_stream_lines"]
 
@@ -38,7 +42,7 @@ FOLLOW_READ_TIMEOUT = 7 * 24 * 3600.0
 _SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
-def find_kubeconfig(kubeconfig: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
+def find_kubeconfig(kubeconfig: StrPath | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """The kubeconfig to use: ``--kubeconfig``, else ``$KUBECONFIG``, else ``~/.kube/config``.
 
     Returns None when there is none (``$KUBECONFIG`` may list several files, joined
@@ -79,7 +83,7 @@ class KubeClient:
 
     def __init__(
         self,
-        kubeconfig: str | None = None,
+        kubeconfig: StrPath | None = None,
         context: str | None = None,
         request_timeout: float = REQUEST_TIMEOUT,
         *,
@@ -183,7 +187,7 @@ class KubeClient:
 
     # -- errors --------------------------------------------------------------------------
     def _translate(
-        self, error: Exception, action: str, namespace: str, name: str | None = None, resource: "Resource | None" = None
+        self, error: BaseException, action: str, namespace: str, name: str | None = None, resource: "Resource | None" = None
     ) -> Exception:
         """A tfjob error for a failed call (the caller raises it ``from`` the original)."""
         resource = resource or TFJOB
@@ -260,14 +264,17 @@ class KubeClient:
             resource.check(manifest)
         r, name = resource, manifest["metadata"]["name"]
         try:
+            created: dict[str, Any]
             if r.cluster_scoped:
-                return self._custom.create_cluster_custom_object(
+                created = self._custom.create_cluster_custom_object(
                     r.group, r.version, r.plural, dict(manifest), _request_timeout=self.timeout
                 )
+                return created
             assert namespace is not None
-            return self._custom.create_namespaced_custom_object(
+            created = self._custom.create_namespaced_custom_object(
                 r.group, r.version, namespace, r.plural, dict(manifest), _request_timeout=self.timeout
             )
+            return created
         except self._errors as e:
             raise self._translate(e, f"create {r.kind} {name}", namespace or "-", name, r) from e
 
@@ -275,14 +282,17 @@ class KubeClient:
         """The custom resource ``namespace/name`` (``name``, cluster-scoped)."""
         r = resource
         try:
+            found: dict[str, Any]
             if r.cluster_scoped:
-                return self._custom.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+                found = self._custom.get_cluster_custom_object(r.group, r.version, r.plural, name, _request_timeout=self.timeout)
+                return found
             assert namespace is not None
-            return self._custom.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout)
+            found = self._custom.get_namespaced_custom_object(r.group, r.version, namespace, r.plural, name, _request_timeout=self.timeout)
+            return found
         except self._errors as e:
             raise self._translate(e, f"get {r.kind} {name}", namespace or "-", name, r) from e
 
-    def list(self, resource: Resource, namespace: str, label_selector: str | None = None) -> list[dict[str, Any]]:
+    def list(self, resource: Resource, namespace: str, label_selector: str | None = None) -> builtins.list[dict[str, Any]]:
         """The custom resources of a namespace (matching ``label_selector``)."""
         r = resource
         try:
@@ -317,7 +327,7 @@ class KubeClient:
             )
         except self._errors as e:
             raise self._translate(e, f"create ConfigMap {name}", namespace, name, CONFIGMAP) from e
-        stored = json.loads(response.data)
+        stored: dict[str, Any] = json.loads(response.data)
         stored.pop("binaryData", None)
         return stored
 
@@ -337,7 +347,7 @@ class KubeClient:
             raise self._translate(e, f"delete ConfigMap {name}", namespace, name, CONFIGMAP) from e
 
     # -- pods ------------------------------------------------------------------------------
-    def list_pods(self, namespace: str, label_selector: str) -> list[dict[str, Any]]:
+    def list_pods(self, namespace: str, label_selector: str) -> builtins.list[dict[str, Any]]:
         """Pods matching ``label_selector``, as dicts."""
         try:
             response = self._core.list_namespaced_pod(
@@ -354,7 +364,8 @@ class KubeClient:
             response = self._core.read_namespaced_pod_log(
                 pod, namespace, container=container, tail_lines=tail, _preload_content=False, _request_timeout=self.timeout
             )
-            return response.data.decode("utf-8", errors="replace")
+            text: str = response.data.decode("utf-8", errors="replace")
+            return text
         except self._errors as e:
             raise self._translate(e, f"read the log of pod {pod}", namespace) from e
 

@@ -211,6 +211,7 @@ def sort_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _container_status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    status: Mapping[str, Any]
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
         if status.get("name") == CONTAINER_NAME:
             return status

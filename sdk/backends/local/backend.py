@@ -24,6 +24,7 @@ from ...model import JobState, JobStatus, SubmitOptions, normalize_task
 from .options import LocalOptions
 
 if TYPE_CHECKING:
+    from .runner import Prepared
     from ...store import JobRecord
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
@@ -49,7 +50,7 @@ def _check_trainer_dir(spec: JobSpec) -> None:
         check_trainer(source.resolve(), spec.module)
 
 
-class LocalBackend(Lifecycle):
+class LocalBackend(Lifecycle[LocalOptions, "tuple[Prepared, LocalOptions]"]):
     """Runs jobs as processes on this machine (see :mod:`tfjob.backends.local`).
 
     Its ``run`` is its own: the job runs in the calling process, and Ctrl-C (SIGINT,
@@ -104,7 +105,7 @@ class LocalBackend(Lifecycle):
             build_cluster(spec, ports),
             dialect=options.dialect,
             strategy=strategy,
-            python=options.python or "python",
+            python=os.fspath(options.python or "python"),
             source_root=str(Path(spec.package or ".").expanduser().absolute()),  # PYTHONPATH: absolute, run from elsewhere
             environ={},
             job_id="<job-id>",
@@ -188,7 +189,7 @@ class LocalBackend(Lifecycle):
         return record.id
 
     # -- Lifecycle.submit's hooks: recorded first, then handed to a detached supervisor -------
-    def _prepare(self, spec: JobSpec, options: Any) -> tuple[Any, Any]:
+    def _prepare(self, spec: JobSpec, options: LocalOptions) -> tuple[Prepared, LocalOptions]:
         """The job checked and prepared (:func:`.runner.check_job`); its notice said."""
         from .runner import check_job
 
@@ -197,7 +198,7 @@ class LocalBackend(Lifecycle):
             print(options.notice, file=sys.stderr, flush=True)
         return prepared, options
 
-    def _pending(self, plan: tuple[Any, Any]) -> JobRecord:
+    def _pending(self, plan: tuple[Prepared, LocalOptions]) -> JobRecord:
         """The job's record, kept before its supervisor starts (it reads the job from the store);
         until then this process answers for the job."""
         from .runner import new_record
@@ -205,7 +206,7 @@ class LocalBackend(Lifecycle):
         prepared, options = plan
         return new_record(prepared.spec, options, supervisor_pid=os.getpid(), detached=True)
 
-    def _create(self, plan: tuple[Any, Any], pending: JobRecord | None) -> None:
+    def _create(self, plan: tuple[Prepared, LocalOptions], pending: JobRecord | None) -> None:
         """Start the job's detached supervisor (it runs the job to its end); ``pending`` stays the
         job's record, now naming the supervisor."""
         from .runner import open_log_dir

@@ -46,7 +46,7 @@ import time
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 if TYPE_CHECKING:
     import subprocess
@@ -55,7 +55,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 
 
-def load_prctl():  # type: ignore[no-untyped-def]
+def load_prctl() -> Callable[..., int] | None:
     """libc's ``prctl`` (Linux), or None."""
     if not sys.platform.startswith("linux"):
         return None
@@ -281,7 +281,7 @@ def _reap(pid: int) -> None:
 
 def _process_table() -> dict[int, tuple[str, int, int]]:
     """pid → (state, parent pid, session id) of every process (from /proc)."""
-    table = {}
+    table: dict[int, tuple[str, int, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -584,7 +584,7 @@ class JobCgroup:
 
 def cgroup_pids(path: Path) -> list[int]:
     """The processes in a cgroup and the cgroups below it."""
-    pids = []
+    pids: list[int] = []
     for dirpath, _, _ in os.walk(path):
         try:
             with open(os.path.join(dirpath, "cgroup.procs")) as f:

@@ -36,13 +36,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from ...model import JobState, SubmitOptions, TaskRestart
+from ...model import JobState, Strategy, SummaryRow, TaskRestart, describe_exit, render_summary
+from .options import LocalOptions
 from ...restarts import Rules, build_rules, retryable, restart_delay
 from ...errors import BackendError
 from ...spec import JobSpec
 from ...store import JobStore, TaskRecord, process_start_time
 from . import contain
-from .logs import LogRouter, SummaryRow, TaskOutput, describe_exit, render_summary
+from .logs import LogRouter, TaskOutput
 from .plan import WORK_DIR, TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
 from ...cluster.dispatch import BOOTSTRAP_MODULE
 from .ports import PortPicker, pick_ports, port_taken
@@ -203,7 +204,7 @@ class Launcher:
 
     Args:
         spec: the job.
-        options: dialect, strategy, grace… (see :class:`SubmitOptions`).
+        options: dialect, strategy, grace… (see :class:`LocalOptions`).
         job_id: the job's id in ``store``.
         store: where the job's state and tasks are recorded.
         router: where task output goes.
@@ -223,13 +224,13 @@ class Launcher:
     def __init__(
         self,
         spec: JobSpec,
-        options: SubmitOptions,
+        options: LocalOptions,
         job_id: str,
         store: JobStore,
         router: LogRouter,
         *,
         python: str,
-        strategy: str,
+        strategy: Strategy,
         source_root: str | None,
         engine: Any = None,
         shipped: tuple[str, ...] = (),
@@ -878,6 +879,7 @@ class Launcher:
             now = self.clock()
             if until is not None and now >= until:
                 return False
+            timeout: float | None
             if any(t.pidfd is None for t in live):
                 timeout = 0.02
             else:

@@ -4,12 +4,17 @@ declared once (:func:`tfjob.knobs.knob`) for both :class:`LocalOptions` and :cla
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar, Sequence, TypedDict
 
 from ...knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, StrPath, knob
 from ...model import SubmitOptions
 
-_NOT_TUNED = {"tune": False}
+
+class _Tune(TypedDict):
+    tune: bool
+
+
+_NOT_TUNED: _Tune = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made

@@ -11,13 +11,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...errors import SpecError, UsageError
 from ...machines import did_you_mean
 from ...cluster.dispatch import PACKAGES_MOUNT as SHIPPED_MOUNT
 from ...spec import ROLES, JobSpec
 from .ports import HOST
+
+if TYPE_CHECKING:
+    from ...model import Strategy, TFConfigMode
 
 #: The platforms whose task environment a local cluster can reproduce.
 DIALECTS = ("vertex", "ai-platform", "kubeflow", "gcloud-local")
@@ -128,7 +131,9 @@ def build_host_cluster(spec: JobSpec, dialect: str) -> dict[str, list[str]]:
     return cluster
 
 
-def render_job_info(spec: JobSpec, dialect: str, strategy: str = "module", tf_config: str = "platform") -> dict[str, object] | None:
+def render_job_info(
+    spec: JobSpec, dialect: str, strategy: Strategy = "module", tf_config: TFConfigMode = "platform"
+) -> dict[str, object] | None:
     """The ``job`` part of TF_CONFIG / CLUSTER_SPEC as the platform of ``dialect`` writes it.
 
     AI Platform puts the job's ``trainingInput``, Vertex AI its ``CustomJobSpec``,
@@ -209,7 +214,7 @@ def build_task_plans(
     cluster: Mapping[str, list[str]],
     *,
     dialect: str,
-    strategy: str,
+    strategy: Strategy,
     python: str,
     source_root: str | None,
     environ: Mapping[str, str],
@@ -217,7 +222,7 @@ def build_task_plans(
     cwd: str | None = None,
     work_dir: str | None = None,
     trial: str | None = None,
-    tf_config: str = "platform",
+    tf_config: TFConfigMode = "platform",
     engine: Any = None,
     network: str | None = None,
     shipped: Sequence[str] = (),

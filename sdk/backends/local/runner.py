@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
-from ...model import JobState, SubmitOptions
+from ...model import JobState, Strategy, SubmitOptions, render_summary
 from .options import LocalOptions
 from ...errors import SpecError, TfjobError, UsageError, Word
 from ...limits import check_local_tasks
 from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec, check_trainer
 from ...store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
-from .logs import LogRouter, render_summary, use_colour
+from .logs import LogRouter, use_colour
 from ...cluster.dispatch import job_strategy
 from ...restarts import build_rules
 from .plan import WORK_DIR, check_chief, check_dialect, say_ignored_resources, find_source_root
@@ -38,7 +38,7 @@ class Prepared:
 
     spec: JobSpec
     python: str
-    strategy: str
+    strategy: Strategy  # resolved: module or parameter-server
     source_root: str | None
     #: The container engine when the tasks run as containers (``--image``).
     engine: Any = None
@@ -51,7 +51,7 @@ class Prepared:
 MAX_GRACE = 3600.0
 
 
-def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str]) -> Prepared:
+def _check_container_job(spec: JobSpec, options: LocalOptions, images: list[str]) -> Prepared:
     """A job whose tasks run as containers of their images (``--image``)."""
     from ...engine import find_engine
 
@@ -99,13 +99,13 @@ def _check_container_job(spec: JobSpec, options: SubmitOptions, images: list[str
     return Prepared(spec, sys.executable, strategy, None, engine, shipped)
 
 
-def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
+def check_job(spec: JobSpec, options: LocalOptions) -> Prepared:
     """Check that the local backend can run ``spec``; raise a UsageError naming the fix if not.
 
     Relative paths (trainer directory, ``--job-dir``) are made absolute here, from
     the caller's working directory, because the tasks run elsewhere.
     """
-    images = sorted({spec.image_for(p.role) for p in spec.pools if p.replicas and spec.image_for(p.role)})
+    images = sorted({image for p in spec.pools if p.replicas and (image := spec.image_for(p.role))})
     if images:
         return _check_container_job(spec, options, images)
     if spec.module is None and spec.script is None:
@@ -122,7 +122,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
         raise SpecError(field="grace", value=options.grace, problem=f"must be a number of seconds from 0 to {MAX_GRACE:g}")
-    python = options.python or sys.executable
+    python = os.fspath(options.python or sys.executable)
     if os.sep not in python:
         import shutil
 
@@ -165,6 +165,7 @@ def check_job(spec: JobSpec, options: SubmitOptions) -> Prepared:
         if not script.is_file():
             raise SpecError(field="script", value=spec.script, problem=f"is not a file in the trainer directory {package or '.'!r}")
     elif not options.install:
+        assert spec.module is not None  # (checked above: a module or a script)
         source_root = find_source_root(package, spec.module)
         from ...spec import module_exists
 
@@ -254,7 +255,7 @@ def on_stop_signals(callback: Callable[[str], None]) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
 
     def handler(signum: int, frame: Any) -> None:
         callback(signal.Signals(signum).name)

@@ -29,7 +29,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, TextIO
 
-from ...model import JobState, SubmitOptions
+from ...model import JobState
+from .options import LocalOptions
 from ...errors import TfjobError
 from ...spec import JobSpec
 from ...store import JobRecord, JobStore, TaskRecord, process_start_time
@@ -102,7 +103,7 @@ class LocalStudy:
         self,
         study: StudySpec,
         spec: JobSpec,
-        options: SubmitOptions,
+        options: LocalOptions,
         *,
         seed: int | None = None,
         cores: int | None = None,

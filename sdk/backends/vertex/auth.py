@@ -52,7 +52,8 @@ def resolve_credentials(credentials: Any = None) -> Any:
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         # A key file of the right type with fields missing or wrong (google-auth's own
         # errors for it are not DefaultCredentialsError): the same answer.
-        raise translate(auth_exceptions.DefaultCredentialsError(f"not a usable key file: {e}"), action="auth") from e
+        unusable = auth_exceptions.DefaultCredentialsError(f"not a usable key file: {e}")  # type: ignore[no-untyped-call]
+        raise translate(unusable, action="auth") from e
     return found
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ...tuning.trials import StudyResult
 
 
-class VertexBackend(Lifecycle):
+class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
     """Vertex AI custom jobs (see :mod:`tfjob.backends.vertex`); waiting, Ctrl-C and cancelling a
     finished job are :class:`~tfjob.lifecycle.Lifecycle`'s.
 
@@ -73,7 +73,7 @@ class VertexBackend(Lifecycle):
         return plan_submission(spec, options, dry_run=True).estimate
 
     # -- Lifecycle.submit's hooks: staged, recorded pending, created, recorded -------------
-    def _prepare(self, spec: JobSpec, options: Any) -> Submission:
+    def _prepare(self, spec: JobSpec, options: VertexOptions) -> Submission:
         """Plan the request and stage the packages (unchanged code uploads nothing)."""
         from .service import prepare_submission
 

@@ -94,7 +94,8 @@ class VertexClient:
     def _to_dict(self, message: Any) -> dict[str, Any]:
         from google.protobuf import json_format
 
-        return json_format.MessageToDict(type(message).pb(message))
+        found: dict[str, Any] = json_format.MessageToDict(type(message).pb(message))
+        return found
 
     def _call(self, action: str, fn: Callable[[], Any], job: str | None = None) -> Any:
         attempts = [1]
@@ -109,7 +110,7 @@ class VertexClient:
         except Exception as e:
             raise self._translate(e, action, job, attempts[0]) from e
 
-    def _translate(self, exc: BaseException, action: str, job: str | None, attempts: int | None) -> Exception:
+    def _translate(self, exc: BaseException, action: str, job: str | None, attempts: int | None) -> BaseException:
         from .errors import translate
 
         if not is_translatable(exc):
@@ -207,7 +208,8 @@ class VertexClient:
     def get_custom_job(self, job: str) -> dict[str, Any]:
         """The job (by id or resource name) as the service has it now."""
         name = self.job_name(job)
-        return self._call("get", lambda: self._to_dict(self._client.get_custom_job(name=name)), job=job_id_of(name))
+        found: dict[str, Any] = self._call("get", lambda: self._to_dict(self._client.get_custom_job(name=name)), job=job_id_of(name))
+        return found
 
     def list_custom_jobs(self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None) -> list[dict[str, Any]]:
         """Jobs of the project and region matching ``filter``, following every page up to ``limit``."""

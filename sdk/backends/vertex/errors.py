@@ -136,9 +136,9 @@ def translate(
 
     message = server_message(exc)
     code = exc.code if isinstance(exc.code, int) else None
-    reason, metadata = _error_info(exc)
+    api_reason, metadata = _error_info(exc)
     if isinstance(exc, core.Forbidden):
-        if reason == "SERVICE_DISABLED" or "has not been used" in message or "is disabled" in message:
+        if api_reason == "SERVICE_DISABLED" or "has not been used" in message or "is disabled" in message:
             service = metadata.get("service", "aiplatform.googleapis.com")
             return AuthError(f"the {service} API is not enabled in {where}: run `gcloud services enable {service} --project {project}`")
         match = _PERMISSION.search(message)

@@ -75,7 +75,7 @@ def logging_client(project: str, credentials: Any, api_endpoint: str | None) -> 
         raise missing_extra("vertex", "vertex", e) from e
 
     options = {"api_endpoint": api_endpoint} if api_endpoint else None
-    return cloud_logging.Client(project=project, credentials=credentials, _use_grpc=False, client_options=options)
+    return cloud_logging.Client(project=project, credentials=credentials, _use_grpc=False, client_options=options)  # type: ignore[no-untyped-call]
 
 
 def _stamp(entry: Any) -> str:
@@ -119,7 +119,8 @@ class EntryFeed(LineFeed):
     def __init__(self, read: Callable[[str | None], list[Any]], *, first: list[Any], sleep: Callable[[float], None] = time.sleep) -> None:
         """``read``: entries at or after a timestamp (None: from the start), oldest first;
         ``first``: entries already read (e.g. a ``tail``), given first."""
-        self._read, self._first, self._sleep = read, first, sleep
+        self._read, self._sleep = read, sleep
+        self._first: list[Any] | None = first
         self.seen: set[str] = set()
         self.since: str | None = None
 

@@ -4,14 +4,19 @@ each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI woul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Sequence, TypedDict
 
 from ...errors import SpecError
 from ...knobs import knob
 from ...lazy import LazyPattern
 from ..base import GoogleCloudOptions
 
-_NOT_TUNED = {"tune": False}
+
+class _Tune(TypedDict):
+    tune: bool
+
+
+_NOT_TUNED: _Tune = {"tune": False}
 
 
 @dataclass(kw_only=True, init=False, repr=False, eq=False)  # declarations only: what derives from it is made

@@ -546,9 +546,10 @@ def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any 
     from .client import job_id_of
 
     settings = load_settings()
-    if client is None and not settings.project:
-        return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
-    client = client or make_client(settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
+    if client is None:
+        if not settings.project:
+            return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
+        client = make_client(settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint, credentials=credentials)
     jobs = client.list_custom_jobs(filter=f"labels.{TFJOB_LABEL}:*", limit=limit)
     statuses = [job_status(job, job_id_of(job.get("name", ""))) for job in jobs]
     # A job submitted again (max_restarts) is one row: its current attempt under its own id.

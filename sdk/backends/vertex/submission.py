@@ -110,7 +110,7 @@ def parse_gcs_uri(uri: str, field: str) -> tuple[str, str]:
     return bucket, path.strip("/")
 
 
-def resolve_bucket(spec: JobSpec, options: SubmitOptions) -> tuple[str, str, str] | None:
+def resolve_bucket(spec: JobSpec, options: VertexOptions) -> tuple[str, str, str] | None:
     """The staging bucket, path prefix and where they came from.
 
     ``--staging-bucket`` first, then the bucket of a ``gs://`` ``--job-dir``, then the
@@ -215,7 +215,7 @@ def _needs_package(spec: JobSpec) -> bool:
     return any(not spec.image_for(p.role) for p in spec.pools)
 
 
-def package_on_image(spec: JobSpec, options: SubmitOptions) -> tuple[JobSpec, SubmitOptions]:
+def package_on_image(spec: JobSpec, options: VertexOptions) -> tuple[JobSpec, VertexOptions]:
     """PACKAGE_PATH with ``--image``: the package runs on that image, as on every backend.
 
     Kubernetes ships the package into the pods of the image and the local backend mounts
@@ -361,7 +361,7 @@ def plan_submission(
     from ...fallbacks import machine_specs, variants
 
     choices = [("", machine_specs(body) if options.fallbacks else {}), *variants(body, options.fallbacks)]
-    candidates = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]
+    candidates: list[dict[str, Any]] = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]
     if len(candidates) > 1:
         notes.append(
             "on a quota refusal or a stockout, tries in turn: "

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, Iterator, NoReturn, TextIO
 
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import AuthError, SpecError, UsageError
@@ -50,7 +50,7 @@ def _quiet(message: str) -> None:
 class TuningClient(VertexClient):
     """The Vertex client, with the calls of ``hyperparameterTuningJobs``."""
 
-    def _translate(self, exc: BaseException, action: str, job: str | None, attempts: int | None) -> Exception:
+    def _translate(self, exc: BaseException, action: str, job: str | None, attempts: int | None) -> BaseException:
         # The permission a 403 names is the tuning job's, not the custom job's.
         error = super()._translate(exc, action, job, attempts)
         if isinstance(error, AuthError) and "aiplatform.customJobs." in str(error):
@@ -87,7 +87,10 @@ class TuningClient(VertexClient):
     def get_tuning_job(self, job: str) -> dict[str, Any]:
         """The tuning job (by id or name) as the service has it now, trials included."""
         name = self.tuning_job_name(job)
-        return self._call("get", lambda: self._to_dict(self._client.get_hyperparameter_tuning_job(name=name)), job=job_id_of(name))
+        found: dict[str, Any] = self._call(
+            "get", lambda: self._to_dict(self._client.get_hyperparameter_tuning_job(name=name)), job=job_id_of(name)
+        )
+        return found
 
     def list_tuning_jobs(self, *, filter: str | None = None, page_size: int = 100, limit: int | None = None) -> list[dict[str, Any]]:
         """Tuning jobs matching ``filter``, following every page up to ``limit``."""
@@ -111,7 +114,8 @@ def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo
     """A :class:`TuningClient` made as the Vertex backend makes its client (:func:`~.service.make_client`)."""
     from .service import make_client
 
-    return make_client(project, region, api_endpoint, echo, credentials, client_class=TuningClient)
+    client: TuningClient = make_client(project, region, api_endpoint, echo, credentials, client_class=TuningClient)
+    return client
 
 
 # -- pure: a tuning job as tfjob sees it ------------------------------------------------------
@@ -119,7 +123,7 @@ def study_of(job: dict[str, Any]) -> StudySpec:
     """The study a ``HyperparameterTuningJob`` dict describes."""
     from ...tuning.hparams import parse_document
 
-    doc = {
+    doc: dict[str, Any] = {
         "studySpec": job.get("studySpec", {}),
         **{k: job[k] for k in ("maxTrialCount", "parallelTrialCount", "maxFailedTrialCount") if k in job},
     }
@@ -200,7 +204,7 @@ def plan_tuning(study: StudySpec, spec: JobSpec, options: SubmitOptions, *, dry_
 def submit_tuning(
     study: StudySpec,
     spec: JobSpec,
-    options: SubmitOptions,
+    options: VertexOptions,
     *,
     echo: Echo = _quiet,
     client: TuningClient | None = None,
@@ -239,7 +243,7 @@ def submit_tuning(
 def run_tuning(
     study: StudySpec,
     spec: JobSpec,
-    options: SubmitOptions,
+    options: VertexOptions,
     stream: TextIO | None,
     *,
     echo: Echo = _quiet,
@@ -450,7 +454,7 @@ def fetch_tuning_logs(
     return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials, store=store)
 
 
-class VertexTuningBackend(Lifecycle):
+class VertexTuningBackend(Lifecycle[VertexOptions, NoReturn]):
     """``tfjob status / logs / cancel / list`` for Vertex AI tuning jobs (``tfjob tune`` creates them)."""
 
     name = BACKEND_NAME
@@ -466,7 +470,7 @@ class VertexTuningBackend(Lifecycle):
     def render(self, spec: JobSpec, options: SubmitOptions) -> dict[str, Any]:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
-    def _prepare(self, spec: JobSpec, options: Any) -> Any:
+    def _prepare(self, spec: JobSpec, options: VertexOptions) -> NoReturn:
         raise SpecError("a tuning job needs a study: use `tfjob tune --hparams FILE --backend vertex`")
 
     def _lookup(self, job_id: str) -> JobRecord | None:
