@@ -75,9 +75,10 @@ def test_a_registry_with_too_many_headers_is_one_line_in_a_cloud_build_dry_run(t
     done = tfjob("build", str(trainer), "-m", "trainer.task", "--cloud-build", "--project", "p", "--staging-bucket", "gs://builds",
                  "--api-endpoint", "http://127.0.0.1:9/", "--image-repo", f"{many_headers}/p/census",
                  "--base", f"{many_headers}/p/tfjob:1", "--dry-run")  # fmt: skip
-    one_error(
-        1, done.stderr, done.returncode, f"registry {many_headers} answered what is no registry's HTTP answer", "more than 100 headers"
-    )
+    # A dry run asks nothing it cannot: what the registry answered is one line, and the request is still shown.
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    (said,) = [line for line in done.stderr.splitlines() if "was not looked up" in line]
+    assert f"registry {many_headers} answered what is no registry's HTTP answer" in said and "more than 100 headers" in said
 
 
 def test_a_registry_with_too_many_headers_is_one_line_in_a_push_check(trainer: Path, many_headers: str, tmp_path: Path) -> None:
@@ -111,8 +112,11 @@ def test_a_whole_digest_is_still_taken_by_the_cloud_build_dry_run(trainer: Path)
     digest = "sha256:" + "0123456789abcdef" * 4
     done = tfjob("build", str(trainer), "-m", "trainer.task", "--base", f"127.0.0.1:5000/p/tfjob@{digest}", "--cloud-build",
                  "--project", "p", "--staging-bucket", "gs://b", "--image-repo", "127.0.0.1:9/p/c", "--dry-run")  # fmt: skip
-    # It goes on to ask the image repository (nothing listens at 127.0.0.1:9): the base itself was taken.
-    one_error(1, done.stderr, done.returncode, "registry 127.0.0.1:9 cannot be reached")
+    # The base itself was taken: the dry run goes on to the image repository (nothing listens at
+    # 127.0.0.1:9), says in one line it could not ask it, and shows the build.
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert "dry run: 127.0.0.1:9 was not asked whether it has 127.0.0.1:9/p/c:" in done.stderr
+    assert "cannot be reached" in done.stderr or "Connection refused" in done.stderr
 
 
 # -- numbers in ASCII digits only -------------------------------------------------------------------
