@@ -173,8 +173,12 @@ def podman_env() -> Iterator[dict[str, str]]:
     need_in_ci(not missing, f"needs {', '.join(missing)} (apt-get install {' '.join(podman_ci.PACKAGES)}) {said}".strip())
     need_in_ci(os.geteuid() == 0, "the container tests run rootful podman (as CI does)")
     env = podman_ci.configure()
-    yield env
-    podman_ci.remove_images(env, podman_ci.BASE, "localhost/census:ci", "localhost/peers:ci")
+    # The store is shared by every run on this machine (a cache): a second test run at the
+    # same time (two checkouts, a loaded CI machine) waits here for the first's container
+    # tests to end, since each session builds tfjob's base image and removes it at its end.
+    with podman_ci.store_lock():
+        yield env
+        podman_ci.remove_images(env, podman_ci.BASE, "localhost/census:ci", "localhost/peers:ci")
 
 
 @pytest.fixture(scope="session")

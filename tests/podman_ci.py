@@ -10,11 +10,14 @@ and pip configuration lent to each ``RUN`` step (nothing of them stays in an ima
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Iterator
 
 #: The Debian packages the container tests need (installed under CI as root).
 PACKAGES = ["podman", "buildah", "mmdebstrap", "runc", "uidmap", "fuse-overlayfs", "slirp4netns"]
@@ -57,6 +60,25 @@ def configure() -> dict[str, str]:
         f'[storage]\ndriver = "overlay"\ngraphroot = "{CACHE / "containers" / "storage"}"\nrunroot = "{runroot}"\n'
     )
     return {**os.environ, "CONTAINERS_CONF": str(CACHE / "containers.conf"), "CONTAINERS_STORAGE_CONF": str(CACHE / "storage.conf")}
+
+
+@contextlib.contextmanager
+def store_lock() -> Iterator[None]:
+    """Hold the image store for this test session: an exclusive lock on a file of the
+    cache, waited for while another session (another checkout's run) holds it."""
+    import fcntl
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "session.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"podman_ci: another test run holds {CACHE}'s image store; waiting for it", file=sys.stderr, flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def run(*argv: str, env: dict[str, str], timeout: float = 900, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
