@@ -8,9 +8,8 @@ the in-container bootstrap does) costs nothing beyond the standard library.
 
 from __future__ import annotations
 
+from ._version import __version__ as __version__
 from .lazy import lazy_names
-
-__version__ = "0.1.0"
 
 _LAZY = {
     # The job: what to run, its handle, the jobs known.

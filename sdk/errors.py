@@ -326,6 +326,10 @@ class CapacityError(BackendError):
         self.region = region
 
 
+class ImageBuildError(TfjobError):
+    """The engine could not build or push the image (names the step or the registry)."""
+
+
 class BackendUnavailableError(BackendError):
     """The client library a backend needs is not installed."""
 

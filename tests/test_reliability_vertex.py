@@ -22,7 +22,8 @@ from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import BackendError
 from tfjob.backends.vertex.client import VertexClient
 from tfjob.backends.vertex.retry import Backoff
-from tfjob.backends.vertex.service import follow_job, submit_job
+from tfjob.backends.vertex.backend import submit_job
+from tfjob.backends.vertex.service import follow_job
 from tfjob.spec import build_spec
 from tfjob.store import JobStore
 

@@ -171,7 +171,8 @@ def test_status_logs_and_cancel_from_the_cli(emulator: Any, fake: FakeVertex, tr
 
 
 def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
-    from tfjob.backends.vertex.service import fetch_logs, submit_job
+    from tfjob.backends.vertex.backend import submit_job
+    from tfjob.backends.vertex.service import fetch_logs
     from tfjob.backends.vertex.options import VertexOptions
     from tfjob.spec import build_spec
 

@@ -243,7 +243,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFacto
 
 
 def _submit_container_job(fake: FakeVertex) -> str:
-    from tfjob.backends.vertex.service import submit_job
+    from tfjob.backends.vertex.backend import submit_job
     from tfjob.spec import build_spec
 
     spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)

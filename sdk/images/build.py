@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..engine import Engine, find_engine
-from ..errors import TfjobError, UsageError
+from ..errors import ImageBuildError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
 
@@ -50,13 +50,9 @@ TAIL_LINES = 40
 BUILD_TIMEOUT = 3600.0
 
 
-class ImageBuildError(TfjobError):
-    """The engine could not build or push the image (names the step or the registry)."""
-
-
 def default_base() -> str:
     """tfjob's base image as its ``container/Dockerfile`` tags it (``tfjob:VERSION``)."""
-    from .. import __version__
+    from .._version import __version__
 
     return f"tfjob:{__version__}"
 

@@ -72,6 +72,10 @@ def parse_role_values(values: Any, field: str) -> dict[str, str]:
     return out
 
 
+#: The pod volume tfjob ships the trainer's packages in (a ConfigMap, :mod:`.shipment`).
+VOLUME = "tfjob-packages"
+
+
 def kubelet_literal(arg: Any) -> str:
     """``arg`` as a container's ``command``/``args`` entry that reaches the process as typed.
 
@@ -233,7 +237,6 @@ def _check_own_env(env: Any, where: str) -> None:
 def _check_own_volumes(spec: Mapping[str, Any], where: str) -> None:
     """The volume tfjob ships the trainer's packages in, and its mount, are not the template's."""
     from ...cluster.dispatch import PACKAGES_MOUNT
-    from .shipment import VOLUME
 
     for volume in spec.get("volumes") or [] if isinstance(spec.get("volumes"), list) else []:
         if isinstance(volume, Mapping) and volume.get("name") == VOLUME:

@@ -22,7 +22,7 @@ from .options import VertexOptions
 
 if TYPE_CHECKING:
     from .service import Submission
-    from ...store import JobRecord
+    from ...store import JobRecord, JobStore
     from ...study import StudySpec
     from ...tuning.trials import StudyResult
 
@@ -224,3 +224,17 @@ class VertexBackend(Lifecycle):
         from .service import list_jobs
 
         return list_jobs(limit, credentials=self.credentials, store=self.store)
+
+
+def submit_job(
+    spec: JobSpec,
+    options: VertexOptions,
+    *,
+    echo: Callable[[str], None] = lambda message: None,
+    client: Any = None,
+    credentials: Any = None,
+    store: JobStore,
+) -> str:
+    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id
+    (``VertexBackend.submit`` with a ready ``client``; quiet unless given an ``echo``)."""
+    return VertexBackend(credentials=credentials, client=client, echo=echo, store=store).submit(spec, options)

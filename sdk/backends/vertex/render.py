@@ -399,7 +399,7 @@ def render_custom_job(
     Raises:
         SpecError: the job cannot run on Vertex AI as described.
     """
-    from ... import __version__
+    from ..._version import __version__
     from ...resources import on_compute_engine
 
     spec = on_compute_engine(spec)[0]  # a pool asking for resources runs on the machine that fits

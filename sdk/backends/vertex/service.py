@@ -73,22 +73,6 @@ def make_client(
 
 
 # -- submit (the steps of ``Lifecycle.submit``, VertexBackend's hooks) --------------------
-def submit_job(
-    spec: JobSpec,
-    options: VertexOptions,
-    *,
-    echo: Echo = _quiet,
-    client: Any = None,
-    credentials: Any = None,
-    store: JobStore,
-) -> str:
-    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id
-    (``VertexBackend.submit`` with a ready ``client``)."""
-    from .backend import VertexBackend
-
-    return VertexBackend(credentials=credentials, client=client, echo=echo, store=store).submit(spec, options)
-
-
 @dataclass
 class Submission:
     """A job ready to create: its plan (the request, the packages staged), the client to create it
