@@ -28,7 +28,7 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     """List what a job wrote under its job dir: the SavedModel, checkpoints, metrics files and
     TensorBoard logs, with sizes and times (a local path or gs://)."""
     from tfjob import get_job, human_size
-    from tfjob.outputs import check_output_path
+    from tfjob.after.outputs import check_output_path
 
     handle = get_job(job_id)
     if download_dir is not None:
@@ -81,7 +81,7 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
     if plot is not None:
-        from tfjob.outputs import check_output_path
+        from tfjob.after.outputs import check_output_path
 
         check_output_path(plot, "--plot")
     handle = get_job(job_id)
@@ -122,7 +122,7 @@ def report(job_id: str, output: str | None) -> None:
     of a failing task. Nothing in it is fetched from the network. The values of its
     environment variables (--env) are not shown."""
     from tfjob import get_job
-    from tfjob.outputs import check_output_path, write_text_file
+    from tfjob.after.outputs import check_output_path, write_text_file
 
     handle = get_job(job_id)
     path = output if output is not None else f"report-{handle.id.replace('/', '-')}.html"

@@ -316,7 +316,7 @@ class CapacityError(BackendError):
     (``--region A,B``: the next one is tried as another attempt of the job).
 
     Attributes:
-        capacity: what it was (a :class:`tfjob.capacity.Capacity`): kind, quota metric, region, limit.
+        capacity: what it was (a :class:`tfjob.results.capacity.Capacity`): kind, quota metric, region, limit.
         region: the region the request went to.
     """
 

@@ -33,16 +33,16 @@ from .errors import (
     keyword_words,
     shown,
 )
-from .lifecycle import poll
-from .machines import did_you_mean
-from .settings import SETTING_NAMES, Settings, load_settings
-from .spec import Accelerator, JobSpec, ScaleTier, build_spec
+from .runtime.lifecycle import poll
+from .description.machines import did_you_mean
+from .runtime.settings import SETTING_NAMES, Settings, load_settings
+from .description.spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 if TYPE_CHECKING:
     from .functions.function import RemoteFunction
     from .platforms import Platform, Replicas, StrPath
     from .results import Diagnosis, JobMetrics, JobOutputs  # (read when a job has ended: not on a submit's path)
-    from .store import JobStore
+    from .runtime.store import JobStore
 
 
 _P = ParamSpec("_P")
@@ -64,7 +64,7 @@ _BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "se
 _SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
 _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = list(SETTING_NAMES)
-#: Flat keywords (the CLI's ``--worker-cpu``…) that become a role's :class:`tfjob.resources.Resources`.
+#: Flat keywords (the CLI's ``--worker-cpu``…) that become a role's :class:`tfjob.description.resources.Resources`.
 _RESOURCE_KEYWORDS = [f"{role}_{what}" for role in ("chief", "worker", "ps", "evaluator") for what in ("cpu", "memory")]
 
 
@@ -127,7 +127,7 @@ def _kinds() -> tuple[frozenset[str], frozenset[str]]:
 def _check_kinds(values: dict[str, Any]) -> None:
     """A keyword of the wrong kind (``strategy=-1``, ``module=b"x"``) is one SpecError naming it,
     not a TypeError from deep inside."""
-    from .spec import Accelerator
+    from .description.spec import Accelerator
 
     text, accelerators = _kinds()
     for key, value in values.items():
@@ -172,7 +172,7 @@ def _flat_resources(values: dict[str, Any]) -> None:
             raise SpecError(
                 field=f"{role}_cpu" if cpu is not None else f"{role}_memory", problem=f"is given twice: {role} resources say it"
             )
-        from .resources import Resources
+        from .description.resources import Resources
 
         given = {"cpu": cpu, "memory": memory, "accelerator": values.pop(f"{role}_accelerator", None)}
         given["machine_type"] = values.pop(f"{role}_machine_type", None)
@@ -208,7 +208,7 @@ def _local_accelerators(values: dict[str, Any]) -> None:
             or values.get(f"{role}_resources") is not None
         ):
             continue
-        from .spec import Accelerator, Resources
+        from .description.spec import Accelerator, Resources
 
         parsed = Accelerator.parse(acc, f"{role}_accelerator" if own is not None else "accelerator") if isinstance(acc, str) else acc
         values[f"{role}_resources"] = Resources(accelerator=parsed)
@@ -237,7 +237,7 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
 
         parse_repository(options.image_repo)
     if options.base_image is not None:
-        from .spec import check_image
+        from .description.spec import check_image
 
         check_image(options.base_image, "base_image")
     if options.cloud_build and not options.image_repo:
@@ -501,7 +501,7 @@ class Job:
         if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
         # The user's store is chosen when the job first needs one (a render needs none: no
-        # tfjob.store, no sqlite3 on the dry-run path).
+        # tfjob.runtime.store, no sqlite3 on the dry-run path).
         self._store: JobStore | None = (
             store if store is not None else (given_backend.store if getattr(given_backend, "has_store", False) else None)
         )
@@ -532,7 +532,7 @@ class Job:
         # job as a whole: its cloud-only keys are left out for another backend, so the same file runs locally.)
         explicit = {k for k, v in values.items() if v is not False}
         if config is not None:
-            from .config import load_job_config, merge_config_values
+            from .config.job import load_job_config, merge_config_values
 
             # The declared knobs' plain CustomJobSpec keys are read from their declarations.
             values = merge_config_values(load_job_config(config, tuple(knobs().values())), values)
@@ -541,7 +541,7 @@ class Job:
         if module is not None:
             values["module"] = module
         _refuse_nul(values)
-        from .fallbacks import split_fallbacks
+        from .description.fallbacks import split_fallbacks
 
         fallbacks = split_fallbacks(values)  # --accelerator A,B: A for the spec, B tried after a quota refusal or a stockout
 
@@ -728,7 +728,7 @@ class Job:
             JobTimeoutError: ``timeout`` passed first; the job was cancelled.
         """
         if timeout is not None:
-            from .limits import check_seconds
+            from .description.limits import check_seconds
 
             timeout = check_seconds(timeout, "timeout", zero=True)
             handle = self.submit()
@@ -836,7 +836,7 @@ class JobHandle:
         """Block until the job ends; return its final status.
 
         Polls with a growing interval (×1.5 up to ``max_interval``; default: the
-        backend's ``max_poll_interval``), as :func:`tfjob.lifecycle.poll` does everywhere.
+        backend's ``max_poll_interval``), as :func:`tfjob.runtime.lifecycle.poll` does everywhere.
 
         Raises:
             JobTimeoutError: ``timeout`` seconds passed first (the job keeps running).
@@ -850,7 +850,7 @@ class JobHandle:
         if max_interval is None:
             max_interval = float(self._backend.max_poll_interval)
         if timeout is not None:
-            from .limits import check_seconds
+            from .description.limits import check_seconds
 
             timeout = check_seconds(timeout, "timeout", zero=True)
 
@@ -891,7 +891,7 @@ class JobHandle:
             # Which task failed, and how, when the platform's message does not say.
             code = status.extra.get("task_exit_code")
             message += f" (task {status.failed_task}" + (f" exited with code {code})" if code is not None else " failed)")
-        from .diagnosis import explain
+        from .results.diagnosis import explain
 
         diagnoses = self.diagnose(status)
         if diagnoses:
@@ -931,7 +931,7 @@ class JobHandle:
 
     def _storage(self) -> Any:
         """A Cloud Storage client with this backend's credentials (application default without)."""
-        from .outputs import storage_client
+        from .after.outputs import storage_client
 
         record = _stored(self.store, self.id)
         project = record.options.get("project") if record is not None else None
@@ -946,7 +946,7 @@ class JobHandle:
         dir of a Kubernetes job is inside the cluster: ``reachable`` is False and ``note``
         says how to reach it.
         """
-        from .outputs import job_outputs
+        from .after.outputs import job_outputs
 
         job_dir = self.job_dir()
         client = self._storage() if job_dir and job_dir.startswith("gs://") else None
@@ -964,7 +964,7 @@ class JobHandle:
             LocalFileError: a file could not be written.
         """
         from .errors import UsageError
-        from .outputs import download
+        from .after.outputs import download
 
         found = outputs if outputs is not None else self.outputs()
         if not found.reachable:
@@ -1007,7 +1007,7 @@ class JobHandle:
     def final_metrics(self) -> dict[str, float]:
         """The numbers of the metrics JSON file the job wrote under its job dir (``eval/metrics.json``
         in the templates, else the shortest ``*metric*.json``); {} when there is none."""
-        from .outputs import metrics_of_text, read_small_text
+        from .after.outputs import metrics_of_text, read_small_text
 
         outputs = self.outputs()
         files = [f.path for f in outputs.files if f.kind == "metrics" and f.path.endswith(".json")]
@@ -1021,7 +1021,7 @@ class JobHandle:
         """Copy the TensorBoard event files under the job's ``gs://`` ``log_dir`` into ``dest``
         (those changed since ``seen``), for a TensorBoard without Cloud Storage support; return
         the sizes now seen."""
-        from .metrics import mirror_event_files
+        from .after.metrics import mirror_event_files
 
         return mirror_event_files(log_dir, str(dest), self._storage(), seen)
 
@@ -1029,7 +1029,7 @@ class JobHandle:
         """One self-contained HTML page about the job (``tfjob report``): its spec, a timeline of
         its tasks, its diagnosis, its metric curves (or its study's plots), its outputs and the
         last lines of a failing task; nothing in it is fetched from the network."""
-        from .report import gather, render_report
+        from .after.report import gather, render_report
 
         return render_report(gather(self))
 
@@ -1041,7 +1041,7 @@ class JobHandle:
         For a tuning study: its objective per trial (run ``study``, tag the study's metric,
         step the trial's number), from the trials the study recorded.
         """
-        from .metrics import read_metrics, study_metrics
+        from .after.metrics import read_metrics, study_metrics
         from .results import JobMetrics
 
         record = _stored(self.store, self.id)
@@ -1061,10 +1061,10 @@ class JobHandle:
         """Why the job failed (or hangs) and the fix, as far as tfjob recognises it in the
         failing task's last lines, the platform's message and the tasks' ends; [] when nothing.
 
-        The same on every backend (:func:`tfjob.diagnosis.diagnose`); where the status carries
+        The same on every backend (:func:`tfjob.results.diagnosis.diagnose`); where the status carries
         no log tail (Vertex AI), the failing task's last lines are read through :meth:`logs`.
         """
-        from .diagnosis import diagnose
+        from .results.diagnosis import diagnose
 
         status = status if status is not None else self.status()
         record = _stored(self.store, self.id)
@@ -1116,7 +1116,7 @@ class JobHandle:
     def cancel(self) -> None:
         """Ask the job to stop (returns at once; :meth:`wait` sees CANCELLED).
 
-        The same on every backend (:meth:`tfjob.lifecycle.Lifecycle.cancel`): a job that
+        The same on every backend (:meth:`tfjob.runtime.lifecycle.Lifecycle.cancel`): a job that
         has already ended is left as it ended.
         """
         self._backend.cancel(self.id)
@@ -1143,7 +1143,7 @@ def _the_store(store: JobStore | None, backend: Any = None) -> JobStore:
         return store
     if getattr(backend, "has_store", False):
         return backend.store  # type: ignore[no-any-return]
-    from .store import JobStore
+    from .runtime.store import JobStore
 
     return JobStore()
 

@@ -21,7 +21,7 @@ import pytest
 from reliability import Reliability
 from tfjob import Job
 from tfjob.backends.local.contain import JobCgroup, is_job_cgroup, job_processes
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 TRAINER = """\
 import os, subprocess, sys, time

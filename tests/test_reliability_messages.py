@@ -21,7 +21,7 @@ import pytest
 import tfjob
 from reliability import Reliability
 from tfjob.errors import SpecError, UsageError
-from tfjob.requirements import read_requirements
+from tfjob.description.requirements import read_requirements
 
 
 @pytest.fixture

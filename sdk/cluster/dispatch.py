@@ -88,7 +88,7 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> str:
 
 
 def job_strategy(spec: Any, strategy: str | None) -> str:
-    """:func:`resolve_strategy` for a job (a :class:`~tfjob.spec.JobSpec`): its ps and workers."""
+    """:func:`resolve_strategy` for a job (a :class:`~tfjob.description.spec.JobSpec`): its ps and workers."""
     return resolve_strategy(strategy, ps=spec.count("ps"), workers=spec.count("worker"))
 
 

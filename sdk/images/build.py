@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from ..engine import Engine, find_engine
+from ..runtime.engine import Engine, find_engine
 from ..errors import ImageBuildError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
@@ -251,7 +251,7 @@ def plan_build(source: Path, *, module: str | None, base: _Base | None, base_ref
     if own.is_file():
         return _plan_own(source, base, base_ref, include_secrets)
     from ..packaging import build_sdist
-    from ..requirements import trainer_requirements
+    from ..description.requirements import trainer_requirements
 
     package = build_sdist(source, module=module, include_secrets=include_secrets, requirements=requirements)
     declared = trainer_requirements(
@@ -375,7 +375,7 @@ def build_image(
         module: the trainer module (checked in the package; the image's default command).
         base: the base image (default tfjob's, ``tfjob:VERSION``).
         image_repo: ``REGISTRY/PATH`` to push to; None keeps the image in the engine's store.
-        engine: ``podman`` / ``docker`` / a path / an :class:`~tfjob.engine.Engine`.
+        engine: ``podman`` / ``docker`` / a path / an :class:`~tfjob.runtime.engine.Engine`.
         push: False builds and tags but pushes nothing (``--dry-run``).
         include_secrets: let credential-looking files into the package / context.
         requirements: a requirements file for a bare trainer (default its requirements.txt).

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ...documents import read_config_file
+from ...config.files import read_config_file
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
 from .kinds import CONFIGMAP, JOBSET, RUNTIME, TFJOB, TRAINJOB, Resource
 

@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...errors import UsageError
-from ...spec import JobSpec
-from ...store import process_start_time
-from ...lifecycle import Lifecycle
+from ...description.spec import JobSpec
+from ...runtime.store import process_start_time
+from ...runtime.lifecycle import Lifecycle
 from ...model import JobState, JobStatus, SubmitOptions, normalize_task
 from .options import LocalOptions
 
 if TYPE_CHECKING:
-    from ...store import JobRecord
-    from ...study import StudySpec
+    from ...runtime.store import JobRecord
+    from ...tuning.study import StudySpec
     from ...tuning.trials import StudyResult
 
 
@@ -54,7 +54,7 @@ class LocalBackend(Lifecycle):
         """
         options = self.typed(options)
         from ...cluster import GCLOUD_LOCAL_START_PORT
-        from ...limits import check_local_tasks
+        from ...description.limits import check_local_tasks
         from ...cluster.dispatch import job_strategy
         from .plan import build_cluster, build_task_plans, check_chief, check_dialect, say_ignored_resources
 
@@ -62,14 +62,14 @@ class LocalBackend(Lifecycle):
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
         say_ignored_resources(spec)
-        from ...restarts import build_rules
+        from ...description.restarts import build_rules
 
         build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
         strategy = job_strategy(spec, options.strategy)
         ports = [GCLOUD_LOCAL_START_PORT + i for i in range(len(spec.tasks()))]
         engine = None
         if any(spec.image_for(role) for role, _ in spec.tasks()):
-            from ...engine import Engine
+            from ...runtime.engine import Engine
 
             name = options.container_engine or "podman"
             engine = Engine(name.rsplit("/", 1)[-1], name)  # what would run them; render looks nothing up
@@ -263,7 +263,7 @@ class LocalBackend(Lifecycle):
         import time
 
         from ...errors import BackendError
-        from ...restarts import parse_seconds
+        from ...description.restarts import parse_seconds
         from .reap import reap_lost
 
         name = normalize_task(task)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ...errors import SpecError, UsageError
-from ...machines import did_you_mean
+from ...description.machines import did_you_mean
 from ...cluster.dispatch import PACKAGES_MOUNT as SHIPPED_MOUNT
-from ...spec import ROLES, JobSpec
+from ...description.spec import ROLES, JobSpec
 from .ports import HOST
 
 #: The platforms whose task environment a local cluster can reproduce.
@@ -84,7 +84,7 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
 
 def say_ignored_resources(spec: JobSpec) -> None:
     """One line naming what this machine does not give the tasks: every pool's
-    :class:`tfjob.resources.Resources` (the tasks run as they are, on this machine's CPUs and memory)."""
+    :class:`tfjob.description.resources.Resources` (the tasks run as they are, on this machine's CPUs and memory)."""
     asked = [f"{p.role} ({p.resources.words()})" for p in spec.pools if p.resources is not None]
     if asked:
         import warnings
@@ -232,7 +232,7 @@ def build_task_plans(
         environ: the environment the tasks start from (the caller's).
         job_id: the job's id (``TFJOB_JOB_ID`` in every task).
         cwd: where the tasks run (default: ``source_root``).
-        engine: the container engine (:class:`tfjob.engine.Engine`) that runs the tasks
+        engine: the container engine (:class:`tfjob.runtime.engine.Engine`) that runs the tasks
             whose pool has an image (``--image``): each is then ``<engine> run`` of the
             image with the same bootstrap arguments and the platform's variables.
         network: the job's private container network (:meth:`Engine.create_network`):

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Protocol
 
-from .errors import UsageError, Word
-from .lazy import LazyPattern
+from ..errors import UsageError, Word
+from ..lazy import LazyPattern
 
 POLICIES: tuple[str, ...] = ("Never", "OnFailure", "ExitCode", "Always")
 ROLES: tuple[str, ...] = ("chief", "worker", "ps", "evaluator")

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .config_doc import ConfigDoc
-from .config_legacy import TRAINING_INPUT_KEYS, parse_legacy_job
-from .config_vertex import (
+from .document import ConfigDoc
+from .legacy import TRAINING_INPUT_KEYS, parse_legacy_job
+from .vertex import (
     CUSTOM_JOB_KEYS,
     CUSTOM_JOB_OUTPUT_ONLY,
     TUNING_JOB_KEYS,
@@ -38,10 +38,10 @@ from .config_vertex import (
     parse_custom_job_spec,
     parse_vertex_job,
 )
-from .documents import read_config_file
-from .errors import ConfigFileError
-from .knobs import Knob
-from .spec import ROLES, ScaleTier
+from .files import read_config_file
+from ..errors import ConfigFileError
+from ..description.knobs import Knob
+from ..description.spec import ROLES, ScaleTier
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class JobConfig:
     Attributes:
         source: the file (used in every message).
         dialect: ``ai-platform`` (a legacy ``trainingInput``) or ``vertex`` (a ``CustomJobSpec``).
-        values: keyword arguments of :class:`tfjob.Job` / :func:`tfjob.spec.build_spec`.
+        values: keyword arguments of :class:`tfjob.Job` / :func:`tfjob.description.spec.build_spec`.
         tuning: the hyperparameter-tuning section as written (legacy
             ``hyperparameters``; Vertex ``studySpec``, ``maxTrialCount``, …), or None.
         tuning_key: where the tuning section was (``trainingInput.hyperparameters``
@@ -82,7 +82,7 @@ def parse_job_config(data: Any, source: str = "config", knobs: Sequence[Knob] = 
             Vertex ``HyperparameterTuningJob`` (``studySpec`` + ``trialJobSpec``).
         source: the file name, used in every message.
         knobs: a backend's declared knobs whose plain ``CustomJobSpec`` keys are read from
-            their declaration (:func:`tfjob.config_vertex.declared_keys`).
+            their declaration (:func:`tfjob.config.vertex.declared_keys`).
 
     Raises:
         ConfigFileError: a key tfjob does not know or cannot honour, or a bad value.

@@ -26,8 +26,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigFileError
-from .limits import read_bounded_text
+from ..errors import ConfigFileError
+from ..description.limits import read_bounded_text
 
 
 #: The largest ``--config`` / ``--hparams`` / ``--pod-template`` document read (a real one is a few KiB).

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import quote
 
-from .lazy import LazyPattern
-from .results import Diagnosis
+from ..lazy import LazyPattern
+from . import Diagnosis
 
 #: How much of a message is read (its start): a runaway message cannot stall a status.
 MAX_TEXT = 8 * 1024

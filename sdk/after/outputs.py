@@ -14,8 +14,8 @@ import posixpath
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import BackendError, LocalFileError, UsageError
-from .results import JobOutputs, OutputFile
+from ..errors import BackendError, LocalFileError, UsageError
+from ..results import JobOutputs, OutputFile
 
 #: At most this many files are listed (``JobOutputs.truncated`` says when there were more).
 MAX_FILES = 10_000
@@ -48,7 +48,7 @@ def storage_client(project: str | None = None, credentials: Any = None) -> Any:
     if credentials is None:
         # Found here, so that none found is one line naming how to get them (AuthError),
         # not google-auth's DefaultCredentialsError traceback.
-        from .backends.vertex.auth import resolve_credentials
+        from ..backends.vertex.auth import resolve_credentials
 
         credentials = resolve_credentials(None)
     try:
@@ -385,8 +385,8 @@ def read_small_text(uri: str, client: Any = None, limit: int = MAX_METRICS_BYTES
     """A small text file of a job dir, local or ``gs://`` (its first ``limit`` bytes); '' when it
     cannot be read (the metrics are a record, not a requirement)."""
     if not uri.startswith("gs://"):
-        from .errors import TfjobError
-        from .limits import read_bounded_text
+        from ..errors import TfjobError
+        from ..description.limits import read_bounded_text
 
         try:
             return read_bounded_text(uri, "the metrics file", limit, "a metrics JSON file", errors="replace")

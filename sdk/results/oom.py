@@ -1,5 +1,5 @@
 """How many tasks the kernel's out-of-memory killer ended, from this process' cgroup (stdlib
-only): read when every local job starts, so it lives apart from :mod:`tfjob.diagnosis` (its
+only): read when every local job starts, so it lives apart from :mod:`tfjob.results.diagnosis` (its
 patterns and result types), which re-exports it."""
 
 from __future__ import annotations

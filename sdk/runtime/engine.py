@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from .errors import BackendError, UsageError
+from ..errors import BackendError, UsageError
 
 #: How long a query of the engine (``image inspect``, ``ps``, ``network ls``…) may take: it
 #: answers in well under a second, so one that has not answered is hung (a daemon that

@@ -39,9 +39,9 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-from .errors import JobCancelledError, JobTimeoutError
-from .model import JobState, JobStatus, SubmitOptions, options_as
-from .spec import JobSpec
+from ..errors import JobCancelledError, JobTimeoutError
+from ..model import JobState, JobStatus, SubmitOptions, options_as
+from ..description.spec import JobSpec
 
 if TYPE_CHECKING:
     from .store import JobRecord, JobStore
@@ -254,7 +254,7 @@ class Lifecycle:
         echo: where progress lines go (default: stderr, prefixed ``tfjob:``).
         sleep: how waiting pauses (injected by tests).
         store: the job store the backend records its jobs in and reads them from
-            (:class:`tfjob.store.JobStore`); everything the backend does goes through it.
+            (:class:`tfjob.runtime.store.JobStore`); everything the backend does goes through it.
             Without one the backend renders but keeps no jobs; the edges — the CLI,
             :class:`tfjob.Job`, :func:`tfjob.get_job` — choose the user's store,
             ``$TFJOB_HOME/jobs.db``, and give it.
@@ -287,7 +287,7 @@ class Lifecycle:
             UsageError: it was made without one (it renders, but keeps no jobs).
         """
         if self._store is None:
-            from .errors import UsageError
+            from ..errors import UsageError
 
             raise UsageError(
                 problem=f"this {self.name} backend object has no job store, so it cannot keep or find jobs",
@@ -401,7 +401,7 @@ class Lifecycle:
         status = self._fetch(job_id, record)
         if status is None:
             if record is None:
-                from .errors import JobNotFoundError
+                from ..errors import JobNotFoundError
 
                 raise JobNotFoundError(f"no job {job_id!r} on {self.platform}")
             return self.lost(record, self._gone(record))

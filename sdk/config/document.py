@@ -4,7 +4,7 @@
 ``workerPoolSpecs[1].machineSpec``) and raises :class:`~tfjob.errors.ConfigFileError`
 naming the file, the key, the value and the fix. :data:`UNSUPPORTED` lists the
 platform fields tfjob cannot honour, so that they are refused with a reason rather
-than dropped. Used by :mod:`tfjob.config_legacy` and :mod:`tfjob.config_vertex`.
+than dropped. Used by :mod:`tfjob.config.legacy` and :mod:`tfjob.config.vertex`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import re
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping
 
-from .errors import NOTHING, ConfigFileError, SpecError
-from .machines import did_you_mean
-from .cluster.dispatch import BOOTSTRAP, BOOTSTRAP_MODULE  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
-from .spec import Accelerator, Machine, parse_duration
+from ..errors import NOTHING, ConfigFileError, SpecError
+from ..description.machines import did_you_mean
+from ..cluster.dispatch import BOOTSTRAP, BOOTSTRAP_MODULE  # ``[BOOTSTRAP, "--module", M, "--"]`` runs module M
+from ..description.spec import Accelerator, Machine, parse_duration
 
 _NO_DISK = "tfjob sets boot disks on Vertex AI only (diskSpec, --boot-disk-size); remove it"
 #: Platform fields tfjob cannot honour, with what to do instead. Keyed by the field's
@@ -149,7 +149,7 @@ class ConfigDoc:
         The labels tfjob itself puts on a job (a request it rendered, read back) are
         dropped: tfjob sets them again, with this submission's values.
         """
-        from .spec import RESERVED_LABELS
+        from ..description.spec import RESERVED_LABELS
 
         out = {}
         for key, item in self.mapping(value, path).items():

@@ -8,7 +8,7 @@ field, the value and the fix.
 
 :func:`build_spec` is the one way the CLI and :class:`tfjob.Job` turn options (scale
 tier, counts, machine types, accelerators) into a spec; config files go through
-:mod:`tfjob.config`, which ends in the same function.
+:mod:`tfjob.config.job`, which ends in the same function.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .errors import SpecError, Word
-from .lazy import LazyPattern
+from ..errors import SpecError, Word
+from ..lazy import LazyPattern
 from .limits import check_platform_count
 from .machines import (
     ACCELERATORS,
@@ -642,7 +642,7 @@ class JobSpec:
 
     What only one platform has (Vertex AI's scheduling, encryption, networking, TensorBoard,
     experiments; Kubernetes' namespace and pod template…) is not here: it is that backend's
-    options, declared and validated in its folder (:mod:`tfjob.knobs`).
+    options, declared and validated in its folder (:mod:`tfjob.description.knobs`).
     """
 
     name: str

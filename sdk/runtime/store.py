@@ -29,8 +29,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from .model import JobState, JobStatus, TaskRestart, TaskStatus
-from .errors import JobNotFoundError, StoreError, UsageError
+from ..model import JobState, JobStatus, TaskRestart, TaskStatus
+from ..errors import JobNotFoundError, StoreError, UsageError
 from .settings import tfjob_home
 
 if TYPE_CHECKING:

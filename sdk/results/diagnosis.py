@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .lazy import LazyPattern
+from ..lazy import LazyPattern
 from .oom import cgroup_oom_kills as cgroup_oom_kills  # its home: read at every local job's start
-from .model import JobState, JobStatus
-from .results import Diagnosis
+from ..model import JobState, JobStatus
+from . import Diagnosis
 
 #: How much of a log is read for patterns (its end): a runaway line cannot stall a status.
 MAX_TEXT = 64 * 1024
@@ -283,7 +283,7 @@ def diagnose(
 
 def capacity_of(status: JobStatus) -> Diagnosis | None:
     """A quota, stockout, unschedulable pod or unadmitted queue that holds or failed the job
-    (:mod:`tfjob.capacity`), read from its message, its waiting reason and its tasks' reasons."""
+    (:mod:`tfjob.results.capacity`), read from its message, its waiting reason and its tasks' reasons."""
     from .capacity import capacity_diagnosis, classify
 
     if status.state.is_terminal and status.state not in (JobState.FAILED, JobState.LOST):

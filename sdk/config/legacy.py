@@ -3,16 +3,16 @@
 A ``Job`` resource: ``trainingInput`` (scaleTier, masterType/workerType/…, the counts,
 ``*Config`` with ``imageUri``, ``acceleratorConfig`` and ``containerCommand``, args,
 region, jobDir, …) plus ``jobId`` and ``labels``. Output-only fields of a described
-job are ignored. See :mod:`tfjob.config`.
+job are ignored. See :mod:`tfjob.config.job`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .config_doc import BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
-from .machines import did_you_mean
-from .spec import ROLES, ScaleTier
+from .document import BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
+from ..description.machines import did_you_mean
+from ..description.spec import ROLES, ScaleTier
 
 #: The name of each role in legacy field names (``masterType``, ``parameterServerCount``).
 LEGACY_ROLE_PREFIX: dict[str, str] = {"chief": "master", "worker": "worker", "ps": "parameterServer", "evaluator": "evaluator"}

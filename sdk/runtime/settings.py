@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Mapping
 
-from .errors import ConfigFileError
+from ..errors import ConfigFileError
 
 #: Environment variables read for each setting, in order.
 ENV_VARS: dict[str, tuple[str, ...]] = {
@@ -93,7 +93,7 @@ def load_settings(env: Mapping[str, str] | None = None, **flags: str | None) -> 
 def _read_config(path: Path) -> dict[str, str]:
     # Bounded like every document from outside: a regular file of at most 1 MiB, shallow;
     # a YAML mistake is one line with its line number.
-    from .documents import read_config_file
+    from ..config.files import read_config_file
 
     data = read_config_file(path, "the settings file") or {}
     if not isinstance(data, dict):

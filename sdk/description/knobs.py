@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Iterable, Union
 
-from .errors import NOTHING, flag_words
+from ..errors import NOTHING, flag_words
 
 #: A file or directory: text or a path object.
 StrPath = Union[str, "PathLike[str]"]

@@ -4,17 +4,17 @@ A ``CustomJobSpec`` (``workerPoolSpecs`` at positions 0 chief, 1 workers, 2 para
 servers, 3 evaluators; ``{}`` for an unused pool), at the top level or inside a
 ``CustomJob`` (``jobSpec``) or a ``HyperparameterTuningJob`` (``trialJobSpec``).
 What tfjob gives every task alike (module, packages, args, env) must agree across
-pools. See :mod:`tfjob.config`.
+pools. See :mod:`tfjob.config.job`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from .config_doc import BOOTSTRAP, BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
-from .knobs import Knob
-from .machines import did_you_mean
-from .spec import ROLES, check_boot_disk
+from .document import BOOTSTRAP, BOOTSTRAP_MODULE, ConfigDoc, bootstrap_module_values, bootstrap_values, package_values, require_same
+from ..description.knobs import Knob
+from ..description.machines import did_you_mean
+from ..description.spec import ROLES, check_boot_disk
 
 #: Vertex AI ``scheduling.strategy`` values tfjob renders (STANDARD is on-demand VMs).
 SCHEDULING_STRATEGIES: tuple[str, ...] = ("STANDARD", "SPOT", "FLEX_START")

@@ -1,6 +1,6 @@
 """The catalog ``tfjob machines`` shows: every machine type, legacy machine name, scale tier and
 accelerator tfjob knows, as plain data (:func:`build_catalog`, public as
-:func:`tfjob.machine_catalog`). Pure; the tables are :mod:`tfjob.machines` and :mod:`tfjob.spec`'s.
+:func:`tfjob.machine_catalog`). Pure; the tables are :mod:`tfjob.description.machines` and :mod:`tfjob.description.spec`'s.
 """
 
 from __future__ import annotations

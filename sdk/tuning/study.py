@@ -33,9 +33,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .errors import SpecError
-from .limits import check_platform_count
-from .machines import did_you_mean
+from ..errors import SpecError
+from ..description.limits import check_platform_count
+from ..description.machines import did_you_mean
 
 #: Parameter types, as both platforms name them.
 PARAMETER_TYPES = ("DOUBLE", "INTEGER", "CATEGORICAL", "DISCRETE")

@@ -1,9 +1,9 @@
 """What a replica asks for in neutral terms, :class:`Resources` (CPUs, memory, an accelerator
-and, optionally, a machine type as a hint; the job model's, :mod:`tfjob.spec`), in each
+and, optionally, a machine type as a hint; the job model's, :mod:`tfjob.description.spec`), in each
 platform's terms.
 
 Each platform reads it in its own terms: Vertex AI and AI Platform run Compute Engine machines,
-so they check a hinted type against the catalog (:mod:`tfjob.machines`) and otherwise choose
+so they check a hinted type against the catalog (:mod:`tfjob.description.machines`) and otherwise choose
 the smallest catalog machine that fits (:func:`choose_machine`; a dry run names it);
 Kubernetes renders requests and limits as quantities, the accelerator as an extended resource
 (``nvidia.com/gpu``, ``google.com/tpu``); the local backend runs the tasks on this machine and
@@ -12,7 +12,7 @@ says, in one line, what it ignores.
 
 from __future__ import annotations
 
-from .errors import SpecError, Word
+from ..errors import SpecError, Word
 from .machines import MACHINES, SINGLE_HOST_TOPOLOGY, TPU_VM_FAMILIES, MachineInfo, family_of
 from .spec import Accelerator, JobSpec, Machine, Resources
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Sequence
 
-from .errors import SpecError
+from ..errors import SpecError
 
 #: The knobs that take a list, and the roles (Vertex AI pool indexes) each sets.
 ROLE_KNOBS: dict[str, tuple[str, ...]] = {

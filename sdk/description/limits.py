@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import SpecError, subject_of
+from ..errors import SpecError, subject_of
 
 #: The largest replica or trial count any platform's API can carry (int32).
 INT32_MAX = 2**31 - 1
@@ -93,7 +93,7 @@ def read_bounded_text(
     import os
     import stat
 
-    from .errors import ConfigFileError
+    from ..errors import ConfigFileError
 
     about = subject_of(field)
     given = str(path)

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .errors import SpecError, UsageError, subject_of
+from ..errors import SpecError, UsageError, subject_of
 
 #: The file looked for in a bare trainer directory.
 REQUIREMENTS_FILE = "requirements.txt"
@@ -144,7 +144,9 @@ def unmet_requirements(requirements: Sequence[str], python: str | None = None) -
         return []
     if python is None or os.path.realpath(python) == os.path.realpath(sys.executable):
         return unmet_here(requirements)
-    script = "import json, sys; from tfjob.requirements import unmet_here; print(json.dumps(unmet_here(json.loads(sys.argv[1]))))"
+    script = (
+        "import json, sys; from tfjob.description.requirements import unmet_here; print(json.dumps(unmet_here(json.loads(sys.argv[1]))))"
+    )
     try:
         done = subprocess.run([python, "-c", script, json.dumps(list(requirements))], capture_output=True, text=True, timeout=60)
         return [(line, version) for line, version in json.loads(done.stdout)] if done.returncode == 0 else []

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model import JobStatus, TaskStatus
-from .results import Diagnosis, JobMetrics, JobOutputs
+from ..model import JobStatus, TaskStatus
+from ..results import Diagnosis, JobMetrics, JobOutputs
 
 _STATE_COLOURS = {
     "SUCCEEDED": "#2e7d32", "FAILED": "#c62828", "RUNNING": "#1565c0", "STOPPED": "#757575",
@@ -168,7 +168,7 @@ def render_report(data: ReportData) -> str:
         rows.insert(0, ("message", s.message))
     if s.failed_task:
         rows.append(("failed task", s.failed_task))
-    from .pricing import ran_cost
+    from ..pricing import ran_cost
 
     cost = ran_cost(s, data.generated)
     if cost is not None:
@@ -208,7 +208,7 @@ def render_report(data: ReportData) -> str:
 
     if s.extra.get("kind") == "study":
         out.append("<h2>Study</h2>")
-        from .tuning.trials import render_study_status
+        from ..tuning.trials import render_study_status
 
         try:
             out.append(f"<pre>{_e(render_study_status(s.extra))}</pre>")
@@ -290,7 +290,7 @@ def gather(handle: Any) -> ReportData:
     Parts that cannot be had (no TensorBoard, no matplotlib, an unreachable job dir) become
     a note on the page instead of an error.
     """
-    from .errors import TfjobError
+    from ..errors import TfjobError
 
     status = handle.status()
     data = ReportData(status)

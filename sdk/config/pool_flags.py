@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .errors import UsageError
-from .limits import check_platform_count
-from .machines import did_you_mean
-from .spec import ROLES, Accelerator
+from ..errors import UsageError
+from ..description.limits import check_platform_count
+from ..description.machines import did_you_mean
+from ..description.spec import ROLES, Accelerator
 
 #: Bounds of outside input: one spec per Vertex pool, and a short text each.
 MAX_SPEC_CHARS = 4096

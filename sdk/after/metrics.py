@@ -14,8 +14,8 @@ import re
 import tempfile
 from typing import Any
 
-from .errors import BackendUnavailableError, UsageError
-from .results import JobMetrics, ScalarPoint
+from ..errors import BackendUnavailableError, UsageError
+from ..results import JobMetrics, ScalarPoint
 
 #: At most this many event files are read, each at most MAX_EVENT_FILE bytes.
 MAX_EVENT_FILES = 200
@@ -340,7 +340,7 @@ def save_figure(fig: Any, path: str) -> None:
     """
     import tempfile
 
-    from .errors import LocalFileError
+    from ..errors import LocalFileError
 
     plt = _pyplot()
     png = not path.lower().endswith(".svg")

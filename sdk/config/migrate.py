@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SpecError
+from ..errors import SpecError
 
 #: TFJob replica type → tfjob role (``Master`` is the older name of the chief).
 ROLES = {"chief": "chief", "master": "chief", "worker": "worker", "ps": "ps", "evaluator": "evaluator"}
