@@ -218,7 +218,7 @@ import json, sys
 from tfjob.cli.main import app
 from tfjob.cli import options
 import tfjob.backends as b
-from tfjob.job import _kinds, check_backend_keywords, job_keywords
+from tfjob.job.keywords import _kinds, check_backend_keywords, job_keywords
 command = app.commands["submit"]
 command.make_context("submit", ["trainer/", "-m", "trainer.task", "--workers", "4"])
 job_keywords()
