@@ -9,7 +9,7 @@ API (``tfjob``'s names) is used. Results go to stdout (``--json`` for machines);
 from __future__ import annotations
 
 import contextlib
-from tfjob.results import json_text
+from tfjob._internal import json_text
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Iterator
@@ -21,7 +21,8 @@ from tfjob import JobFailedError
 from .app import CONTEXT_SETTINGS, app
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
-    from tfjob import Diagnosis, JobState, JobStatus
+    from tfjob import JobState, JobStatus
+    from tfjob._internal import Diagnosis
 
 
 @contextlib.contextmanager
@@ -40,7 +41,7 @@ def _when(ts: float | None) -> str:
 
 def render_duration(status: JobStatus, now: float | None = None) -> str:
     """How long the job ran (so far, while it runs); ``-`` before it started. Pure."""
-    from tfjob import format_duration
+    from tfjob._internal import format_duration
 
     if status.started is None:
         return "-"
@@ -85,7 +86,7 @@ def render_status(
         f"ended     {_when(status.ended)}",
         f"duration  {render_duration(status, now)}",
     ]
-    from tfjob import estimated_cost
+    from tfjob._internal import estimated_cost
 
     cost = estimated_cost(status, now)
     if cost is not None:
@@ -109,12 +110,12 @@ def render_status(
         for ts, state, message in events:
             lines.append(f"  {_when(ts)}  {state.value}" + (f"  {message}" if message else ""))
     if status.extra.get("kind") == "study":
-        from tfjob import render_study_status
+        from tfjob._internal import render_study_status
 
         lines.append("trials")
         lines += ["  " + line for line in render_study_status(status.extra).splitlines()]
     elif status.tasks:
-        from tfjob import render_tasks
+        from tfjob._internal import render_tasks
 
         lines.append("tasks")
         lines += ["  " + line for line in render_tasks(status.tasks, now).splitlines()]
@@ -123,7 +124,7 @@ def render_status(
         lines.append(f"last lines of {status.failed_task}")
         lines += ["  " + line for line in str(tail).splitlines()]
     if diagnoses:
-        from tfjob import explain
+        from tfjob._internal import explain
 
         lines += explain(diagnoses).splitlines()
     return "\n".join(lines)
@@ -215,7 +216,7 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
         if current.state.is_terminal:
             _after(handle, data)
         data["failure"] = failure_of(current)
-        from tfjob import estimated_cost
+        from tfjob._internal import estimated_cost
 
         data["estimated_cost"] = estimated_cost(current)
         click.echo(json_text(data))
@@ -285,7 +286,8 @@ def preempt(job_id: str, task: str, grace: str | None) -> None:
 @click.option("--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running.")
 def wait(job_id: str, timeout: str | None) -> None:
     """Wait for a job to end. Exit 0 if it SUCCEEDED, 1 if it failed or was lost, 130 if cancelled."""
-    from tfjob import get_job, parse_duration
+    from tfjob import get_job
+    from tfjob._internal import parse_duration
 
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)

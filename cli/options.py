@@ -16,7 +16,7 @@ import click
 from .flags import knobs
 
 if TYPE_CHECKING:
-    from tfjob import Knob
+    from tfjob._internal import Knob
 
 __all__ = ["knobs", "option_of", "knob_params", "KnobCommand", "JOB_OPTIONS", "SUBMIT_OPTIONS", "apply", "keyword_of"]
 

@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("packaging", "functions"),  # what is shipped; a function as a trainer package
     ("backends",),  # one folder per platform
     ("images", "after"),  # images built for a trainer; outputs, metrics, the report
-    ("__init__", "__main__", "job", "tune", "platforms", "scaffold", "pipelines"),  # the API, and what sits on it
+    ("__init__", "__main__", "_internal", "job", "tune", "platforms", "scaffold", "pipelines"),  # the API, and what sits on it
 ]
 
 
@@ -175,21 +175,23 @@ CLI = ROOT / "cli"
 
 
 def cli_wrong_imports(path: Path) -> list[str]:
-    """What ``path`` (a CLI module) imports of tfjob beyond the public API: ``from tfjob import N``
-    with N in ``tfjob.__all__``, and the CLI's own modules."""
+    """What ``path`` (a CLI module) imports of tfjob beyond the public API and the CLI's own
+    internal one: ``from tfjob import N`` with N in ``tfjob.__all__``, ``from tfjob._internal
+    import N`` with N in ``tfjob._internal.__all__``, and the CLI's own modules."""
     import tfjob
+    import tfjob._internal
 
-    public = set(tfjob.__all__)
+    offered = {"tfjob": set(tfjob.__all__), "tfjob._internal": set(tfjob._internal.__all__)}
     wrong = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level or (node.module or "").startswith("tfjob.cli"):
                 continue  # the CLI's own modules
-            if node.module == "tfjob":
+            if node.module in offered:
                 wrong += [
-                    f"{path.name}:{node.lineno} imports tfjob.{a.name}, which tfjob does not export"
+                    f"{path.name}:{node.lineno} imports {node.module}.{a.name}, which {node.module} does not export"
                     for a in node.names
-                    if a.name not in public
+                    if a.name not in offered[node.module]
                 ]
             elif (node.module or "").split(".")[0] == "tfjob":
                 wrong.append(f"{path.name}:{node.lineno} imports from {node.module}")
@@ -214,11 +216,14 @@ def test_the_cli_check_sees_an_internal_import(tmp_path: Path) -> None:
     fake.write_text(
         "from tfjob import Job, get_job\nfrom .app import app\nfrom tfjob.cli.options import JOB_OPTIONS\n"
         "def f():\n    from tfjob.backends.local.reap import reap_lost\n    from tfjob import reap_lost\n    import tfjob.runtime.store\n"
+        "    from tfjob._internal import job_knobs\n    from tfjob import job_knobs\n    from tfjob._internal import reap_lost\n"
     )
     assert cli_wrong_imports(fake) == [
         "x.py:5 imports from tfjob.backends.local.reap",
         "x.py:6 imports tfjob.reap_lost, which tfjob does not export",
         "x.py:7 imports tfjob.runtime.store",
+        "x.py:9 imports tfjob.job_knobs, which tfjob does not export",
+        "x.py:10 imports tfjob._internal.reap_lost, which tfjob._internal does not export",
     ]
 
 
@@ -231,6 +236,13 @@ def test_every_public_name_is_documented_and_the_job_model_has_one_home() -> Non
     for name in tfjob.__all__:
         if name != "__version__":
             assert (getattr(tfjob, name).__doc__ or "").strip(), f"tfjob.{name} has no docstring"
+    # About thirty names a program programs against; what only the command line needs is
+    # tfjob._internal's, and every name there still loads.
+    import tfjob._internal
+
+    assert len(tfjob.__all__) <= 33, sorted(tfjob.__all__)
+    assert not set(tfjob.__all__) & set(tfjob._internal.__all__)
+    assert all(getattr(tfjob._internal, name) is not None for name in tfjob._internal.__all__)
     model = ("JobState", "JobStatus", "TaskStatus", "SubmitOptions")
     for name in model:
         assert getattr(tfjob.model, name).__module__ == "tfjob.model"

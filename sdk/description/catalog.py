@@ -1,6 +1,6 @@
 """The catalog ``tfjob machines`` shows: every machine type, legacy machine name, scale tier and
-accelerator tfjob knows, as plain data (:func:`build_catalog`, public as
-:func:`tfjob.machine_catalog`). Pure; the tables are :mod:`tfjob.description.machines` and :mod:`tfjob.description.spec`'s.
+accelerator tfjob knows, as plain data (:func:`build_catalog`, for the CLI as
+:func:`tfjob._internal.machine_catalog`). Pure; the tables are :mod:`tfjob.description.machines` and :mod:`tfjob.description.spec`'s.
 """
 
 from __future__ import annotations

@@ -176,7 +176,7 @@ class JobHandle:
         return str(job_dir) if job_dir else None
 
     def spec(self) -> dict[str, Any] | None:
-        """The job's description as recorded when it was submitted (:meth:`tfjob.JobSpec.to_dict`),
+        """The job's description as recorded when it was submitted (:meth:`tfjob.description.spec.JobSpec.to_dict`),
         None when the job store does not have the job."""
         record = _stored(self.store, self.id)
         return dict(record.spec) if record is not None else None

@@ -106,7 +106,7 @@ class Job:
             instead of an engine here.
         config (str | PathLike | None): a legacy ``trainingInput`` or Vertex ``CustomJobSpec``
             YAML/JSON file; the arguments given here override what it says.
-        store (JobStore | None): the job store the job is recorded in (:class:`tfjob.JobStore`,
+        store (JobStore | None): the job store the job is recorded in (:class:`tfjob.runtime.store.JobStore`,
             e.g. ``JobStore(tmp / "jobs.db")``); default the user's, ``$TFJOB_HOME/jobs.db``.
             (A backend object made with ``store=`` brings its own.)
 
