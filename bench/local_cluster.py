@@ -122,7 +122,7 @@ def api(trainer: Path, root: Path) -> Run:
 
 def teardown(trainer: Path, root: Path) -> Run:
     """Seconds from the chief's exit to the job's recorded end, 6 tasks still running then."""
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     count = [0]
 

@@ -58,7 +58,7 @@ def write_trainer(root: Path) -> Path:
 def recovery(trainer: Path, root: Path, task: str, **options: object) -> Run:
     """Seconds from the preemption of ``task`` (once every task's trainer runs) to its trainer running again."""
     from tfjob import Job, Local
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     count = [0]
 

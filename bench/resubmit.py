@@ -14,7 +14,7 @@ Targets: unchanged ≤ 6× ``python -c pass`` (issue 35 relaxed issue 25's 4× o
 the start-up tricks went — the line read without click, the exit without the interpreter's
 teardown; 8× in issue 17: a cache hit imports neither ``build`` nor ``importlib.metadata``,
 versions are read from dist-info names, the bootstrap wheel is reused from its sources'
-digest, and ``tfjob.spec`` and the secret scanner compile their patterns on first use); changed ≤ 1.2× the bare build plus the dry
+digest, and ``tfjob.description.spec`` and the secret scanner compile their patterns on first use); changed ≤ 1.2× the bare build plus the dry
 run's own cost (``python -c pass`` × 6: a cache hit's whole path).
 
     .venv/bin/python bench/resubmit.py [--runs 5] [--quick] [--json FILE]

@@ -6,7 +6,7 @@ calls one method of its handle (the public API only); results go to stdout (``--
 
 from __future__ import annotations
 
-from tfjob.results import json_text
+from tfjob._internal import json_text
 import time
 
 import click
@@ -27,8 +27,8 @@ def _when(ts: float | None) -> str:
 def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     """List what a job wrote under its job dir: the SavedModel, checkpoints, metrics files and
     TensorBoard logs, with sizes and times (a local path or gs://)."""
-    from tfjob import get_job, human_size
-    from tfjob.outputs import check_output_path
+    from tfjob import get_job
+    from tfjob._internal import check_output_path, human_size
 
     handle = get_job(job_id)
     if download_dir is not None:
@@ -37,7 +37,7 @@ def outputs(job_id: str, download_dir: str | None, as_json: bool) -> None:
     if as_json:
         click.echo(json_text(found.to_dict()))
     else:
-        from tfjob.shown import inert
+        from tfjob._internal import inert
 
         # File names come from the job dir: OSC, BEL or a newline in one is shown escaped.
         if found.root:
@@ -81,17 +81,18 @@ def metrics(job_id: str, plot: str | None, as_json: bool) -> None:
     Bounded: at most 500,000 records are read in all (a longer log is sampled evenly, its
     last records always read), 100,000 points kept per scalar and 30 scalars drawn; what
     was left out is said on stderr (and in --json's note)."""
-    from tfjob import UsageError, get_job, metrics_figure, render_metrics, save_figure
+    from tfjob import UsageError, get_job
+    from tfjob._internal import metrics_figure, render_metrics, save_figure
 
     if plot is not None and not plot.lower().endswith((".png", ".svg")):
         raise UsageError(f"--plot {plot!r} must name a .png or .svg file")
     if plot is not None:
-        from tfjob.outputs import check_output_path
+        from tfjob._internal import check_output_path
 
         check_output_path(plot, "--plot")
     handle = get_job(job_id)
     if handle.is_study():  # a tuning study: its trials, and their plots
-        from tfjob import render_study_status, study_figure
+        from tfjob._internal import render_study_status, study_figure
 
         status = handle.status()
 
@@ -127,7 +128,7 @@ def report(job_id: str, output: str | None) -> None:
     of a failing task. Nothing in it is fetched from the network. The values of its
     environment variables (--env) are not shown."""
     from tfjob import get_job
-    from tfjob.outputs import check_output_path, write_text_file
+    from tfjob._internal import check_output_path, write_text_file
 
     handle = get_job(job_id)
     path = output if output is not None else f"report-{handle.id.replace('/', '-')}.html"
@@ -155,7 +156,8 @@ def tensorboard(job_id: str, port: int, host: str) -> None:
 def _tensorboard(job_id: str, port: int, host: str) -> None:
     import threading
 
-    from tfjob import BackendUnavailableError, UsageError, get_job
+    from tfjob import UsageError, get_job
+    from tfjob._internal import BackendUnavailableError
 
     handle = get_job(job_id)
     found = handle.outputs()

@@ -49,7 +49,7 @@ class OneLineErrors(click.Group):
         try:
             rv = super().main(args, prog_name, *a, **kw)
         except TfjobError as e:
-            from tfjob import flag_words
+            from tfjob._internal import flag_words
 
             click.echo(f"error: {e.worded('cli', flag_words)}", err=True)
             sys.exit(e.exit_code)

@@ -62,12 +62,13 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
           requirements: str | None, include_secrets: bool, no_push: bool, cloud_build: bool, project: str | None,
           staging_bucket: str | None, api_endpoint: str | None, dry_run: bool, output: str) -> None:  # fmt: skip
     """Build the image of trainer DIR: its sdist and requirements.txt on the base image, or DIR's own Dockerfile."""
-    from tfjob import BuildProgress, build_image
+    from tfjob import build_image
+    from tfjob._internal import BuildProgress
 
     if output not in ("text", "json"):
         raise UsageError(f"--output {output!r} must be text or json")
     if base_image is not None:
-        from tfjob import check_image
+        from tfjob._internal import check_image
 
         check_image(base_image, "base_image")
     cloud = None
@@ -76,7 +77,7 @@ def build(directory: str, module: str | None, base_image: str | None, image_repo
             "--dry-run prints the Cloud Build request: add --cloud-build (a local build has no request to show; --no-push builds without pushing)"
         )
     if cloud_build:
-        from tfjob import cloud_build_target, load_settings
+        from tfjob._internal import cloud_build_target, load_settings
 
         settings = load_settings(project=project, staging_bucket=staging_bucket, api_endpoint=api_endpoint)
         cloud = cloud_build_target(settings.project, settings.staging_bucket, settings.api_endpoint, dry_run=dry_run,

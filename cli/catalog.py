@@ -11,8 +11,8 @@ from .app import CONTEXT_SETTINGS, app
 
 
 def build_catalog(pattern: str | None = None) -> dict[str, Any]:
-    """The catalog as plain data (:func:`tfjob.machine_catalog`)."""
-    from tfjob import machine_catalog
+    """The catalog as plain data (:func:`tfjob._internal.machine_catalog`)."""
+    from tfjob._internal import machine_catalog
 
     return machine_catalog(pattern)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tfjob import Knob
+    from tfjob._internal import Knob
 
 
 def knobs() -> dict[str, Knob]:
-    """Every knob (:func:`tfjob.job_knobs`: its keyword, flags, kind, help with the backends
+    """Every knob (:func:`tfjob._internal.job_knobs`: its keyword, flags, kind, help with the backends
     that take it, whether it has a flag and whether ``tfjob tune`` offers it), read when a
     command first needs its options."""
-    from tfjob import job_knobs
+    from tfjob._internal import job_knobs
 
     return job_knobs()

@@ -35,8 +35,8 @@ def import_tfjob(manifest: str, submit_flags: tuple[str, ...], backend: str) -> 
     What has no flag (volumes, node selectors, secrets…) is named on stderr: it goes in a
     --pod-template file. Further tfjob submit flags (--async, --dry-run, --kubeconfig…)
     go into the printed command, ahead of the trainer's arguments."""
-    from tfjob import import_tfjob as convert
-    from tfjob import read_config_file
+    from tfjob._internal import import_tfjob as convert
+    from tfjob._internal import read_config_file
 
     imported = convert(read_config_file(manifest, "TFJOB_YAML"), backend=backend, source=manifest, extra=list(submit_flags))
     for note in imported.notes:

@@ -29,7 +29,7 @@ Examples:
 @click.option("--list", "-l", "list_", is_flag=True, help="List the templates, one line each, and exit.")
 def init(directory: str | None, template: str, force: bool, name: str | None, list_: bool) -> None:
     """Copy a trainer template into DIR (new or empty), ready for `tfjob submit DIR --module-name trainer.task`."""
-    from tfjob import get_template, init_template, list_templates
+    from tfjob._internal import get_template, init_template, list_templates
 
     if list_:
         templates = list_templates()

@@ -9,7 +9,7 @@ API (``tfjob``'s names) is used. Results go to stdout (``--json`` for machines);
 from __future__ import annotations
 
 import contextlib
-from tfjob.results import json_text
+from tfjob._internal import json_text
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Iterator
@@ -22,7 +22,8 @@ from .app import CONTEXT_SETTINGS, app, take_ctrl_c
 from .numbers import AsciiIntRange
 
 if TYPE_CHECKING:  # the job model loads with the first command that needs it, not with --help
-    from tfjob import Diagnosis, JobState, JobStatus
+    from tfjob import JobState, JobStatus
+    from tfjob._internal import Diagnosis
 
 
 @contextlib.contextmanager
@@ -42,7 +43,7 @@ def _when(ts: float | None) -> str:
 
 def render_duration(status: JobStatus, now: float | None = None) -> str:
     """How long the job ran (so far, while it runs); ``-`` before it started. Pure."""
-    from tfjob import format_duration
+    from tfjob._internal import format_duration
 
     if status.started is None:
         return "-"
@@ -52,7 +53,7 @@ def render_duration(status: JobStatus, now: float | None = None) -> str:
 
 def render_table(header: list[str], rows: list[list[str]]) -> str:
     """Aligned columns; the last one is not padded. Pure."""
-    from tfjob.shown import inert
+    from tfjob._internal import inert
 
     # A name or id may hold a newline, ESC or U+202E: shown escaped, so it cannot forge a row or drive the terminal.
     rows = [[inert(str(c)) for c in r] for r in rows]
@@ -73,7 +74,7 @@ def render_status(
     diagnoses: list[Diagnosis] | None = None,
 ) -> str:
     """The ``tfjob status`` text: the job, its history, its tasks and why it failed. Pure."""
-    from tfjob.shown import inert
+    from tfjob._internal import inert
 
     lines = [
         f"job       {inert(status.id)}",
@@ -93,7 +94,7 @@ def render_status(
         f"ended     {_when(status.ended)}",
         f"duration  {render_duration(status, now)}",
     ]
-    from tfjob import estimated_cost
+    from tfjob._internal import estimated_cost
 
     cost = estimated_cost(status, now)
     if cost is not None:
@@ -120,12 +121,12 @@ def render_status(
         for ts, state, message in events:
             lines.append(f"  {_when(ts)}  {state.value}" + (f"  {message}" if message else ""))
     if status.extra.get("kind") == "study":
-        from tfjob import render_study_status
+        from tfjob._internal import render_study_status
 
         lines.append("trials")
         lines += ["  " + line for line in render_study_status(status.extra).splitlines()]
     elif status.tasks:
-        from tfjob import render_tasks
+        from tfjob._internal import render_tasks
 
         lines.append("tasks")
         lines += ["  " + line for line in render_tasks(status.tasks, now).splitlines()]
@@ -134,7 +135,7 @@ def render_status(
         lines.append(f"last lines of {status.failed_task}")
         lines += ["  " + line for line in str(tail).splitlines()]
     if diagnoses:
-        from tfjob import explain
+        from tfjob._internal import explain
 
         lines += explain(diagnoses).splitlines()
     return "\n".join(lines)
@@ -226,7 +227,7 @@ def status(job_id: str, as_json: bool, output: str | None) -> None:
         if current.state.is_terminal:
             _after(handle, data)
         data["failure"] = failure_of(current)
-        from tfjob import estimated_cost
+        from tfjob._internal import estimated_cost
 
         data["estimated_cost"] = estimated_cost(current)
         click.echo(json_text(data))
@@ -296,7 +297,8 @@ def preempt(job_id: str, task: str, grace: str | None) -> None:
 @click.option("--timeout", help="Give up after this long (seconds, or 30m, 1h30m); the job keeps running.")
 def wait(job_id: str, timeout: str | None) -> None:
     """Wait for a job to end. Exit 0 if it SUCCEEDED, 1 if it failed or was lost, 130 if cancelled."""
-    from tfjob import get_job, parse_duration
+    from tfjob import get_job
+    from tfjob._internal import parse_duration
 
     seconds = parse_duration(timeout) if timeout is not None else None
     handle = get_job(job_id)

@@ -1,6 +1,6 @@
 """The CLI's options, made from the knobs' declarations and named after what they set.
 
-Each knob is declared once (:mod:`tfjob.knobs`, and each backend's options in its folder);
+Each knob is declared once (:mod:`tfjob.description.knobs`, and each backend's options in its folder);
 this module turns every declaration into a click option. Every option of ``submit`` / ``render`` that describes the job is named after the
 :class:`tfjob.Job` keyword it sets (``--module-name`` is ``module``, ``--display-name``
 ``name``, ``--context`` ``context``…), so a command hands them to ``Job`` as they come, and
@@ -17,7 +17,7 @@ from .flags import knobs
 from .numbers import ASCII_FLOAT, ASCII_INT
 
 if TYPE_CHECKING:
-    from tfjob import Knob
+    from tfjob._internal import Knob
 
 __all__ = ["knobs", "option_of", "knob_params", "KnobCommand", "JOB_OPTIONS", "SUBMIT_OPTIONS", "apply", "keyword_of"]
 

@@ -26,7 +26,7 @@ def dump(data: Any, output: str) -> str:
 def job_keywords(values: dict[str, Any]) -> dict[str, Any]:
     """The job options' values (named after :class:`tfjob.Job` keywords) as ``Job`` takes
     them, unset ones left out. Pure; shared by ``submit``, ``render`` and ``tune``."""
-    from tfjob import parse_duration, parse_key_values
+    from tfjob._internal import parse_duration, parse_key_values
 
     # A knob declared a duration (--timeout, --max-wait) takes 2h, 30m or seconds.
     durations = {k.name for k in knobs().values() if k.kind == "duration"}
@@ -108,7 +108,7 @@ def submit_job(
     job_options["name"] = display_name
     values = job_keywords(job_options)
     if worker_pool_spec:
-        from tfjob import pool_spec_keywords
+        from tfjob._internal import pool_spec_keywords
 
         values.update(pool_spec_keywords(worker_pool_spec, values))
         if "package" in values:

@@ -74,7 +74,7 @@ def tune(ctx: click.Context, /, package_path: str | None, package_path_opt: str 
     tfjob.report_metric (or cloudml-hypertune). `tfjob status STUDY` shows the trials.
     """
     from tfjob import Tuning
-    from tfjob import check_study_result as check_result
+    from tfjob._internal import check_study_result as check_result
 
     study_options = {name: options.pop(name) for name in _STUDY_KEYS}
     output = study_options.pop("output")

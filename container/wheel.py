@@ -36,6 +36,7 @@ BOOTSTRAP_MODULE = "tfjob.container.bootstrap"
 #: from the wheel alone to keep this list whole.
 FILES: tuple[str, ...] = (
     "__init__.py",
+    "_version.py",
     "errors.py",
     "hypertune.py",
     "lazy.py",
@@ -68,12 +69,12 @@ def _package_dirs() -> tuple[str, str]:
 
 
 def version() -> str:
-    """tfjob's version, read from ``tfjob/__init__.py`` (nothing is imported)."""
+    """tfjob's version, read from ``tfjob/_version.py`` (nothing is imported)."""
     root, _ = _package_dirs()
-    with open(os.path.join(root, "__init__.py"), encoding="utf-8") as f:
+    with open(os.path.join(root, "_version.py"), encoding="utf-8") as f:
         m = re.search(r'^__version__ = "([^"]+)"', f.read(), re.MULTILINE)
     if not m:
-        raise RuntimeError("tfjob/__init__.py has no __version__")
+        raise RuntimeError("tfjob/_version.py has no __version__")
     return m.group(1)
 
 

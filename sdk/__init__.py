@@ -1,41 +1,27 @@
 """tfjob: package, submit and run distributed TensorFlow training jobs.
 
-``from tfjob import Job`` is the Python entry point; see :class:`tfjob.job.Job`.
-The names here are the public API — the CLI (``tfjob.cli``) uses nothing else
-(``tests/test_layers.py``). Names are loaded on first use, so importing :mod:`tfjob` (which
-the in-container bootstrap does) costs nothing beyond the standard library.
+``from tfjob import Job`` is the Python entry point. The names here are the public API, each
+documented (``help(tfjob.Job)``); everything else is reached through its module (the error
+tree is :mod:`tfjob.errors`; the layout is docs/architecture.md). Names are loaded on first
+use, so importing :mod:`tfjob` (which the in-container bootstrap does) costs nothing beyond
+the standard library.
 """
 
 from __future__ import annotations
 
+from ._version import __version__ as __version__
 from .lazy import lazy_names
 
-__version__ = "0.1.0"
-
 _LAZY = {
-    # The job: what to run, its handle, the jobs known.
+    # The job: what to run, its handle, the jobs known; a Python function as a job.
     "Job": "tfjob.job",
     "JobHandle": "tfjob.job",
     "get_job": "tfjob.job",
     "list_jobs": "tfjob.job",
-    # A Python function as a job.
     "remote": "tfjob.job",
-    "JobStore": "tfjob.store",
-    # The job model (tfjob.model is its one home; these are the same objects).
-    "JobState": "tfjob.model",
-    "JobStatus": "tfjob.model",
-    "TaskStatus": "tfjob.model",
-    "format_duration": "tfjob.model",
-    "render_tasks": "tfjob.model",
-    # What a job is made of, and the typed values users write.
-    "JobSpec": "tfjob.spec",
-    "ScaleTier": "tfjob.spec",
-    "parse_duration": "tfjob.spec",
-    "parse_key_values": "tfjob.spec",
-    "check_image": "tfjob.spec",
-    "pool_spec_keywords": "tfjob.pool_flags",
+    # What a job is made of: a role's replicas and resources, and each platform's settings.
     "Replicas": "tfjob.platforms",
-    "Resources": "tfjob.spec",
+    "Resources": "tfjob.description.spec",
     "Local": "tfjob.platforms",
     "Vertex": "tfjob.platforms",
     "AIPlatform": "tfjob.platforms",
@@ -43,62 +29,31 @@ _LAZY = {
     "TFJob": "tfjob.platforms",
     "JobSet": "tfjob.platforms",
     "TrainJob": "tfjob.platforms",
-    "Knob": "tfjob.knobs",
-    "job_knobs": "tfjob.backends:knobs",
-    "flag_words": "tfjob.backends:flag_words",
-    "load_settings": "tfjob.settings",
-    "read_config_file": "tfjob.documents",
-    "machine_catalog": "tfjob.catalog:build_catalog",
-    # Inside a task.
-    "ClusterSpec": "tfjob.cluster",
-    "TaskInfo": "tfjob.cluster",
-    "report_metric": "tfjob.hypertune",
-    "task": "tfjob.cluster.current",
-    "cluster_resolver": "tfjob.cluster.current",
+    # What a handle says.
+    "JobState": "tfjob.model",
+    "JobStatus": "tfjob.model",
     # Tuning.
     "Tuning": "tfjob.tune",
-    "check_study_result": "tfjob.tune:check_result",
-    "StudySpec": "tfjob.study",
     "StudyResult": "tfjob.tuning.trials",
-    "render_study_status": "tfjob.tuning.trials",
-    # After the job: why it failed, what it left.
-    "Diagnosis": "tfjob.results",
-    "explain": "tfjob.diagnosis",
-    "estimated_cost": "tfjob.pricing:ran_cost",
-    "human_size": "tfjob.outputs",
-    "render_metrics": "tfjob.metrics:render_final",
-    "metrics_figure": "tfjob.metrics",
-    "study_figure": "tfjob.metrics",
-    "save_figure": "tfjob.metrics",
-    # Images, trainer templates, migration.
+    # Inside a task.
+    "task": "tfjob.cluster.current",
+    "cluster_resolver": "tfjob.cluster.current",
+    "report_metric": "tfjob.hypertune",
+    # An image for a trainer.
     "build_image": "tfjob.images",
-    "BuildProgress": "tfjob.images:Progress",
-    "cloud_build_target": "tfjob.images.cloudbuild:check_target",
-    "list_templates": "tfjob.scaffold",
-    "get_template": "tfjob.scaffold",
-    "init_template": "tfjob.scaffold",
-    "import_tfjob": "tfjob.migrate",
-    # Errors: one tree (tfjob.errors), every one a TfjobError.
+    # The errors a program catches (the whole tree: tfjob.errors), every one a TfjobError.
     **{
         name: "tfjob.errors"
         for name in (
             "TfjobError",
             "UsageError",
             "SpecError",
-            "ConfigFileError",
-            "ClusterConfigError",
-            "PackagingError",
-            "StoreError",
             "JobNotFoundError",
             "BackendError",
-            "AuthError",
-            "SubmissionUncertainError",
             "CapacityError",
-            "BackendUnavailableError",
             "JobFailedError",
             "JobCancelledError",
             "JobTimeoutError",
-            "LocalFileError",
         )
     },
 }
@@ -106,53 +61,20 @@ _LAZY = {
 # What a type checker reads (the names above are loaded on first use at run time).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .backends import flag_words as flag_words, knobs as _job_knobs
-    from .catalog import build_catalog as _machine_catalog
-    from .cluster import ClusterSpec as ClusterSpec, TaskInfo as TaskInfo
     from .cluster.current import cluster_resolver as cluster_resolver, task as task
-    from .diagnosis import explain as explain
-    from .pricing import ran_cost as _estimated_cost
-    from .documents import read_config_file as read_config_file
-    from .errors import AuthError as AuthError, BackendError as BackendError, BackendUnavailableError as BackendUnavailableError
-    from .errors import ClusterConfigError as ClusterConfigError, ConfigFileError as ConfigFileError
-    from .errors import JobCancelledError as JobCancelledError, JobFailedError as JobFailedError
-    from .errors import JobNotFoundError as JobNotFoundError, JobTimeoutError as JobTimeoutError, PackagingError as PackagingError
-    from .errors import SpecError as SpecError, StoreError as StoreError, SubmissionUncertainError as SubmissionUncertainError
-    from .errors import LocalFileError as LocalFileError, TfjobError as TfjobError, UsageError as UsageError
-    from .errors import CapacityError as CapacityError
+    from .description.spec import Resources as Resources
+    from .errors import BackendError as BackendError, CapacityError as CapacityError, JobCancelledError as JobCancelledError
+    from .errors import JobFailedError as JobFailedError, JobNotFoundError as JobNotFoundError, JobTimeoutError as JobTimeoutError
+    from .errors import SpecError as SpecError, TfjobError as TfjobError, UsageError as UsageError
     from .hypertune import report_metric as report_metric
-    from .images import Progress as _BuildProgress, build_image as build_image
-    from .images.cloudbuild import check_target as _cloud_build_target
+    from .images import build_image as build_image
     from .job import Job as Job, JobHandle as JobHandle, get_job as get_job, list_jobs as list_jobs, remote as remote
-    from .knobs import Knob as Knob
-    from .metrics import metrics_figure as metrics_figure, render_final as _render_metrics, save_figure as save_figure
-    from .metrics import study_figure as study_figure
-    from .migrate import import_tfjob as import_tfjob
-    from .model import JobState as JobState, JobStatus as JobStatus, TaskStatus as TaskStatus
-    from .model import format_duration as format_duration, render_tasks as render_tasks
-    from .outputs import human_size as human_size
+    from .model import JobState as JobState, JobStatus as JobStatus
     from .platforms import AIPlatform as AIPlatform, JobSet as JobSet, Kubernetes as Kubernetes, Local as Local
     from .platforms import Replicas as Replicas, TFJob as TFJob, TrainJob as TrainJob, Vertex as Vertex
-    from .pool_flags import pool_spec_keywords as pool_spec_keywords
-    from .results import Diagnosis as Diagnosis
-    from .scaffold import get_template as get_template, init_template as init_template, list_templates as list_templates
-    from .settings import load_settings as load_settings
-    from .spec import JobSpec as JobSpec, Resources as Resources, ScaleTier as ScaleTier, check_image as check_image
-    from .spec import parse_duration as parse_duration, parse_key_values as parse_key_values
-    from .store import JobStore as JobStore
-    from .study import StudySpec as StudySpec
-    from .tune import Tuning as Tuning, check_result as _check_study_result
-    from .tuning.trials import StudyResult as StudyResult, render_study_status as render_study_status
+    from .tune import Tuning as Tuning
+    from .tuning.trials import StudyResult as StudyResult
 
-    # The names public under another name than their home's: to a type checker an
-    # `import a as b` exports nothing (strict mypy), an assignment does.
-    BuildProgress = _BuildProgress
-    check_study_result = _check_study_result
-    cloud_build_target = _cloud_build_target
-    estimated_cost = _estimated_cost
-    job_knobs = _job_knobs
-    machine_catalog = _machine_catalog
-    render_metrics = _render_metrics
 
 __getattr__, _NAMES = lazy_names(__name__, _LAZY)
 __all__ = sorted([*_NAMES, "__version__"])

@@ -316,7 +316,7 @@ class CapacityError(BackendError):
     (``--region A,B``: the next one is tried as another attempt of the job).
 
     Attributes:
-        capacity: what it was (a :class:`tfjob.capacity.Capacity`): kind, quota metric, region, limit.
+        capacity: what it was (a :class:`tfjob.results.capacity.Capacity`): kind, quota metric, region, limit.
         region: the region the request went to.
     """
 
@@ -324,6 +324,10 @@ class CapacityError(BackendError):
         super().__init__(message)
         self.capacity = capacity
         self.region = region
+
+
+class ImageBuildError(TfjobError):
+    """The engine could not build or push the image (names the step or the registry)."""
 
 
 class BackendUnavailableError(BackendError):

@@ -37,7 +37,7 @@ def lazy_names(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any
 class LazyPattern:
     """A regular expression compiled the first time it is used (``.match``, ``.search``…):
     a module of many patterns imports without compiling any, and a run pays only for those
-    it uses (``tfjob.spec``'s name and resource checks, the secret scanner's rules)."""
+    it uses (``tfjob.description.spec``'s name and resource checks, the secret scanner's rules)."""
 
     __slots__ = ("source", "flags", "compiled")
 

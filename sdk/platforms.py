@@ -25,10 +25,10 @@ from .backends.base import GoogleCloudKnobs
 from .backends.kubeflow.options import KubernetesKnobs, TFJobKnobs
 from .backends.local.options import LocalKnobs
 from .backends.vertex.options import VertexKnobs
-from .knobs import StrPath, described_fields
+from .description.knobs import StrPath, described_fields
 
 if TYPE_CHECKING:
-    from .spec import Accelerator, Resources
+    from .description.spec import Accelerator, Resources
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class Replicas:
         machine_type: the Compute Engine machine each replica runs on, e.g. ``n1-standard-8``;
             default ``n1-standard-4``.
         accelerator: the accelerator each replica gets: ``NVIDIA_L4:1``,
-            ``type=NVIDIA_TESLA_T4,count=1`` or an :class:`tfjob.spec.Accelerator`.
+            ``type=NVIDIA_TESLA_T4,count=1`` or an :class:`tfjob.description.spec.Accelerator`.
         image: the container image this role runs (instead of the job's ``image``).
         args: arguments this role's trainer gets after the job's ``args``.
         env: environment variables of this role's tasks (over the job's ``env``).

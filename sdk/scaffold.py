@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import UsageError
-from .machines import did_you_mean
+from .description.machines import did_you_mean
 
 if TYPE_CHECKING:
     import sys

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from .errors import JobCancelledError, JobFailedError, SpecError, UsageError, Word
 from .job import Job
-from .study import HparamsConfig, StudySpec
+from .tuning.study import HparamsConfig, StudySpec
 from .tuning.hparams import load_hparams
 from .backends.base import Tuner, tuner_of
 from .tuning.trials import StudyResult
 
 if TYPE_CHECKING:
-    from .store import JobStore
+    from .runtime.store import JobStore
 
 #: ``--algorithm`` spellings → the platform's algorithm.
 ALGORITHM_NAMES = {
@@ -81,7 +81,7 @@ class Tuning:
     Args:
         job: the job every trial runs (:class:`tfjob.Job`), each with its trial's parameters
             as arguments; its backend runs the study.
-        hparams: the ``--hparams`` file, or a :class:`~tfjob.study.StudySpec`.
+        hparams: the ``--hparams`` file, or a :class:`~tfjob.tuning.study.StudySpec`.
         seed: makes a local search reproducible.
         max_trials, parallel_trials, max_failed_trials, algorithm: override the file.
 

@@ -14,7 +14,7 @@ import pytest
 from helpers import BIN, ROOT
 
 from tfjob.backends.local.reap import reap_lost
-from tfjob.store import JobStore, process_alive
+from tfjob.runtime.store import JobStore, process_alive
 
 #: The probe trainer (tests/data/trainers/probe): reports its task, then does as told.
 PROBE = ROOT / "tests" / "data" / "trainers" / "probe"

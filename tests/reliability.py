@@ -124,7 +124,7 @@ class Reliability:
     # -- settling a test -----------------------------------------------------------------
     def settle(self) -> list[str]:
         """Check the finished test's jobs and processes; count and return what is wrong."""
-        from tfjob.store import JobStore, process_alive, process_start_time
+        from tfjob.runtime.store import JobStore, process_alive, process_start_time
 
         problems: list[str] = []
         processes = list(self._watched)
@@ -177,7 +177,7 @@ class Reliability:
 
 def _store_file() -> Path | None:
     """The running test's job store, if the test ever opened one."""
-    from tfjob.settings import tfjob_home
+    from tfjob.runtime.settings import tfjob_home
 
     path = tfjob_home() / "jobs.db"
     return path if path.is_file() else None

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from tfjob.model import JobState
-from tfjob.store import JobRecord, JobStore
+from tfjob.runtime.store import JobRecord, JobStore
 
 
 #: A chief and one worker, as a recorded spec holds them.

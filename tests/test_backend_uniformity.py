@@ -126,8 +126,8 @@ def test_settings_given_to_a_backend_fill_its_options_instead_of_the_environment
     """Settings the caller resolved (``get_backend(name, settings=...)``) fill what the job's
     options leave out, and the environment is not read then; without them it is."""
     from tfjob.backends import get_backend
-    from tfjob.settings import Settings
-    from tfjob.store import JobStore
+    from tfjob.runtime.settings import Settings
+    from tfjob.runtime.store import JobStore
 
     monkeypatch.setenv("TFJOB_PROJECT", "from-env")
     monkeypatch.setenv("TFJOB_REGION", "us-east1")

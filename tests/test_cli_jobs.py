@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from tfjob.model import JobState, JobStatus, TaskStatus
 from tfjob.cli.jobs import render_job_list, render_status
 from tfjob.cli.main import app
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 
 def _cli(*argv: str) -> object:

@@ -11,10 +11,10 @@ import yaml
 from tfjob import Job
 from tfjob.backends import flag_words
 from tfjob.backends.vertex.options import VertexOptions
-from tfjob.config import JobConfig, load_job_config, parse_job_config, read_config_file
+from tfjob.config.job import JobConfig, load_job_config, parse_job_config, read_config_file
 from tfjob.errors import ConfigFileError, SpecError
 from tfjob.backends.aiplatform.render import render_job
-from tfjob.spec import Accelerator, Machine, Pool, ScaleTier
+from tfjob.description.spec import Accelerator, Machine, Pool, ScaleTier
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 
@@ -381,7 +381,7 @@ def test_a_flag_that_stands_for_several_keys_replaces_them_all() -> None:
 
 
 def test_merge_config_values_is_key_by_key_otherwise() -> None:
-    from tfjob.config import merge_config_values
+    from tfjob.config.job import merge_config_values
 
     file_values = {"scale_tier": "CUSTOM", "workers": 9, "worker_accelerator": Accelerator("NVIDIA_TESLA_T4", 1), "args": ["a"]}
     assert merge_config_values(file_values, {"workers": 2, "args": None, "scale_tier": "custom"}) == {

@@ -41,7 +41,7 @@ from tfjob.backends import get_backend
 from tfjob.platforms import Platform
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, UsageError
 from tfjob.job import JobHandle, get_job
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 from tfjob.model import JobState
 
 TRAINERS = {
@@ -288,7 +288,7 @@ def test_a_job_submitted_here_is_waited_for_from_another_process(platform: Drive
     # A pipeline's submit step and its wait step are two processes: the second knows the id only.
     handle = _submit(platform, "ok")
     code = (
-        "import sys; from tfjob import get_job; from tfjob.store import JobStore; "
+        "import sys; from tfjob import get_job; from tfjob.runtime.store import JobStore; "
         "s = get_job(sys.argv[1], store=JobStore(sys.argv[2])).wait(timeout=60, poll_interval=0.05, max_interval=0.5); "
         "print(s.state.value, s.id)"
     )
@@ -457,7 +457,7 @@ def test_another_backends_options_are_read_as_this_backends(name: str) -> None:
     from tfjob.backends import options_type
     from tfjob.backends.local.options import LocalOptions
     from tfjob.backends.vertex.options import VertexOptions
-    from tfjob.spec import build_spec
+    from tfjob.description.spec import build_spec
 
     backend = get_backend(name)
     other = (

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from tfjob.backends.kubeflow.status import build_job_status, parse_pod_task
 from tfjob.cli.main import app
-from tfjob.diagnosis import diagnose, diagnose_text, evaluator_hang, explain, kernel_oom_record
+from tfjob.results.diagnosis import diagnose, diagnose_text, evaluator_hang, explain, kernel_oom_record
 from tfjob.errors import JobFailedError
 from tfjob.job import Job
 from tfjob.platforms import Local

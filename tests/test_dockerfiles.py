@@ -119,7 +119,7 @@ def test_the_bootstrap_wheel_has_only_the_bootstrap_and_is_byte_identical(tmp_pa
         entry_points = z.read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
         metadata = z.read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert "tfjob/container/bootstrap.py" in names and "tfjob/cluster/task.py" in names
-    assert not any(n.startswith(("tfjob/cli/", "tfjob/backends/", "tfjob/job.py")) for n in names)
+    assert not any(n.startswith(("tfjob/cli/", "tfjob/backends/", "tfjob/job/")) for n in names)
     assert "tfjob-bootstrap = tfjob.container.bootstrap:main" in entry_points and "tfjob =" not in entry_points
     assert "Requires-Dist" not in metadata
 

@@ -15,7 +15,7 @@ from fakes.vertex_api import FakeVertex
 from test_vertex_e2e import run, submit_cmd
 from tfjob.cli.main import app
 from tfjob.model import JobState
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 # The stand-ins of test_vertex_e2e: gcp-storage-emulator (bucket b, in US), the Vertex AI stand-in, a trainer.
 emulator, fake, trainer = e2e.emulator, e2e.fake, e2e.trainer

@@ -94,7 +94,7 @@ def test_what_a_local_job_writes_stays_out_of_the_trainer_directory_and_the_next
         assert (work / "chief-0" / "out" / "model.txt").read_text() == "trained"
     assert sorted(p.name for p in work.iterdir()) == ["chief-0", "worker-0"]
     # The job's record names it too (what the Python API's status shows).
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     with JobStore() as store:
         record = store.get(job_id)
@@ -289,7 +289,7 @@ def test_an_empty_image_repo_asks_for_a_repository(tmp_path: Path) -> None:
 def test_an_ambiguous_job_id_says_how_many_more_match(tmp_path: Path) -> None:
     from tfjob.errors import UsageError
     from tfjob.model import JobState
-    from tfjob.store import JobRecord, JobStore
+    from tfjob.runtime.store import JobRecord, JobStore
 
     with JobStore(tmp_path / "jobs.db") as store:
         for n in range(7):
@@ -308,8 +308,8 @@ def test_an_ambiguous_job_id_says_how_many_more_match(tmp_path: Path) -> None:
 @pytest.mark.parametrize("backend", ["local", "vertex"])
 def test_the_report_page_says_a_local_jobs_machine_is_this_one(backend: str) -> None:
     from tfjob.model import JobState, JobStatus
-    from tfjob.report import ReportData, render_report
-    from tfjob.spec import build_spec
+    from tfjob.after.report import ReportData, render_report
+    from tfjob.description.spec import build_spec
 
     spec = build_spec(name="census", module="trainer.task", package="my_trainer", workers=2, ps=1).to_dict()
     page = render_report(ReportData(JobStatus("census-1", backend, "census", JobState.SUCCEEDED), spec=spec))
@@ -341,7 +341,7 @@ def test_the_study_plots_log_axis_labels_do_not_overlap(values: list[float]) -> 
     import importlib.util
 
     need_in_ci(importlib.util.find_spec("matplotlib") is not None, "needs matplotlib (the plots extra)")
-    from tfjob.metrics import study_figure
+    from tfjob.after.metrics import study_figure
 
     extra = {
         "study": {"metric": {"tag": "accuracy", "goal": "MAXIMIZE"}, "parameters": [{"name": "learning-rate", "scale": "UNIT_LOG_SCALE"}]},

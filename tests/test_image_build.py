@@ -134,7 +134,7 @@ def test_build_push_resubmit_unchanged_and_run_by_digest_from_a_clean_store(
     assert "nothing to build or push" in done.stderr
     after = registry.requests()[seen:]
     assert registry.uploads(seen) == [] and after and all(method in ("GET", "HEAD") for method, _, _ in after), after
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     store = JobStore()
     try:

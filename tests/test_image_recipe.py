@@ -269,7 +269,7 @@ def test_cli_mistakes_are_one_line_exit_2(argv: list[str], message: str, tmp_pat
 
 def test_no_credential_helper_value_leaks_into_argv_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Google's token reaches the engine in a private file, removed after the push."""
-    from tfjob.engine import Engine
+    from tfjob.runtime.engine import Engine
     from tfjob.images.build import _auth_file
 
     repo = parse_repository("us-central1-docker.pkg.dev/p/r/census")

@@ -68,7 +68,7 @@ def test_cli_commands_that_need_no_cloud_import_nothing_heavy(argv: list[str], t
 
 
 def test_importing_the_cli_and_the_sdk_imports_nothing_heavy(tmp_path: Path) -> None:
-    statement = "import tfjob.cli.main, tfjob.spec, tfjob.job, tfjob.config, tfjob.backends.aiplatform.render, tfjob.backends.aiplatform.backend, tfjob.pipelines.step"
+    statement = "import tfjob.cli.main, tfjob.description.spec, tfjob.job, tfjob.config.job, tfjob.backends.aiplatform.render, tfjob.backends.aiplatform.backend, tfjob.pipelines.step"
     code, heavy = heavy_modules(statement, tmp_path)
     assert (code, heavy) == (0, [])
 

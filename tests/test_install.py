@@ -112,7 +112,7 @@ def test_wheel_holds_every_package_the_templates_and_the_dockerfile(wheel: Path)
     modules = {"tfjob/" + p.relative_to(ROOT / "sdk").as_posix() for p in (ROOT / "sdk").rglob("*.py")}
     modules |= {"tfjob/cli/" + p.relative_to(ROOT / "cli").as_posix() for p in (ROOT / "cli").rglob("*.py")}
     assert modules <= names, sorted(modules - names)
-    assert {"tfjob/config.py", "tfjob/spec.py", "tfjob/cli/main.py", "tfjob/container/bootstrap.py"} <= names
+    assert {"tfjob/config/job.py", "tfjob/description/spec.py", "tfjob/cli/main.py", "tfjob/container/bootstrap.py"} <= names
     assert "tfjob/container/Dockerfile" in names, "the base image Dockerfile must ship in the wheel"
     dockerfiles = {f"tfjob/container/{p.name}" for p in (ROOT / "container").glob("*.Dockerfile")}
     assert dockerfiles <= names, sorted(dockerfiles - names)

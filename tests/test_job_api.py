@@ -18,7 +18,7 @@ from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wa
 from tfjob import Job, JobHandle, Local, get_job
 from tfjob.model import JobState
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
-from tfjob.store import JobStore, process_start_time
+from tfjob.runtime.store import JobStore, process_start_time
 
 
 def _job(

@@ -1,5 +1,5 @@
 """Each knob declared once — its type, help, flag, config key and the backends that take it —
-and the CLI's flags made from those declarations (tfjob.knobs, tfjob.backends.knobs)."""
+and the CLI's flags made from those declarations (tfjob.description.knobs, tfjob.backends.knobs)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from tfjob.backends import BACKENDS, backend_keywords, find_knob, flag_of, knobs, options_type
 from tfjob.cli.main import app
-from tfjob.knobs import JOB_KNOBS, Knob, declared, kind_of, knob
+from tfjob.description.knobs import JOB_KNOBS, Knob, declared, kind_of, knob
 from tfjob.model import SubmitOptions
 
 #: Options fields a front end sets, never a user: no flag, no knob.
@@ -29,7 +29,7 @@ def test_everything_only_some_backends_take_is_a_declared_knob_of_the_backend(ba
     common = {f.name for f in dataclasses.fields(SubmitOptions)}
     mine = {f.name for f in dataclasses.fields(options_type(backend))} - common - SET_BY_THE_FRONT_END
     undeclared = sorted(name for name in backend_keywords(backend) - SET_BY_THE_FRONT_END if name not in knobs())
-    assert not undeclared, f"{backend}: declare these with tfjob.knobs.knob() or in SPEC_KNOBS: {undeclared}"
+    assert not undeclared, f"{backend}: declare these with tfjob.description.knobs.knob() or in SPEC_KNOBS: {undeclared}"
     for name in mine | set(options_type(backend).SPEC_KEYWORDS):
         assert backend in knobs()[name].backends, (backend, name)
     # …and a knob says a backend takes it only when that backend's options declare it.
@@ -157,8 +157,8 @@ def test_a_misplaced_flag_from_a_real_process_is_one_line_on_stderr() -> None:
 
 
 def test_a_declared_knobs_plain_custom_job_spec_key_is_read_from_its_declaration() -> None:
-    from tfjob.config_doc import ConfigDoc
-    from tfjob.config_vertex import declared_keys, parse_custom_job_spec
+    from tfjob.config.document import ConfigDoc
+    from tfjob.config.vertex import declared_keys, parse_custom_job_spec
     from tfjob.errors import ConfigFileError
 
     pools = [{"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": "gcr.io/p/t:1"}}]
@@ -218,7 +218,7 @@ import json, sys
 from tfjob.cli.main import app
 from tfjob.cli import options
 import tfjob.backends as b
-from tfjob.job import _kinds, check_backend_keywords, job_keywords
+from tfjob.job.keywords import _kinds, check_backend_keywords, job_keywords
 command = app.commands["submit"]
 command.make_context("submit", ["trainer/", "-m", "trainer.task", "--workers", "4"])
 job_keywords()

@@ -27,8 +27,8 @@ from tfjob.platforms import TFJob
 from tfjob.backends.kubeflow.client import KubeClient
 from tfjob.backends.kubeflow.kinds import TFJOB
 from tfjob.backends.kubeflow.render import render_tfjob
-from tfjob.spec import build_spec
-from tfjob.store import JobStore
+from tfjob.description.spec import build_spec
+from tfjob.runtime.store import JobStore
 
 IMAGE = "registry.example/trainers/census:1"
 CRD = CRDS / "kubeflow.org_tfjobs.yaml"

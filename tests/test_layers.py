@@ -1,6 +1,7 @@
-"""The layout docs/architecture.md states, checked: a backend is a folder that imports only
-the layers below it — never another backend's folder, the API (`tfjob.job`, `tfjob.tune`)
-or the CLI — so adding a backend means adding a folder."""
+"""The layout docs/architecture.md states, checked: the packages are layers, each importing only
+the layers below it; a backend is a folder that imports only the layers below it — never another
+backend's folder, the API (`tfjob.job`, `tfjob.tune`) or the CLI — so adding a backend means
+adding a folder."""
 
 from __future__ import annotations
 
@@ -12,7 +13,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ROOT / "sdk" / "backends"
 FOLDERS = sorted(p.name for p in BACKENDS.iterdir() if p.is_dir() and (p / "__init__.py").exists())
-ABOVE = ("tfjob.job", "tfjob.tune", "tfjob.cli", "tfjob.backends")  # tfjob.backends: the registry itself
+ABOVE = ("tfjob.job", "tfjob.tune", "tfjob.cli", "tfjob.backends", "tfjob.after", "tfjob.images")  # tfjob.backends: the registry itself
+
+#: docs/architecture.md's layers, bottom to top: what sits in sdk/ (a package, or a module at the
+#: top); each imports only from its own layer and the layers below it.
+LAYERS: list[tuple[str, ...]] = [
+    ("_version", "errors", "lazy", "shown", "model", "hypertune", "cluster", "container"),  # the bottom; stdlib only
+    ("description",),  # the job description: pure, validated data
+    ("config", "results", "pricing"),  # readers into it; what a job's end is read into; prices
+    ("runtime", "tuning"),  # settings, the job store, the lifecycle, the engine; studies
+    ("packaging", "functions"),  # what is shipped; a function as a trainer package
+    ("backends",),  # one folder per platform
+    ("images", "after"),  # images built for a trainer; outputs, metrics, the report
+    ("__init__", "__main__", "_internal", "job", "tune", "platforms", "scaffold", "pipelines"),  # the API, and what sits on it
+]
 
 
 def imports_of(path: Path, package: list[str] | None = None) -> list[tuple[int, str]]:
@@ -30,6 +44,40 @@ def imports_of(path: Path, package: list[str] | None = None) -> list[tuple[int, 
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
     return found
+
+
+def unit_of(module: str) -> str:
+    """``tfjob.description.spec`` -> ``description`` (a package, or a module at the top)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def layer_violations(path: Path, package: list[str] | None = None) -> list[str]:
+    """The imports of ``path`` (an sdk/ file, or one said to be in ``package``) that reach a layer above its own."""
+    rank = {unit: i for i, units in enumerate(LAYERS) for unit in units}
+    package = package or ["tfjob", *path.relative_to(ROOT / "sdk").parent.parts]
+    mine = rank[unit_of(".".join([*package, path.stem]))]
+    wrong = []
+    for line, module in imports_of(path, package):
+        if module.startswith("tfjob.") and module.split(".")[1] != "cli" and rank[unit_of(module)] > mine:
+            wrong.append(f"{path.name}:{line} imports {module}")
+    return wrong
+
+
+def test_the_packages_are_layers_each_importing_only_those_below_it() -> None:
+    files = sorted((ROOT / "sdk").rglob("*.py"))
+    units = {unit_of(".".join(["tfjob", *p.relative_to(ROOT / "sdk").with_suffix("").parts])) for p in files}
+    assert units <= {u for layer in LAYERS for u in layer}, "a module in sdk/ is in no layer: add it to LAYERS and docs/architecture.md"
+    wrong = [w for path in files for w in layer_violations(path)]
+    assert not wrong, "\n".join(wrong)
+    # The flat modules were grouped: at the top only the bottom's modules and the API's.
+    assert {p.stem for p in (ROOT / "sdk").glob("*.py")} <= set(LAYERS[0]) | set(LAYERS[-1])
+
+
+def test_the_layer_check_sees_an_import_from_above(tmp_path: Path) -> None:
+    fake = tmp_path / "x.py"
+    fake.write_text("from ..errors import SpecError\nfrom .machines import X\ndef f():\n    from ..runtime.store import JobStore\n")
+    assert layer_violations(fake, ["tfjob", "description"]) == ["x.py:4 imports tfjob.runtime.store"]
 
 
 def test_every_backend_is_a_folder_in_the_registry_with_its_own_options() -> None:
@@ -106,11 +154,11 @@ def test_packaging_is_a_package_of_its_concerns_each_importing_only_those_before
     # before it, and below packaging only the bottom layers and the job description.
     below = (
         "tfjob.errors",
-        "tfjob.limits",
+        "tfjob.description.limits",
         "tfjob.lazy",
-        "tfjob.spec",
-        "tfjob.requirements",
-        "tfjob.settings",
+        "tfjob.description.spec",
+        "tfjob.description.requirements",
+        "tfjob.runtime.settings",
     )
     earlier = tuple(f"tfjob.packaging.{m}" for m in PACKAGING_ORDER[: PACKAGING_ORDER.index(module)])
     path = ROOT / "sdk" / "packaging" / f"{module}.py"
@@ -127,21 +175,23 @@ CLI = ROOT / "cli"
 
 
 def cli_wrong_imports(path: Path) -> list[str]:
-    """What ``path`` (a CLI module) imports of tfjob beyond the public API: ``from tfjob import N``
-    with N in ``tfjob.__all__``, and the CLI's own modules."""
+    """What ``path`` (a CLI module) imports of tfjob beyond the public API and the CLI's own
+    internal one: ``from tfjob import N`` with N in ``tfjob.__all__``, ``from tfjob._internal
+    import N`` with N in ``tfjob._internal.__all__``, and the CLI's own modules."""
     import tfjob
+    import tfjob._internal
 
-    public = set(tfjob.__all__)
+    offered = {"tfjob": set(tfjob.__all__), "tfjob._internal": set(tfjob._internal.__all__)}
     wrong = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
             if node.level or (node.module or "").startswith("tfjob.cli"):
                 continue  # the CLI's own modules
-            if node.module == "tfjob":
+            if node.module in offered:
                 wrong += [
-                    f"{path.name}:{node.lineno} imports tfjob.{a.name}, which tfjob does not export"
+                    f"{path.name}:{node.lineno} imports {node.module}.{a.name}, which {node.module} does not export"
                     for a in node.names
-                    if a.name not in public
+                    if a.name not in offered[node.module]
                 ]
             elif (node.module or "").split(".")[0] == "tfjob":
                 wrong.append(f"{path.name}:{node.lineno} imports from {node.module}")
@@ -165,12 +215,15 @@ def test_the_cli_check_sees_an_internal_import(tmp_path: Path) -> None:
     fake = tmp_path / "x.py"
     fake.write_text(
         "from tfjob import Job, get_job\nfrom .app import app\nfrom tfjob.cli.options import JOB_OPTIONS\n"
-        "def f():\n    from tfjob.backends.local.reap import reap_lost\n    from tfjob import reap_lost\n    import tfjob.store\n"
+        "def f():\n    from tfjob.backends.local.reap import reap_lost\n    from tfjob import reap_lost\n    import tfjob.runtime.store\n"
+        "    from tfjob._internal import job_knobs\n    from tfjob import job_knobs\n    from tfjob._internal import reap_lost\n"
     )
     assert cli_wrong_imports(fake) == [
         "x.py:5 imports from tfjob.backends.local.reap",
         "x.py:6 imports tfjob.reap_lost, which tfjob does not export",
-        "x.py:7 imports tfjob.store",
+        "x.py:7 imports tfjob.runtime.store",
+        "x.py:9 imports tfjob.job_knobs, which tfjob does not export",
+        "x.py:10 imports tfjob._internal.reap_lost, which tfjob._internal does not export",
     ]
 
 
@@ -183,6 +236,13 @@ def test_every_public_name_is_documented_and_the_job_model_has_one_home() -> Non
     for name in tfjob.__all__:
         if name != "__version__":
             assert (getattr(tfjob, name).__doc__ or "").strip(), f"tfjob.{name} has no docstring"
+    # About thirty names a program programs against; what only the command line needs is
+    # tfjob._internal's, and every name there still loads.
+    import tfjob._internal
+
+    assert len(tfjob.__all__) <= 33, sorted(tfjob.__all__)
+    assert not set(tfjob.__all__) & set(tfjob._internal.__all__)
+    assert all(getattr(tfjob._internal, name) is not None for name in tfjob._internal.__all__)
     model = ("JobState", "JobStatus", "TaskStatus", "SubmitOptions")
     for name in model:
         assert getattr(tfjob.model, name).__module__ == "tfjob.model"

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from tfjob.cli.main import app
 from tfjob.cluster.task import parse_cluster_spec, parse_tf_config
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 TASKS = ["chief-0", "worker-0", "worker-1", "worker-2", "worker-3", "ps-0", "ps-1"]
 

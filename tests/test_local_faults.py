@@ -37,7 +37,7 @@ from tfjob import Job
 from tfjob.model import JobState
 from tfjob.cli.main import app
 from tfjob.backends.local.ports import pick_ports
-from tfjob.store import JobStore, process_alive
+from tfjob.runtime.store import JobStore, process_alive
 
 GRACE = "30"  # long: a test that waited for it would show
 

@@ -146,7 +146,7 @@ def test_the_container_engines_own_noise_is_not_the_tasks(tmp_path: Path) -> Non
     """podman prints "forwarding signal 15 … no such container" into a task's output when
     teardown's SIGTERM arrives after the container ended: kept out of every log; a line of
     the task's that merely mentions it stays, and a partial line waits for its end."""
-    from tfjob.engine import ENGINE_NOISE
+    from tfjob.runtime.engine import ENGINE_NOISE
 
     cid = "f8fe64b82db7acf60c760d7ca2111ddda63c4bc1c2dc383011eabec4240668ed"
     noise = (

@@ -23,7 +23,7 @@ from tfjob.backends.local.plan import (
 )
 from tfjob.cluster.dispatch import job_strategy
 from tfjob.backends.local.ports import ephemeral_range, pick_ports, pick_range, port_is_free, port_taken
-from tfjob.spec import build_spec
+from tfjob.description.spec import build_spec
 
 
 def _spec(**kw: object):
@@ -248,7 +248,7 @@ def test_tensorflow_info_lines_are_off_unless_the_user_asks_for_them() -> None:
 
 
 def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
-    from tfjob.engine import Engine
+    from tfjob.runtime.engine import Engine
 
     spec = _spec(image="localhost/tfjob:1", workers=1, ps=1)
     plans = _plans(
@@ -265,7 +265,7 @@ def test_shipped_packages_are_mounted_read_only_and_installed_first() -> None:
 
 def test_a_path_with_a_colon_is_not_mounted_into_containers() -> None:
     # '-v /out:/etc:/out:/etc:U' would not be the job dir podman mounts: refused in one line.
-    from tfjob.engine import Engine
+    from tfjob.runtime.engine import Engine
 
     engine = Engine("podman", "podman")
     with pytest.raises(SpecError, match=r"^--job-dir '/tmp/out:/etc' holds ':'.*choose a path without ':'$"):

@@ -26,8 +26,8 @@ from local_helpers import (
 
 from tfjob.cli.main import app
 from tfjob.model import JobState
-from tfjob.restarts import parse_policies, parse_preemptions, restart_delay, should_restart
-from tfjob.store import JobRecord, JobStore
+from tfjob.description.restarts import parse_policies, parse_preemptions, restart_delay, should_restart
+from tfjob.runtime.store import JobRecord, JobStore
 
 
 def _cli(*args: str):

@@ -20,7 +20,7 @@ from fakes.kube_api import FakeKube, kube_fixture
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 
 from tfjob.errors import SpecError
-from tfjob.migrate import import_tfjob
+from tfjob.config.migrate import import_tfjob
 
 GUIDES = ROOT / "docs" / "migrate"
 CRDS = ROOT / "tests" / "data" / "crds"

@@ -21,9 +21,9 @@ from tfjob.cli.main import app
 from tfjob.errors import JobFailedError
 from tfjob.job import Job, get_job
 from tfjob.platforms import Local
-from tfjob.store import JobStore
-from tfjob.metrics import read_metrics
-from tfjob.outputs import download, job_outputs, list_local
+from tfjob.runtime.store import JobStore
+from tfjob.after.metrics import read_metrics
+from tfjob.after.outputs import download, job_outputs, list_local
 
 TRAINER = """
 import argparse, json, os
@@ -100,7 +100,7 @@ def test_metrics_are_the_last_values_per_run_read_without_tensorflow(home: tuple
     assert [p.step for p in metrics.series["train"]["loss"]] == [1, 2, 3, 4, 5]
     assert metrics.flat()["eval/loss"] == pytest.approx(0.3)
     # TensorBoard's reader, not TensorFlow's: a fresh interpreter reads them without importing it.
-    code = "import sys; from tfjob.metrics import read_metrics; m = read_metrics('x', sys.argv[1]); print(sorted(m.final)); print('tensorflow' in sys.modules)"
+    code = "import sys; from tfjob.after.metrics import read_metrics; m = read_metrics('x', sys.argv[1]); print(sorted(m.final)); print('tensorflow' in sys.modules)"
     import subprocess
 
     out = subprocess.run([sys.executable, "-c", code, metrics.log_dir], capture_output=True, text=True, check=True).stdout.split("\n")
@@ -277,7 +277,7 @@ def test_tensorboard_serves_the_job_logs_and_ends_with_its_command(home: tuple[s
 
 def test_a_study_gets_its_trials_table_history_and_parameter_plots(tmp_path: Path) -> None:
     from helpers import ROOT
-    from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+    from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
     from tfjob.tune import Tuning, check_result
     import io
 
@@ -312,7 +312,7 @@ def test_a_vertex_jobs_gs_outputs_metrics_and_tensorboard(home: tuple[str, Path]
     import urllib.request
 
     from tfjob.model import JobState
-    from tfjob.store import JobRecord, JobStore
+    from tfjob.runtime.store import JobRecord, JobStore
 
     _, job_dir = home
     for rel, _, _ in list_local(str(job_dir))[0]:
@@ -338,7 +338,7 @@ def test_a_vertex_jobs_gs_outputs_metrics_and_tensorboard(home: tuple[str, Path]
 
 def test_the_report_timeline_shows_restarts() -> None:
     from tfjob.model import JobState, JobStatus, TaskRestart, TaskStatus
-    from tfjob.report import ReportData, render_report
+    from tfjob.after.report import ReportData, render_report
 
     t0 = 1_800_000_000.0
     worker = TaskStatus("worker-0", JobState.SUCCEEDED, exit_code=0, started=t0, ended=t0 + 60, restarts=2,

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tfjob.backends.kubeflow.options import KubernetesOptions, TFJobOptions
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
-from tfjob.config import parse_job_config
+from tfjob.config.job import parse_job_config
 from tfjob.errors import SpecError
 from tfjob.job import Job
 from tfjob.platforms import Local, Replicas
@@ -22,7 +22,7 @@ from tfjob.backends.aiplatform.render import render_training_input
 from tfjob.backends.kubeflow.render_jobset import render_jobset
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.spec import build_spec
+from tfjob.description.spec import build_spec
 
 IMAGE = "gcr.io/p/t:1"
 PER_POOL = dict(
@@ -69,7 +69,7 @@ def test_a_containers_own_command_on_vertex_kubeflow_and_locally() -> None:
     assert pool["command"] == ["python", "-m", "trainer.task"] and pool["args"] == ["--epochs", "2"]
     container = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["python", "-m", "trainer.task"] and container["args"] == ["--epochs", "2"]
-    from tfjob.engine import Engine
+    from tfjob.runtime.engine import Engine
     from tfjob.backends.local.plan import build_cluster, build_task_plans
 
     plans = build_task_plans(
@@ -107,7 +107,7 @@ def test_each_local_task_runs_with_its_pools_args_and_env(tmp_path: Path) -> Non
 
 
 def test_a_tuning_trial_appends_its_parameters_to_every_pools_args() -> None:
-    from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+    from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
     from tfjob.backends.local.tuning import build_trial_spec
     from tfjob.tuning.trials import Trial
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tfjob.backends.kubeflow.status import parse_pod_task
 from tfjob.cli.jobs import render_status
 from tfjob.model import JobState, JobStatus, TaskRestart, TaskStatus
-from tfjob.store import JobRecord, JobStore, TaskRecord
+from tfjob.runtime.store import JobRecord, JobStore, TaskRecord
 
 
 def test_the_store_keeps_a_task_s_restarts_and_the_job_s_history_notes(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from local_helpers import assert_no_survivors
 from tfjob.cli.main import app
 from tfjob.model import JobState
 from tfjob.scaffold import init_template
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 pytestmark = [requires_tf, pytest.mark.slow, pytest.mark.tf]
 

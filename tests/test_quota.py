@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from fakes.vertex_api import FakeVertex
 import test_vertex_e2e as e2e
 from test_vertex_e2e import run, submit_cmd
-from tfjob.capacity import classify
+from tfjob.results.capacity import classify
 from tfjob.cli.main import app
-from tfjob.diagnosis import diagnose
+from tfjob.results.diagnosis import diagnose
 from tfjob.model import JobState, JobStatus, TaskStatus
 
 L4 = "aiplatform.googleapis.com/custom_model_training_nvidia_l4_gpus"

@@ -245,7 +245,7 @@ def _the_study_read_each_trials_census_accuracy(work: Path) -> None:
     """The README's study is the suite's real census tuning (tests/test_tune_local.py and
     test_tune_parts.py hold the algorithms and the files): each trial trained in its own job dir,
     and the study's metric is the accuracy that trial's evaluation wrote."""
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     with JobStore() as store:
         (study,) = [r for r in store.list() if r.extra.get("kind") == "study"]

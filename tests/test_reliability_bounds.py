@@ -17,7 +17,7 @@ import pytest
 from reliability import Reliability
 from tfjob import Job
 from tfjob.errors import SpecError
-from tfjob.limits import INT32_MAX, LOCAL_MAX_TASKS
+from tfjob.description.limits import INT32_MAX, LOCAL_MAX_TASKS
 
 HUGE = "99999999999999999999"
 
@@ -144,7 +144,7 @@ def test_documents_are_bounded(trainer: Path, tmp_path: Path, tfjob_exe: str, re
 
 
 def test_categorical_values_are_checked_in_linear_time() -> None:
-    from tfjob.study import ParameterSpec
+    from tfjob.tuning.study import ParameterSpec
 
     values = [f"v{i}" for i in range(40_000)]
     spec = ParameterSpec("p", "CATEGORICAL", values=values)
@@ -214,7 +214,7 @@ def test_local_render_grows_linearly_with_the_task_count(trainer: Path) -> None:
 
     from tfjob.model import SubmitOptions
     from tfjob.backends.local.backend import LocalBackend
-    from tfjob.spec import build_spec
+    from tfjob.description.spec import build_spec
 
     def size(workers: int) -> int:
         spec = build_spec(name="j", module="trainer.task", package=str(trainer), workers=workers, ps=10)
@@ -283,7 +283,7 @@ READERS = {
 
 
 #: Every reader (through the real CLI) gets the bomb, the cycle and the long integer; the other
-#: documents go through the same function (tfjob.documents.read_config_file), checked in process.
+#: documents go through the same function (tfjob.config.files.read_config_file), checked in process.
 DOCUMENT_CASES = [
     *((reader, name) for reader in sorted(READERS) for name in ("bomb.yaml", "cycle.yaml", "digits.yaml")),
     ("--pod-template", "base60.yaml"),
@@ -315,7 +315,7 @@ def test_every_document_is_bounded_by_its_expanded_size(
     "name", ["bomb.yaml", "cycle.yaml", "self.yaml", "digits.yaml", "hex.yaml", "base60.yaml", "digits.json", "deep-alias.yaml"]
 )
 def test_the_document_reader_refuses_each_in_one_line(tmp_path: Path, reliability: Reliability, name: str) -> None:
-    from tfjob.documents import read_config_file
+    from tfjob.config.files import read_config_file
     from tfjob.errors import ConfigFileError
 
     path, needle = _hostile_documents(tmp_path)[name]
@@ -328,7 +328,7 @@ def test_the_document_reader_refuses_each_in_one_line(tmp_path: Path, reliabilit
 
 
 def test_merge_keys_are_counted(tmp_path: Path) -> None:
-    from tfjob.documents import MAX_MERGED_KEYS, read_config_file
+    from tfjob.config.files import MAX_MERGED_KEYS, read_config_file
     from tfjob.errors import ConfigFileError
 
     keys = "".join(f"  k{i}: 1\n" for i in range(MAX_MERGED_KEYS // 2 + 1))
@@ -341,7 +341,7 @@ def test_merge_keys_are_counted(tmp_path: Path) -> None:
 
 
 def test_aliases_within_bounds_are_read(tmp_path: Path) -> None:
-    from tfjob.documents import EXPANSION, MAX_DOCUMENT_BYTES, check_expanded, read_config_file
+    from tfjob.config.files import EXPANSION, MAX_DOCUMENT_BYTES, check_expanded, read_config_file
 
     path = tmp_path / "ok.yaml"
     path.write_text("defaults: &d {cpu: '1', memory: 2Gi}\nchief: {resources: *d}\nworker: {resources: *d}\n")

@@ -23,7 +23,7 @@ from helpers import need_in_ci
 from reliability import Reliability
 from tfjob import Job
 from tfjob.backends.local.contain import JobCgroup, is_job_cgroup, job_processes
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 TRAINER = """\
 import os, subprocess, sys, time

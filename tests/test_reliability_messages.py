@@ -22,7 +22,7 @@ import tfjob
 from helpers import need_in_ci
 from reliability import Reliability
 from tfjob.errors import SpecError, UsageError
-from tfjob.requirements import read_requirements
+from tfjob.description.requirements import read_requirements
 
 
 @pytest.fixture

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from reliability import Reliability
 
 from tfjob import Job
-from tfjob.config_legacy import ACCELERATOR_CONFIG_KEYS, LEGACY_JOB_KEYS, REPLICA_CONFIG_KEYS, TRAINING_INPUT_KEYS
-from tfjob.config_vertex import (
+from tfjob.config.legacy import ACCELERATOR_CONFIG_KEYS, LEGACY_JOB_KEYS, REPLICA_CONFIG_KEYS, TRAINING_INPUT_KEYS
+from tfjob.config.vertex import (
     CONTAINER_SPEC_KEYS,
     CUSTOM_JOB_KEYS,
     CUSTOM_JOB_SPEC_KEYS,
@@ -38,9 +38,9 @@ from tfjob.config_vertex import (
 )
 from tfjob.errors import TfjobError
 from tfjob.tuning.hparams import COUNT_KEYS, LEGACY_KEYS, LEGACY_PARAM_KEYS, METRIC_KEYS, PARAMETER_KEYS, STUDY_SPEC_KEYS
-from tfjob.machines import ACCELERATORS, RETIRED_ACCELERATORS
-from tfjob.limits import MAX_TIMEOUT_SECONDS
-from tfjob.spec import Accelerator, build_spec, parse_duration, parse_key_values
+from tfjob.description.machines import ACCELERATORS, RETIRED_ACCELERATORS
+from tfjob.description.limits import MAX_TIMEOUT_SECONDS
+from tfjob.description.spec import Accelerator, build_spec, parse_duration, parse_key_values
 
 #: The properties' examples: the Hypothesis profile's (300 in CI, 10,000 with --hypothesis-profile deep; tests/conftest.py).
 many = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
@@ -257,8 +257,8 @@ def test_config_and_study_files(content: tuple[str, bytes], doc_dir: Path, relia
 def test_numbers_in_other_scripts_are_refused_in_one_line(number: str, tmp_path: Path) -> None:
     """str.isdigit() takes '²' (and int() then raises ValueError); every count parser refuses it in one line."""
     from tfjob.backends.kubeflow.pod import role_resources
-    from tfjob.machines import tpu_chips
-    from tfjob.pool_flags import pool_spec_keywords
+    from tfjob.description.machines import tpu_chips
+    from tfjob.config.pool_flags import pool_spec_keywords
     from tfjob.tuning.hparams import load_hparams
 
     one_line_error(
@@ -327,7 +327,7 @@ def test_a_trailing_newline_does_not_pass_for_a_name() -> None:
     from tfjob.backends.kubeflow.render import check_k8s_name
     from tfjob.backends.vertex.submission import check_region
     from tfjob.scaffold import init_template
-    from tfjob.study import ParameterSpec
+    from tfjob.tuning.study import ParameterSpec
 
     for check in (
         lambda: check_region("us-central1\n"),

@@ -15,7 +15,7 @@ import pytest
 from reliability import Reliability
 
 from tfjob.model import JobState
-from tfjob.store import JobRecord, JobStore, TaskRecord, process_alive, process_start_time
+from tfjob.runtime.store import JobRecord, JobStore, TaskRecord, process_alive, process_start_time
 
 
 @pytest.fixture

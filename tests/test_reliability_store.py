@@ -210,7 +210,7 @@ def test_rows_this_version_cannot_read_are_shown_not_tracebacks(tmp_path: Path, 
 
 def test_a_row_read_in_python_keeps_what_can_be_read(tmp_path: Path) -> None:
     from tfjob.model import JobState
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     with JobStore(tmp_path / "jobs.db") as store:
         pass

@@ -22,9 +22,10 @@ from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import BackendError
 from tfjob.backends.vertex.client import VertexClient
 from tfjob.backends.vertex.retry import Backoff
-from tfjob.backends.vertex.service import follow_job, submit_job
-from tfjob.spec import build_spec
-from tfjob.store import JobStore
+from tfjob.backends.vertex.backend import submit_job
+from tfjob.backends.vertex.service import follow_job
+from tfjob.description.spec import build_spec
+from tfjob.runtime.store import JobStore
 
 CREATE = r"^POST /v1/projects/p/locations/us-central1/customJobs$"
 LIST = r"^GET /v1/projects/p/locations/us-central1/customJobs$"
@@ -163,7 +164,7 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
 
 def test_a_pending_submission_that_was_never_created_fails_and_says_submit_again(fake: FakeVertex) -> None:
     from tfjob.backends.vertex.service import fetch_status, pending_id
-    from tfjob.store import JobRecord
+    from tfjob.runtime.store import JobRecord
 
     record = JobRecord(
         id=pending_id("0" * 32), backend="vertex", name="storm", state=JobState.QUEUED,

@@ -20,7 +20,8 @@ import pytest
 import tfjob
 from helpers import requires_tf
 from local_helpers import assert_no_survivors, job_processes, no_leftover_jobs  # noqa: F401 - the fixture
-from tfjob import JobSet, JobStore, SpecError, Vertex
+from tfjob import JobSet, SpecError, Vertex
+from tfjob.runtime.store import JobStore
 from tfjob.functions import RemoteTraceback
 
 from test_vertex_e2e import emulator, fake  # noqa: F401 - fixtures
@@ -258,7 +259,7 @@ def test_the_vertex_prebuilt_images_python_is_the_one_their_names_say() -> None:
 
 
 def test_without_cloudpickle_the_call_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfjob import BackendUnavailableError
+    from tfjob.errors import BackendUnavailableError
 
     monkeypatch.setitem(sys.modules, "cloudpickle", None)  # an import of it raises ImportError
     with pytest.raises(BackendUnavailableError, match=r"pip install 'tfjob\[remote\]'$"):

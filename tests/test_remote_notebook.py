@@ -20,7 +20,8 @@ import pytest
 
 from helpers import ROOT, requires_tf
 from local_helpers import assert_no_survivors, job_processes, no_leftover_jobs  # noqa: F401 - the fixture
-from tfjob import JobState, JobStore
+from tfjob import JobState
+from tfjob.runtime.store import JobStore
 
 pytestmark = [requires_tf, pytest.mark.slow, pytest.mark.tf]
 

@@ -16,10 +16,10 @@ from helpers import cli_words, golden_text
 
 from tfjob.backends import get_backend
 from tfjob.backends.base import GoogleCloudOptions
-from tfjob.config import parse_job_config
+from tfjob.config.job import parse_job_config
 from tfjob.errors import BackendError, SpecError
 from tfjob.backends.aiplatform.render import build_job_id, format_duration, render_job, render_training_input
-from tfjob.spec import JobSpec, build_spec
+from tfjob.description.spec import JobSpec, build_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "aiplatform"
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tfjob.cli.main import app
 from tfjob.errors import UsageError
 from tfjob.packaging import build_sdist
-from tfjob.requirements import read_requirements, unmet_requirements
+from tfjob.description.requirements import read_requirements, unmet_requirements
 
 
 def _trainer(tmp_path: Path, requirements: str | None) -> Path:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tfjob import AIPlatform, Job, JobSet, Kubernetes, Replicas, Resources, SpecError, Vertex
-from tfjob.resources import choose_machine
-from tfjob.spec import JobSpec
+from tfjob.description.resources import choose_machine
+from tfjob.description.spec import JobSpec
 
 IMAGE = "us-docker.pkg.dev/p/trainers/t:1"
 L4_WORKERS = Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="NVIDIA_L4:1"))

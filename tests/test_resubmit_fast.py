@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tfjob.requirements import installed_version
+from tfjob.description.requirements import installed_version
 
 HEAVY = ("build", "pyproject_hooks", "importlib.metadata", "tarfile", "zipfile", "google.cloud", "google.auth", "kubernetes")
 
@@ -73,7 +73,7 @@ def test_the_bootstrap_wheel_is_made_once_and_again_when_damaged(tmp_path: Path)
 def test_a_site_directory_is_listed_once_until_it_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from tfjob import requirements
+    from tfjob.description import requirements
 
     (tmp_path / "Foo.Bar-1.0.dist-info").mkdir()
     listed: list[str] = []

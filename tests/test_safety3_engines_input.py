@@ -163,7 +163,7 @@ def _inert(text: str) -> None:
 
 def test_a_display_name_with_bidi_and_escapes_is_shown_inert_by_list_and_status(trainer: Path) -> None:
     from tfjob.model import JobState
-    from tfjob.store import JobRecord, JobStore
+    from tfjob.runtime.store import JobRecord, JobStore
 
     name = "census\u202egnp.exe\x1b]0;owned\x07\nFAKE-ROW  local  SUCCEEDED"
     with JobStore() as store:
@@ -182,7 +182,7 @@ def test_a_display_name_with_bidi_and_escapes_is_shown_inert_by_list_and_status(
 
 def test_job_dir_file_names_with_osc_bel_and_newlines_are_listed_inert(tmp_path: Path) -> None:
     from tfjob.model import JobState
-    from tfjob.store import JobRecord, JobStore
+    from tfjob.runtime.store import JobRecord, JobStore
 
     job_dir = tmp_path / "job"
     (job_dir / "model").mkdir(parents=True)
@@ -201,7 +201,7 @@ def test_job_dir_file_names_with_osc_bel_and_newlines_are_listed_inert(tmp_path:
 
 
 def test_tags_with_newlines_and_escapes_are_shown_inert_in_the_metrics_table() -> None:
-    from tfjob.metrics import render_final
+    from tfjob.after.metrics import render_final
     from tfjob.results import JobMetrics, ScalarPoint
 
     series = {"train": {"loss\nFAKE  tag  9  0.0": [ScalarPoint(1, 0.0, 0.5)], "acc\x1b[2J": [ScalarPoint(1, 0.0, 0.9)]}}

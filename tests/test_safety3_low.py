@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from safety3_jobs import one_error, recorded_job, tfjob
 from tfjob.cli.main import app
-from tfjob.diagnosis import diagnose
+from tfjob.results.diagnosis import diagnose
 from tfjob.errors import JobFailedError, SpecError
 from tfjob.job import Job, JobHandle, get_job
 from tfjob.model import JobState, JobStatus, TaskStatus

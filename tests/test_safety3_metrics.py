@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from safety3_jobs import record_bytes, recorded_job, scalar_events, tfjob, write_events
-from tfjob import metrics as metrics_module
-from tfjob.metrics import read_metrics
+from tfjob.after import metrics as metrics_module
+from tfjob.after.metrics import read_metrics
 
 from tensorboard.compat.proto import event_pb2
 
@@ -127,7 +127,7 @@ def test_a_tag_with_dollars_is_drawn_as_text(tmp_path: Path, tfjob_exe: str, tag
 
 
 def test_a_study_whose_names_hold_dollars_is_drawn(tmp_path: Path) -> None:
-    from tfjob.metrics import figure_svg, study_figure
+    from tfjob.after.metrics import figure_svg, study_figure
 
     extra = {
         "study": {"metric": {"tag": "acc$uracy", "goal": "MAXIMIZE"}},
@@ -137,7 +137,7 @@ def test_a_study_whose_names_hold_dollars_is_drawn(tmp_path: Path) -> None:
 
 
 def test_a_thousand_tags_draw_a_bounded_figure(tmp_path: Path) -> None:
-    from tfjob.metrics import MAX_PANELS, metrics_figure, save_figure
+    from tfjob.after.metrics import MAX_PANELS, metrics_figure, save_figure
 
     points = [(s, f"tag{t:04d}", float(s)) for t in range(1000) for s in range(2)]
     write_events(tmp_path / "events.out.tfevents.1.h", scalar_events(points))

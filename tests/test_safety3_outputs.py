@@ -94,7 +94,7 @@ def test_a_download_where_no_directory_can_be_is_one_line(job: tuple[Path, str, 
 
 
 def test_a_download_of_more_files_than_listed_says_what_was_left(tmp_path: Path, tfjob_exe: str) -> None:
-    from tfjob.outputs import MAX_FILES
+    from tfjob.after.outputs import MAX_FILES
 
     home, job_dir = tmp_path / "home", tmp_path / "out"
     job_dir.mkdir()
@@ -188,7 +188,7 @@ def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def test_a_bucket_holding_x_and_x_slash_y_downloads_the_rest(bucket: Any, tmp_path: Path) -> None:
-    from tfjob.outputs import download, job_outputs
+    from tfjob.after.outputs import download, job_outputs
 
     for name, text in (("runs/1/x", "file"), ("runs/1/x/y", "inside"), ("runs/1/a/b", "b"), ("runs/1/z", "z")):
         bucket.blob(name).upload_from_string(text)
@@ -215,7 +215,7 @@ def test_tensorboard_on_a_port_in_use_is_one_line(job: tuple[Path, str, Path], t
 def test_a_preemption_racing_the_jobs_end_is_said_at_once_and_taken_back(tmp_path: Path) -> None:
     from tfjob.backends.local.backend import LocalBackend
     from tfjob.errors import UsageError
-    from tfjob.store import JobStore, process_start_time
+    from tfjob.runtime.store import JobStore, process_start_time
 
     store = JobStore(tmp_path / "jobs.db")
     job_id = recorded_job(tmp_path, None, state=JobState.RUNNING)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tfjob.backends.local.reap import reap_lost
 from tfjob.model import JobState
-from tfjob.store import JobRecord, JobStore, process_start_time
+from tfjob.runtime.store import JobRecord, JobStore, process_start_time
 
 
 def _dead_pid() -> tuple[int, int | None]:

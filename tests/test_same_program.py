@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 
 from tfjob.model import SubmitOptions
-from tfjob.engine import Engine
+from tfjob.runtime.engine import Engine
 from tfjob.backends.local.plan import build_cluster, build_task_plans
 from tfjob.cluster.dispatch import job_strategy
 from tfjob.backends.aiplatform.render import render_training_input
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.spec import build_spec
+from tfjob.description.spec import build_spec
 
 IMAGE = "europe-docker.pkg.dev/p/r/trainer:1"
 REPLICA = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tfjob.errors import ConfigFileError
-from tfjob.settings import load_settings
+from tfjob.runtime.settings import load_settings
 
 
 def _home(tmp_path: Path, text: str | bytes) -> dict[str, str]:

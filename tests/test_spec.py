@@ -1,4 +1,4 @@
-"""tfjob.spec: scale tiers, legacy machine names, every validation rule, serialization."""
+"""tfjob.description.spec: scale tiers, legacy machine names, every validation rule, serialization."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from helpers import cli_words
 
 from tfjob.errors import SpecError, UsageError
-from tfjob.machines import LEGACY_MACHINES, MACHINES
-from tfjob.spec import (
+from tfjob.description.machines import LEGACY_MACHINES, MACHINES
+from tfjob.description.spec import (
     Accelerator,
     JobSpec,
     Machine,

@@ -14,7 +14,7 @@ import pytest
 
 from tfjob.model import JobState
 from tfjob.errors import JobNotFoundError, UsageError
-from tfjob.store import (
+from tfjob.runtime.store import (
     JobRecord,
     JobStore,
     TaskRecord,
@@ -250,7 +250,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from tfjob.model import JobState
-    from tfjob.store import JobRecord, JobStore
+    from tfjob.runtime.store import JobRecord, JobStore
     store = JobStore(sys.argv[1])
     for i in range(40):
         r = store.add_new(JobRecord(id="", backend="local", name="w" + sys.argv[2], state=JobState.PENDING))

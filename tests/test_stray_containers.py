@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from tfjob.model import JobState
 from tfjob.cli.main import app
-from tfjob.spec import build_spec
-from tfjob.store import JobRecord, JobStore
+from tfjob.description.spec import build_spec
+from tfjob.runtime.store import JobRecord, JobStore
 
 FAKE_ENGINE = """#!{python}
 import json, sys

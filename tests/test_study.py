@@ -10,7 +10,7 @@ import yaml
 from helpers import ROOT
 
 from tfjob.errors import ConfigFileError, SpecError
-from tfjob.study import (
+from tfjob.tuning.study import (
     DEFAULT_METRIC_TAG,
     MetricSpec,
     ParameterSpec,

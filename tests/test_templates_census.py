@@ -255,7 +255,7 @@ def test_submit_census_multiworker_as_its_readme_says(tfjob_exe: str, tmp_path: 
 
 @pytest.mark.slow
 def test_killing_the_chief_then_resubmitting_resumes_from_the_checkpoint(tfjob_exe: str, tmp_path: Path) -> None:
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     trainer = init_template(tmp_path / "census", "census-ps")
     job_dir = tmp_path / "job"

@@ -13,7 +13,7 @@ from local_helpers import TFJOB
 from click.testing import CliRunner
 
 from tfjob.cli.main import app
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 TUNE = ROOT / "tests" / "data" / "tune_trainers"
 TOY = str(TUNE / "toy")

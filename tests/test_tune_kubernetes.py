@@ -290,7 +290,7 @@ def test_async_creates_the_experiment_where_katib_is_served_and_says_how_otherwi
 def test_tfjob_cancel_stops_the_study_and_deletes_its_running_trials(fake: FakeKube, tmp_path: Path) -> None:
     import time
 
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     kubeconfig = str(fake.write_kubeconfig(tmp_path / "kubeconfig"))
     for i in (1, 2):  # made and running, never ending: only a cancel ends them
@@ -369,7 +369,7 @@ def test_a_study_whose_process_died_is_lost(fake: FakeKube, tmp_path: Path) -> N
     import subprocess
 
     from tfjob.model import JobState
-    from tfjob.store import JobRecord, JobStore, process_start_time
+    from tfjob.runtime.store import JobRecord, JobStore, process_start_time
 
     gone = subprocess.Popen(["true"])
     gone.wait()

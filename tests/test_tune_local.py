@@ -20,8 +20,8 @@ from local_helpers import assert_no_survivors, job_processes
 
 from tfjob.model import JobState
 from tfjob.job import get_job
-from tfjob.store import JobStore
-from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+from tfjob.runtime.store import JobStore
+from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams
 from tfjob.errors import JobFailedError
 from tfjob import Job, Local

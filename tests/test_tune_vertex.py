@@ -25,9 +25,9 @@ from tfjob.model import JobState
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.spec import build_spec
-from tfjob.store import JobStore
-from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+from tfjob.description.spec import build_spec
+from tfjob.runtime.store import JobStore
+from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams
 from tfjob.backends.vertex.render_tuning import render_hyperparameter_tuning_job, render_study_spec
 

@@ -22,7 +22,7 @@ from tfjob.backends import BACKENDS
 from tfjob.errors import SpecError
 from tfjob.job import job_keywords
 from tfjob.platforms import PLATFORMS
-from tfjob.spec import ROLES
+from tfjob.description.spec import ROLES
 
 #: Keywords a front end sets, never a user: with the reason they have no typed home.
 SET_BY_THE_FRONT_END = {
@@ -217,7 +217,7 @@ def test_strategy_and_tf_config_are_checked_when_the_job_is_made() -> None:
 
 
 def test_a_study_takes_a_job() -> None:
-    from tfjob.study import MetricSpec, ParameterSpec, StudySpec
+    from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
 
     study = StudySpec(MetricSpec("loss", "MINIMIZE"), (ParameterSpec("lr", "DOUBLE", 0.001, 0.1),), max_trials=2)
     job = Job("trainer/", "trainer.task", workers=Replicas(2), backend=Local())

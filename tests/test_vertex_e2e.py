@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from fakes.vertex_api import FakeVertex
 from tfjob.model import JobState
 from tfjob.cli.main import app
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 from test_render_vertex import strict_roundtrip
 
@@ -171,9 +171,10 @@ def test_status_logs_and_cancel_from_the_cli(emulator: Any, fake: FakeVertex, tr
 
 
 def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer: Path) -> None:
-    from tfjob.backends.vertex.service import fetch_logs, submit_job
+    from tfjob.backends.vertex.backend import submit_job
+    from tfjob.backends.vertex.service import fetch_logs
     from tfjob.backends.vertex.options import VertexOptions
-    from tfjob.spec import build_spec
+    from tfjob.description.spec import build_spec
 
     spec = build_spec(name="follow", module="trainer.task", package=str(trainer), workers=1)
     job_id = submit_job(

@@ -15,11 +15,11 @@ from helpers import cli_words
 
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
-from tfjob.config import parse_job_config
+from tfjob.config.job import parse_job_config
 from tfjob.errors import SpecError
 from tfjob.job import Job
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.spec import build_spec
+from tfjob.description.spec import build_spec
 
 KEY = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
 ATTACHMENT = "projects/p/regions/us-central1/networkAttachments/att"

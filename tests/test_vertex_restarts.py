@@ -18,7 +18,7 @@ from test_vertex_e2e import emulator  # noqa: F401  (gcp-storage-emulator with b
 from tfjob.model import JobState
 from tfjob.backends.vertex.follow import retryable_failure
 from tfjob.cli.main import app
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 FAILS = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED")
 pytestmark = pytest.mark.usefixtures("emulator")

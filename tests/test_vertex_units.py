@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfjob.store import JobStore
+from tfjob.runtime.store import JobStore
 
 import os
 import random
@@ -21,7 +21,7 @@ from tfjob.backends.vertex.auth import is_google_endpoint, resolve_credentials
 from tfjob.backends.vertex.errors import redact
 from tfjob.backends.vertex.follow import job_status, parse_state
 from tfjob.model import parse_time
-from tfjob.lifecycle import poll
+from tfjob.runtime.lifecycle import poll
 from tfjob.backends.vertex.logs import build_filter, task_label, vertex_task_name
 from tfjob.backends.vertex.retry import Backoff, call_with_retry
 from tfjob.backends.vertex.staging import bucket_serves_region, check_bucket_region
@@ -243,8 +243,8 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFacto
 
 
 def _submit_container_job(fake: FakeVertex) -> str:
-    from tfjob.backends.vertex.service import submit_job
-    from tfjob.spec import build_spec
+    from tfjob.backends.vertex.backend import submit_job
+    from tfjob.description.spec import build_spec
 
     spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)
     return submit_job(spec, VertexOptions(project="p", region="us-central1", api_endpoint=fake.endpoint), store=JobStore())
@@ -253,7 +253,7 @@ def _submit_container_job(fake: FakeVertex) -> str:
 @pytest.mark.parametrize("cancel", [False, True])
 def test_interrupt_while_following(fake: FakeVertex, cancel: bool) -> None:
     from tfjob.backends.vertex.service import follow_job
-    from tfjob.store import JobStore
+    from tfjob.runtime.store import JobStore
 
     fake.script = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING")
     job_id = _submit_container_job(fake)

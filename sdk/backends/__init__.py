@@ -3,7 +3,7 @@
 Each backend is a folder here — ``local/``, ``vertex/``, ``kubeflow/`` (TFJob, JobSet,
 TrainJob), ``aiplatform/`` — holding its render, its client, its status parsing, its logs
 and its tuning. Its backend class follows :class:`~tfjob.backends.base.Backend` and derives
-from :class:`tfjob.lifecycle.Lifecycle`; the registry makes an object of it when asked
+from :class:`tfjob.runtime.lifecycle.Lifecycle`; the registry makes an object of it when asked
 (:func:`get_backend`), never at import, and gives it its job store.
 A backend imports the layers below it (the job model, the spec, ``tfjob.cluster``, the
 store), never another backend's folder nor anything above it (``tfjob.job``, the CLI).
@@ -22,16 +22,16 @@ from typing import Any
 
 from .. import errors
 from ..errors import NOTHING, UsageError
-from ..knobs import Knob
+from ..description.knobs import Knob
 from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
 from .base import Backend
 
 if TYPE_CHECKING:
-    from ..settings import Settings
-    from ..store import JobStore
+    from ..runtime.settings import Settings
+    from ..runtime.store import JobStore
 
 #: Backend name → the class that implements it (``module:Class``, a
-#: :class:`~tfjob.lifecycle.Lifecycle`, made on demand by :func:`get_backend`) and the class of the
+#: :class:`~tfjob.runtime.lifecycle.Lifecycle`, made on demand by :func:`get_backend`) and the class of the
 #: options it takes (``module:Class``, a :class:`SubmitOptions`; a light module).
 BACKENDS: dict[str, tuple[str, str]] = {
     "local": ("tfjob.backends.local.backend:LocalBackend", "tfjob.backends.local.options:LocalOptions"),
@@ -49,7 +49,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
 
 
 def _did_you_mean(name: str) -> str:
-    from ..machines import did_you_mean  # (here: the CLI reads the registry without the machine catalog's cost)
+    from ..description.machines import did_you_mean  # (here: the CLI reads the registry without the machine catalog's cost)
 
     return did_you_mean(name, BACKENDS)
 
@@ -98,7 +98,7 @@ def backend_keywords(name: str) -> frozenset[str]:
 
 def _declared_knobs() -> dict[str, Knob]:
     """Every knob from the declarations themselves (every backend's options module imported)."""
-    from ..knobs import JOB_KNOBS, declared
+    from ..description.knobs import JOB_KNOBS, declared
 
     found: dict[str, Knob] = {}
     for k in JOB_KNOBS:
@@ -114,8 +114,8 @@ def _declared_knobs() -> dict[str, Knob]:
 
 
 def knobs() -> dict[str, Knob]:
-    """Every knob, by keyword: those every backend takes (:data:`tfjob.knobs.JOB_KNOBS`), then
-    each backend's own, as its options declare them (:func:`tfjob.knobs.declared`), with
+    """Every knob, by keyword: those every backend takes (:data:`tfjob.description.knobs.JOB_KNOBS`), then
+    each backend's own, as its options declare them (:func:`tfjob.description.knobs.declared`), with
     the backends that take each. What ``tfjob submit``'s flags are made from."""
     return _known_knobs()
 

@@ -1,12 +1,12 @@
 """The backend protocol (the job model it speaks is :mod:`tfjob.model`, its one home).
 
-A backend renders a :class:`~tfjob.spec.JobSpec` into its native request (a pure
+A backend renders a :class:`~tfjob.description.spec.JobSpec` into its native request (a pure
 function), submits it and answers for a job id: ``status``, ``logs``, ``cancel`` and
 ``list``. Each backend maps its native states to :class:`JobState` in one pure function.
 
 What must be the same on every backend — waiting with a timeout, following a job after
 submit, Ctrl-C, cancelling a job that has already ended — is
-:class:`tfjob.lifecycle.Lifecycle`, which every backend object derives from;
+:class:`tfjob.runtime.lifecycle.Lifecycle`, which every backend object derives from;
 ``tests/test_contract.py`` runs the same tests over every backend.
 """
 
@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, TextIO, TypeVar, runtime_checkable
 
-from ..knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
+from ..description.knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, knob
 from ..model import SubmitOptions as _SubmitOptions  # the job model's home is tfjob.model (not named here)
 
 if TYPE_CHECKING:
-    from ..spec import JobSpec  # (a type only: the CLI reads the options' declarations without the spec's cost)
+    from ..description.spec import JobSpec  # (a type only: the CLI reads the options' declarations without the spec's cost)
     from ..model import JobStatus, SubmitOptions
-    from ..store import JobStore
-    from ..study import StudySpec
+    from ..runtime.store import JobStore
+    from ..tuning.study import StudySpec
     from ..tuning.trials import StudyResult
 
 B = TypeVar("B", bound="Backend")

@@ -91,7 +91,7 @@ def resolve_strategy(strategy: str | None, *, ps: int, workers: int) -> Resolved
 
 
 def job_strategy(spec: Any, strategy: str | None) -> Resolved:
-    """:func:`resolve_strategy` for a job (a :class:`~tfjob.spec.JobSpec`): its ps and workers."""
+    """:func:`resolve_strategy` for a job (a :class:`~tfjob.description.spec.JobSpec`): its ps and workers."""
     return resolve_strategy(strategy, ps=spec.count("ps"), workers=spec.count("worker"))
 
 

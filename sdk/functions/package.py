@@ -240,7 +240,7 @@ def cloudpickle_requirement() -> str:
 
 def given_requirements(requirements: Any) -> list[str]:
     """``requirements=``: a requirements file's path, or the lines themselves, each checked."""
-    from ..requirements import read_requirements
+    from ..description.requirements import read_requirements
 
     if isinstance(requirements, (str, os.PathLike)):
         return read_requirements(requirements)
@@ -264,7 +264,7 @@ def runner_source() -> bytes:
 
 
 def functions_dir() -> Path:
-    from ..settings import tfjob_home
+    from ..runtime.settings import tfjob_home
 
     return tfjob_home() / "functions"
 

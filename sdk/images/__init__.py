@@ -4,7 +4,8 @@ check (:mod:`tfjob.images.registry`) and Cloud Build (:mod:`tfjob.images.cloudbu
 
 from __future__ import annotations
 
-from .build import BuiltImage, ImageBuildError, Progress, build_image
+from ..errors import ImageBuildError
+from .build import BuiltImage, Progress, build_image
 from .registry import RegistryError
 
 __all__ = ["BuiltImage", "ImageBuildError", "Progress", "RegistryError", "build_image"]

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from ..engine import Engine, find_engine, run_engine, stop_group, stopped_by_signals
-from ..errors import BackendError, TfjobError, UsageError
+from ..runtime.engine import Engine, find_engine, run_engine, stop_group, stopped_by_signals
+from ..errors import BackendError, ImageBuildError, UsageError
 from . import recipe as recipes
 from .registry import Repository, RegistryError, google_access_token, manifest_digest, parse_repository, stored_credentials
 from ..shown import inert
@@ -58,13 +58,9 @@ MAX_DOCKERFILE_BYTES = 1 << 20
 LINE_LIMIT = 4096
 
 
-class ImageBuildError(TfjobError):
-    """The engine could not build or push the image (names the step or the registry)."""
-
-
 def default_base() -> str:
     """tfjob's base image as its ``container/Dockerfile`` tags it (``tfjob:VERSION``)."""
-    from .. import __version__
+    from .._version import __version__
 
     return f"tfjob:{__version__}"
 
@@ -270,7 +266,7 @@ def _inspect(engine: Engine, ref: str) -> dict[str, Any] | None:
 
     Raises:
         BackendError: the engine's daemon is not reachable, or the engine hung or answered
-            more than an inspection holds (:func:`tfjob.engine.run_engine`).
+            more than an inspection holds (:func:`tfjob.runtime.engine.run_engine`).
     """
     done = engine._run("image", "inspect", ref)
     if done.returncode != 0:
@@ -348,7 +344,7 @@ def plan_build(source: Path, *, module: str | None, base: _Base | None, base_ref
     if own.is_file():
         return _plan_own(source, base, base_ref, include_secrets)
     from ..packaging import build_sdist
-    from ..requirements import trainer_requirements
+    from ..description.requirements import trainer_requirements
 
     package = build_sdist(source, module=module, include_secrets=include_secrets, requirements=requirements)
     declared = trainer_requirements(
@@ -405,7 +401,7 @@ def _read_dockerfile(source: Path) -> str:
         UsageError: it is a link out of the directory (never put in a build context).
         ConfigFileError: it is larger than a Dockerfile is, or cannot be read.
     """
-    from ..limits import read_bounded_text
+    from ..description.limits import read_bounded_text
 
     path = source / "Dockerfile"
     if path.is_symlink():
@@ -500,7 +496,7 @@ def build_image(
         module: the trainer module (checked in the package; the image's default command).
         base: the base image (default tfjob's, ``tfjob:VERSION``).
         image_repo: ``REGISTRY/PATH`` to push to; None keeps the image in the engine's store.
-        engine: ``podman`` / ``docker`` / a path / an :class:`~tfjob.engine.Engine`.
+        engine: ``podman`` / ``docker`` / a path / an :class:`~tfjob.runtime.engine.Engine`.
         push: False builds (or finds) and tags, and neither pushes nor asks the registry
             anything (``--dry-run``: no credentials needed); the reference is then
             ``REPO:<content tag>``, what a push would send.
@@ -542,7 +538,7 @@ def _build_image(source: str | os.PathLike[str], *, module: str | None, base: st
     src = src.resolve()
     repo = parse_repository(image_repo) if image_repo else None
     if base is not None:
-        from ..spec import check_image
+        from ..description.spec import check_image
 
         check_image(base, "base_image")  # a tag in ASCII, a whole digest: the API as the CLI
     base_ref = base or default_base()

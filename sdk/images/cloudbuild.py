@@ -193,7 +193,7 @@ def run_build(request: dict[str, Any], target: CloudBuildTarget, repo: Repositor
     from google.protobuf import json_format
 
     from ..backends.vertex.errors import translate
-    from .build import ImageBuildError
+    from ..errors import ImageBuildError
 
     build = cloudbuild_v1.types.Build()
     json_format.ParseDict(request, build._pb)

@@ -70,7 +70,7 @@ def parse_repository(repo: str, field: str = "image_repo") -> Repository:
     Raises:
         SpecError: not a repository reference, or one with a tag or digest.
     """
-    from ..spec import check_image
+    from ..description.spec import check_image
 
     if not repo.strip():  # e.g. an unset $REPO: a repository is meant, not an image
         raise SpecError(
@@ -150,7 +150,7 @@ def stored_credentials(host: str, engine: str) -> tuple[str, str] | None:
     """The user and password the engine stored for ``host`` (an ``auths`` entry), if any.
     Credential helpers (``credHelpers``) are the engine's own business: the push goes
     through the engine, which asks them; only the manifest check then goes without."""
-    from ..limits import read_bounded_text
+    from ..description.limits import read_bounded_text
 
     for path in engine_auth_files(engine):
         try:

@@ -14,7 +14,7 @@ One concern a module:
 - :mod:`~tfjob.packaging.cache`: the build cache of project sdists;
 - :mod:`~tfjob.packaging.sdist`: :func:`build_sdist` (a project through its PEP 517 backend,
   a bare package around a generated ``setup.py``), :func:`gather_packages`; and
-  :func:`check_trainer`, the rule every backend applies, from :mod:`tfjob.spec`.
+  :func:`check_trainer`, the rule every backend applies, from :mod:`tfjob.description.spec`.
 
 The names below are the public face; import them from ``tfjob.packaging``.
 """
@@ -35,7 +35,7 @@ from .secrets import (
     secret_reason,
 )
 from .sdist import BARE_VERSION, build_sdist, check_built_package, gather_packages
-from ..spec import check_trainer
+from ..description.spec import check_trainer
 from .tree import (
     IGNORE_FILES,
     MAX_IGNORE_FILE_BYTES,

@@ -23,7 +23,7 @@ _CACHE_FORMAT = "1"
 
 def cache_dir() -> Path:
     """Where the cache lives (``$TFJOB_HOME/build-cache``)."""
-    from ..settings import tfjob_home
+    from ..runtime.settings import tfjob_home
 
     return tfjob_home() / "build-cache"
 
@@ -40,7 +40,7 @@ def tree_key(found: Collected, include_secrets: bool) -> str:
         executable = is_executable(real)
         digest.update(f"{rel}\0{len(data)}\0{executable}\0".encode())
         digest.update(sha256(data).digest())
-    from ..requirements import installed_version  # read from their dist-info names: importlib.metadata costs more
+    from ..description.requirements import installed_version  # read from their dist-info names: importlib.metadata costs more
 
     digest.update(f"setuptools {installed_version('setuptools')} build {installed_version('build')}".encode())
     hexdigest: str = digest.hexdigest()

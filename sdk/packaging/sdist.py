@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import PackagingError, Word
-from ..spec import BUILT_PACKAGE_SUFFIXES, check_trainer
+from ..description.spec import BUILT_PACKAGE_SUFFIXES, check_trainer
 from .archive import BuiltPackage, finish, read_tar
 from .cache import cache_get, cache_put, tree_key
 from .ignore import RuleSet
@@ -214,12 +214,12 @@ def build_sdist(
         raise PackagingError(f"trainer path {str(source_dir)!r} is not a directory; pass the directory holding your trainer package")
     source = source.resolve()
     if out_dir is None:
-        from ..settings import tfjob_home
+        from ..runtime.settings import tfjob_home
 
         out_dir = tfjob_home() / "build"
     out = Path(out_dir)
     kind, root, name = check_trainer(source, module)
-    from ..requirements import trainer_requirements
+    from ..description.requirements import trainer_requirements
 
     declared = trainer_requirements(str(source), requirements, project=kind == "project")
     try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PackagingError
-from ..limits import read_bounded_text
+from ..description.limits import read_bounded_text
 from .ignore import IgnoreRule, RuleSet, parse_ignore
 from .secrets import secret_by_name, secret_reason, star_glob
 

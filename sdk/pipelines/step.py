@@ -259,13 +259,13 @@ def job_outputs(handle: Any, job_dir: str | None) -> tuple[str | None, dict[str,
 def _read(handle: Any, uri: str) -> str:
     """A small text file of the job dir, local or ``gs://`` ('' when it cannot be read)."""
     if not uri.startswith("gs://"):
-        from ..limits import read_bounded_text
+        from ..description.limits import read_bounded_text
 
         try:
             return read_bounded_text(uri, "the metrics file", _MAX_METRICS_BYTES, "a metrics JSON file", errors="replace")
         except TfjobError:
             return ""
-    from ..outputs import split_gs
+    from ..after.outputs import split_gs
 
     bucket, name = split_gs(uri)
     try:

@@ -5,7 +5,7 @@ machine family ("… Training on N1 Predefined Instance Core …", "… Instance
 per hour ("… Nvidia Tesla T4 GPU …"); a SKU whose ``category.usageType`` is ``Preemptible`` is
 the Spot price. :func:`fetch_table` reads every SKU of the Vertex AI service (paged, bounded) and
 builds a table in the shipped file's format: each machine tfjob's catalog knows
-(:data:`tfjob.machines.MACHINES`) priced as ``vCPUs x core + GiB x RAM`` in every region asked
+(:data:`tfjob.description.machines.MACHINES`) priced as ``vCPUs x core + GiB x RAM`` in every region asked
 for. ``tools/refresh_prices.py`` writes it to a file; ``--price-table catalog`` reads it at once
 (credentials needed: application-default ones). ``$TFJOB_BILLING_ENDPOINT`` points the client
 elsewhere (a local stand-in in tests).
@@ -77,7 +77,7 @@ def parse_skus(skus: Iterable[Any], regions: Iterable[str]) -> dict[str, dict[st
 
 def build_table(parsed: dict[str, dict[str, dict[str, list[float]]]], *, source: str, date: str | None = None) -> dict[str, Any]:
     """A price table (the shipped file's format) from :func:`parse_skus`: machines from their parts."""
-    from ..machines import MACHINES, family_of
+    from ..description.machines import MACHINES, family_of
 
     regions: dict[str, Any] = {}
     for region, found in parsed.items():

@@ -1,6 +1,6 @@
 """Hyperparameter tuning, the parts every backend shares (the front is :mod:`tfjob.tune`).
 
-- :mod:`.hparams` — ``--hparams`` documents → :class:`~tfjob.study.StudySpec` (pure);
+- :mod:`.hparams` — ``--hparams`` documents → :class:`~tfjob.tuning.study.StudySpec` (pure);
 - :mod:`.search` — the study as an Optuna search (random, grid, TPE);
 - :mod:`.metrics` — a trial's metric, read back from its cloudml-hypertune file;
 - :mod:`.trials` — trials, the best one, the trials table (live on stderr, in ``tfjob status``),

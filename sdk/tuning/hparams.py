@@ -1,10 +1,10 @@
-"""Reading ``--hparams`` documents into a :class:`~tfjob.study.StudySpec`. Pure.
+"""Reading ``--hparams`` documents into a :class:`~tfjob.tuning.study.StudySpec`. Pure.
 
-The shapes accepted (see :mod:`tfjob.study`): a legacy ``HyperparameterSpec`` bare,
+The shapes accepted (see :mod:`tfjob.tuning.study`): a legacy ``HyperparameterSpec`` bare,
 under ``hyperparameters:`` or in a job's ``trainingInput:``; a Vertex ``StudySpec``
 bare, under ``studySpec:`` with the trial counts, or in a whole
 ``HyperparameterTuningJob`` with its ``trialJobSpec``. The cluster parts of a whole
-job are read by :func:`tfjob.config.parse_job_config`, the same reader as
+job are read by :func:`tfjob.config.job.parse_job_config`, the same reader as
 ``tfjob submit --config``.
 """
 
@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..config_doc import ConfigDoc
-from ..documents import read_config_file
+from ..config.document import ConfigDoc
+from ..config.files import read_config_file
 from ..errors import ConfigFileError
-from ..knobs import Knob
-from ..study import DEFAULT_METRIC_TAG, HparamsConfig, MetricSpec, ParameterSpec, StudySpec
+from ..description.knobs import Knob
+from .study import DEFAULT_METRIC_TAG, HparamsConfig, MetricSpec, ParameterSpec, StudySpec
 
 LEGACY_KEYS = (
     "goal",
@@ -222,15 +222,15 @@ def parse_vertex_study(study_spec: Any, counts: Mapping[str, Any], doc: _Doc, pa
 
 
 def parse_document(data: Any, source: str = "hparams", knobs: Sequence[Knob] = ()) -> HparamsConfig:
-    """Any accepted ``--hparams`` document → :class:`~tfjob.study.HparamsConfig`. Pure.
+    """Any accepted ``--hparams`` document → :class:`~tfjob.tuning.study.HparamsConfig`. Pure.
 
     ``knobs``: declared knobs whose plain ``CustomJobSpec`` keys the trials' job may hold
-    (:func:`tfjob.config.parse_job_config`).
+    (:func:`tfjob.config.job.parse_job_config`).
 
     Raises:
         ConfigFileError: naming the file, the key, the value and the fix.
     """
-    from ..config import parse_job_config
+    from ..config.job import parse_job_config
 
     doc = _Doc(source)
     if data is None:

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from ..errors import SpecError
 from ..hypertune import DEFAULT_METRIC_FILE
-from ..study import ParameterSpec, StudySpec
+from .study import ParameterSpec, StudySpec
 
 API_VERSION = "kubeflow.org/v1beta1"
 KIND = "Experiment"

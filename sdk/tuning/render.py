@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..study import ParameterSpec, StudySpec
+from .study import ParameterSpec, StudySpec
 
 
 def render_parameter(p: ParameterSpec) -> dict[str, Any]:

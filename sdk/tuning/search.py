@@ -18,7 +18,7 @@ import warnings
 from typing import Any
 
 from ..errors import BackendUnavailableError
-from ..study import ParameterSpec, StudySpec
+from .study import ParameterSpec, StudySpec
 
 #: The platform's algorithm → what runs locally.
 LOCAL_ALGORITHMS = {"ALGORITHM_UNSPECIFIED": "tpe", "RANDOM_SEARCH": "random", "GRID_SEARCH": "grid"}

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..model import JobState
-from ..study import StudySpec
+from .study import StudySpec
 
 #: Trial states: a proposed trial is QUEUED; one that ended without reporting the
 #: study's metric is INFEASIBLE (as on Vertex AI) and counts as failed.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence, TextIO
 
-from ..study import StudySpec
+from .study import StudySpec
 from .trials import TableLayout, Trial, best_trial, render_trial_line, render_trials_table
 
 _UP_AND_CLEAR = "\033[{n}F\033[J"  # cursor up n lines to column 0, clear to the end of the screen

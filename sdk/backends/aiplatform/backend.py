@@ -13,8 +13,8 @@ from typing import Any, Iterator, NoReturn
 
 from ...errors import BackendError
 from .render import render_job
-from ...spec import JobSpec
-from ...lifecycle import Lifecycle
+from ...description.spec import JobSpec
+from ...runtime.lifecycle import Lifecycle
 from ..base import GoogleCloudOptions
 from ...model import JobStatus, SubmitOptions
 

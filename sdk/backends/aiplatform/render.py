@@ -3,7 +3,7 @@
 AI Platform Training shut down on 2025-01-31; this rendering exists for migration and
 review: ``tfjob render --backend ai-platform`` shows what an old
 ``gcloud ai-platform jobs submit training`` call would have sent for the same job, and
-its output is a ``--config`` file tfjob reads back (:mod:`tfjob.config`).
+its output is a ``--config`` file tfjob reads back (:mod:`tfjob.config.job`).
 
 The body is camelCase JSON as the API wrote it: int64 counts are strings
 (``"workerCount": "9"``), durations are ``"7200s"``.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import SpecError, Word
 from ...model import options_as
 from ..base import GoogleCloudOptions
-from ...spec import BUILT_PACKAGE_SUFFIXES, ROLES, JobSpec, ScaleTier, check_cloud_labels
+from ...description.spec import BUILT_PACKAGE_SUFFIXES, ROLES, JobSpec, ScaleTier, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP  # a container given a module starts it through the bootstrap
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             variables, per-pool args, a replaced entrypoint; Vertex AI's own knobs are
             the Vertex options, which this backend does not take).
     """
-    from ...resources import on_compute_engine
+    from ...description.resources import on_compute_engine
 
     spec = on_compute_engine(spec)[0]  # a pool asking for resources runs on the machine that fits
     options = options_as(GoogleCloudOptions, options)

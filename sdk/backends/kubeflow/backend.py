@@ -23,19 +23,19 @@ from .status import build_job_status, object_name, parse_job_id, pod_task_name
 from .render import CONTAINER_NAME, MANAGED_BY_LABEL, MANAGED_BY_VALUE, check_k8s_name
 from .shipment import MAX_BYTES as MAX_SHIPPED_BYTES
 from .shipment import Shipment, check_size, configmap_name, owner_reference, raise_too_big, render_configmap, ship_into
-from ...spec import JobSpec
-from ...store import JobRecord, JobStore
+from ...description.spec import JobSpec
+from ...runtime.store import JobRecord, JobStore
 from ...model import JobState, JobStatus, SubmitOptions
 from .options import KubernetesOptions, TFJobOptions
-from ...lifecycle import Lifecycle, say
+from ...runtime.lifecycle import Lifecycle, say
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     from .client import KubeClient
-    from ...knobs import StrPath
-    from ...settings import Settings
-    from ...study import StudySpec
+    from ...description.knobs import StrPath
+    from ...runtime.settings import Settings
+    from ...tuning.study import StudySpec
     from ...tuning.trials import StudyResult
 
     #: What :meth:`KubeflowBackend._prepare` plans: the job, its options, its manifest and its
@@ -101,7 +101,7 @@ def split_configmap(manifest: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
 
 class KubeflowBackend(Lifecycle[KubernetesOptions, "_Plan"]):
     """Kubeflow TFJobs through the Kubernetes API (waiting, Ctrl-C and cancelling a
-    finished job are :class:`~tfjob.lifecycle.Lifecycle`'s).
+    finished job are :class:`~tfjob.runtime.lifecycle.Lifecycle`'s).
 
     Args:
         poll_interval: seconds between looks at a job that is being waited for or

@@ -24,12 +24,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from ...documents import read_config_file
+from ...config.files import read_config_file
 from ...errors import AuthError, BackendError, JobNotFoundError, SpecError, UsageError
 from .kinds import CONFIGMAP, JOBSET, RUNTIME, TFJOB, TRAINJOB, Resource
 
 if TYPE_CHECKING:
-    from ...knobs import StrPath
+    from ...description.knobs import StrPath
 
 __all__ = ["CONFIGMAP", "JOBSET", "RUNTIME", "TFJOB", "TRAINJOB", "KubeClient", "Resource", "find_kubeconfig", "iter_stream_lines"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ...model import JobState
-from ...spec import JobSpec
+from ...description.spec import JobSpec
 from .render import GROUP, PLURAL, VERSION, render_tfjob, validate_tfjob
 from .render_jobset import render_jobset
 from .render_trainjob import NODE, render_trainjob_list, runtime_name, trainer_role

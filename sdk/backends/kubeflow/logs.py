@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-from ...lifecycle import LineFeed, follow_lines
+from ...runtime.lifecycle import LineFeed, follow_lines
 from .render import CONTAINER_NAME
 from .client import KubeClient, iter_stream_lines
 from .status import object_name, pod_has_logs, pod_restarts, pod_task_name, sort_pods
@@ -167,7 +167,7 @@ def follow_logs(
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[str]:
     """Yield log lines of the matching pods as they are written, until the job ends
-    (:func:`tfjob.lifecycle.follow_lines` over a :class:`StreamFeed`).
+    (:func:`tfjob.runtime.lifecycle.follow_lines` over a :class:`StreamFeed`).
 
     Args:
         client: the cluster.

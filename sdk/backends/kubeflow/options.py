@@ -1,5 +1,5 @@
 """What the Kubernetes backends take beyond the job description: their knobs, typed, with
-defaults, declared once (:func:`tfjob.knobs.knob`) for both the options the backends read and
+defaults, declared once (:func:`tfjob.description.knobs.knob`) for both the options the backends read and
 the settings users write (:class:`tfjob.Kubernetes`, :class:`tfjob.TFJob`…).
 
 ``jobset`` and ``trainjob`` take :class:`KubernetesOptions`; ``kubeflow`` (a TFJob)
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ...knobs import StrPath, knob
+from ...description.knobs import StrPath, knob
 from ...model import SubmitOptions
 
 
@@ -49,7 +49,7 @@ class KubernetesKnobs:
         "YAML pod template (or role: template) merged into every replica: nodeSelector, tolerations, volumes, sidecars, labels…",
         kind="text",
     )  # fmt: skip
-    #: ``Never``/``OnFailure``/``ExitCode``/``Always`` (:mod:`tfjob.restarts`), or ``ROLE=POLICY``
+    #: ``Never``/``OnFailure``/``ExitCode``/``Always`` (:mod:`tfjob.description.restarts`), or ``ROLE=POLICY``
     #: entries, or ``{role: policy}``: a TFJob's ``restartPolicy`` per replica; a JobSet's Job pods
     #: (Never, OnFailure, ExitCode through a ``podFailurePolicy``).
     restart_policy: str | Sequence[str] | Mapping[str, str] | None = knob(

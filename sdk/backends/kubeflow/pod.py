@@ -25,7 +25,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from ...errors import SpecError, UsageError, Word
-from ...spec import ROLES
+from ...description.spec import ROLES
 
 #: Keys of a replica's pod template tfjob accepts at the top.
 TEMPLATE_KEYS = ("metadata", "spec")
@@ -72,6 +72,10 @@ def parse_role_values(values: Any, field: str) -> dict[str, str]:
     return out
 
 
+#: The pod volume tfjob ships the trainer's packages in (a ConfigMap, :mod:`.shipment`).
+VOLUME = "tfjob-packages"
+
+
 def kubelet_literal(arg: Any) -> str:
     """``arg`` as a container's ``command``/``args`` entry that reaches the process as typed.
 
@@ -115,7 +119,7 @@ def load_pod_template(path: str) -> dict[str, dict[str, Any]]:
     Raises:
         UsageError: the file cannot be read or is not a pod template (naming the key).
     """
-    from ...documents import read_config_file
+    from ...config.files import read_config_file
 
     data = read_config_file(path, "pod_template")
     if not isinstance(data, Mapping) or not data:
@@ -212,7 +216,7 @@ def reserved_env(name: str) -> bool:
     """A variable tfjob or the platform sets in the ``tensorflow`` container: what ``--env``
     refuses, and the JobSet variables the bootstrap derives the cluster from."""
     from ...cluster.jobset import COMPLETION_INDEX_VAR, JOB_INDEX_VAR, JOBSET_NAME_VAR, REPLICATED_JOB_VAR
-    from ...spec import RESERVED_ENV, RESERVED_ENV_PREFIXES
+    from ...description.spec import RESERVED_ENV, RESERVED_ENV_PREFIXES
 
     jobset = (JOBSET_NAME_VAR, REPLICATED_JOB_VAR, JOB_INDEX_VAR, COMPLETION_INDEX_VAR)
     return name in RESERVED_ENV or name in jobset or name.startswith(RESERVED_ENV_PREFIXES)
@@ -233,7 +237,6 @@ def _check_own_env(env: Any, where: str) -> None:
 def _check_own_volumes(spec: Mapping[str, Any], where: str) -> None:
     """The volume tfjob ships the trainer's packages in, and its mount, are not the template's."""
     from ...cluster.dispatch import PACKAGES_MOUNT
-    from .shipment import VOLUME
 
     for volume in spec.get("volumes") or [] if isinstance(spec.get("volumes"), list) else []:
         if isinstance(volume, Mapping) and volume.get("name") == VOLUME:

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from ...errors import SpecError
-from ...machines import did_you_mean
+from ...description.machines import did_you_mean
 
 #: Fields that hold a Kubernetes quantity (a string such as ``500m``, or a plain number).
 QUANTITY_KEYS = frozenset({"limits", "requests", "overhead", "sizeLimit", "divisor"})

@@ -24,11 +24,11 @@ from typing import Any, Mapping
 
 from ...cluster.dispatch import bootstrap_args, job_strategy
 from ...errors import SpecError, Word
-from ...machines import did_you_mean, machine_info, tpu_chips
+from ...description.machines import did_you_mean, machine_info, tpu_chips
 from ...model import options_as
-from ...spec import JobSpec, Pool
+from ...description.spec import JobSpec, Pool
 from .options import KubernetesOptions, TFJobOptions
-from ...restarts import POLICIES
+from ...description.restarts import POLICIES
 
 GROUP = "kubeflow.org"
 VERSION = "v1"
@@ -47,7 +47,7 @@ REPLICA_TYPES: dict[str, str] = {"chief": "Chief", "worker": "Worker", "ps": "PS
 #: Every replica type the TFJob controller knows (``Master`` is the legacy chief).
 VALID_REPLICA_TYPES: tuple[str, ...] = ("Chief", "Master", "Worker", "PS", "Evaluator")
 #: ``restartPolicy`` values of a replica spec.
-RESTART_POLICIES: tuple[str, ...] = POLICIES  # tfjob.restarts: the same meaning on every backend
+RESTART_POLICIES: tuple[str, ...] = POLICIES  # tfjob.description.restarts: the same meaning on every backend
 #: ``runPolicy.cleanPodPolicy`` values.
 CLEAN_POD_POLICIES: tuple[str, ...] = ("None", "Running", "All")
 #: ``runPolicy.managedBy`` values the webhook accepts.
@@ -170,10 +170,10 @@ def render_resources(pool: Pool, explicit: Mapping[str, Any] | None = None) -> d
 
 
 def _asked_resources(pool: Pool, explicit: dict[str, Any]) -> dict[str, Any]:
-    """Requests and limits of a replica that asked for :class:`tfjob.resources.Resources`: its
+    """Requests and limits of a replica that asked for :class:`tfjob.description.resources.Resources`: its
     CPUs and memory as Kubernetes quantities (``--cpu``/``--memory`` over them), requests equal
     to limits, and its accelerator as an extended resource (``nvidia.com/gpu``, ``google.com/tpu``)."""
-    from ...resources import cpu_quantity, kubernetes_accelerator
+    from ...description.resources import cpu_quantity, kubernetes_accelerator
 
     asked = pool.resources
     assert asked is not None
@@ -273,7 +273,7 @@ def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
             problem="is not a Kubernetes service account name",
             fix="on Kubeflow give the name of a ServiceAccount in the namespace (e.g. trainer), not a Google account e-mail",
         )
-    from ...spec import is_kubernetes_label_key
+    from ...description.spec import is_kubernetes_label_key
     from .pod import reserved_label
 
     for key, value in spec.labels.items():
@@ -400,7 +400,7 @@ def render_pod_template(
     if pool.resources is not None:
         # The accelerator's node is a choice only a GKE cluster labels its nodes for.
         if pool.resources.gpu is not None and kind == "gke":
-            from ...resources import kubernetes_accelerator
+            from ...description.resources import kubernetes_accelerator
 
             pod_spec["nodeSelector"] = kubernetes_accelerator(pool.resources.gpu, f"{pool.role}_resources")[1]
     elif pool.machine.accelerator is not None and pool.machine.accelerator.type.startswith("NVIDIA_"):

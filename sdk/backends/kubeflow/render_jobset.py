@@ -42,7 +42,7 @@ from ...cluster.jobset import (
 )
 from ...errors import SpecError, Word
 from ...model import options_as
-from ...spec import JobSpec
+from ...description.spec import JobSpec
 from .options import KubernetesOptions, TFJobOptions
 from .render import (
     CONTAINER_NAME,
@@ -103,7 +103,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         for name, value in given.items():
             if value is not None:
                 raise SpecError(field=name, problem="is a TFJob run policy; a JobSet has none", fix="use {backend=kubeflow}")
-    from ...restarts import parse_policies, policy_for
+    from ...description.restarts import parse_policies, policy_for
 
     policies = parse_policies(options.restart_policy)
     if "Always" in policies.values():

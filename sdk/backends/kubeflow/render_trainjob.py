@@ -18,7 +18,7 @@ from typing import Any
 
 from ...cluster.jobset import JOBS_VAR
 from ...model import options_as
-from ...spec import JobSpec
+from ...description.spec import JobSpec
 from .options import KubernetesOptions
 from .render_jobset import job_labels, render_jobset
 from .render import CONTAINER_NAME

@@ -22,8 +22,6 @@ from typing import Any, Iterator, Mapping
 from ...cluster.dispatch import PACKAGES_MOUNT as MOUNT  # where the job's packages are mounted in every pod
 from ...errors import SpecError
 
-#: The pod volume's name.
-VOLUME = "tfjob-packages"
 #: The most bytes of packages one ConfigMap carries. Kubernetes refuses a ConfigMap whose
 #: data passes 1 MiB; the rest of the limit is left to the object's own fields.
 MAX_BYTES = 1_000_000
@@ -107,7 +105,7 @@ def ship_into(manifest: dict[str, Any], shipment: Shipment) -> int:
     Adds the ``--package`` arguments ahead of the bootstrap's own, and, when files are
     copied, the ConfigMap volume and its read-only mount. Returns the containers changed.
     """
-    from .pod import kubelet_literal
+    from .pod import VOLUME, kubelet_literal
 
     args = [kubelet_literal(arg) for arg in shipment.package_args()]
     changed = 0

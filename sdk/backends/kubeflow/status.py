@@ -18,7 +18,7 @@ import functools
 import re
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
-from ...diagnosis import evaluator_hang
+from ...results.diagnosis import evaluator_hang
 from ...model import JobState, JobStatus, TaskRestart, TaskStatus, normalize_task, parse_time
 from ...errors import BackendError, ClusterConfigError, UsageError
 from ...cluster.jobset import COMPLETION_INDEX_LABEL, JOBS_VAR, JOBSET_NAME_LABEL, parse_jobs

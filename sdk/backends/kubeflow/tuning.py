@@ -38,9 +38,9 @@ from typing import Any, Callable, TextIO
 from ...errors import SpecError, TfjobError, UsageError, Word
 from ...hypertune import ECHO_ENV
 from ...model import JobState, JobStatus
-from ...spec import JobSpec
-from ...store import JobRecord, JobStore, TaskRecord, process_alive, process_start_time
-from ...study import StudySpec
+from ...description.spec import JobSpec
+from ...runtime.store import JobRecord, JobStore, TaskRecord, process_alive, process_start_time
+from ...tuning.study import StudySpec
 from ...tuning.katib import TRIAL_ID_ENV, render_experiment, trial_args, trial_env
 from ...tuning.trials import StudyResult, Trial, best_trial, render_best, render_trial_line
 from ...tuning.view import TrialsView

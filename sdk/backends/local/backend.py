@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...errors import UsageError
-from ...spec import JobSpec
-from ...store import process_start_time
-from ...lifecycle import Lifecycle
+from ...description.spec import JobSpec
+from ...runtime.store import process_start_time
+from ...runtime.lifecycle import Lifecycle
 from ...model import JobState, JobStatus, SubmitOptions, normalize_task
 from .options import LocalOptions
 
 if TYPE_CHECKING:
     from .runner import Prepared
-    from ...store import JobRecord
-    from ...study import StudySpec
+    from ...runtime.store import JobRecord
+    from ...tuning.study import StudySpec
     from ...tuning.trials import StudyResult
 
 
@@ -36,9 +36,9 @@ FULL_RENDER_TASKS = 16
 
 def _check_trainer_dir(spec: JobSpec) -> None:
     """The trainer directory a run would use, by the rule every backend's render applies
-    (:func:`tfjob.spec.check_trainer`): a package-less directory is refused here as by Vertex
+    (:func:`tfjob.description.spec.check_trainer`): a package-less directory is refused here as by Vertex
     AI's and a JobSet's renders. A container job without one runs what its image holds."""
-    from ...spec import BUILT_PACKAGE_SUFFIXES, check_trainer
+    from ...description.spec import BUILT_PACKAGE_SUFFIXES, check_trainer
 
     package = spec.package
     if spec.module is None or (package is None and spec.image) or (package or "").endswith(BUILT_PACKAGE_SUFFIXES):
@@ -72,16 +72,16 @@ class LocalBackend(Lifecycle[LocalOptions, "tuple[Prepared, LocalOptions]"]):
         """
         options = self.typed(options)
         from ...cluster import GCLOUD_LOCAL_START_PORT
-        from ...limits import check_local_tasks
+        from ...description.limits import check_local_tasks
         from ...cluster.dispatch import job_strategy
-        from ...settings import tfjob_home
+        from ...runtime.settings import tfjob_home
         from .plan import WORK_DIR, build_cluster, build_task_plans, check_chief, check_dialect, say_ignored_resources
 
         check_local_tasks(spec.task_count)
         check_dialect(options.dialect)
         check_chief(spec, options.dialect)
         say_ignored_resources(spec)
-        from ...restarts import build_rules
+        from ...description.restarts import build_rules
 
         build_rules(options, [f"{role}-{index}" for role, index in spec.tasks()])
         strategy = job_strategy(spec, options.strategy)
@@ -89,7 +89,7 @@ class LocalBackend(Lifecycle[LocalOptions, "tuple[Prepared, LocalOptions]"]):
         _check_trainer_dir(spec)
         engine = None
         if any(spec.image_for(role) for role, _ in spec.tasks()):
-            from ...engine import Engine
+            from ...runtime.engine import Engine
 
             name = options.container_engine or "podman"
             engine = Engine(name.rsplit("/", 1)[-1], name)  # what would run them; render looks nothing up
@@ -290,7 +290,7 @@ class LocalBackend(Lifecycle[LocalOptions, "tuple[Prepared, LocalOptions]"]):
         import time
 
         from ...errors import BackendError
-        from ...restarts import parse_seconds
+        from ...description.restarts import parse_seconds
         from .reap import reap_lost
 
         name = normalize_task(task)

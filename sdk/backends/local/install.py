@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import BackendError, PackagingError
-from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec
+from ...description.spec import BUILT_PACKAGE_SUFFIXES, JobSpec
 
 # Prints the site directories of an interpreter (a venv's own, or the system's).
 _SITE_DIRS = (

@@ -13,7 +13,7 @@ soon as a chief, worker or evaluator exits non-zero, or a ps dies; it FAILS when
 ``spec.timeout`` runs out; it is CANCELLED on request. Then every remaining task
 gets SIGTERM and, after the grace period, SIGKILL.
 
-Restarts, as the platforms do them (:mod:`tfjob.restarts`): a task that ends is started
+Restarts, as the platforms do them (:mod:`tfjob.description.restarts`): a task that ends is started
 again in place — the same plan: role, index, ``TF_CONFIG``, address, cgroup — when its
 restart policy says so, after an exponential delay, until the job's tasks have been
 restarted ``backoff_limit`` times; a job that failed from a lost task is started again
@@ -38,10 +38,10 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ...model import JobState, Strategy, SummaryRow, TaskRestart, describe_exit, render_summary
 from .options import LocalOptions
-from ...restarts import Rules, build_rules, retryable, restart_delay
+from ...description.restarts import Rules, build_rules, retryable, restart_delay
 from ...errors import BackendError
-from ...spec import JobSpec
-from ...store import JobStore, TaskRecord, process_start_time
+from ...description.spec import JobSpec
+from ...runtime.store import JobStore, TaskRecord, process_start_time
 from . import contain
 from .logs import LogRouter, TaskOutput
 from .plan import WORK_DIR, TaskPlan, build_cluster, build_host_cluster, build_task_plans, platform_variables
@@ -276,7 +276,7 @@ class Launcher:
         self._carried: dict[str, tuple[int, list[TaskRestart]]] = {}
         self._scheduled_once = False
         self._attempt_started = 0.0
-        from tfjob.oom import cgroup_oom_kills
+        from tfjob.results.oom import cgroup_oom_kills
 
         self._oom_kills = cgroup_oom_kills()
         #: The job's private container network (None: processes, or the host's network).
@@ -451,7 +451,7 @@ class Launcher:
         """Lines of a task's output that are the container engine's, not the task's (or None)."""
         if self.engine is None:
             return None
-        from ...engine import ENGINE_NOISE
+        from ...runtime.engine import ENGINE_NOISE
 
         return ENGINE_NOISE
 
@@ -831,7 +831,7 @@ class Launcher:
     def _oom_evidence(self, task: _Task) -> str:
         """The kernel's out-of-memory record of a task it killed, when this machine shows it;
         else the growth of the cgroup's oom_kill count (said as such: an inference)."""
-        from tfjob.diagnosis import cgroup_oom_kills, kernel_oom_record
+        from tfjob.results.diagnosis import cgroup_oom_kills, kernel_oom_record
 
         # /dev/kmsg stamps records on the monotonic clock: only a record after the task started.
         since = time.monotonic() - (time.time() - task.started) - 1.0 if task.started else None  # 1 s of slack between clocks

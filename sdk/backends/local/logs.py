@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO
 
-from ...lifecycle import LineFeed, follow_lines
+from ...runtime.lifecycle import LineFeed, follow_lines
 
 # The summary table is the job model's (every backend's `tfjob status` shows it); named here too
 # for the launcher and the runner, which write it at a job's end.
@@ -282,7 +282,7 @@ def read_lines(
     """Lines of a log file, optionally only the last ``tail``, optionally following it.
 
     Following stops once ``is_done()`` is true and the file holds nothing new: the
-    writer has finished (:func:`tfjob.lifecycle.follow_lines`). A missing file counts as
+    writer has finished (:func:`tfjob.runtime.lifecycle.follow_lines`). A missing file counts as
     empty (the task has not started).
 
     Args:

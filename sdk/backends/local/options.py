@@ -1,12 +1,12 @@
 """What ``--backend local`` takes beyond the job description: its knobs, typed, with defaults,
-declared once (:func:`tfjob.knobs.knob`) for both :class:`LocalOptions` and :class:`tfjob.Local`."""
+declared once (:func:`tfjob.description.knobs.knob`) for both :class:`LocalOptions` and :class:`tfjob.Local`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar, Sequence, TypedDict
 
-from ...knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, StrPath, knob
+from ...description.knobs import PYTHON_VERSION, RUNTIME_VERSION, Knob, StrPath, knob
 from ...model import SubmitOptions
 
 
@@ -42,7 +42,7 @@ class LocalKnobs:
     grace: float = knob("Seconds between SIGTERM and SIGKILL at teardown (default 5).", default=5.0)
     #: Return at once; a supervisor process runs the job.
     detach: bool = knob("Run in the background and print the job id at once.", default=False, flags=("--detach", "-d"), **_NOT_TUNED)
-    #: ``Never``/``OnFailure``/``ExitCode``/``Always`` (:mod:`tfjob.restarts`), or ``ROLE=POLICY``
+    #: ``Never``/``OnFailure``/``ExitCode``/``Always`` (:mod:`tfjob.description.restarts`), or ``ROLE=POLICY``
     #: entries; default: what the ``dialect``'s platform does.
     restart_policy: str | Sequence[str] | None = knob(
         "Never, OnFailure, ExitCode or Always (default: the platform's, see README Preemption); ROLE=POLICY for one role (repeat).",

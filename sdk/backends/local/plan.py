@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...errors import SpecError, UsageError
-from ...machines import did_you_mean
+from ...description.machines import did_you_mean
 from ...cluster.dispatch import PACKAGES_MOUNT as SHIPPED_MOUNT
-from ...spec import ROLES, JobSpec
+from ...description.spec import ROLES, JobSpec
 from .ports import HOST
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def check_chief(spec: JobSpec, dialect: str) -> None:
 
 def say_ignored_resources(spec: JobSpec) -> None:
     """One line naming what this machine does not give the tasks: every pool's
-    :class:`tfjob.resources.Resources` (the tasks run as they are, on this machine's CPUs and memory)."""
+    :class:`tfjob.description.resources.Resources` (the tasks run as they are, on this machine's CPUs and memory)."""
     asked = [f"{p.role} ({p.resources.words()})" for p in spec.pools if p.resources is not None]
     if asked:
         import warnings
@@ -245,7 +245,7 @@ def build_task_plans(
         work_dir: the job's working directories: each task runs in ``work_dir/<task>``,
             its own, as each replica starts in its own container's. What a trainer writes
             to a relative path lands there, never in the trainer directory.
-        engine: the container engine (:class:`tfjob.engine.Engine`) that runs the tasks
+        engine: the container engine (:class:`tfjob.runtime.engine.Engine`) that runs the tasks
             whose pool has an image (``--image``): each is then ``<engine> run`` of the
             image with the same bootstrap arguments and the platform's variables.
         network: the job's private container network (:meth:`Engine.create_network`):

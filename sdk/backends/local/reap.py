@@ -18,7 +18,7 @@ import signal
 from pathlib import Path
 
 from ...model import JobState
-from ...store import JobRecord, JobStore, process_alive, process_start_time
+from ...runtime.store import JobRecord, JobStore, process_alive, process_start_time
 
 
 def reap_lost(store: JobStore, record: JobRecord) -> JobRecord:
@@ -96,7 +96,7 @@ def remove_containers(record: JobRecord) -> None:
     uses_images = bool(spec.get("image")) or any(p.get("image") for p in spec.get("pools") or [])
     if record.backend != "local" or not uses_images:
         return
-    from ...engine import find_engine
+    from ...runtime.engine import find_engine
     from ...errors import TfjobError
 
     try:

@@ -21,13 +21,13 @@ from typing import Any, Callable, Iterator, TextIO
 from ...model import JobState, Strategy, SubmitOptions, render_summary
 from .options import LocalOptions
 from ...errors import SpecError, TfjobError, UsageError, Word
-from ...limits import check_local_tasks
-from ...spec import BUILT_PACKAGE_SUFFIXES, JobSpec, check_trainer
-from ...store import JobRecord, JobStore, process_start_time
+from ...description.limits import check_local_tasks
+from ...description.spec import BUILT_PACKAGE_SUFFIXES, JobSpec, check_trainer
+from ...runtime.store import JobRecord, JobStore, process_start_time
 from .launcher import Launcher, Outcome
 from .logs import LogRouter, use_colour
 from ...cluster.dispatch import job_strategy
-from ...restarts import build_rules
+from ...description.restarts import build_rules
 from .plan import WORK_DIR, check_chief, check_dialect, say_ignored_resources, find_source_root
 from .ports import PortPicker, pick_ports
 
@@ -53,7 +53,7 @@ MAX_GRACE = 3600.0
 
 def _check_container_job(spec: JobSpec, options: LocalOptions, images: list[str]) -> Prepared:
     """A job whose tasks run as containers of their images (``--image``)."""
-    from ...engine import find_engine
+    from ...runtime.engine import find_engine
 
     check_local_tasks(spec.task_count)  # counted before any task is listed
     if spec.image_for("chief" if spec.has_chief else "worker") is None or any(
@@ -167,7 +167,7 @@ def check_job(spec: JobSpec, options: LocalOptions) -> Prepared:
     elif not options.install:
         assert spec.module is not None  # (checked above: a module or a script)
         source_root = find_source_root(package, spec.module)
-        from ...spec import module_exists
+        from ...description.spec import module_exists
 
         if not module_exists(Path(source_root), spec.module):
             # The same check, and the same exit code (2), as packaging for the cloud.
@@ -197,7 +197,7 @@ def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None
     """The trainer's requirements (``--requirements``, else its requirements.txt) must be
     met by the interpreter the tasks run: locally nothing installs them (``--install``
     installs the trainer alone, offline, next to that interpreter's packages)."""
-    from ...requirements import REQUIREMENTS_FILE, check_requirements_met, trainer_requirements
+    from ...description.requirements import REQUIREMENTS_FILE, check_requirements_met, trainer_requirements
 
     directory = package or "."
     if directory.endswith(BUILT_PACKAGE_SUFFIXES) or not Path(directory).expanduser().is_dir():

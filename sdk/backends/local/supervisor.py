@@ -17,8 +17,8 @@ from typing import Sequence
 from ...model import JobState
 from .options import LocalOptions
 from ...errors import TfjobError
-from ...spec import JobSpec
-from ...store import JobStore, process_start_time
+from ...description.spec import JobSpec
+from ...runtime.store import JobStore, process_start_time
 from .runner import check_job, run_job
 
 

@@ -32,9 +32,9 @@ from typing import Any, TextIO
 from ...model import JobState
 from .options import LocalOptions
 from ...errors import TfjobError
-from ...spec import JobSpec
-from ...store import JobRecord, JobStore, TaskRecord, process_start_time
-from ...study import StudySpec
+from ...description.spec import JobSpec
+from ...runtime.store import JobRecord, JobStore, TaskRecord, process_start_time
+from ...tuning.study import StudySpec
 from ...tuning.metrics import fetch_trial_metric
 from ...tuning.search import Search, plan_trial_count
 from ...tuning.trials import StudyResult, Trial, best_trial, render_best, render_trial_line

@@ -5,7 +5,7 @@ the trainer sdist locally to know its digest, and shows a marked placeholder whe
 project or bucket is missing. ``submit`` stages the packages (content-addressed, so
 unchanged code uploads nothing), creates the ``CustomJob`` and records it in the job
 store under Vertex AI's own job id; ``run`` also follows it to its end (the shared
-:class:`~tfjob.lifecycle.Lifecycle`). ``status``,
+:class:`~tfjob.runtime.lifecycle.Lifecycle`). ``status``,
 ``logs``, ``cancel`` and ``list`` ask Vertex AI and keep the store up to date.
 
 Google libraries are imported inside the methods that talk to Google.
@@ -15,21 +15,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
-from ...spec import JobSpec
-from ...lifecycle import Lifecycle
+from ...description.spec import JobSpec
+from ...runtime.lifecycle import Lifecycle
 from ...model import JobState, JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
     from .service import Submission
-    from ...store import JobRecord
-    from ...study import StudySpec
+    from ...runtime.store import JobRecord, JobStore
+    from ...tuning.study import StudySpec
     from ...tuning.trials import StudyResult
 
 
 class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
     """Vertex AI custom jobs (see :mod:`tfjob.backends.vertex`); waiting, Ctrl-C and cancelling a
-    finished job are :class:`~tfjob.lifecycle.Lifecycle`'s.
+    finished job are :class:`~tfjob.runtime.lifecycle.Lifecycle`'s.
 
     Args:
         credentials: Google credentials for every call (``google.auth.credentials.Credentials``);
@@ -224,3 +224,17 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         from .service import list_jobs
 
         return list_jobs(limit, credentials=self.credentials, store=self.store)
+
+
+def submit_job(
+    spec: JobSpec,
+    options: VertexOptions,
+    *,
+    echo: Callable[[str], None] = lambda message: None,
+    client: Any = None,
+    credentials: Any = None,
+    store: JobStore,
+) -> str:
+    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id
+    (``VertexBackend.submit`` with a ready ``client``; quiet unless given an ``echo``)."""
+    return VertexBackend(credentials=credentials, client=client, echo=echo, store=store).submit(spec, options)

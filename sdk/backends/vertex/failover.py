@@ -27,12 +27,12 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ...capacity import classify
+from ...results.capacity import classify
 from ...errors import CapacityError
-from ...fallbacks import patched
+from ...description.fallbacks import patched
 from ...pricing import repriced
 from ...model import JobState
-from ...store import JobRecord, JobStore
+from ...runtime.store import JobRecord, JobStore
 
 Echo = Callable[[str], None]
 _REGION_OF = re.compile(r"/locations/([^/]+)/")

@@ -1,7 +1,7 @@
 """Vertex AI job states → tfjob's, and how often to look at a job.
 
 :func:`parse_state` and :func:`job_status` are pure; waiting is
-:func:`tfjob.lifecycle.poll`, with these states and intervals.
+:func:`tfjob.runtime.lifecycle.poll`, with these states and intervals.
 """
 
 from __future__ import annotations

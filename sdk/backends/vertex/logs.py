@@ -16,9 +16,9 @@ import time
 from typing import Any, Callable
 
 from ...errors import UsageError, missing_extra
-from ...lifecycle import LineFeed
+from ...runtime.lifecycle import LineFeed
 from ...model import normalize_task
-from ...spec import ROLES
+from ...description.spec import ROLES
 
 _POOL_TASK = re.compile(r"^workerpool(\d)-(\d+)\Z")
 _LEGACY_TASK = re.compile(r"^(master|chief|worker|ps|evaluator)-replica-(\d+)\Z")

@@ -1,5 +1,5 @@
 """What ``--backend vertex`` takes beyond the job description: its knobs, typed, with defaults,
-each declared once (:func:`tfjob.knobs.knob`) and checked here as Vertex AI would check it."""
+each declared once (:func:`tfjob.description.knobs.knob`) and checked here as Vertex AI would check it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence, TypedDict
 
 from ...errors import SpecError
-from ...knobs import knob
+from ...description.knobs import knob
 from ...lazy import LazyPattern
 from ..base import GoogleCloudOptions
 
@@ -118,7 +118,7 @@ class VertexKnobs:
     )
     #: Choices to fall back to, tried in turn after a quota refusal or a stockout: what
     #: ``--accelerator NVIDIA_L4:1,NVIDIA_TESLA_T4:1`` / ``--worker-machine-type A,B`` list after their first
-    #: (``worker_accelerator=NVIDIA_TESLA_T4:1``, … :mod:`tfjob.fallbacks`).
+    #: (``worker_accelerator=NVIDIA_TESLA_T4:1``, … :mod:`tfjob.description.fallbacks`).
     fallbacks: Sequence[str] = knob(
         "Machine/accelerator choices to fall back to (KNOB=CHOICE), from the lists --accelerator A,B and --*-machine-type A,B give.",
         default=(), kind="list", cli=False, **_NOT_TUNED,
@@ -209,9 +209,9 @@ def check_vertex_options(options: VertexOptions) -> None:
         SpecError: naming the flag, the value and the fix.
     """
     # Here, not at the top: the CLI reads these declarations to make its flags, without the checks' cost.
-    from ...config_vertex import SCHEDULING_STRATEGIES
-    from ...machines import did_you_mean
-    from ...spec import check_boot_disk
+    from ...config.vertex import SCHEDULING_STRATEGIES
+    from ...description.machines import did_you_mean
+    from ...description.spec import check_boot_disk
 
     _text("network", options.network)
     _text("tensorboard", options.tensorboard)

@@ -7,7 +7,7 @@ the region — accelerators, CPUs, disks — that the job would exceed (no numbe
 cures it). A stockout (``Resources are insufficient in region``,
 ``ZONE_RESOURCE_POOL_EXHAUSTED``) is the region lacking the machines, whatever the quota.
 :func:`capacity_of_error` reads which from the error's message and its ``ErrorInfo``
-(:func:`tfjob.capacity.classify`); the refusal is raised as one
+(:func:`tfjob.results.capacity.classify`); the refusal is raised as one
 :class:`~tfjob.errors.CapacityError` line (:func:`capacity_error`).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...capacity import QUOTA, STOCKOUT, Capacity, classify, quota_line
+from ...results.capacity import QUOTA, STOCKOUT, Capacity, classify, quota_line
 from ...errors import CapacityError
 
 

@@ -26,9 +26,9 @@ from typing import Any, Sequence
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
 from ...errors import SpecError, Word
-from ...spec import ROLES, JobSpec, Pool, check_cloud_labels
+from ...description.spec import ROLES, JobSpec, Pool, check_cloud_labels
 from ...cluster.dispatch import BOOTSTRAP_MODULE, bootstrap_command, package_args, trainer_args
-from ...config_vertex import RESERVATION_KEY
+from ...config.vertex import RESERVATION_KEY
 from ...lazy import LazyPattern
 
 #: The label every job tfjob submits carries (value: tfjob's version), for `tfjob list`.
@@ -341,7 +341,7 @@ def vertex_restart_policy(value: Any, options: VertexOptions | None = None) -> s
     """
     if value is None or value == () or value == []:
         return None  # none asked for (the restarts module is read only when one is)
-    from ...restarts import parse_policies
+    from ...description.restarts import parse_policies
 
     policies = parse_policies(value)
     if not policies:
@@ -399,8 +399,8 @@ def render_custom_job(
     Raises:
         SpecError: the job cannot run on Vertex AI as described.
     """
-    from ... import __version__
-    from ...resources import on_compute_engine
+    from ..._version import __version__
+    from ...description.resources import on_compute_engine
 
     spec = on_compute_engine(spec)[0]  # a pool asking for resources runs on the machine that fits
     options = options_as(VertexOptions, options)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ...model import SubmitOptions
-from ...spec import JobSpec
-from ...study import StudySpec
+from ...description.spec import JobSpec
+from ...tuning.study import StudySpec
 from ...tuning.render import describe_parameter, render_parameter, render_study_spec
 
 __all__ = ["describe_parameter", "render_hyperparameter_tuning_job", "render_parameter", "render_study_spec", "wrap_tuning_job"]

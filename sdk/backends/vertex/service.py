@@ -20,9 +20,9 @@ from typing import Any, Callable, Iterator
 
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import SubmissionUncertainError, UsageError
-from ...spec import JobSpec
-from ...store import JobRecord, JobStore
-from ...lifecycle import poll, record_cancel, sync_status
+from ...description.spec import JobSpec
+from ...runtime.store import JobRecord, JobStore
+from ...runtime.lifecycle import poll, record_cancel, sync_status
 from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
@@ -40,7 +40,7 @@ def poll_interval(options: SubmitOptions | None = None) -> float:
     (``$TFJOB_POLL_INTERVAL``, config.yaml), else 5."""
     if options is not None and options.poll_interval:
         return float(options.poll_interval)
-    from ...settings import load_settings
+    from ...runtime.settings import load_settings
 
     text = load_settings().poll_interval
     try:
@@ -73,22 +73,6 @@ def make_client(
 
 
 # -- submit (the steps of ``Lifecycle.submit``, VertexBackend's hooks) --------------------
-def submit_job(
-    spec: JobSpec,
-    options: VertexOptions,
-    *,
-    echo: Echo = _quiet,
-    client: Any = None,
-    credentials: Any = None,
-    store: JobStore,
-) -> str:
-    """Stage the packages, create the job once, record it in ``store``; return Vertex AI's job id
-    (``VertexBackend.submit`` with a ready ``client``)."""
-    from .backend import VertexBackend
-
-    return VertexBackend(credentials=credentials, client=client, echo=echo, store=store).submit(spec, options)
-
-
 @dataclass
 class Submission:
     """A job ready to create: its plan (the request, the packages staged), the client to create it
@@ -109,7 +93,7 @@ def prepare_submission(
     from .staging import stage_packages, storage_client
     from .submission import plan_submission
 
-    from ...restarts import _count
+    from ...description.restarts import _count
 
     max_restarts = _count(options.max_restarts or 0, "--max-restarts", 0)
     plan = plan_submission(spec, options, dry_run=False)
@@ -249,7 +233,7 @@ def find_record(job_id: str, backend: str = "vertex", *, store: JobStore) -> Job
 
 def where(job_id: str, record: JobRecord | None, what: str = "job") -> tuple[str, str, str | None]:
     """The project, region and endpoint a job lives in: its record's, else the configured ones."""
-    from ...settings import load_settings
+    from ...runtime.settings import load_settings
 
     if record is not None:
         opts = record.options
@@ -419,8 +403,8 @@ def _settled(store: JobStore, job_id: str, client: Any) -> tuple[str, JobRecord 
 def interrupted(
     job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore
 ) -> None:
-    """Ctrl-C while following a job: :func:`tfjob.lifecycle.interrupted` on Vertex AI."""
-    from ...lifecycle import interrupted as on_interrupt
+    """Ctrl-C while following a job: :func:`tfjob.runtime.lifecycle.interrupted` on Vertex AI."""
+    from ...runtime.lifecycle import interrupted as on_interrupt
 
     def cancel(job: str) -> None:
         cancel_job(job, echo=echo, client=client, credentials=credentials, store=store)
@@ -469,7 +453,7 @@ def follow_job(
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
     interval = poll_interval(options)
-    from ...restarts import _count
+    from ...description.restarts import _count
     from .follow import retryable_failure
 
     given = record.extra.get("max_restarts") if record is not None else None
@@ -542,7 +526,7 @@ def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any 
     Without a configured project, the Vertex AI jobs of the job store.
     """
     from .render import TFJOB_LABEL
-    from ...settings import load_settings
+    from ...runtime.settings import load_settings
     from .client import job_id_of
 
     settings = load_settings()
@@ -598,7 +582,7 @@ def fetch_logs(
     from .auth import ready_credentials
     from .client import is_translatable
     from .errors import translate
-    from ...lifecycle import follow_lines
+    from ...runtime.lifecycle import follow_lines
     from .logs import EntryFeed, build_filter, entry_line, format_time, logging_client, read_entries
 
     record, project, region, endpoint = locate(job_id, store=store)

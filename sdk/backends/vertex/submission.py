@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...limits import read_bounded_text
+from ...description.limits import read_bounded_text
 from ...model import SubmitOptions, options_as
 from .options import VertexOptions
 from ...errors import PackagingError, SpecError, Word, subject_of
 from .render import PACKAGE_PREFIX, PREBUILT_TF_VERSIONS, parse_tf_version, prebuilt_tf_version, render_custom_job
-from ...spec import JobSpec, check_image
+from ...description.spec import JobSpec, check_image
 from ...lazy import LazyPattern
 
 #: The region used when none is given (as the Vertex AI SDK does).
@@ -81,7 +81,7 @@ class Submission:
             refusal or a stockout the next is another attempt of the job).
         estimate: the job's price per hour (:class:`tfjob.pricing.Estimate`) in ``region``.
         candidates: what to try in turn, ``{"region", "label", "machine_specs"}`` each: every
-            region with the job's own machines, then with each fallback's (:mod:`tfjob.fallbacks`).
+            region with the job's own machines, then with each fallback's (:mod:`tfjob.description.fallbacks`).
     """
 
     project: str | None
@@ -162,7 +162,7 @@ def installed_tf_version() -> tuple[int, int] | None:
     """The installed TensorFlow's version, from its metadata (TensorFlow is not imported)."""
     import importlib.util
 
-    from ...requirements import installed_version
+    from ...description.requirements import installed_version
 
     if importlib.util.find_spec("tensorflow") is None:
         return None
@@ -199,7 +199,7 @@ def bootstrap_package(base_uri: str, build_dir: Path | None = None) -> LocalPack
     from ...container.wheel import build
 
     if build_dir is None:
-        from ...settings import tfjob_home
+        from ...runtime.settings import tfjob_home
 
         build_dir = tfjob_home() / "build"
     try:
@@ -267,7 +267,7 @@ def plan_submission(
     """
     options = options_as(VertexOptions, options)
     check_image(options.executor_image, "executor_image")
-    from ...resources import on_compute_engine
+    from ...description.resources import on_compute_engine
 
     spec, notes = on_compute_engine(spec)
     spec, options = package_on_image(spec, options)
@@ -358,7 +358,7 @@ def plan_submission(
 
     price = estimate(body, region=region, table=load_table(options.price_table, regions=regions))
     check_max_cost(price, options.max_cost, spec.timeout)
-    from ...fallbacks import machine_specs, variants
+    from ...description.fallbacks import machine_specs, variants
 
     choices = [("", machine_specs(body) if options.fallbacks else {}), *variants(body, options.fallbacks)]
     candidates: list[dict[str, Any]] = [{"region": r, "label": label, "machine_specs": specs} for r in regions for label, specs in choices]

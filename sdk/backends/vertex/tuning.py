@@ -22,10 +22,10 @@ from ...errors import AuthError, SpecError, UsageError
 from .client import VertexClient, job_id_of
 from .options import VertexOptions
 from .render import SUBMISSION_LABEL
-from ...lifecycle import Lifecycle, record_cancel, sync_status
-from ...spec import JobSpec
-from ...store import JobRecord, JobStore
-from ...study import StudySpec
+from ...runtime.lifecycle import Lifecycle, record_cancel, sync_status
+from ...description.spec import JobSpec
+from ...runtime.store import JobRecord, JobStore
+from ...tuning.study import StudySpec
 from ...tuning.trials import StudyResult, Trial, best_trial, render_best
 
 #: The backend name tuning jobs are recorded under.
@@ -345,7 +345,7 @@ def follow_tuning(
     """
     from .follow import MAX_POLL_INTERVAL
     from .service import poll_interval
-    from ...lifecycle import interrupted, poll
+    from ...runtime.lifecycle import interrupted, poll
 
     record, project, region, endpoint = _location(store, job_id)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
@@ -404,7 +404,7 @@ def list_tunings(
     """Tuning jobs carrying the ``tfjob`` label in the configured project and region, newest first."""
     from .submission import DEFAULT_REGION
     from .render import TFJOB_LABEL
-    from ...settings import load_settings
+    from ...runtime.settings import load_settings
 
     settings = load_settings()
     if client is None and not settings.project:

@@ -24,7 +24,7 @@ import sys
 import time
 
 from tfjob.cluster import task_info_from_env
-from tfjob.store import process_start_time
+from tfjob.runtime.store import process_start_time
 
 
 def main() -> int:
