@@ -1,0 +1,43 @@
+"""Review of the Model Registry (issue 37.4) and tuning on Kubernetes (issue 37.5) as a careless
+or hostile user would drive them: a model name with control characters or a backslash (it goes
+into the registry's ``display_name="…"`` filter), and the model of a job that FAILED — each
+refused in one line before anything is uploaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes.vertex_api import FakeVertex
+from test_register_model import _leave_outputs, _submit, emulator, fake, trainer  # noqa: F401 - fixtures
+from tfjob.errors import UsageError
+
+FAILS = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED")
+
+
+@pytest.mark.parametrize("name", ["a\tb", "x\r", "a\\", "ctl\x1b[31m"])
+def test_a_model_name_with_control_characters_or_a_backslash_is_refused(
+    emulator: Any,  # noqa: F811
+    fake: FakeVertex,  # noqa: F811
+    trainer: Path,  # noqa: F811
+    name: str,
+) -> None:
+    done = _submit(trainer, fake, "gs://b/runs/n", "--register-model", name)
+    (line,) = done.stderr.strip().splitlines()
+    assert done.exit_code == 2 and line.startswith("error: --register-model ") and "is not a model name" in line
+    assert not fake.created_bodies() and not getattr(fake, "uploads", [])
+
+
+def test_the_model_of_a_job_that_failed_is_not_registered(emulator: Any, fake: FakeVertex, trainer: Path) -> None:  # noqa: F811
+    from tfjob import get_job, list_jobs
+
+    _leave_outputs(emulator, "gs://b/runs/f")  # a SavedModel it left before failing
+    fake.next_jobs = [(FAILS, {"code": 3, "message": "boom"})]
+    done = _submit(trainer, fake, "gs://b/runs/f", "--register-model", "census")
+    assert done.exit_code == 1 and done.stderr.strip().splitlines()[-1] == "error: job 7000000000000000001 FAILED: boom"
+    (job,) = list_jobs()
+    with pytest.raises(UsageError, match=r"is FAILED: only the model of a job that SUCCEEDED is registered"):
+        get_job(job.id).register_model("census")
+    assert not getattr(fake, "uploads", [])
