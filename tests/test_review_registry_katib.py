@@ -41,3 +41,47 @@ def test_the_model_of_a_job_that_failed_is_not_registered(emulator: Any, fake: F
     with pytest.raises(UsageError, match=r"is FAILED: only the model of a job that SUCCEEDED is registered"):
         get_job(job.id).register_model("census")
     assert not getattr(fake, "uploads", [])
+
+
+@pytest.mark.parametrize("value", ['x"y', "a\\b", "${trialParameters.z}", "$(CLOUD_ML_TRIAL_ID)", "tab\there"])
+def test_a_categorical_value_katib_cannot_substitute_is_one_line(tmp_path: Path, value: str) -> None:
+    # Katib replaces ${trialParameters.NAME} in the trial job's JSON text: a quote broke the
+    # JSON of every trial, ${…} was another placeholder, $(…) Kubernetes expands in args.
+    import json
+
+    import yaml
+    from click.testing import CliRunner
+
+    from tfjob.cli.main import app
+
+    hparams = tmp_path / "hparams.yaml"
+    study = {
+        "maxTrialCount": 4,
+        "parallelTrialCount": 2,
+        "studySpec": {
+            "metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+            "parameters": [{"parameterId": "opt", "categoricalValueSpec": {"values": ["adam", value]}}],
+        },
+    }
+    hparams.write_text(yaml.safe_dump(study))
+    argv = [
+        "tune",
+        "--backend",
+        "jobset",
+        "--image",
+        "us-docker.pkg.dev/p/t/toy:1",
+        "-m",
+        "trainer.task",
+        "--hparams",
+        str(hparams),
+        "--dry-run",
+    ]
+    done = CliRunner().invoke(app, argv)
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert "is a value of parameter opt that Katib cannot pass into the trial's job" in line
+    study["studySpec"]["parameters"][0]["categoricalValueSpec"]["values"] = ["adam", "sgd w/ momentum"]  # type: ignore[index]
+    hparams.write_text(yaml.safe_dump(study))
+    fine = CliRunner().invoke(app, argv)
+    assert fine.exit_code == 0, fine.output
+    assert json.loads(fine.stdout)["spec"]["parameters"][0]["feasibleSpace"]["list"] == ["adam", "sgd w/ momentum"]
