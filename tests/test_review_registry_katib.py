@@ -85,3 +85,29 @@ def test_a_categorical_value_katib_cannot_substitute_is_one_line(tmp_path: Path,
     fine = CliRunner().invoke(app, argv)
     assert fine.exit_code == 0, fine.output
     assert json.loads(fine.stdout)["spec"]["parameters"][0]["feasibleSpace"]["list"] == ["adam", "sgd w/ momentum"]
+
+
+@pytest.fixture
+def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from fakes.kube_api import kube_fixture
+    from helpers import CRDS
+
+    yield from kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
+
+
+def test_more_parallel_trials_than_tfjob_follows_without_katib_is_one_line(kube: Any, tmp_path: Path) -> None:
+    # Each trial running at once is a thread here: --parallel-trials 100000 started as many.
+    from click.testing import CliRunner
+
+    from tfjob.backends.kubeflow.tuning import MAX_PARALLEL_TRIALS
+    from tfjob.cli.main import app
+
+    kubeconfig = str(kube.write_kubeconfig(tmp_path / "kubeconfig"))
+    argv = ["tune", "--backend", "jobset", "--kubeconfig", kubeconfig, "--image", "us-docker.pkg.dev/p/t/toy:1",
+            "-m", "trainer.task", "--hparams", str(Path(__file__).parent / "data" / "tune_trainers" / "toy_vertex.yaml"),
+            "--display-name", "toy", "--max-trials", "100000", "--parallel-trials", str(MAX_PARALLEL_TRIALS + 1)]  # fmt: skip
+    done = CliRunner().invoke(app, argv)
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert done.exit_code == 2 and "Traceback" not in done.output
+    assert f"tfjob runs at most {MAX_PARALLEL_TRIALS} trials at once on jobset without Katib" in line
+    assert not kube.jobsets
