@@ -111,3 +111,16 @@ def test_more_parallel_trials_than_tfjob_follows_without_katib_is_one_line(kube:
     assert done.exit_code == 2 and "Traceback" not in done.output
     assert f"tfjob runs at most {MAX_PARALLEL_TRIALS} trials at once on jobset without Katib" in line
     assert not kube.jobsets
+
+
+def test_a_refused_upload_says_the_job_succeeded_and_how_to_register_later(emulator: Any, fake: FakeVertex, trainer: Path) -> None:  # noqa: F811
+    _leave_outputs(emulator, "gs://b/runs/r")
+    fake.fail(r"POST .*/models:upload", 403, "Permission 'aiplatform.models.upload' denied on resource", reason="IAM_PERMISSION_DENIED")
+    done = _submit(trainer, fake, "gs://b/runs/r", "--register-model", "census")
+    lines = done.stderr.strip().splitlines()
+    assert done.exit_code == 1 and "Traceback" not in done.output
+    assert lines[-1].startswith("error: ") and "aiplatform.models.upload" in lines[-1]
+    assert lines[-2] == (
+        "tfjob: job 7000000000000000001 SUCCEEDED but its model was not registered as census; "
+        "once fixed, register it from Python: tfjob.get_job('7000000000000000001').register_model('census')"
+    )
