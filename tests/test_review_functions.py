@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,8 @@ import tfjob
 from local_helpers import assert_no_survivors, job_processes, no_leftover_jobs  # noqa: F401 - the fixture
 from tfjob import JobFailedError, JobStore
 from tfjob.functions.result import result_uri
+
+from test_vertex_e2e import emulator  # noqa: F401 - the fixture
 
 
 def exits(code: int | None) -> int:
@@ -72,4 +75,30 @@ def test_a_tampered_result_file_is_said_not_a_key_error_or_a_missing_module() ->
     assert "install what the value is made of" not in str(raised.value)
     path.unlink()
     with pytest.raises(JobFailedError, match="SUCCEEDED but its chief wrote no result"):
+        tfjob.get_job(handle.id).result()
+
+
+def big(n: int) -> bytes:
+    return b"x" * n
+
+
+def test_a_local_function_job_with_a_gs_job_dir_reads_its_result_back_and_bounds_it(
+    emulator: Any,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The tasks write through the storage emulator (its variable is theirs too); the handle,
+    # here and from get_job, reads the blob back, refusing one over the bound without reading it.
+    import tfjob.functions.result as result
+
+    remote = tfjob.remote(quiet=True, job_dir="gs://b/fn")(big)
+    handle = remote.submit(1000)
+    assert handle.result() == b"x" * 1000
+    uri = result_uri(tfjob.get_job(handle.id).spec()["args"])  # type: ignore[index]
+    assert uri is not None and uri.startswith("gs://b/fn/tfjob-results/")
+    assert emulator.bucket("b").get_blob(uri.removeprefix("gs://b/")) is not None
+    monkeypatch.setattr(result, "MAX_RESULT", 100)
+    with pytest.raises(JobFailedError, match=r"result at gs://b/fn/tfjob-results/.* is \d+ bytes, over 100 read back"):
+        tfjob.get_job(handle.id).result()
+    emulator.bucket("b").blob(uri.removeprefix("gs://b/")).delete()
+    with pytest.raises(JobFailedError, match="SUCCEEDED but its chief wrote no result at gs://b/fn/"):
         tfjob.get_job(handle.id).result()
