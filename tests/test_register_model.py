@@ -152,7 +152,7 @@ def test_register_model_from_the_api_and_its_mistakes(emulator: Any, fake: FakeV
     bad = _submit(trainer, fake, "gs://b/runs/6", "--register-model", "x" * 129)
     (line,) = bad.stderr.strip().splitlines()
     assert bad.exit_code == 2 and line.startswith("error: --register-model 'xxx")
-    assert line.endswith(" is not a model name; give 1-128 characters without quotes, e.g. census")
+    assert line.endswith(" is not a model name; give 1-128 printable characters without quotes or backslashes, e.g. census")
     unwaited = _submit(trainer, fake, "gs://b/runs/6", "--register-model", "census", "--async")
     assert unwaited.exit_code == 2 and unwaited.stderr.startswith("error: --register-model registers the job's SavedModel once")
     local = CliRunner().invoke(app, ["render", "-m", "trainer.task", "--register-model", "census"])

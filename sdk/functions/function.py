@@ -115,6 +115,11 @@ class RemoteFunction(Generic[P, R]):
             from .interpreter import check_python
 
             check_python(job.backend_name, job.spec, job.options, what=what)
+        if job.backend_name in _LOCAL and job.spec.job_dir and "://" not in str(job.spec.job_dir):
+            import os
+
+            # Tasks run in the package's directory: a relative job dir is the caller's, made absolute.
+            job.spec = job.spec.replace(job_dir=os.path.abspath(str(job.spec.job_dir)))
         if job.backend_name in _LOCAL and not job.spec.job_dir and any(job.spec.image_for(role) for role, _ in job.spec.tasks()):
             from .package import functions_dir
 

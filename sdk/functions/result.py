@@ -70,14 +70,28 @@ def load_outcome(data: bytes, uri: str) -> Mapping[str, Any]:
         pass
     try:
         outcome = pickle.loads(data)  # noqa: S301 - the job's own result, written by its chief
-    except Exception as e:
+    except (ImportError, AttributeError) as e:
         raise JobFailedError(
             f"the function's result at {uri} cannot be unpickled here ({type(e).__name__}: {e}); "
             "install what the value is made of (its classes' modules) where you read it"
         ) from None
-    if not isinstance(outcome, dict) or "ok" not in outcome:
-        raise JobFailedError(f"{uri} is not a function result tfjob wrote")
-    return outcome
+    except Exception as e:
+        raise JobFailedError(
+            f"the function's result at {uri} is damaged ({type(e).__name__}: {e}): "
+            "it is not the file the chief wrote whole; run the function again"
+        ) from None
+    if not _is_outcome(outcome):
+        raise JobFailedError(f"{uri} is not a function result tfjob wrote (its chief writes ok, task and value or error)")
+    return outcome  # type: ignore[no-any-return]
+
+
+def _is_outcome(outcome: Any) -> bool:
+    """Whether ``outcome`` has the shape the runner writes."""
+    if not isinstance(outcome, dict) or not isinstance(outcome.get("ok"), bool):
+        return False
+    if outcome["ok"]:
+        return "value" in outcome
+    return all(isinstance(outcome.get(key), str) for key in ("type", "message", "traceback"))
 
 
 def raise_outcome(outcome: Mapping[str, Any], job_id: str) -> None:
@@ -86,6 +100,16 @@ def raise_outcome(outcome: Mapping[str, Any], job_id: str) -> None:
     task = str(outcome.get("task") or "chief-0")
     text = str(outcome.get("traceback") or "")
     error = outcome.get("error")
+    if isinstance(error, BaseException) and not isinstance(error, Exception):
+        # sys.exit() or KeyboardInterrupt in the function: raised here it would end the caller.
+        did = f"called sys.exit({error.code!r})" if isinstance(error, SystemExit) else f"raised {type(error).__name__}"
+        raise JobFailedError(
+            f"job {job_id}: the function {did} in task {task} instead of returning a value; "
+            "return (or raise an exception) from the function instead (log_tail holds its traceback)",
+            job_id=job_id,
+            task=task,
+            log_tail=text,
+        )
     if isinstance(error, BaseException):
         note = f"raised in task {task} of job {job_id} (its traceback is the cause above)"
         add_note = getattr(error, "add_note", None)

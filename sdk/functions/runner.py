@@ -9,8 +9,9 @@ each worker under ``multi-worker``); parameter servers — and workers under
 Each task that gets here calls the function with the arguments. The chief (worker 0 where
 the cluster has no chief) writes the outcome to the result URI given as ``--result``: the
 return value, or the exception with its traceback as this task printed it, pickled, written
-whole or not at all. An exception then ends the task as an uncaught exception does, so the
-job fails as any failing task makes it fail.
+whole or not at all (a ``sys.exit()`` or KeyboardInterrupt in the function too: the caller
+says the function did not return). An exception then ends the task as an uncaught exception
+does, so the job fails as any failing task makes it fail.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     task = task_name()
     try:
         value = fn(*fn_args, **fn_kwargs)
-    except Exception as error:
+    except BaseException as error:  # sys.exit() and KeyboardInterrupt too: the caller says which
         if is_chief():
             write(result, cloudpickle.dumps(_outcome_of(error, task)))
         raise

@@ -255,6 +255,12 @@ class JobHandle:
                 problem=f"job {self.id} ran on {self.backend_name}: models are registered in the Vertex AI Model Registry",
                 fix="register a vertex job's model",
             )
+        state = self.status().state
+        if state is not JobState.SUCCEEDED:
+            raise UsageError(
+                problem=f"job {self.id} is {state.value}: only the model of a job that SUCCEEDED is registered",
+                fix="register the model of a job that finished training",
+            )
         outputs = self.outputs()
         if not outputs.model_uri:
             where = f"under its job dir {outputs.root}" if outputs.root else "(it has no --job-dir)"

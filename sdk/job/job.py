@@ -552,7 +552,18 @@ class Job:
         its final metrics logged to its Experiment run (``experiment``)."""
         name = getattr(self.options, "register_model", None)
         if name:
-            handle.register_model(name)
+            from ..errors import TfjobError
+
+            try:
+                handle.register_model(name)
+            except TfjobError:
+                # The error says why; this says the training is not lost, and how to try again.
+                print(
+                    f"tfjob: job {handle.id} SUCCEEDED but its model was not registered as {name}; "
+                    f"once fixed, register it from Python: tfjob.get_job({handle.id!r}).register_model({name!r})",
+                    file=sys.stderr,
+                )
+                raise
         if getattr(self.options, "experiment", None) and hasattr(handle._backend, "log_run_metrics"):
             metrics = handle.final_metrics()
             if metrics:

@@ -89,6 +89,22 @@ def _number(value: float | None, p: ParameterSpec) -> str:
     return str(int(value)) if p.type == "INTEGER" else repr(float(value))
 
 
+def _check_substitutable(name: str, value: str) -> None:
+    """Refuse a value Katib cannot put into the trial's job as it is: Katib replaces
+    ``${trialParameters.NAME}`` in the job's JSON text, so a quote or backslash breaks the JSON,
+    ``${…}`` is taken for another placeholder, ``$(…)`` is expanded by Kubernetes in args."""
+    if any(c in '"\\' or not c.isprintable() for c in value) or "${" in value or "$(" in value:
+        raise SpecError(
+            field="hparams",
+            value=value,
+            problem=(
+                f"is a value of parameter {name} that Katib cannot pass into the trial's job as it is "
+                "(it replaces the placeholder in the job's JSON text: no quotes, backslashes, control characters, ${ or $()"
+            ),
+            fix="rename the value, or drop --dry-run/--async to let tfjob run the trials",
+        )
+
+
 def render_parameter(p: ParameterSpec) -> dict[str, Any]:
     """One Katib ``ParameterSpec`` (its feasible space as strings, as Katib reads them).
 
@@ -97,6 +113,8 @@ def render_parameter(p: ParameterSpec) -> dict[str, Any]:
     """
     body: dict[str, Any] = {"name": p.name, "parameterType": PARAMETER_TYPES[p.type]}
     if p.type == "CATEGORICAL":
+        for value in p.values:
+            _check_substitutable(p.name, str(value))
         body["feasibleSpace"] = {"list": [str(v) for v in p.values]}
         return body
     if p.type == "DISCRETE":

@@ -64,6 +64,9 @@ _TRIAL_STATE = {"QUEUED": JobState.QUEUED, "RUNNING": JobState.RUNNING, "SUCCEED
                 "INFEASIBLE": JobState.FAILED, "FAILED": JobState.FAILED, "CANCELLED": JobState.CANCELLED}  # fmt: skip
 
 
+#: The most trials tfjob runs at once on a cluster without Katib (each is a thread here that
+#: creates, follows and deletes its job).
+MAX_PARALLEL_TRIALS = 512
 #: The containers that run the trainer (a TFJob's and a JobSet's, Trainer's node job's).
 _TRAINER_CONTAINERS = ("tensorflow", NODE)
 
@@ -275,6 +278,14 @@ class KubeStudy:
         count, note = plan_trial_count(self.study)
         check_k8s_name(trial_name(self.spec, str(count)), field="name")
         self.parallel = min(self.study.parallel_trials, count)
+        if self.parallel > MAX_PARALLEL_TRIALS:
+            raise UsageError(
+                problem=(
+                    f"--parallel-trials {self.study.parallel_trials}: tfjob runs at most {MAX_PARALLEL_TRIALS} trials "
+                    f"at once on {self.backend.name} without Katib (each is followed from this process)"
+                ),
+                fix=f"lower --parallel-trials to {MAX_PARALLEL_TRIALS} or less, or install Katib in the cluster to run it there",
+            )
         self._create_record(search.algorithm)
         if note:
             self.view.note(note)

@@ -318,8 +318,16 @@ MAX_DISPLAY_NAME = 128
 
 def check_model_name(name: Any, field: str = "register_model") -> str:
     """A model's display name as the registry takes it: 1-128 characters."""
-    if not isinstance(name, str) or not name.strip() or len(name) > MAX_DISPLAY_NAME or "\n" in name or '"' in name:
+    if (
+        not isinstance(name, str)
+        or not name.strip()
+        or len(name) > MAX_DISPLAY_NAME
+        or any(c in '"\\' or not c.isprintable() for c in name)  # also the registry's filter: display_name="NAME"
+    ):
         raise SpecError(
-            field=field, value=name, problem="is not a model name", fix=f"give 1-{MAX_DISPLAY_NAME} characters without quotes, e.g. census"
+            field=field,
+            value=name,
+            problem="is not a model name",
+            fix=f"give 1-{MAX_DISPLAY_NAME} printable characters without quotes or backslashes, e.g. census",
         )
     return name
