@@ -13,7 +13,8 @@ import pytest
 
 import tfjob
 from local_helpers import assert_no_survivors, job_processes, no_leftover_jobs  # noqa: F401 - the fixture
-from tfjob import JobFailedError, JobStore
+from tfjob import JobFailedError
+from tfjob.runtime.store import JobStore
 from tfjob.functions.result import result_uri
 
 from test_vertex_e2e import emulator  # noqa: F401 - the fixture
