@@ -34,6 +34,7 @@ from .handle import FunctionHandle, JobHandle, _the_store, bind_store
 
 if TYPE_CHECKING:
     from ..functions.function import RemoteFunction
+    from ..images.build import BuiltImage
     from ..platforms import Platform, Replicas, StrPath
     from ..runtime.store import JobStore
 
@@ -118,7 +119,7 @@ class Job:
     """
 
     #: The backend object given (or built for the settings' clients), else None: the registry's.
-    _backend_object: Any
+    _backend_object: Backend | None
 
     def __init__(
         self,
@@ -287,7 +288,7 @@ class Job:
         self._made_from: tuple[StrPath | None, str | None, dict[str, Any], JobStore | None] = (package, module, dict(kwargs), store)
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
         self._backend_object = None
-        self._bound: tuple[Any, Any] | None = None
+        self._bound: tuple[Backend | None, Backend] | None = None
         given_backend: Any = kwargs.get("backend")
         if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
@@ -388,7 +389,7 @@ class Job:
         if self.backend_name == "local":
             _local_accelerators(values)
         self.spec: JobSpec = build_spec(**values)
-        self.built_image: Any = None
+        self.built_image: BuiltImage | None = None
         _check_build(self.spec, self.options, self.backend_name)
 
     @property
@@ -399,12 +400,12 @@ class Job:
             self._store = _the_store(None)
         return self._store
 
-    def _unbound_backend(self) -> Any:
+    def _unbound_backend(self) -> Backend:
         """The backend object as given or registered, before it is given the job's store (a render needs none)."""
         return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
 
     @property
-    def backend(self) -> Any:
+    def backend(self) -> Backend:
         """The backend object: the one given as ``backend=``, else the registry's; recording in
         :attr:`store` unless it was given a store of its own."""
         base = self._backend_object
@@ -412,7 +413,7 @@ class Job:
             self._bound = (base, get_backend(self.backend_name, self.store) if base is None else bind_store(base, self.store))
         return self._bound[1]
 
-    def build_image(self, push: bool = True) -> Any:
+    def build_image(self, push: bool = True) -> BuiltImage | None:
         """With ``build=True``: build (or find) the trainer directory's image, push it to
         ``image_repo``, and make the job run it (``REPO@sha256:…``); return the
         :class:`tfjob.images.BuiltImage`. Done once: ``submit``, ``run`` and ``render`` call it."""
