@@ -114,8 +114,8 @@ class Job:
     Raises:
         SpecError: a setting that cannot run (naming the argument, its value and the fix).
 
-    :meth:`from_keywords` builds a job from flat keywords (``worker_machine_type=…``,
-    ``project=…``), as the CLI's flags and config files name them.
+    The CLI's flags and config files name a job by flat keywords (``worker_machine_type=…``,
+    ``project=…``): :func:`job_from_keywords` (internal, ``tfjob._internal``) parses them.
     """
 
     #: The backend object given (or built for the settings' clients), else None: the registry's.
@@ -186,21 +186,6 @@ class Job:
         if client:
             # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
             self._backend_object = backend_class(self.backend_name)(**client)
-
-    @classmethod
-    def from_keywords(
-        cls, package: StrPath | None = None, module: str | None = None, *, store: JobStore | None = None, **kwargs: Any
-    ) -> "Job":
-        """A job from flat keywords, as the CLI's flags and config files name them:
-        every :class:`Job` argument, each role's ``<role>_machine_type`` / ``_accelerator`` /
-        ``_image`` / ``_args`` / ``_env`` / ``_boot_disk_type`` / ``_boot_disk_size``, and
-        every platform setting (``project=``, ``namespace=``, ``spot=``…) with
-        ``backend=`` a name. :func:`job_keywords` lists them; a keyword the chosen backend
-        does not take is refused in one line. ``store`` is the job store, as for :class:`Job`.
-        Prefer the typed form, ``Job(...)``."""
-        job = cls.__new__(cls)
-        job._init_keywords(package, module, kwargs, store)
-        return job
 
     @staticmethod
     def from_function(
@@ -524,6 +509,26 @@ class Job:
                 print(
                     f"tfjob: job {handle.id} wrote no metrics JSON under its job dir: nothing logged to its experiment run", file=sys.stderr
                 )
+
+
+def job_from_keywords(
+    package: StrPath | None = None, module: str | None = None, keywords: Mapping[str, Any] | None = None, *, store: JobStore | None = None
+) -> Job:
+    """A job from flat keywords, as the CLI's flags and config files name them (internal: a
+    program uses the typed form, ``Job(...)``): every :class:`Job` argument, each role's
+    ``<role>_machine_type`` / ``_accelerator`` / ``_image`` / ``_args`` / ``_env`` /
+    ``_boot_disk_type`` / ``_boot_disk_size``, and every platform setting (``project``,
+    ``namespace``, ``spot``…) with ``backend`` a name. :func:`tfjob.job.keywords.job_keywords`
+    lists them; a keyword the chosen backend does not take is refused in one line. ``store``
+    is the job store, as for :class:`Job`."""
+    values = dict(keywords or {})
+    if package is None:
+        package = values.pop("package", None)
+    if module is None:
+        module = values.pop("module", None)
+    job = Job.__new__(Job)
+    job._init_keywords(package, module, values, store)
+    return job
 
 
 class _FunctionJobs:
