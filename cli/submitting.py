@@ -70,7 +70,7 @@ def submit_job(
     ``render`` line describes: its parameters as the command declares them, ``user_args`` what
     followed ``--``; ``costing`` (``text``, or ``json``/``yaml`` as ``--output`` says), its price
     per hour (``tfjob cost``)."""
-    from tfjob import Job
+    from tfjob._internal import job_from_keywords
 
     display_name, packages = job_options.get("name"), job_options.get("packages")
     stream_logs, detach, backend = job_options.get("stream_logs"), job_options.get("detach"), job_options.get("backend")
@@ -119,7 +119,7 @@ def submit_job(
         values["dry_run"] = True
     if user_args:
         values["args"] = user_args
-    job = Job.from_keywords(package_path or package_path_opt, **values)
+    job = job_from_keywords(package_path or package_path_opt, None, values)
     if costing:
         price = job.estimate()
         _echo(dump(price.to_dict(), output) if costing != "text" else "\n".join(price.lines(timeout=job.spec.timeout)))

@@ -73,7 +73,7 @@ def tune(ctx: click.Context, /, package_path: str | None, package_path_opt: str 
     task's TF_CONFIG, its own --job-dir JOB_DIR/<trial>, and reports its metric with
     tfjob.report_metric (or cloudml-hypertune). `tfjob status STUDY` shows the trials.
     """
-    from tfjob import Tuning
+    from tfjob._internal import tuning_from_keywords
     from tfjob._internal import check_study_result as check_result
 
     study_options = {name: options.pop(name) for name in _STUDY_KEYS}
@@ -89,16 +89,16 @@ def tune(ctx: click.Context, /, package_path: str | None, package_path_opt: str 
         values["args"] = user_args
     if study_options["backend"] is not None:
         values["backend"] = study_options["backend"]
-    tuning = Tuning.from_keywords(
+    tuning = tuning_from_keywords(
         study_options["hparams"],
         package or package_opt,
+        None,
+        {"dry_run": study_options["dry_run"] or None, **values},
         seed=study_options["seed"],
         max_trials=study_options["max_trials"],
         parallel_trials=study_options["parallel_trials"],
         max_failed_trials=study_options["max_failed_trials"],
         algorithm=study_options["algorithm"],
-        dry_run=study_options["dry_run"] or None,
-        **values,
     )
     if study_options["dry_run"]:
         click.echo(submit_command.dump(tuning.render(), output))

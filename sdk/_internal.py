@@ -46,6 +46,8 @@ _LAZY = {
     "explain": "tfjob.results.diagnosis",
     "load_settings": "tfjob.runtime.settings",
     "JobStore": "tfjob.runtime.store",
+    "job_from_keywords": "tfjob.job.job",
+    "tuning_from_keywords": "tfjob.tune",
     "get_template": "tfjob.scaffold",
     "init_template": "tfjob.scaffold",
     "list_templates": "tfjob.scaffold",
@@ -82,6 +84,8 @@ if TYPE_CHECKING:
     from .after.outputs import human_size as human_size
     from .config.pool_flags import pool_spec_keywords as pool_spec_keywords
     from .results import Diagnosis as Diagnosis
+    from .job.job import job_from_keywords as job_from_keywords
+    from .tune import tuning_from_keywords as tuning_from_keywords
     from .scaffold import get_template as get_template, init_template as init_template, list_templates as list_templates
     from .runtime.settings import load_settings as load_settings
     from .description.spec import JobSpec as JobSpec, ScaleTier as ScaleTier, check_image as check_image

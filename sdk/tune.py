@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, Mapping, TextIO
 
 from .errors import JobCancelledError, JobFailedError, SpecError, UsageError, Word
 from .job import Job
+from .job.job import job_from_keywords
 from .tuning.study import HparamsConfig, StudySpec
 from .tuning.hparams import load_hparams
 from .backends.base import Tuner, tuner_of
@@ -112,29 +113,6 @@ class Tuning:
             job = _trials_job(config, package, module, store, keywords, job)
         self._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
 
-    @classmethod
-    def from_keywords(
-        cls,
-        hparams: str | Path | StudySpec | HparamsConfig,
-        package: str | None = None,
-        module: str | None = None,
-        *,
-        seed: int | None = None,
-        max_trials: int | None = None,
-        parallel_trials: int | None = None,
-        max_failed_trials: int | None = None,
-        algorithm: str | None = None,
-        store: JobStore | None = None,
-        **keywords: Any,
-    ) -> "Tuning":
-        """A study whose trials' job is given as flat keywords (:meth:`tfjob.Job.from_keywords`),
-        as ``tfjob tune``'s flags name them. Prefer the typed form, ``Tuning(Job(...), hparams)``."""
-        config = _hparams_config(hparams)
-        job = _trials_job(config, package, module, store, keywords)
-        tuning = cls.__new__(cls)
-        tuning._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
-        return tuning
-
     def _start(
         self,
         job: Job,
@@ -199,6 +177,28 @@ def _hparams_config(hparams: str | Path | StudySpec | HparamsConfig) -> HparamsC
     return load_hparams(hparams, tuple(knobs().values()))
 
 
+def tuning_from_keywords(
+    hparams: str | Path | StudySpec | HparamsConfig,
+    package: str | None = None,
+    module: str | None = None,
+    keywords: Mapping[str, Any] | None = None,
+    *,
+    seed: int | None = None,
+    max_trials: int | None = None,
+    parallel_trials: int | None = None,
+    max_failed_trials: int | None = None,
+    algorithm: str | None = None,
+    store: JobStore | None = None,
+) -> Tuning:
+    """A study whose trials' job is given as flat keywords (:func:`tfjob.job.job.job_from_keywords`),
+    as ``tfjob tune``'s flags name them (internal: a program uses ``Tuning(Job(...), hparams)``)."""
+    config = _hparams_config(hparams)
+    job = _trials_job(config, package, module, store, dict(keywords or {}))
+    tuning = Tuning.__new__(Tuning)
+    tuning._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
+    return tuning
+
+
 def _trials_job(
     config: HparamsConfig,
     package: Any,
@@ -217,7 +217,7 @@ def _trials_job(
         )
     if made is not None and not config.job:
         return made
-    job = Job.from_keywords(package, module, store=store, **{**config.job, **given})
+    job = job_from_keywords(package, module, {**config.job, **given}, store=store)
     if made is not None and made._backend_object is not None and job._backend_object is None:
         job._backend_object = made._backend_object
     return job

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import BIN
 
+from tfjob._internal import job_from_keywords
 from tfjob.backends import flag_words
 
 TFJOB = str(BIN / "tfjob")
@@ -70,24 +71,22 @@ def test_a_missing_module_is_a_usage_error_everywhere_it_can_be_seen(trainer: Pa
     ],
 )
 def test_a_job_gets_its_backends_own_typed_options(backend: str, cls: str, own: dict, other: str) -> None:
-    from tfjob import Job
     from tfjob.errors import SpecError
 
-    job = Job.from_keywords(module="trainer.task", image="img:1", backend=backend, **own)
+    job = job_from_keywords(None, "trainer.task", {"image": "img:1", "backend": backend, **own})
     assert type(job.options).__name__ == cls
     assert {k: getattr(job.options, k) for k in own} == own
     assert not hasattr(job.options, other)
     with pytest.raises(SpecError, match=rf"^{other} is for the .* not {backend}; leave it out, or choose backend='[a-z-]+'$") as caught:
-        Job.from_keywords(module="trainer.task", image="img:1", backend=backend, **{other: "x"})
+        job_from_keywords(None, "trainer.task", {"image": "img:1", "backend": backend, **{other: "x"}})
     assert caught.value.worded("cli", flag_words).startswith(f"--{other.replace('_', '-')} is for the ")  # what the CLI prints
 
 
 def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes() -> None:
-    from tfjob import Job
     from tfjob.errors import SpecError
 
     with pytest.raises(SpecError, match=r"^Job\(\) got an unknown argument 'namespce'") as caught:
-        Job.from_keywords(module="trainer.task", image="img:1", backend="kubeflow", namespce="ml")
+        job_from_keywords(None, "trainer.task", {"image": "img:1", "backend": "kubeflow", "namespce": "ml"})
     message = str(caught.value)
     assert message.startswith("Job() got an unknown argument 'namespce' (did you mean 'namespace'?); the kubeflow backend takes: ")
     taken = message.split("takes: ")[1].split(", ")
@@ -109,11 +108,10 @@ def test_a_mistyped_keyword_names_the_near_one_and_what_the_chosen_backend_takes
     ],
 )
 def test_a_job_speaks_in_keywords_and_the_cli_in_flags(trainer: Path, given: dict, api: str, cli: str) -> None:
-    from tfjob import Job
     from tfjob.errors import SpecError
 
     with pytest.raises(SpecError, match="^" + re.escape(api)) as caught:
-        Job.from_keywords(package=str(trainer / "trainer"), module="trainer.task", **given)
+        job_from_keywords(str(trainer / "trainer"), "trainer.task", {**given})
     assert str(caught.value).startswith(api) and "--" not in str(caught.value)
     assert caught.value.worded("cli", flag_words).startswith(cli)
     flags = [arg for key, value in given.items() for arg in ("--" + key.replace("_", "-"), str(value))]

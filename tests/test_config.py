@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tfjob._internal import job_from_keywords
 from tfjob import Job
 from tfjob.backends import flag_words
 from tfjob.backends.vertex.options import VertexOptions
@@ -146,14 +147,18 @@ def test_predefined_tier_and_no_tier(tmp_path: Path) -> None:
 
 
 def test_flags_override_the_file() -> None:
-    job = Job.from_keywords(
-        config=str(CONFIGS / "legacy_full.json"),
-        workers=5,
-        args=["--train-steps", "10"],
-        region="us-east1",
-        name="override",
-        labels={"team": "infra"},
-        backend="ai-platform",
+    job = job_from_keywords(
+        None,
+        None,
+        {
+            "config": str(CONFIGS / "legacy_full.json"),
+            "workers": 5,
+            "args": ["--train-steps", "10"],
+            "region": "us-east1",
+            "name": "override",
+            "labels": {"team": "infra"},
+            "backend": "ai-platform",
+        },
     )
     assert job.spec.count("worker") == 5
     assert job.spec.pool("worker").machine.accelerator == Accelerator("NVIDIA_TESLA_V100", 2)
@@ -327,7 +332,10 @@ def test_cross_field_rules_are_checked_after_flags_are_merged(tmp_path: Path) ->
     with pytest.raises(SpecError, match=r"^scale_tier='CUSTOM' needs chief_machine_type$") as caught:
         Job(config=str(path))
     assert caught.value.worded("cli", flag_words) == "--scale-tier CUSTOM needs --chief-machine-type"  # what the CLI prints
-    assert Job.from_keywords(config=str(path), chief_machine_type="n1-highcpu-16").spec.pool("chief").machine.type == "n1-highcpu-16"
+    assert (
+        job_from_keywords(None, None, {"config": str(path), "chief_machine_type": "n1-highcpu-16"}).spec.pool("chief").machine.type
+        == "n1-highcpu-16"
+    )
 
 
 def test_bad_labels_in_a_file_are_caught_by_the_spec(tmp_path: Path) -> None:
@@ -366,17 +374,17 @@ def test_the_job_dir_argument_tfjob_adds_on_vertex_is_not_doubled() -> None:
 def test_a_flag_that_stands_for_several_keys_replaces_them_all() -> None:
     legacy_full = str(CONFIGS / "legacy_full.json")
     # A predefined tier replaces the file's whole cluster (its CUSTOM types, counts, GPUs).
-    tier = Job.from_keywords(config=legacy_full, scale_tier="STANDARD_1").spec
+    tier = job_from_keywords(None, None, {"config": legacy_full, "scale_tier": "STANDARD_1"}).spec
     assert [(p.role, p.replicas, p.machine.type, p.machine.accelerator) for p in tier.pools] == [
         ("chief", 1, "n1-highcpu-8", None),
         ("worker", 4, "n1-highcpu-8", None),
         ("ps", 3, "n1-standard-4", None),
     ]
     # --accelerator is every chief/worker/evaluator's, so it replaces the file's per-role ones.
-    gpus = Job.from_keywords(config=legacy_full, accelerator="type=NVIDIA_TESLA_P100,count=1").spec
+    gpus = job_from_keywords(None, None, {"config": legacy_full, "accelerator": "type=NVIDIA_TESLA_P100,count=1"}).spec
     assert [p.machine.accelerator for p in gpus.pools] == [Accelerator("NVIDIA_TESLA_P100", 1)] * 2 + [None]
     # --image replaces per-role images too.
-    image = Job.from_keywords(config=str(CONFIGS / "legacy_container_tpu.yaml"), image="gcr.io/p/new:2").spec
+    image = job_from_keywords(None, None, {"config": str(CONFIGS / "legacy_container_tpu.yaml"), "image": "gcr.io/p/new:2"}).spec
     assert [image.image_for(r) for r in ("chief", "worker")] == ["gcr.io/p/new:2", "gcr.io/p/new:2"]
 
 
@@ -402,10 +410,10 @@ def test_merge_config_values_is_key_by_key_otherwise() -> None:
 def test_what_tfjob_renders_for_vertex_reads_back_as_the_same_job(kwargs: dict[str, object]) -> None:
     from tfjob.backends.vertex.render import render_custom_job
 
-    spec = Job.from_keywords(name="census", module="trainer.task", **kwargs).spec
+    spec = job_from_keywords(None, "trainer.task", {"name": "census", **kwargs}).spec
     body = render_custom_job(spec, VertexOptions(region="us-central1"), ["gs://b/trainer-0.1.tar.gz"])
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
-    again = Job.from_keywords(**{**values, "package": spec.package, "backend": "vertex"}).spec
+    again = job_from_keywords(None, None, {**{**values, "package": spec.package, "backend": "vertex"}}).spec
     assert again.pools == spec.pools
     assert (again.module, again.args, again.env, again.job_dir, again.timeout) == (
         spec.module,

@@ -8,6 +8,7 @@ import pickle
 
 import pytest
 
+from tfjob._internal import job_from_keywords
 from tfjob.backends import flag_words
 from tfjob.errors import NOTHING, ConfigFileError, SpecError, Word, shown
 
@@ -148,7 +149,7 @@ def _cases() -> list[tuple[str, list[str], object, str, str]]:
         (
             "a machine type",
             ["render", "--image", IMAGE, "--backend", "vertex", "--workers", "2", "--worker-machine-type", "bogus"],
-            lambda: Job.from_keywords(image=IMAGE, workers=2, worker_machine_type="bogus", backend="vertex"),
+            lambda: job_from_keywords(None, None, {'image': IMAGE, 'workers': 2, 'worker_machine_type': "bogus", 'backend': "vertex"}),
             "--worker-machine-type 'bogus' is not known; use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)",
             "worker_machine_type='bogus' is not known; use a Compute Engine type such as n1-standard-4 (see `tfjob machines`)",
         ),
@@ -171,7 +172,7 @@ def _cases() -> list[tuple[str, list[str], object, str, str]]:
         (
             "a setting its backend does not take",
             ["render", "--image", IMAGE, "--backend", "kubeflow", "--spot"],
-            lambda: Job.from_keywords(image=IMAGE, backend="kubeflow", spot=True),
+            lambda: job_from_keywords(None, None, {'image': IMAGE, 'backend': "kubeflow", 'spot': True}),
             "--spot is for the vertex backend, not kubeflow; leave it out, or choose --backend vertex",
             "spot is for the vertex backend, not kubeflow; leave it out, or choose backend='vertex'",
         ),
@@ -214,6 +215,6 @@ def test_a_replicas_value_is_named_as_it_was_given() -> None:
         "ps=Replicas(…, image='Bad Image') is not an image reference; write [REGISTRY/]NAME"
     )
     # the flat keyword, where it was given as one (the CLI's way)
-    assert _api_message(lambda: Job.from_keywords(image=IMAGE, workers=2, worker_machine_type="bogus", backend="vertex")).startswith(
-        "worker_machine_type='bogus' is not known"
-    )
+    assert _api_message(
+        lambda: job_from_keywords(None, None, {"image": IMAGE, "workers": 2, "worker_machine_type": "bogus", "backend": "vertex"})
+    ).startswith("worker_machine_type='bogus' is not known")

@@ -15,6 +15,7 @@ import pytest
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
 from local_helpers import PROBE, assert_no_survivors, job_processes, reports, wait_for_reports
 
+from tfjob._internal import job_from_keywords
 from tfjob import Job, JobHandle, Local, get_job
 from tfjob.model import JobState
 from tfjob.errors import JobCancelledError, JobFailedError, JobNotFoundError, JobTimeoutError, SpecError
@@ -179,7 +180,7 @@ def test_a_nul_character_is_refused_by_keyword_before_anything_starts(tmp_path: 
 
     kw: dict[str, object] = {"package": str(PROBE), "module": "probe.task", **keywords}
     with pytest.raises(SpecError, match=rf"^{next(iter(keywords))} holds a NUL character"):
-        Job.from_keywords(**kw).run(timeout=60)  # type: ignore[arg-type]
+        job_from_keywords(None, None, {**kw}).run(timeout=60)  # type: ignore[arg-type]
     assert JobStore().list() == []
 
 
@@ -204,7 +205,7 @@ def test_a_keyword_value_that_holds_itself_is_checked_once(tmp_path: Path) -> No
         ({"env": env}, r"^env='B': the value .* must be text$"),
     ):
         with pytest.raises(SpecError, match=said) as refused:
-            Job.from_keywords(package=str(PROBE), module="probe.task", **keywords)  # type: ignore[arg-type]
+            job_from_keywords(str(PROBE), "probe.task", {**keywords})  # type: ignore[arg-type]
         assert "\n" not in str(refused.value)
 
 
@@ -225,7 +226,7 @@ def test_a_keyword_of_the_wrong_kind_is_one_line_naming_it(keywords: dict[str, o
 
     kw: dict[str, object] = {"package": str(PROBE), "module": "probe.task", **keywords}
     with pytest.raises(SpecError, match=message):
-        Job.from_keywords(**kw)  # type: ignore[arg-type]
+        job_from_keywords(None, None, {**kw})  # type: ignore[arg-type]
     assert Job(package=PROBE, module="probe.task").spec.package == str(PROBE)  # a path object names a directory as well
 
 

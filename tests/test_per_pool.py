@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tfjob._internal import job_from_keywords
 from tfjob.backends.kubeflow.options import KubernetesOptions, TFJobOptions
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
@@ -47,7 +48,7 @@ def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> N
     assert ps["env"] == [{"name": "A", "value": "ps"}, {"name": "GRPC_VERBOSITY", "value": "ERROR"}]
     assert chief["env"] == [{"name": "A", "value": "job"}]
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
-    again = Job.from_keywords(**{**values, "backend": "vertex"}).spec
+    again = job_from_keywords(None, None, {**{**values, "backend": "vertex"}}).spec
     assert [(again.args_for(r), again.env_for(r)) for r in ("chief", "worker", "ps")] == [
         (spec.args_for(r), spec.env_for(r)) for r in ("chief", "worker", "ps")
     ]

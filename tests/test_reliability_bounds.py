@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from reliability import Reliability
+from tfjob._internal import job_from_keywords
 from tfjob import Job
 from tfjob.errors import SpecError
 from tfjob.description.limits import INT32_MAX, LOCAL_MAX_TASKS
@@ -166,7 +167,7 @@ def test_categorical_values_are_checked_in_linear_time() -> None:
 )
 def test_python_api_types_are_spec_errors(trainer: Path, keywords: dict, message: str) -> None:
     with pytest.raises(SpecError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")):
-        Job.from_keywords(str(trainer), "trainer.task", **keywords)
+        job_from_keywords(str(trainer), "trainer.task", {**keywords})
 
 
 def test_a_path_object_is_taken_for_a_path(trainer: Path, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import pytest
 from helpers import cli_words, golden_text
 
+from tfjob._internal import job_from_keywords
 from tfjob.backends import get_backend
 from tfjob.backends.base import GoogleCloudOptions
 from tfjob.config.job import parse_job_config
@@ -209,10 +210,9 @@ def test_what_the_legacy_api_cannot_express_is_refused(kwargs: dict[str, Any], f
     ],
 )
 def test_vertex_ais_own_knobs_are_not_the_legacy_backends(keywords: dict[str, Any], flag: str) -> None:
-    from tfjob.job import Job
 
     with pytest.raises(SpecError, match=f"^{flag} is for the vertex backend, not ai-platform; leave it out, or choose backend='vertex'$"):
-        Job.from_keywords("gs://b/t.tar.gz", "trainer.task", backend="ai-platform", **keywords)
+        job_from_keywords("gs://b/t.tar.gz", "trainer.task", {"backend": "ai-platform", **keywords})
 
 
 def test_labels_are_left_out_when_there_are_none() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import tfjob
+from tfjob._internal import job_from_keywords
 from tfjob import AIPlatform, Job, JobSet, Kubernetes, Local, Replicas, TFJob, TrainJob, Vertex
 from tfjob.backends import BACKENDS
 from tfjob.errors import SpecError
@@ -113,13 +114,7 @@ def test_typed_and_flat_keywords_build_the_same_job() -> None:
         backend=Vertex(project="p", region="us-central1", spot=True, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k",
                        network="projects/1/global/networks/n", reserved_ip_ranges=["a", "b"], worker_boot_disk_size=200),
     )  # fmt: skip
-    flat = Job.from_keywords(
-        "trainer", "trainer.task", name="same", backend="vertex", project="p", region="us-central1", spot=True,
-        kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k", reserved_ip_ranges=("a", "b"), network="projects/1/global/networks/n",
-        chief_machine_type="n1-highmem-8", chief_env={"ROLE": "chief"},
-        workers=4, worker_machine_type="g2-standard-8", worker_accelerator="type=NVIDIA_L4,count=1", worker_args=["--w"],
-        worker_boot_disk_size=200, ps=2, evaluators=1, evaluator_image="gcr.io/p/eval:1",
-    )  # fmt: skip
+    flat = job_from_keywords("trainer", "trainer.task", {'name': "same", 'backend': "vertex", 'project': "p", 'region': "us-central1", 'spot': True, 'kms_key': "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k", 'reserved_ip_ranges': ("a", "b"), 'network': "projects/1/global/networks/n", 'chief_machine_type': "n1-highmem-8", 'chief_env': {"ROLE": "chief"}, 'workers': 4, 'worker_machine_type': "g2-standard-8", 'worker_accelerator': "type=NVIDIA_L4,count=1", 'worker_args': ["--w"], 'worker_boot_disk_size': 200, 'ps': 2, 'evaluators': 1, 'evaluator_image': "gcr.io/p/eval:1"})  # fmt: skip
     assert typed.spec == flat.spec and typed.options == flat.options and typed.backend_name == "vertex"
     assert typed.spec.pool("worker").machine.accelerator.count == 1 and typed.options.scheduling_strategy == "SPOT"  # type: ignore[attr-defined]
 
@@ -246,3 +241,19 @@ def test_a_replica_s_boot_disk_still_works_where_it_was_given_with_a_deprecation
         backend=Vertex(project="p", worker_boot_disk_type="pd-ssd", worker_boot_disk_size=200),
     )
     assert old.options == new.options and old.options.boot_disk("worker") == ("pd-ssd", 200)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", [Job, tfjob.Tuning], ids=lambda c: c.__name__)
+def test_no_public_method_takes_arbitrary_keywords(cls: type) -> None:
+    """The flat keywords (the CLI's flags, config files) are parsed by tfjob._internal's
+    job_from_keywords / tuning_from_keywords, which take them as one mapping: no public method
+    of Job or Tuning takes ``**kwargs``."""
+    loose = [
+        f"{name}(**{p.name})"
+        for name, member in inspect.getmembers(cls, callable)
+        if not name.startswith("_")
+        for p in inspect.signature(member).parameters.values()
+        if p.kind is p.VAR_KEYWORD
+    ]
+    assert loose == []
+    assert not hasattr(cls, "from_keywords")

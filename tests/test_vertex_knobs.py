@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import cli_words
 
+from tfjob._internal import job_from_keywords
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.config.job import parse_job_config
@@ -72,13 +73,15 @@ KNOBS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("case", sorted(KNOBS))
 def test_knobs_read_back_from_the_rendered_job_as_the_same_job(case: str) -> None:
-    job = Job.from_keywords(
-        name="j", module="trainer.task", image="gcr.io/p/t:1", workers=2, backend="vertex", region="us-central1", **KNOBS[case]
+    job = job_from_keywords(
+        None,
+        "trainer.task",
+        {"name": "j", "image": "gcr.io/p/t:1", "workers": 2, "backend": "vertex", "region": "us-central1", **KNOBS[case]},
     )
     body = render_custom_job(job.spec, job.options)
     _strict(body)
     values = parse_job_config(json.loads(json.dumps(body)), "custom_job.json").values
-    again = Job.from_keywords(**{**values, "backend": "vertex", "region": "us-central1"})
+    again = job_from_keywords(None, None, {**{**values, "backend": "vertex", "region": "us-central1"}})
     assert again.spec == job.spec and render_custom_job(again.spec, again.options) == body
 
 
@@ -149,7 +152,7 @@ def test_a_config_with_flex_start_and_disks_reads_as_keywords(tmp_path) -> None:
         "persistentResourceId: team-pool\n"
         "enableDashboardAccess: true\n"
     )
-    job = Job.from_keywords(config=str(config), backend="vertex")
+    job = job_from_keywords(None, None, {"config": str(config), "backend": "vertex"})
     spec, options = job.spec, job.options
     assert isinstance(options, VertexOptions)
     assert options.scheduling_strategy == "FLEX_START" and options.max_wait == 1800 and options.disable_retries

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tfjob._internal import job_from_keywords
 from tfjob.runtime.store import JobStore
 
 import os
@@ -348,11 +349,10 @@ def test_staging_bucket_order(
 ) -> None:
     """--staging-bucket, then the --job-dir bucket, then the configured bucket (issue 6)."""
     from tfjob.backends.vertex.submission import resolve_bucket
-    from tfjob.job import Job
 
     if configured:
         monkeypatch.setenv("TFJOB_STAGING_BUCKET", configured)
-    job = Job.from_keywords("trainer", "trainer.task", staging_bucket=flag, job_dir=job_dir, backend="vertex")
+    job = job_from_keywords("trainer", "trainer.task", {"staging_bucket": flag, "job_dir": job_dir, "backend": "vertex"})
     assert resolve_bucket(job.spec, job.options) == expected
 
 

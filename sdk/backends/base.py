@@ -94,6 +94,9 @@ class Backend(Protocol):
     def submit(self, spec: JobSpec, options: SubmitOptions) -> str:
         """Start the job; return its id."""
 
+    def run(self, spec: JobSpec, options: SubmitOptions) -> str:
+        """Start the job and follow it to its end; return its id whatever the outcome."""
+
     def status(self, job_id: str) -> JobStatus:
         """The job's current status."""
 

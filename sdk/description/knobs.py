@@ -41,7 +41,7 @@ class Knob:
 
     Attributes:
         name: the keyword (``kms_key``): the :class:`tfjob.Job` / settings-object field, the
-            options field, the key ``Job.from_keywords`` takes.
+            options field, the flat keyword the CLI's ``job_from_keywords`` takes.
         help: one sentence for ``--help`` (without the backends: the CLI adds them).
         kind: one of :data:`KINDS`.
         flags: the click declarations, the first the spelling messages use
@@ -77,7 +77,7 @@ class Knob:
 
     @property
     def keyword(self) -> str:
-        """The Python spelling (``kms_key``), as in ``Job.from_keywords(kms_key=…)`` or ``Vertex(kms_key=…)``."""
+        """The Python spelling (``kms_key``), as in ``Vertex(kms_key=…)`` or the flat keywords the CLI parses."""
         return self.name
 
     def words(self, value: Any = NOTHING) -> str:

@@ -339,6 +339,50 @@ def tier_pools(tier: ScaleTier) -> list[Pool]:
     return pools
 
 
+@dataclass(frozen=True)
+class RoleRequest:
+    """What one role was asked to run on, before it is a :class:`Pool`: its count (None: the
+    role is not asked for; the chief's is always 1), machine type, own accelerator (the job's
+    shared one is :attr:`Shape.accelerator`), image, arguments, variables and resources."""
+
+    count: int | None = None
+    machine_type: str | None = None
+    accelerator: Accelerator | None = None
+    image: str | None = None
+    args: Sequence[str] | None = None
+    env: Mapping[str, str] | None = None
+    resources: Resources | None = None
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The job's roles as asked (typed): what :func:`build_pools` makes the pools from.
+
+    Attributes:
+        roles: a :class:`RoleRequest` per role (``chief``, ``worker``, ``ps``, ``evaluator``);
+            a role left out is not asked for.
+        chief: False leaves the chief out (worker 0 leads).
+        scale_tier: a legacy tier that fixes the pools (``CUSTOM``: counts and machine types given).
+        accelerator: the chief, worker and evaluator pools' accelerator, unless theirs is given.
+        tpu_topology: a TPU VM slice's shape, for the pools on a TPU VM machine type.
+    """
+
+    roles: Mapping[str, RoleRequest] = field(default_factory=dict)
+    chief: bool = True
+    scale_tier: ScaleTier | None = None
+    accelerator: Accelerator | None = None
+    tpu_topology: str | None = None
+
+    def role(self, role: str) -> RoleRequest:
+        """What ``role`` was asked (an empty request when it was not)."""
+        return self.roles.get(role) or RoleRequest()
+
+    def accelerator_of(self, role: str) -> Accelerator | None:
+        """``role``'s accelerator: its own, else the shared one (never a parameter server's)."""
+        own = self.role(role).accelerator
+        return own if own is not None or role == "ps" else self.accelerator
+
+
 def build_spec(
     *,
     name: str,
@@ -379,7 +423,9 @@ def build_spec(
     evaluator_resources: Resources | None = None,
     **settings: Any,
 ) -> JobSpec:
-    """Build a :class:`JobSpec` from the options users give.
+    """Build a :class:`JobSpec` from the flat keywords the CLI's flags and config files give
+    (the parser at the edge: the roles become a typed :class:`Shape` once, whose pools
+    :func:`build_pools` makes).
 
     Without a tier every pool defaults to ``n1-standard-4``. A predefined tier
     (BASIC … BASIC_TPU) fixes the pools; counts or machine types next to it are an
@@ -391,117 +437,129 @@ def build_spec(
     TensorFlow's multi-worker tutorials and Kubeflow's examples (Kubeflow and JobSet run
     such jobs; Vertex AI and AI Platform always have a chief and refuse them).
 
-
     ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
     """
     tier = ScaleTier.parse(scale_tier) if scale_tier is not None else None
-    counts = {"worker": workers, "ps": ps, "evaluator": evaluators}
-    machines = {
-        "chief": chief_machine_type,
-        "worker": worker_machine_type,
-        "ps": ps_machine_type,
-        "evaluator": evaluator_machine_type,
+    shared = _as_accelerator(accelerator, "accelerator")
+    given = {
+        "chief": (None, chief_machine_type, chief_accelerator, chief_image, chief_args, chief_env, chief_resources),
+        "worker": (workers, worker_machine_type, worker_accelerator, worker_image, worker_args, worker_env, worker_resources),
+        "ps": (ps, ps_machine_type, ps_accelerator, ps_image, ps_args, ps_env, ps_resources),
+        "evaluator": (evaluators, evaluator_machine_type, evaluator_accelerator, evaluator_image, evaluator_args, evaluator_env,
+                      evaluator_resources),
+    }  # fmt: skip
+    roles = {
+        role: RoleRequest(count, machine, _as_accelerator(acc, f"{role}_accelerator"), img, args, env, resources)
+        for role, (count, machine, acc, img, args, env, resources) in given.items()
     }
-    images = {"chief": chief_image, "worker": worker_image, "ps": ps_image, "evaluator": evaluator_image}
+    shape = Shape(roles, chief=chief, scale_tier=tier, accelerator=shared, tpu_topology=tpu_topology)
+    return JobSpec(
+        name=name, pools=build_pools(shape), module=module, package=package, packages=tuple(packages), image=image,
+        scale_tier=tier, **settings,
+    )  # fmt: skip
 
-    def as_acc(value: Accelerator | str | None, field: str) -> Accelerator | None:
-        return Accelerator.parse(value, field) if isinstance(value, str) else value
 
-    shared = as_acc(accelerator, "accelerator")
-    accs = {
-        "chief": as_acc(chief_accelerator, "chief_accelerator") or shared,
-        "worker": as_acc(worker_accelerator, "worker_accelerator") or shared,
-        "ps": as_acc(ps_accelerator, "ps_accelerator"),
-        "evaluator": as_acc(evaluator_accelerator, "evaluator_accelerator") or shared,
-    }
-    for role, n in counts.items():
+def _as_accelerator(value: Accelerator | str | None, field: str) -> Accelerator | None:
+    return Accelerator.parse(value, field) if isinstance(value, str) else value
+
+
+def build_pools(shape: Shape) -> tuple[Pool, ...]:
+    """The pools ``shape`` asks for, each checked (a :class:`SpecError` names the keyword)."""
+    for role in ("worker", "ps", "evaluator"):
+        n = shape.role(role).count
         if n is not None:
             check_count(COUNT_FIELDS[role], n)
-
+    tier = shape.scale_tier
     if tier is not None and tier is not ScaleTier.CUSTOM:
-        given = [COUNT_FIELDS[r] for r, n in counts.items() if n is not None]
-        given += [f"{r}_machine_type" for r, m in machines.items() if m is not None]
-        given += ["accelerator"] if any(accs.values()) else []
-        if given:
-            raise SpecError(
-                field="scale_tier",
-                value=Word(tier.value),
-                problem=f"fixes the cluster, so {', '.join('{' + g + '}' for g in given)} cannot be set",
-                fix="use {scale_tier=CUSTOM} to choose counts and machine types",
-            )
-        pools = [dataclasses.replace(p, image=images[p.role]) for p in tier_pools(tier)]
+        _check_fixed_tier(shape, tier)
+        pools = [dataclasses.replace(p, image=shape.role(p.role).image) for p in tier_pools(tier)]
     else:
-        if tier is ScaleTier.CUSTOM:
-            if machines["chief"] is None:
-                raise SpecError(field="scale_tier", value=Word("CUSTOM"), problem="needs {chief_machine_type}")
-            for role, n in counts.items():
-                if n is not None and machines[role] is None:
-                    raise SpecError(
-                        field="scale_tier", value=Word("CUSTOM"), problem=f"with {{{COUNT_FIELDS[role]}={n}}} needs {{{role}_machine_type}}"
-                    )
-        else:
-            for role, machine in machines.items():
-                if role != "chief" and machine is not None and counts[role] is None:
-                    raise SpecError(
-                        field=f"{role}_machine_type", value=Word(machine), problem=f"is set but {{{COUNT_FIELDS[role]}}} is not"
-                    )
-        pools = [Pool("chief", 1, _machine("chief", machines["chief"], accs["chief"]), images["chief"])]
-        if not chief:
-            given = [
-                f
-                for f, v in (
-                    ("chief_machine_type", machines["chief"]),
-                    ("chief_accelerator", chief_accelerator),
-                    ("chief_image", images["chief"]),
-                )
-                if v
-            ]
-            if given or tier is not None:
-                given = given or ["scale_tier"]
-                raise SpecError(
-                    field="chief", value=False, problem=f"leaves the chief out, so {', '.join('{' + g + '}' for g in given)} cannot be set"
-                )
-            if not counts["worker"]:
-                raise SpecError(field="chief", value=False, problem="needs {workers} ≥ 1: worker 0 is then the chief")
-            pools = []
-        for role, n in counts.items():
-            if n is not None:
-                pools.append(Pool(role, n, _machine(role, machines[role], accs[role]), images[role]))
-    if tpu_topology is not None:
-        tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
-        if not tpu_pools:
+        pools = _custom_pools(shape)
+    if shape.tpu_topology is not None:
+        pools = _on_tpu_topology(pools, shape.tpu_topology)
+    present = [p.role for p in pools]
+    for role in ROLES:
+        own = shape.role(role)
+        if (own.args is not None or own.env) and role not in present:
             raise SpecError(
-                field="tpu_topology",
-                value=Word(tpu_topology),
-                problem="needs a TPU VM machine type (e.g. {worker_machine_type=ct5lp-hightpu-4t})",
+                field=f"{role}_args" if own.args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool"
             )
-        pools = [
-            dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p
-            for p in pools
-        ]
-    own = {
-        "chief": (chief_args, chief_env), "worker": (worker_args, worker_env),
-        "ps": (ps_args, ps_env), "evaluator": (evaluator_args, evaluator_env),
-    }  # fmt: skip
-    for role, (args, env) in own.items():
-        if (args is not None or env) and role not in [p.role for p in pools]:
-            raise SpecError(field=f"{role}_args" if args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool")
-    pools = [dataclasses.replace(p, args=_args(own[p.role][0], p.args), env={**p.env, **(own[p.role][1] or {})}) for p in pools]
-    asked = {"chief": chief_resources, "worker": worker_resources, "ps": ps_resources, "evaluator": evaluator_resources}
-    pools = [_with_resources(p, asked[p.role], machines[p.role], accs[p.role], tier) for p in pools]
-    for role, resources in asked.items():
-        if resources is not None and role not in [p.role for p in pools]:
+    pools = [
+        dataclasses.replace(p, args=_args(shape.role(p.role).args, p.args), env={**p.env, **(shape.role(p.role).env or {})}) for p in pools
+    ]
+    pools = [_with_resources(p, shape.role(p.role).resources, shape.role(p.role).machine_type, shape.accelerator_of(p.role), tier)
+             for p in pools]  # fmt: skip
+    for role in ROLES:
+        if shape.role(role).resources is not None and role not in present:
             raise SpecError(field=f"{role}_resources", problem=f"is set but the job has no {role} pool")
-    return JobSpec(
-        name=name,
-        pools=tuple(pools),
-        module=module,
-        package=package,
-        packages=tuple(packages),
-        image=image,
-        scale_tier=tier,
-        **settings,
-    )
+    return tuple(pools)
+
+
+def _check_fixed_tier(shape: Shape, tier: ScaleTier) -> None:
+    """A predefined tier fixes the cluster: no counts, machine types or accelerators beside it."""
+    given = [COUNT_FIELDS[r] for r in ("worker", "ps", "evaluator") if shape.role(r).count is not None]
+    given += [f"{r}_machine_type" for r in ROLES if shape.role(r).machine_type is not None]
+    given += ["accelerator"] if any(shape.accelerator_of(r) for r in ROLES) else []
+    if given:
+        raise SpecError(
+            field="scale_tier",
+            value=Word(tier.value),
+            problem=f"fixes the cluster, so {', '.join('{' + g + '}' for g in given)} cannot be set",
+            fix="use {scale_tier=CUSTOM} to choose counts and machine types",
+        )
+
+
+def _custom_pools(shape: Shape) -> list[Pool]:
+    """The pools of a job without a tier (or ``CUSTOM``): each role asked for, on its machine."""
+    counts = {r: shape.role(r).count for r in ("worker", "ps", "evaluator")}
+    machines = {r: shape.role(r).machine_type for r in ROLES}
+    if shape.scale_tier is ScaleTier.CUSTOM:
+        if machines["chief"] is None:
+            raise SpecError(field="scale_tier", value=Word("CUSTOM"), problem="needs {chief_machine_type}")
+        for role, n in counts.items():
+            if n is not None and machines[role] is None:
+                raise SpecError(
+                    field="scale_tier", value=Word("CUSTOM"), problem=f"with {{{COUNT_FIELDS[role]}={n}}} needs {{{role}_machine_type}}"
+                )
+    else:
+        for role, n in counts.items():
+            machine = machines[role]
+            if machine is not None and n is None:
+                raise SpecError(field=f"{role}_machine_type", value=Word(machine), problem=f"is set but {{{COUNT_FIELDS[role]}}} is not")
+    chief = shape.role("chief")
+    pools = [Pool("chief", 1, _machine("chief", machines["chief"], shape.accelerator_of("chief")), chief.image)]
+    if not shape.chief:
+        given = [
+            f
+            for f, v in (("chief_machine_type", chief.machine_type), ("chief_accelerator", chief.accelerator), ("chief_image", chief.image))
+            if v
+        ]
+        if given or shape.scale_tier is not None:
+            given = given or ["scale_tier"]
+            raise SpecError(
+                field="chief", value=False, problem=f"leaves the chief out, so {', '.join('{' + g + '}' for g in given)} cannot be set"
+            )
+        if not counts["worker"]:
+            raise SpecError(field="chief", value=False, problem="needs {workers} ≥ 1: worker 0 is then the chief")
+        pools = []
+    for role, n in counts.items():
+        if n is not None:
+            pools.append(Pool(role, n, _machine(role, machines[role], shape.accelerator_of(role)), shape.role(role).image))
+    return pools
+
+
+def _on_tpu_topology(pools: list[Pool], tpu_topology: str) -> list[Pool]:
+    """The pools on a TPU VM machine type given ``tpu_topology`` (one is needed)."""
+    tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
+    if not tpu_pools:
+        raise SpecError(
+            field="tpu_topology",
+            value=Word(tpu_topology),
+            problem="needs a TPU VM machine type (e.g. {worker_machine_type=ct5lp-hightpu-4t})",
+        )
+    return [
+        dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p for p in pools
+    ]
 
 
 def _args(given: Sequence[str] | None, current: tuple[str, ...] | None) -> tuple[str, ...] | None:

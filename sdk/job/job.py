@@ -34,6 +34,7 @@ from .handle import FunctionHandle, JobHandle, _the_store, bind_store
 
 if TYPE_CHECKING:
     from ..functions.function import RemoteFunction
+    from ..images.build import BuiltImage
     from ..platforms import Platform, Replicas, StrPath
     from ..runtime.store import JobStore
 
@@ -113,12 +114,12 @@ class Job:
     Raises:
         SpecError: a setting that cannot run (naming the argument, its value and the fix).
 
-    :meth:`from_keywords` builds a job from flat keywords (``worker_machine_type=…``,
-    ``project=…``), as the CLI's flags and config files name them.
+    The CLI's flags and config files name a job by flat keywords (``worker_machine_type=…``,
+    ``project=…``): :func:`job_from_keywords` (internal, ``tfjob._internal``) parses them.
     """
 
     #: The backend object given (or built for the settings' clients), else None: the registry's.
-    _backend_object: Any
+    _backend_object: Backend | None
 
     def __init__(
         self,
@@ -178,66 +179,13 @@ class Job:
         for key, flag in flags.items():
             if flag is not False:
                 values[key] = flag
-        # The settings objects' classes, when they exist: a Replicas, a Vertex(...) can only be
-        # given once tfjob.platforms was imported, so a job of plain values (the CLI's) never
-        # pays for importing it (its dataclasses are a fifth of a re-submit's start).
-        platforms = sys.modules.get("tfjob.platforms")
-        Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
-        Platform = platforms.Platform if platforms is not None else _Never  # noqa: N806
-        for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):
-            count_key = {"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]
-            if isinstance(replicas, Replicas):
-                values[count_key] = replicas.count
-                values.update(replicas.keywords(role))
-            elif replicas is not None:
-                values[count_key] = replicas
-        if isinstance(chief, Replicas):
-            if chief.count != 1:
-                raise SpecError(f"chief=Replicas({chief.count!r}, …): the chief runs exactly 1 replica; add the others as workers")
-            values.update(chief.keywords("chief"))
-        elif chief is not True:
-            values["chief"] = chief
-        client: dict[str, Any] = {}
-        if isinstance(backend, Platform):
-            values["backend"] = backend.BACKEND
-            values.update(backend.keywords())
-            client = {k: getattr(backend, k) for k in ("credentials", "api_client") if getattr(backend, k, None) is not None}
-        elif isinstance(backend, type) and issubclass(backend, Platform):
-            raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
-        elif backend is not None:
-            values["backend"] = backend
-        #: A Replicas value's fields, by the flat keyword they become (worker_machine_type → workers, machine_type).
-        self._typed = {
-            f"{role}_{name}": (param, name)
-            for param, role, value in (
-                ("chief", "chief", chief),
-                ("workers", "worker", workers),
-                ("ps", "ps", ps),
-                ("evaluators", "evaluator", evaluators),
-            )
-            if isinstance(value, Replicas)
-            for name in _replica_fields()
-        }
+        client = _typed_keywords(values, chief, workers, ps, evaluators, backend)
+        self._typed = _typed_names(chief, workers, ps, evaluators)
         with self._in_typed_words():
             self._init_keywords(package, module, values, store)
         if client:
             # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
             self._backend_object = backend_class(self.backend_name)(**client)
-
-    @classmethod
-    def from_keywords(
-        cls, package: StrPath | None = None, module: str | None = None, *, store: JobStore | None = None, **kwargs: Any
-    ) -> "Job":
-        """A job from flat keywords, as the CLI's flags and config files name them:
-        every :class:`Job` argument, each role's ``<role>_machine_type`` / ``_accelerator`` /
-        ``_image`` / ``_args`` / ``_env`` / ``_boot_disk_type`` / ``_boot_disk_size``, and
-        every platform setting (``project=``, ``namespace=``, ``spot=``…) with
-        ``backend=`` a name. :func:`job_keywords` lists them; a keyword the chosen backend
-        does not take is refused in one line. ``store`` is the job store, as for :class:`Job`.
-        Prefer the typed form, ``Job(...)``."""
-        job = cls.__new__(cls)
-        job._init_keywords(package, module, kwargs, store)
-        return job
 
     @staticmethod
     def from_function(
@@ -287,7 +235,7 @@ class Job:
         self._made_from: tuple[StrPath | None, str | None, dict[str, Any], JobStore | None] = (package, module, dict(kwargs), store)
         # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
         self._backend_object = None
-        self._bound: tuple[Any, Any] | None = None
+        self._bound: tuple[Backend | None, Backend] | None = None
         given_backend: Any = kwargs.get("backend")
         if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
@@ -388,7 +336,7 @@ class Job:
         if self.backend_name == "local":
             _local_accelerators(values)
         self.spec: JobSpec = build_spec(**values)
-        self.built_image: Any = None
+        self.built_image: BuiltImage | None = None
         _check_build(self.spec, self.options, self.backend_name)
 
     @property
@@ -399,12 +347,12 @@ class Job:
             self._store = _the_store(None)
         return self._store
 
-    def _unbound_backend(self) -> Any:
+    def _unbound_backend(self) -> Backend:
         """The backend object as given or registered, before it is given the job's store (a render needs none)."""
         return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
 
     @property
-    def backend(self) -> Any:
+    def backend(self) -> Backend:
         """The backend object: the one given as ``backend=``, else the registry's; recording in
         :attr:`store` unless it was given a store of its own."""
         base = self._backend_object
@@ -412,7 +360,7 @@ class Job:
             self._bound = (base, get_backend(self.backend_name, self.store) if base is None else bind_store(base, self.store))
         return self._bound[1]
 
-    def build_image(self, push: bool = True) -> Any:
+    def build_image(self, push: bool = True) -> BuiltImage | None:
         """With ``build=True``: build (or find) the trainer directory's image, push it to
         ``image_repo``, and make the job run it (``REPO@sha256:…``); return the
         :class:`tfjob.images.BuiltImage`. Done once: ``submit``, ``run`` and ``render`` call it."""
@@ -574,6 +522,26 @@ class Job:
                 )
 
 
+def job_from_keywords(
+    package: StrPath | None = None, module: str | None = None, keywords: Mapping[str, Any] | None = None, *, store: JobStore | None = None
+) -> Job:
+    """A job from flat keywords, as the CLI's flags and config files name them (internal: a
+    program uses the typed form, ``Job(...)``): every :class:`Job` argument, each role's
+    ``<role>_machine_type`` / ``_accelerator`` / ``_image`` / ``_args`` / ``_env`` /
+    ``_boot_disk_type`` / ``_boot_disk_size``, and every platform setting (``project``,
+    ``namespace``, ``spot``…) with ``backend`` a name. :func:`tfjob.job.keywords.job_keywords`
+    lists them; a keyword the chosen backend does not take is refused in one line. ``store``
+    is the job store, as for :class:`Job`."""
+    values = dict(keywords or {})
+    if package is None:
+        package = values.pop("package", None)
+    if module is None:
+        module = values.pop("module", None)
+    job = Job.__new__(Job)
+    job._init_keywords(package, module, values, store)
+    return job
+
+
 class _FunctionJobs:
     """What :class:`tfjob.functions.function.RemoteFunction` is given to make its jobs and handles."""
 
@@ -594,3 +562,63 @@ def _function_settings(**values: Any) -> dict[str, Any]:
         del out["chief"]
     out.setdefault("strategy", "auto")
     return out
+
+
+def _typed_keywords(
+    values: dict[str, Any],
+    chief: Replicas | bool,
+    workers: int | Replicas | None,
+    ps: int | Replicas | None,
+    evaluators: int | Replicas | None,
+    backend: str | Platform | Backend | None,
+) -> dict[str, Any]:
+    """The typed roles and platform given to :class:`Job` as the job's keywords (in ``values``);
+    return the platform's clients (credentials, a Kubernetes ApiClient) for a backend object of its own."""
+    # The settings objects' classes, when they exist: a Replicas, a Vertex(...) can only be
+    # given once tfjob.platforms was imported, so a job of plain values (the CLI's) never
+    # pays for importing it (its dataclasses are a fifth of a re-submit's start).
+    platforms = sys.modules.get("tfjob.platforms")
+    Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
+    Platform = platforms.Platform if platforms is not None else _Never  # noqa: N806
+    for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):
+        count_key = {"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]
+        if isinstance(replicas, Replicas):
+            values[count_key] = replicas.count
+            values.update(replicas.keywords(role))
+        elif replicas is not None:
+            values[count_key] = replicas
+    if isinstance(chief, Replicas):
+        if chief.count != 1:
+            raise SpecError(f"chief=Replicas({chief.count!r}, …): the chief runs exactly 1 replica; add the others as workers")
+        values.update(chief.keywords("chief"))
+    elif chief is not True:
+        values["chief"] = chief
+    client: dict[str, Any] = {}
+    if isinstance(backend, Platform):
+        values["backend"] = backend.BACKEND
+        values.update(backend.keywords())
+        client = {k: getattr(backend, k) for k in ("credentials", "api_client") if getattr(backend, k, None) is not None}
+    elif isinstance(backend, type) and issubclass(backend, Platform):
+        raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
+    elif backend is not None:
+        values["backend"] = backend
+    return client
+
+
+def _typed_names(
+    chief: Replicas | bool, workers: int | Replicas | None, ps: int | Replicas | None, evaluators: int | Replicas | None
+) -> dict[str, tuple[str, str]]:
+    """A Replicas value's fields, by the flat keyword they become (worker_machine_type → workers, machine_type)."""
+    platforms = sys.modules.get("tfjob.platforms")
+    Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
+    return {
+        f"{role}_{name}": (param, name)
+        for param, role, value in (
+            ("chief", "chief", chief),
+            ("workers", "worker", workers),
+            ("ps", "ps", ps),
+            ("evaluators", "evaluator", evaluators),
+        )
+        if isinstance(value, Replicas)
+        for name in _replica_fields()
+    }

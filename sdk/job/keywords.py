@@ -1,4 +1,4 @@
-"""The flat keywords a job is made from (``Job.from_keywords``: the CLI's flags, config files,
+"""The flat keywords a job is made from (``job_from_keywords``: the CLI's flags, config files,
 ``Tuning``): which a backend takes, their kinds checked, the typed values they become, a job's
 default name.
 """

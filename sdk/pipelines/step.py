@@ -85,7 +85,7 @@ def build_job(
 
     A local job dir is made absolute: a step's working directory is no place to leave a model.
     """
-    from ..job import Job
+    from ..job.job import job_from_keywords
 
     if isinstance(args, str):
         # One text (a pipeline parameter typed as text, a JSON list passed as text): read as a
@@ -108,7 +108,7 @@ def build_job(
         "job_dir": job_dir or None,
         "args": list(args) if args else None,
     }
-    return Job.from_keywords(package or None, module or None, **{k: v for k, v in given.items() if v is not None}, **extra)
+    return job_from_keywords(package or None, module or None, {**{k: v for k, v in given.items() if v is not None}, **extra})
 
 
 def _args_of_text(text: str) -> list[str]:
