@@ -46,8 +46,9 @@ SECTION = "growth"
 #: (workers, ps) of each size; the chief makes one more task.
 SIZES = ((4, 2), (32, 8), (128, 32))
 QUICK_SIZES = ((2, 1), (4, 2), (8, 2))
-#: Issue 25: at most this much more overhead per added task, middle size to largest.
-TARGET_SLOPE_S = 0.003
+#: At most this much more overhead per added task, middle size to largest (issue 25's 3 ms,
+#: relaxed to 5 ms by issue 35 on purpose: no start-up tricks for it).
+TARGET_SLOPE_S = 0.005
 #: Rounds at least (not --quick): a round's slope is the difference of four runs of up to
 #: ~3.5 s on 2 cores, and scatters by ~2 ms; the median of 5 still moved by ±1 ms from run
 #: to run (2026-11-27: 41 rounds pooled, median 2.24 ms, quartiles 0.83–3.70 ms).
