@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfjob import UsageError
 
 from .flags import knobs
+
+if TYPE_CHECKING:
+    from tfjob import Job
 
 
 def dump(data: Any, output: str) -> str:
@@ -72,40 +75,11 @@ def submit_job(
     per hour (``tfjob cost``)."""
     from tfjob._internal import job_from_keywords
 
-    display_name, packages = job_options.get("name"), job_options.get("packages")
-    stream_logs, detach, backend = job_options.get("stream_logs"), job_options.get("detach"), job_options.get("backend")
-
+    detach = job_options.get("detach")
     if output not in ("json", "yaml"):
         raise UsageError(f"--output {output!r} must be json or yaml")
-    if package_path and package_path_opt and package_path != package_path_opt:
-        import re
-
-        looks_like_name = re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,127}", package_path) is not None
-        if Path(package_path).exists() or display_name is not None or not looks_like_name:
-            raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
-        # gcloud's form: `submit JOB --package-path DIR`: the positional is the job's name.
-        display_name, package_path = package_path, None
-    if python_package_uris:
-        uris = [u for item in python_package_uris for u in item.split(",") if u]
-        if package_path or package_path_opt or packages:
-            raise UsageError(
-                "--python-package-uris names the trainer package and its extras; leave out PACKAGE_PATH, --package-path and --packages"
-            )
-        bad = [u for u in uris if not u.startswith("gs://")]
-        if bad:
-            raise UsageError(f"--python-package-uris {bad[0]!r} is not a gs:// URI; a local trainer directory is PACKAGE_PATH")
-        package_path, packages = uris[0], uris[1:] or None
-        job_options["packages"] = tuple(packages or ())
-    if stream_logs and (run_async or detach):
-        raise UsageError(
-            "--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)"
-        )
-    if job_options.get("register_model") and (run_async or detach) and not (dry_run or rendering):
-        raise UsageError(
-            "--register-model registers the job's SavedModel once the job SUCCEEDED, which --async/--detach does not wait for; "
-            "drop one (or later: tfjob.get_job(ID).register_model(NAME))"
-        )
-    job_options["name"] = display_name
+    package_path = _trainer_source(package_path, package_path_opt, python_package_uris, job_options)
+    _check_waiting(job_options, run_async or bool(detach), dry_run or rendering)
     values = job_keywords(job_options)
     if worker_pool_spec:
         from tfjob._internal import pool_spec_keywords
@@ -125,16 +99,9 @@ def submit_job(
         _echo(dump(price.to_dict(), output) if costing != "text" else "\n".join(price.lines(timeout=job.spec.timeout)))
         return
     if dry_run or rendering:
-        if job.backend_name == "local":
-            # The local plan is pure, but not of a trainer that is not there: refused as a run
-            # refuses it (and as every other backend's render, which builds the package, does).
-            for given in (job.spec.package, *job.spec.packages):
-                if given and "://" not in given and not Path(given).expanduser().exists():
-                    what = "trainer directory" if given == job.spec.package else "package"
-                    raise UsageError(f"{what} {given!r} does not exist; give the directory that holds your trainer package")
-        _echo(dump(job.render(), output))
+        _print_request(job, output)
         return
-    if job.backend_name == "local" and backend is None and job.settings.backend is None:
+    if job.backend_name == "local" and job_options.get("backend") is None and job.settings.backend is None:
         job.options.notice = (
             "tfjob: no cloud project configured, so the cluster runs on this machine "
             "(--backend vertex --project P --region R runs it on Vertex AI)"
@@ -144,3 +111,59 @@ def submit_job(
     else:
         handle = job.run()
     _echo(handle.id)
+
+
+def _trainer_source(
+    package_path: str | None, package_path_opt: str | None, python_package_uris: tuple[str, ...], job_options: dict[str, Any]
+) -> str | None:
+    """The trainer's PACKAGE_PATH, from the positional, ``--package-path`` and
+    ``--python-package-uris`` (gcloud's ``submit JOB --package-path DIR`` form: the positional is
+    the job's name); sets ``job_options``' ``name`` and, from the URIs, ``packages``."""
+    display_name, packages = job_options.get("name"), job_options.get("packages")
+    if package_path and package_path_opt and package_path != package_path_opt:
+        import re
+
+        looks_like_name = re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]{0,127}", package_path) is not None
+        if Path(package_path).exists() or display_name is not None or not looks_like_name:
+            raise UsageError("give the trainer directory once: as PACKAGE_PATH or as --package-path")
+        # gcloud's form: `submit JOB --package-path DIR`: the positional is the job's name.
+        display_name, package_path = package_path, None
+    if python_package_uris:
+        uris = [u for item in python_package_uris for u in item.split(",") if u]
+        if package_path or package_path_opt or packages:
+            raise UsageError(
+                "--python-package-uris names the trainer package and its extras; leave out PACKAGE_PATH, --package-path and --packages"
+            )
+        bad = [u for u in uris if not u.startswith("gs://")]
+        if bad:
+            raise UsageError(f"--python-package-uris {bad[0]!r} is not a gs:// URI; a local trainer directory is PACKAGE_PATH")
+        package_path, packages = uris[0], uris[1:] or None
+        job_options["packages"] = tuple(packages or ())
+    job_options["name"] = display_name
+    return package_path
+
+
+def _check_waiting(job_options: dict[str, Any], not_waiting: bool, printing: bool) -> None:
+    """Refuse what needs the job waited for (``--stream-logs``, ``--register-model``) with
+    ``--async``/``--detach`` (``not_waiting``); a request only printed (``printing``) registers nothing."""
+    if job_options.get("stream_logs") and not_waiting:
+        raise UsageError(
+            "--stream-logs prints the job's logs while waiting for it; drop --async/--detach (or use `tfjob logs ID --follow`)"
+        )
+    if job_options.get("register_model") and not_waiting and not printing:
+        raise UsageError(
+            "--register-model registers the job's SavedModel once the job SUCCEEDED, which --async/--detach does not wait for; "
+            "drop one (or later: tfjob.get_job(ID).register_model(NAME))"
+        )
+
+
+def _print_request(job: "Job", output: str) -> None:
+    """Print the request ``job`` would send (``--dry-run``, ``tfjob render``)."""
+    if job.backend_name == "local":
+        # The local plan is pure, but not of a trainer that is not there: refused as a run
+        # refuses it (and as every other backend's render, which builds the package, does).
+        for given in (job.spec.package, *job.spec.packages):
+            if given and "://" not in given and not Path(given).expanduser().exists():
+                what = "trainer directory" if given == job.spec.package else "package"
+                raise UsageError(f"{what} {given!r} does not exist; give the directory that holds your trainer package")
+    _echo(dump(job.render(), output))

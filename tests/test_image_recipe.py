@@ -23,11 +23,12 @@ from tfjob import Job, Vertex
 from tfjob.cli.main import app
 from tfjob.errors import SpecError
 from tfjob.images import recipe
-from tfjob.images.build import _Base, build_failure, plan_build, uses_base_arg
+from tfjob.images.build import build_failure, plan_build, uses_base_arg
+from tfjob.images.plan import BaseImage
 from tfjob.images.registry import RegistryError, is_google_registry, is_loopback, manifest_digest, parse_repository
 from tfjob.packaging import build_sdist
 
-BASE = _Base(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
+BASE = BaseImage(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
 
 
 def _trainer(root: Path, requirements: str | None = "pandas==2.2.2\n") -> Path:
@@ -65,7 +66,7 @@ def test_the_image_carries_the_same_sdist_a_package_job_ships(tmp_path: Path) ->
 
 
 def test_a_base_without_the_bootstrap_gets_its_wheel(tmp_path: Path) -> None:
-    platform = _Base(
+    platform = BaseImage(
         ref="us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-17.py310:latest", id="sha256:" + "c" * 64, user="", has_bootstrap=False
     )
     plan = plan_build(_trainer(tmp_path / "t", None), module="trainer.task", base=platform, base_ref=platform.ref)
@@ -78,7 +79,7 @@ def test_the_key_changes_with_every_input_and_only_then(tmp_path: Path) -> None:
     source = _trainer(tmp_path / "t")
     first = plan_build(source, module="trainer.task", base=BASE, base_ref=BASE.ref).key
     assert plan_build(source, module="trainer.task", base=BASE, base_ref=BASE.ref).key == first
-    other_base = _Base(BASE.ref, "sha256:" + "e" * 64, BASE.user, True)
+    other_base = BaseImage(BASE.ref, "sha256:" + "e" * 64, BASE.user, True)
     assert plan_build(source, module="trainer.task", base=other_base, base_ref=BASE.ref).key != first
     (source / "trainer" / "task.py").write_text("print('hello')\n# one line\n")
     changed = plan_build(source, module="trainer.task", base=BASE, base_ref=BASE.ref).key
@@ -270,10 +271,10 @@ def test_cli_mistakes_are_one_line_exit_2(argv: list[str], message: str, tmp_pat
 def test_no_credential_helper_value_leaks_into_argv_or_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Google's token reaches the engine in a private file, removed after the push."""
     from tfjob.runtime.engine import Engine
-    from tfjob.images.build import _auth_file
+    from tfjob.images.publish import auth_file
 
     repo = parse_repository("us-central1-docker.pkg.dev/p/r/census")
-    with _auth_file(Engine("podman", "/usr/bin/podman"), repo, ("oauth2accesstoken", "ya29.secret")) as (flags, env):
+    with auth_file(Engine("podman", "/usr/bin/podman"), repo, ("oauth2accesstoken", "ya29.secret")) as (flags, env):
         assert flags[0] == "--authfile" and env is None
         path = Path(flags[1])
         assert oct(path.stat().st_mode & 0o777) == "0o600" and oct(path.parent.stat().st_mode & 0o777) == "0o700"
@@ -283,10 +284,10 @@ def test_no_credential_helper_value_leaks_into_argv_or_env(tmp_path: Path, monke
         )
         assert "ya29.secret" not in " ".join(flags)
     assert not path.exists() and not path.parent.exists()
-    with _auth_file(Engine("docker", "/usr/bin/docker"), repo, ("oauth2accesstoken", "ya29.secret")) as (flags, env):
+    with auth_file(Engine("docker", "/usr/bin/docker"), repo, ("oauth2accesstoken", "ya29.secret")) as (flags, env):
         assert flags == [] and env is not None and (Path(env["DOCKER_CONFIG"]) / "config.json").is_file()
     local = parse_repository("127.0.0.1:5000/x")
-    with _auth_file(Engine("podman", "/usr/bin/podman"), local, ("u", "p")) as (flags, env):
+    with auth_file(Engine("podman", "/usr/bin/podman"), local, ("u", "p")) as (flags, env):
         assert flags == [] and env is None  # the engine's own store serves
     assert os.environ.get("DOCKER_CONFIG") is None or "tfjob-auth" not in os.environ["DOCKER_CONFIG"]
 

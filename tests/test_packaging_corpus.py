@@ -460,9 +460,9 @@ def test_no_corpus_file_reaches_a_tfjob_build_context(recipe: str, leaky: tuple[
         (pkg / "Dockerfile").write_text("ARG BASE_IMAGE=tfjob:0.1.0\nFROM ${BASE_IMAGE}\nCOPY . /trainer/trainer/\n")
         plan = plan_build(source, module=None, base=None, base_ref="tfjob:0.1.0")
     else:
-        from tfjob.images.build import _Base  # the base image's facts, as the builder reads them from the engine
+        from tfjob.images.plan import BaseImage  # the base image's facts, as the builder reads them from the engine
 
-        base = _Base(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
+        base = BaseImage(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
         plan = plan_build(source, module=module, base=base, base_ref=base.ref)
     shipped = dict(plan.files)
     for name, data in plan.files.items():
@@ -480,13 +480,14 @@ def test_no_corpus_file_reaches_a_tfjob_build_context(recipe: str, leaky: tuple[
 def test_no_corpus_file_reaches_either_image_context(recipe: str, leaky: tuple[Path, dict[str, bytes]], reliability: Reliability) -> None:
     """Both contexts `tfjob build` makes (issue 36): the sdist on the base image, and the
     directory's own Dockerfile on the directory filtered as the sdist is."""
-    from tfjob.images.build import _Base, plan_build
+    from tfjob.images.build import plan_build
+    from tfjob.images.plan import BaseImage
 
     pkg, items = leaky
     source = pkg.parent
     if recipe == "own Dockerfile":
         (source / "Dockerfile").write_text("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nCOPY . /app\n")
-    base = _Base(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
+    base = BaseImage(ref="tfjob:0.1.0", id="sha256:" + "b" * 64, user="1000:1000", has_bootstrap=True)
     plan = plan_build(source, module="trainer.task", base=base, base_ref=base.ref)
     shipped: dict[str, bytes] = {}
     for rel, data in plan.files.items():

@@ -150,6 +150,16 @@ def redacted_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def render_report(data: ReportData) -> str:
     """The page. Pure."""
+    out = _summary(data)
+    for section in (_diagnoses, _tasks, _study, _metrics, _outputs, _log_tail, _history, _spec):
+        out += section(data)
+    out += [f'<p class="muted">{_e(note)}</p>' for note in data.notes]
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def _summary(data: ReportData) -> list[str]:
+    """The page's head, title and the job's table (times, cost, attempts)."""
     s = data.status
     out = [
         "<!DOCTYPE html>",
@@ -181,109 +191,137 @@ def render_report(data: ReportData) -> str:
                 rows.append((f"attempt {n}", f"{str(attempt.get('resource_name', ''))[:200]} {said}".strip()))
     out += [f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows]
     out.append("</table>")
+    return out
 
-    if data.diagnoses:
-        out.append("<h2>Diagnosis</h2>")
-        for d in data.diagnoses:
-            out.append(
-                f'<div class="diag"><b>{_e(d.task or "job")}: {_e(d.cause)}{"" if d.certain else " (inferred)"}</b>'
-                f"fix: {_e(d.fix)}" + (f'<br><span class="muted">seen: {_e(d.evidence)}</span>' if d.evidence else "") + "</div>"
-            )
 
-    if s.tasks:
-        out.append("<h2>Tasks</h2>")
-        svg = timeline_svg(s)
-        if svg:
-            out.append(f'<div class="figure">{svg}</div>')
+def _diagnoses(data: ReportData) -> list[str]:
+    if not data.diagnoses:
+        return []
+    out = ["<h2>Diagnosis</h2>"]
+    for d in data.diagnoses:
         out.append(
-            "<table><tr><th>task</th><th>state</th><th>start</th><th>end</th><th>duration</th><th>exit / signal</th><th>restarts</th><th>reason</th></tr>"
+            f'<div class="diag"><b>{_e(d.task or "job")}: {_e(d.cause)}{"" if d.certain else " (inferred)"}</b>'
+            f"fix: {_e(d.fix)}" + (f'<br><span class="muted">seen: {_e(d.evidence)}</span>' if d.evidence else "") + "</div>"
         )
-        for t in s.tasks:
-            out.append(
-                f"<tr><td>{_e(t.name)}</td><td>{_state(t.state.value)}</td><td>{_e(_when(t.started))}</td><td>{_e(_when(t.ended))}</td>"
-                f'<td class="num">{_e(_duration(t.started, t.ended))}</td><td>{_e(_how(t))}</td><td class="num">{_restarts(t)}</td>'
-                f"<td>{_e(t.reason or '')}</td></tr>"
-            )
-        out.append("</table>")
+    return out
 
-    if s.extra.get("kind") == "study":
-        out.append("<h2>Study</h2>")
-        from ..tuning.trials import render_study_status
 
-        try:
-            out.append(f"<pre>{_e(render_study_status(s.extra))}</pre>")
-        except Exception as e:  # a study record this tfjob cannot read: say so, keep the page
-            out.append(f'<p class="muted">trials could not be read: {_e(e)}</p>')
-        if data.study_svg:
-            out.append(f'<div class="figure">{data.study_svg}</div>')
+def _tasks(data: ReportData) -> list[str]:
+    s = data.status
+    if not s.tasks:
+        return []
+    out = ["<h2>Tasks</h2>"]
+    svg = timeline_svg(s)
+    if svg:
+        out.append(f'<div class="figure">{svg}</div>')
+    out.append(
+        "<table><tr><th>task</th><th>state</th><th>start</th><th>end</th><th>duration</th><th>exit / signal</th><th>restarts</th><th>reason</th></tr>"
+    )
+    for t in s.tasks:
+        out.append(
+            f"<tr><td>{_e(t.name)}</td><td>{_state(t.state.value)}</td><td>{_e(_when(t.started))}</td><td>{_e(_when(t.ended))}</td>"
+            f'<td class="num">{_e(_duration(t.started, t.ended))}</td><td>{_e(_how(t))}</td><td class="num">{_restarts(t)}</td>'
+            f"<td>{_e(t.reason or '')}</td></tr>"
+        )
+    out.append("</table>")
+    return out
 
+
+def _study(data: ReportData) -> list[str]:
+    s = data.status
+    if s.extra.get("kind") != "study":
+        return []
+    out = ["<h2>Study</h2>"]
+    from ..tuning.trials import render_study_status
+
+    try:
+        out.append(f"<pre>{_e(render_study_status(s.extra))}</pre>")
+    except Exception as e:  # a study record this tfjob cannot read: say so, keep the page
+        out.append(f'<p class="muted">trials could not be read: {_e(e)}</p>')
+    if data.study_svg:
+        out.append(f'<div class="figure">{data.study_svg}</div>')
+    return out
+
+
+def _metrics(data: ReportData) -> list[str]:
     same_note = data.outputs is not None and data.metrics is not None and data.metrics.note == data.outputs.note
-    if data.metrics is not None and (data.metrics.series or (data.metrics.note and not same_note)):
-        out.append("<h2>Metrics</h2>")
-        if data.metrics.series:
-            out.append(f'<div class="muted">TensorBoard logs: {_e(data.metrics.log_dir)}</div>')
-            out.append("<table><tr><th>run</th><th>scalar</th><th>step</th><th>last value</th></tr>")
-            for run, tags in sorted(data.metrics.series.items()):
-                for tag, points in sorted(tags.items()):
-                    if points:
-                        p = points[-1]
-                        out.append(
-                            f'<tr><td>{_e(run)}</td><td>{_e(tag)}</td><td class="num">{p.step}</td><td class="num">{p.value:.6g}</td></tr>'
-                        )
-            out.append("</table>")
-        if data.metrics_svg:
-            out.append(f'<div class="figure">{data.metrics_svg}</div>')
-        if data.metrics.note and not same_note:
-            out.append(f'<p class="muted">{_e(data.metrics.note)}</p>')
+    if data.metrics is None or not (data.metrics.series or (data.metrics.note and not same_note)):
+        return []
+    out = ["<h2>Metrics</h2>"]
+    if data.metrics.series:
+        out.append(f'<div class="muted">TensorBoard logs: {_e(data.metrics.log_dir)}</div>')
+        out.append("<table><tr><th>run</th><th>scalar</th><th>step</th><th>last value</th></tr>")
+        for run, tags in sorted(data.metrics.series.items()):
+            for tag, points in sorted(tags.items()):
+                if points:
+                    p = points[-1]
+                    out.append(
+                        f'<tr><td>{_e(run)}</td><td>{_e(tag)}</td><td class="num">{p.step}</td><td class="num">{p.value:.6g}</td></tr>'
+                    )
+        out.append("</table>")
+    if data.metrics_svg:
+        out.append(f'<div class="figure">{data.metrics_svg}</div>')
+    if data.metrics.note and not same_note:
+        out.append(f'<p class="muted">{_e(data.metrics.note)}</p>')
+    return out
 
-    if data.outputs is not None:
-        o = data.outputs
-        out.append("<h2>Outputs</h2>")
-        if o.root:
-            out.append("<table>")
-            for k, v in (
-                ("job dir", o.root),
-                ("model", o.model_uri),
-                ("checkpoint", o.checkpoint_uri),
-                ("TensorBoard logs", o.tensorboard_uri),
-            ):
-                if v:
-                    out.append(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>")
-            out.append("</table>")
-        if o.files:
-            kinds: dict[str, list[int]] = {}
-            for f in o.files:
-                kinds.setdefault(f.kind, []).append(f.size)
-            out.append("<table><tr><th>kind</th><th>files</th><th>bytes</th></tr>")
-            out += [
-                f'<tr><td>{_e(k)}</td><td class="num">{len(v)}</td><td class="num">{sum(v)}</td></tr>' for k, v in sorted(kinds.items())
-            ]
-            out.append("</table>")
-        if o.note:
-            out.append(f'<p class="muted">{_e(o.note)}</p>')
 
+def _outputs(data: ReportData) -> list[str]:
+    if data.outputs is None:
+        return []
+    o = data.outputs
+    out = ["<h2>Outputs</h2>"]
+    if o.root:
+        out.append("<table>")
+        for k, v in (
+            ("job dir", o.root),
+            ("model", o.model_uri),
+            ("checkpoint", o.checkpoint_uri),
+            ("TensorBoard logs", o.tensorboard_uri),
+        ):
+            if v:
+                out.append(f"<tr><th>{_e(k)}</th><td><code>{_e(v)}</code></td></tr>")
+        out.append("</table>")
+    if o.files:
+        kinds: dict[str, list[int]] = {}
+        for f in o.files:
+            kinds.setdefault(f.kind, []).append(f.size)
+        out.append("<table><tr><th>kind</th><th>files</th><th>bytes</th></tr>")
+        out += [f'<tr><td>{_e(k)}</td><td class="num">{len(v)}</td><td class="num">{sum(v)}</td></tr>' for k, v in sorted(kinds.items())]
+        out.append("</table>")
+    if o.note:
+        out.append(f'<p class="muted">{_e(o.note)}</p>')
+    return out
+
+
+def _log_tail(data: ReportData) -> list[str]:
+    s = data.status
     tail = str(s.extra.get("log_tail") or "")
     if tail and s.failed_task:
-        out.append(f"<h2>Last lines of {_e(s.failed_task)}</h2><pre>{_e(tail)}</pre>")
+        return [f"<h2>Last lines of {_e(s.failed_task)}</h2><pre>{_e(tail)}</pre>"]
+    return []
 
-    if data.events:
-        out.append("<h2>History</h2><table>")
-        out += [
-            f'<tr><td style="white-space:nowrap">{_e(_when(ts))}</td><td>{_state(state)}</td><td>{_e(msg)}</td></tr>'
-            for ts, state, msg in data.events
-        ]
-        out.append("</table>")
 
-    if data.spec:
-        # What was set: the keys left at their empty default are left out.
-        given = {k: v for k, v in redacted_spec(data.spec).items() if v not in (None, False, [], {}, "")}
-        if data.status.backend == "local":
-            given = _as_run_here(given)
-        out.append(f"<h2>Spec</h2><pre>{_e(json.dumps(given, indent=2, sort_keys=True, default=str))}</pre>")
-    for note in data.notes:
-        out.append(f'<p class="muted">{_e(note)}</p>')
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+def _history(data: ReportData) -> list[str]:
+    if not data.events:
+        return []
+    out = ["<h2>History</h2><table>"]
+    out += [
+        f'<tr><td style="white-space:nowrap">{_e(_when(ts))}</td><td>{_state(state)}</td><td>{_e(msg)}</td></tr>'
+        for ts, state, msg in data.events
+    ]
+    out.append("</table>")
+    return out
+
+
+def _spec(data: ReportData) -> list[str]:
+    if not data.spec:
+        return []
+    # What was set: the keys left at their empty default are left out.
+    given = {k: v for k, v in redacted_spec(data.spec).items() if v not in (None, False, [], {}, "")}
+    if data.status.backend == "local":
+        given = _as_run_here(given)
+    return [f"<h2>Spec</h2><pre>{_e(json.dumps(given, indent=2, sort_keys=True, default=str))}</pre>"]
 
 
 def _as_run_here(spec: dict[str, Any]) -> dict[str, Any]:

@@ -60,59 +60,11 @@ def parse_training_input(
     doc.check_keys(data, path, TRAINING_INPUT_KEYS)
     values: dict[str, Any] = {}
     shared: dict[str, tuple[str, Any]] = {}
-    tier = _scale_tier(doc, data["scaleTier"], f"{path}.scaleTier") if data.get("scaleTier") is not None else None
-    typed = [role for role in ROLES if data.get(f"{LEGACY_ROLE_PREFIX[role]}Type") is not None]
-    if tier is None and typed:
-        # AI Platform defaulted to BASIC and then refused machine types; the intent is CUSTOM.
-        tier = ScaleTier.CUSTOM
-    if tier is not None:
-        values["scale_tier"] = tier.value
-    if tier not in (None, ScaleTier.CUSTOM):
-        fixed = [f"{LEGACY_ROLE_PREFIX[r]}{s}" for r in ROLES for s in ("Type", "Count")]
-        configs = [f"{LEGACY_ROLE_PREFIX[r]}Config" for r in ROLES]
-        fixed += [key for key in configs if isinstance(data.get(key), Mapping) and "acceleratorConfig" in data[key]]
-        given = [key for key in fixed if data.get(key) is not None]
-        if given:
-            raise doc.error(
-                f"{path}.{given[0]}",
-                f"is set, but scaleTier {tier.value} fixes the machines and counts; set scaleTier: CUSTOM to choose them",
-            )
+    _check_scale_tier(data, doc, path, values)
     for role in ROLES:
-        prefix = LEGACY_ROLE_PREFIX[role]
-        cfg_path = f"{path}.{prefix}Config"
-        cfg = doc.mapping(data.get(f"{prefix}Config"), cfg_path)
-        doc.check_keys(cfg, cfg_path, REPLICA_CONFIG_KEYS)
-        acc_path = f"{cfg_path}.acceleratorConfig"
-        acc_cfg = doc.mapping(cfg.get("acceleratorConfig"), acc_path)
-        doc.check_keys(acc_cfg, acc_path, ACCELERATOR_CONFIG_KEYS)
-        accelerator = doc.accelerator(acc_cfg.get("type"), acc_cfg.get("count"), f"{acc_path}.type", f"{acc_path}.count")
-        if accelerator is not None:
-            values[f"{role}_accelerator"] = accelerator
-        if data.get(f"{prefix}Type") is not None:
-            values[f"{role}_machine_type"] = doc.machine(data[f"{prefix}Type"], f"{path}.{prefix}Type", accelerator)
-        if cfg.get("containerCommand") is not None:
-            for key, value in bootstrap_values(doc, cfg["containerCommand"], f"{cfg_path}.containerCommand").items():
-                require_same(doc, shared, key, f"{cfg_path}.containerCommand", value)
-        image = doc.text(cfg.get("imageUri"), f"{cfg_path}.imageUri")
-        if image and role == "chief":
-            values["image"] = image
-        elif image and image != values.get("image"):
-            # The master's image is every task's unless a role names its own, as on AI Platform.
-            values[f"{role}_image"] = image
-        if role != "chief" and data.get(f"{prefix}Count") is not None:
-            n = doc.count(data[f"{prefix}Count"], f"{path}.{prefix}Count")
-            if n:  # 0 is the API's default: no such tasks
-                values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = n
+        _role_values(data, doc, path, role, values, shared)
     values.update(package_values(doc.strings(data.get("packageUris"), f"{path}.packageUris")))
-    module = doc.text(data.get("pythonModule"), f"{path}.pythonModule")
-    trainer_args: list[str] | None = None
-    if module == BOOTSTRAP_MODULE:
-        # tfjob's own rendering: the bootstrap runs the trainer module named in the args.
-        said, trainer_args = bootstrap_module_values(doc, data.get("args"), f"{path}.args")
-        for key, value in said.items():
-            require_same(doc, shared, key, f"{path}.args", value)
-    elif module is not None:
-        require_same(doc, shared, "module", f"{path}.pythonModule", module)
+    trainer_args = _module_values(data, doc, path, shared)
     for key, (_, value) in shared.items():
         values[key] = value
     simple = {
@@ -142,6 +94,74 @@ def parse_training_input(
         values["timeout"] = doc.duration(scheduling["maxRunningTime"], f"{sched_path}.maxRunningTime")
     tuning = data.get("hyperparameters")
     return values, (doc.mapping(tuning, f"{path}.hyperparameters") if tuning is not None else None)
+
+
+def _check_scale_tier(data: Mapping[str, Any], doc: ConfigDoc, path: str, values: dict[str, Any]) -> None:
+    """The ``scaleTier`` into ``values``; a machine type or count that a fixed tier overrides is refused."""
+    tier = _scale_tier(doc, data["scaleTier"], f"{path}.scaleTier") if data.get("scaleTier") is not None else None
+    typed = [role for role in ROLES if data.get(f"{LEGACY_ROLE_PREFIX[role]}Type") is not None]
+    if tier is None and typed:
+        # AI Platform defaulted to BASIC and then refused machine types; the intent is CUSTOM.
+        tier = ScaleTier.CUSTOM
+    if tier is not None:
+        values["scale_tier"] = tier.value
+    if tier not in (None, ScaleTier.CUSTOM):
+        fixed = [f"{LEGACY_ROLE_PREFIX[r]}{s}" for r in ROLES for s in ("Type", "Count")]
+        configs = [f"{LEGACY_ROLE_PREFIX[r]}Config" for r in ROLES]
+        fixed += [key for key in configs if isinstance(data.get(key), Mapping) and "acceleratorConfig" in data[key]]
+        given = [key for key in fixed if data.get(key) is not None]
+        if given:
+            raise doc.error(
+                f"{path}.{given[0]}",
+                f"is set, but scaleTier {tier.value} fixes the machines and counts; set scaleTier: CUSTOM to choose them",
+            )
+
+
+def _role_values(
+    data: Mapping[str, Any], doc: ConfigDoc, path: str, role: str, values: dict[str, Any], shared: dict[str, tuple[str, Any]]
+) -> None:
+    """One role's ``<prefix>Type``, ``<prefix>Count`` and ``<prefix>Config`` into ``values`` (what
+    its container command says into ``shared``, which every role must agree on)."""
+    prefix = LEGACY_ROLE_PREFIX[role]
+    cfg_path = f"{path}.{prefix}Config"
+    cfg = doc.mapping(data.get(f"{prefix}Config"), cfg_path)
+    doc.check_keys(cfg, cfg_path, REPLICA_CONFIG_KEYS)
+    acc_path = f"{cfg_path}.acceleratorConfig"
+    acc_cfg = doc.mapping(cfg.get("acceleratorConfig"), acc_path)
+    doc.check_keys(acc_cfg, acc_path, ACCELERATOR_CONFIG_KEYS)
+    accelerator = doc.accelerator(acc_cfg.get("type"), acc_cfg.get("count"), f"{acc_path}.type", f"{acc_path}.count")
+    if accelerator is not None:
+        values[f"{role}_accelerator"] = accelerator
+    if data.get(f"{prefix}Type") is not None:
+        values[f"{role}_machine_type"] = doc.machine(data[f"{prefix}Type"], f"{path}.{prefix}Type", accelerator)
+    if cfg.get("containerCommand") is not None:
+        for key, value in bootstrap_values(doc, cfg["containerCommand"], f"{cfg_path}.containerCommand").items():
+            require_same(doc, shared, key, f"{cfg_path}.containerCommand", value)
+    image = doc.text(cfg.get("imageUri"), f"{cfg_path}.imageUri")
+    if image and role == "chief":
+        values["image"] = image
+    elif image and image != values.get("image"):
+        # The master's image is every task's unless a role names its own, as on AI Platform.
+        values[f"{role}_image"] = image
+    if role != "chief" and data.get(f"{prefix}Count") is not None:
+        n = doc.count(data[f"{prefix}Count"], f"{path}.{prefix}Count")
+        if n:  # 0 is the API's default: no such tasks
+            values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = n
+
+
+def _module_values(data: Mapping[str, Any], doc: ConfigDoc, path: str, shared: dict[str, tuple[str, Any]]) -> list[str] | None:
+    """The ``pythonModule`` into ``shared``; the trainer's own args when the module is tfjob's
+    bootstrap (which names the trainer module in its args), else None."""
+    module = doc.text(data.get("pythonModule"), f"{path}.pythonModule")
+    trainer_args: list[str] | None = None
+    if module == BOOTSTRAP_MODULE:
+        # tfjob's own rendering: the bootstrap runs the trainer module named in the args.
+        said, trainer_args = bootstrap_module_values(doc, data.get("args"), f"{path}.args")
+        for key, value in said.items():
+            require_same(doc, shared, key, f"{path}.args", value)
+    elif module is not None:
+        require_same(doc, shared, "module", f"{path}.pythonModule", module)
+    return trainer_args
 
 
 def parse_legacy_job(data: Mapping[str, Any], doc: ConfigDoc) -> tuple[dict[str, Any], dict[str, Any] | None]:

@@ -112,6 +112,40 @@ def _parse_pool(
 ) -> str | None:
     """One worker pool into ``values``; returns the pool's container image, if any."""
     doc.check_keys(pool, path, WORKER_POOL_KEYS)
+    _machine_spec(doc, pool, role, path, values, shared)
+    _disk_spec(doc, pool, role, path, values)
+    replicas = 1 if pool.get("replicaCount") is None else doc.count(pool["replicaCount"], f"{path}.replicaCount")
+    if role == "chief" and replicas != 1:
+        raise doc.error(
+            f"{path}.replicaCount",
+            f"{replicas}: pool 0 is the chief and runs exactly 1 replica; put the other replicas in workerPoolSpecs[1]",
+        )
+    if replicas < 1:
+        raise doc.error(f"{path}.replicaCount", "0: write the pool as {} to leave it unused")
+    if role != "chief":
+        values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = replicas
+    if "containerSpec" in pool and "pythonPackageSpec" in pool:
+        raise doc.error(path, "has both containerSpec and pythonPackageSpec; give one")
+    if "containerSpec" not in pool and "pythonPackageSpec" not in pool:
+        raise doc.error(path, "has neither containerSpec nor pythonPackageSpec; say what the tasks run")
+    image = None
+    if "containerSpec" in pool:
+        spec_path = f"{path}.containerSpec"
+        spec = doc.mapping(pool["containerSpec"], spec_path)
+        image = _container_spec(doc, spec, spec_path, shared)
+    else:
+        spec_path = f"{path}.pythonPackageSpec"
+        spec = _python_package_spec(doc, doc.mapping(pool["pythonPackageSpec"], spec_path), spec_path, shared)
+    # Each pool's own arguments and variables; equal in every pool, they are the job's.
+    own["args"][role] = doc.strings(spec["args"], f"{spec_path}.args") if spec.get("args") is not None else []
+    own["env"][role] = _env(doc, spec["env"], f"{spec_path}.env") if spec.get("env") is not None else {}
+    return image
+
+
+def _machine_spec(
+    doc: ConfigDoc, pool: dict[str, Any], role: str, path: str, values: dict[str, Any], shared: dict[str, tuple[str, Any]]
+) -> None:
+    """A pool's ``machineSpec`` into ``values`` (its TPU topology and reservation, the job's: into ``shared``)."""
     ms_path = f"{path}.machineSpec"
     machine_spec = doc.mapping(pool.get("machineSpec"), ms_path)
     doc.check_keys(machine_spec, ms_path, MACHINE_SPEC_KEYS)
@@ -132,6 +166,10 @@ def _parse_pool(
     if machine_spec.get("reservationAffinity") is not None:
         reservation = _reservation(doc, machine_spec["reservationAffinity"], f"{ms_path}.reservationAffinity")
         require_same(doc, shared, "reservation", f"{ms_path}.reservationAffinity", reservation)
+
+
+def _disk_spec(doc: ConfigDoc, pool: dict[str, Any], role: str, path: str, values: dict[str, Any]) -> None:
+    """A pool's ``diskSpec`` into ``values``, checked as the platform checks it."""
     disk_path = f"{path}.diskSpec"
     disk = doc.mapping(pool.get("diskSpec"), disk_path)
     doc.check_keys(disk, disk_path, DISK_SPEC_KEYS)
@@ -143,58 +181,44 @@ def _parse_pool(
         values[f"{role}_boot_disk_size"] = doc.count(disk["bootDiskSizeGb"], f"{disk_path}.bootDiskSizeGb")
         with doc.at(f"{disk_path}.bootDiskSizeGb"):
             check_boot_disk(None, values[f"{role}_boot_disk_size"])
-    replicas = 1 if pool.get("replicaCount") is None else doc.count(pool["replicaCount"], f"{path}.replicaCount")
-    if role == "chief" and replicas != 1:
-        raise doc.error(
-            f"{path}.replicaCount",
-            f"{replicas}: pool 0 is the chief and runs exactly 1 replica; put the other replicas in workerPoolSpecs[1]",
-        )
-    if replicas < 1:
-        raise doc.error(f"{path}.replicaCount", "0: write the pool as {} to leave it unused")
-    if role != "chief":
-        values[{"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]] = replicas
-    if "containerSpec" in pool and "pythonPackageSpec" in pool:
-        raise doc.error(path, "has both containerSpec and pythonPackageSpec; give one")
-    if "containerSpec" not in pool and "pythonPackageSpec" not in pool:
-        raise doc.error(path, "has neither containerSpec nor pythonPackageSpec; say what the tasks run")
-    image = None
-    if "containerSpec" in pool:
-        spec_path = f"{path}.containerSpec"
-        spec = doc.mapping(pool["containerSpec"], spec_path)
-        doc.check_keys(spec, spec_path, CONTAINER_SPEC_KEYS)
-        image = doc.text(spec.get("imageUri"), f"{spec_path}.imageUri")
-        if not image:
-            raise doc.error(spec_path, "has no imageUri; name the container image")
-        command = spec.get("command")
-        if command is not None and doc.strings(command, f"{spec_path}.command")[:1] == [BOOTSTRAP]:
-            for key, value in bootstrap_values(doc, command, f"{spec_path}.command").items():
-                require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.command", value)
-        elif command is not None:
-            # The image's own entrypoint, replaced (tfjob runs one command in every pool).
-            require_same(doc, shared, "command", f"{spec_path}.command", doc.strings(command, f"{spec_path}.command"))
-    else:
-        spec_path = f"{path}.pythonPackageSpec"
-        spec = doc.mapping(pool["pythonPackageSpec"], spec_path)
-        doc.check_keys(spec, spec_path, PYTHON_PACKAGE_KEYS)
-        module = doc.text(spec.get("pythonModule"), f"{spec_path}.pythonModule")
-        if module == BOOTSTRAP_MODULE:
-            # tfjob's own rendering: the bootstrap runs the trainer module named in the args.
-            said, trainer = bootstrap_module_values(doc, spec.get("args"), f"{spec_path}.args")
-            for key, value in said.items():
-                require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.args", value)
-            spec = {**spec, "args": trainer}
-        elif module is not None:
-            require_same(doc, shared, "pythonModule", f"{spec_path}.pythonModule", module)
-        uris = doc.strings(spec.get("packageUris"), f"{spec_path}.packageUris")
-        if uris:
-            require_same(doc, shared, "packageUris", f"{spec_path}.packageUris", uris)
-        executor = doc.text(spec.get("executorImageUri"), f"{spec_path}.executorImageUri")
-        if executor is not None:
-            require_same(doc, shared, "executorImageUri", f"{spec_path}.executorImageUri", executor)
-    # Each pool's own arguments and variables; equal in every pool, they are the job's.
-    own["args"][role] = doc.strings(spec["args"], f"{spec_path}.args") if spec.get("args") is not None else []
-    own["env"][role] = _env(doc, spec["env"], f"{spec_path}.env") if spec.get("env") is not None else {}
+
+
+def _container_spec(doc: ConfigDoc, spec: dict[str, Any], spec_path: str, shared: dict[str, tuple[str, Any]]) -> str:
+    """A pool's ``containerSpec``: its image (returned) and command (into ``shared``)."""
+    doc.check_keys(spec, spec_path, CONTAINER_SPEC_KEYS)
+    image = doc.text(spec.get("imageUri"), f"{spec_path}.imageUri")
+    if not image:
+        raise doc.error(spec_path, "has no imageUri; name the container image")
+    command = spec.get("command")
+    if command is not None and doc.strings(command, f"{spec_path}.command")[:1] == [BOOTSTRAP]:
+        for key, value in bootstrap_values(doc, command, f"{spec_path}.command").items():
+            require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.command", value)
+    elif command is not None:
+        # The image's own entrypoint, replaced (tfjob runs one command in every pool).
+        require_same(doc, shared, "command", f"{spec_path}.command", doc.strings(command, f"{spec_path}.command"))
     return image
+
+
+def _python_package_spec(doc: ConfigDoc, spec: dict[str, Any], spec_path: str, shared: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+    """A pool's ``pythonPackageSpec``: its module, packages and executor (into ``shared``); returns
+    the spec, its ``args`` the trainer's own when the module is tfjob's bootstrap."""
+    doc.check_keys(spec, spec_path, PYTHON_PACKAGE_KEYS)
+    module = doc.text(spec.get("pythonModule"), f"{spec_path}.pythonModule")
+    if module == BOOTSTRAP_MODULE:
+        # tfjob's own rendering: the bootstrap runs the trainer module named in the args.
+        said, trainer = bootstrap_module_values(doc, spec.get("args"), f"{spec_path}.args")
+        for key, value in said.items():
+            require_same(doc, shared, "pythonModule" if key == "module" else key, f"{spec_path}.args", value)
+        spec = {**spec, "args": trainer}
+    elif module is not None:
+        require_same(doc, shared, "pythonModule", f"{spec_path}.pythonModule", module)
+    uris = doc.strings(spec.get("packageUris"), f"{spec_path}.packageUris")
+    if uris:
+        require_same(doc, shared, "packageUris", f"{spec_path}.packageUris", uris)
+    executor = doc.text(spec.get("executorImageUri"), f"{spec_path}.executorImageUri")
+    if executor is not None:
+        require_same(doc, shared, "executorImageUri", f"{spec_path}.executorImageUri", executor)
+    return spec
 
 
 #: What tfjob reads by hand in a Vertex document (the keys, and the mappings holding them).
@@ -237,6 +261,20 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
     declared = declared_keys(knobs)
     doc.check_keys(data, path, (*CUSTOM_JOB_SPEC_KEYS, *declared))
     at = f"{path}." if path else ""
+    values: dict[str, Any] = {}
+    _worker_pools(data, doc, at, values)
+    _job_settings(data, doc, at, values)
+    _scheduling(data, doc, at, values)
+    for key, knob in declared.items():
+        if data.get(key) is not None:
+            value = read_declared(doc, knob, data[key], f"{at}{key}")
+            if value is not None and value != []:
+                values[knob.name] = value
+    return values
+
+
+def _worker_pools(data: Mapping[str, Any], doc: ConfigDoc, at: str, values: dict[str, Any]) -> None:
+    """The ``workerPoolSpecs`` into ``values``: each pool's own, and what every pool says alike as the job's."""
     pools_path = f"{at}workerPoolSpecs"
     pools = data.get("workerPoolSpecs")
     if not isinstance(pools, list) or not pools:
@@ -245,7 +283,6 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
         raise doc.error(
             pools_path, f"has {len(pools)} pools; tfjob takes at most 4: [0] chief, [1] workers, [2] parameter servers, [3] evaluators"
         )
-    values: dict[str, Any] = {}
     shared: dict[str, tuple[str, Any]] = {}
     own: dict[str, dict[str, Any]] = {"args": {}, "env": {}}
     images: dict[str, str | None] = {}
@@ -279,6 +316,10 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
             values.update(package_values(value))
         else:
             values[names[key]] = value
+
+
+def _job_settings(data: Mapping[str, Any], doc: ConfigDoc, at: str, values: dict[str, Any]) -> None:
+    """The spec's job-wide keys (service account, network, output directory…) into ``values``."""
     for key, name in (
         ("serviceAccount", "service_account"),
         ("network", "network"),
@@ -314,6 +355,10 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
         if values.get("args", [])[-2:] == ["--job-dir", job_dir]:
             # tfjob's Vertex rendering passes the job dir on, as AI Platform did; it will again.
             values["args"] = values["args"][:-2]
+
+
+def _scheduling(data: Mapping[str, Any], doc: ConfigDoc, at: str, values: dict[str, Any]) -> None:
+    """The spec's ``scheduling`` into ``values``."""
     sched_path = f"{at}scheduling"
     scheduling = doc.mapping(data.get("scheduling"), sched_path)
     doc.check_keys(scheduling, sched_path, VERTEX_SCHEDULING_KEYS)
@@ -335,12 +380,6 @@ def parse_custom_job_spec(data: Mapping[str, Any], doc: ConfigDoc, path: str = "
     retries = doc.flag(scheduling.get("disableRetries"), f"{sched_path}.disableRetries")
     if retries is not None:
         values["disable_retries"] = retries
-    for key, knob in declared.items():
-        if data.get(key) is not None:
-            value = read_declared(doc, knob, data[key], f"{at}{key}")
-            if value is not None and value != []:
-                values[knob.name] = value
-    return values
 
 
 def parse_vertex_job(

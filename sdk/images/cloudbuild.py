@@ -1,6 +1,6 @@
 """The image built by Cloud Build, for a machine without podman or docker (``--cloud-build``).
 
-The build context is the one a local build would get (:func:`tfjob.images.build.plan_build`:
+The build context is the one a local build would get (:func:`tfjob.images.plan.plan_build`:
 the generated Dockerfile with the trainer's sdist, or the directory's own Dockerfile on a copy
 filtered as the sdist is), written as a canonical ``.tar.gz`` (the same bytes for the same
 inputs) and staged to ``gs://BUCKET/tfjob/build/<sha256>/context.tar.gz`` — once: an object

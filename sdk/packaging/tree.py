@@ -214,21 +214,11 @@ def collect_files(
         ConfigFileError: an ignore file that cannot be used.
     """
     source = Path(source)
-    root = source.resolve()
-    limits = (MAX_PACKAGE_FILES if max_files is None else max_files, MAX_PACKAGE_BYTES if max_bytes is None else max_bytes)
     ruleset = rules if isinstance(rules, RuleSet) else RuleSet(read_ignore_rules(source) if rules is None else rules)
-    negations = [r for r in ruleset.rules if r.negate and not r.dir_only]
-    files: list[str] = []
-    sources: dict[str, Path] = {}
-    secrets: list[str] = []
-    links: list[str] = []
-    special: list[str] = []
-    kept_secrets: list[str] = []
-    wildcard_kept: list[str] = []
-    inodes: dict[tuple[int, int], list[str]] = {}
-    nlinks: dict[tuple[int, int], int] = {}
-    total = 0
-    by_top: dict[str, list[int]] = {}
+    walk = _Walk(
+        source, source.resolve(), ruleset, include_secrets,
+        (MAX_PACKAGE_FILES if max_files is None else max_files, MAX_PACKAGE_BYTES if max_bytes is None else max_bytes),
+    )  # fmt: skip
 
     def failed(error: OSError) -> None:
         raise _walk_error(source, error)
@@ -237,97 +227,137 @@ def collect_files(
         here = Path(dirpath)
         rel_dir = here.relative_to(source).as_posix()
         rel_dir = "" if rel_dir == "." else rel_dir + "/"
-        keep = []
-        for d in sorted(dirnames):
-            full = here / d
-            if d in _SKIP_DIRS or d.endswith(".egg-info"):
-                continue
-            if ruleset.ignored(rel_dir + d, True):
-                continue
-            if full.is_symlink():
-                _, why = _link_target(full, root)
-                links.append(f"{rel_dir + d} -> {why if '(' in why else why + ' (a directory)'}")
-                continue
-            try:
-                if (full / "pyvenv.cfg").is_file():  # a virtualenv, whatever its name
-                    continue
-            except OSError as e:
-                raise _walk_error(source, e, full) from None
-            keep.append(d)
-        dirnames[:] = keep
+        dirnames[:] = [d for d in sorted(dirnames) if walk.enters(here / d, rel_dir + d)]
         for f in sorted(filenames):
-            full = here / f
-            rel = rel_dir + f
-            if any(glob(f) for glob in _SKIP_GLOBS) or ruleset.ignored(rel, False):
-                continue
-            try:
-                info = full.lstat()
-            except OSError:
-                continue
-            mode = info.st_mode
-            real = full
-            if stat.S_ISLNK(mode):
-                target, why = _link_target(full, root)
-                if target is None:
-                    links.append(f"{rel} -> {why}")
-                    continue
-                real = target
-                try:
-                    info = real.stat()
-                except OSError:
-                    continue
-            elif not stat.S_ISREG(mode):
-                special.append(rel)
-                continue
-            # A link is judged by its own name and by its target's name and content.
-            target_rel = real.relative_to(root).as_posix() if real is not full else rel
-            if secret_reason(real, rel) or (target_rel != rel and secret_by_name(target_rel)):
-                named = [r for r in negations if r.matches(rel)]
-                if include_secrets or any(r.literal for r in named):
-                    kept_secrets.append(rel)
-                else:
-                    secrets.append(rel)
-                    if named:
-                        wildcard_kept.append(f"{rel} (by '{named[-1].pattern}')")
-                    continue
-            files.append(rel)
-            sources[rel] = real
-            if info.st_nlink > 1:
-                key = (info.st_dev, info.st_ino)
-                nlinks[key] = info.st_nlink
-                names = inodes.setdefault(key, [])
-                if real is full:  # an in-tree name of the file (symbolic links to it are not names)
-                    names.append(rel)
-            size = info.st_size
-            total += size
-            top = rel.split("/", 1)[0] + ("/" if "/" in rel else "")
-            entry = by_top.setdefault(top, [0, 0])
-            entry[0] += 1
-            entry[1] += size
-            if total > limits[1] or len(files) > limits[0]:
-                raise _too_big(source, len(files), total, by_top, limits)
-    # A file with more names than the tree holds has a name outside it (/etc/shadow linked in).
-    hardlinks: list[str] = []
-    outside = {key for key, names in inodes.items() if nlinks[key] > len(names)}
-    if outside:
-        kept = []
-        for rel in files:
-            real = sources[rel]
-            try:
-                st = real.stat()
-            except OSError:
-                kept.append(rel)
-                continue
-            if (st.st_dev, st.st_ino) in outside:
-                hardlinks.append(rel)
-                del sources[rel]
-            else:
-                kept.append(rel)
-        files = kept
+            walk.consider(here / f, rel_dir + f)
+    hardlinks = walk.drop_linked_outside()
     return Collected(
-        sorted(files), sources, sorted(secrets), sorted(links), sorted(special), sorted(kept_secrets),
-        sorted(hardlinks), sorted(wildcard_kept),
+        sorted(walk.files), walk.sources, sorted(walk.secrets), sorted(walk.links), sorted(walk.special),
+        sorted(walk.kept_secrets), sorted(hardlinks), sorted(walk.wildcard_kept),
     )  # fmt: skip
+
+
+@dataclass
+class _Walk:
+    """A walk of the trainer directory under way: its rules and bounds, and what it found so far
+    (the lists of :class:`Collected`, the names and link counts of hard-linked files, the sizes)."""
+
+    source: Path
+    root: Path
+    ruleset: RuleSet
+    include_secrets: bool
+    limits: tuple[int, int]
+    files: list[str] = field(default_factory=list)
+    sources: dict[str, Path] = field(default_factory=dict)
+    secrets: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    special: list[str] = field(default_factory=list)
+    kept_secrets: list[str] = field(default_factory=list)
+    wildcard_kept: list[str] = field(default_factory=list)
+    inodes: dict[tuple[int, int], list[str]] = field(default_factory=dict)
+    nlinks: dict[tuple[int, int], int] = field(default_factory=dict)
+    total: int = 0
+    by_top: dict[str, list[int]] = field(default_factory=dict)
+    #: The file negations (``!path``): a credential-looking file one names exactly is shipped.
+    negations: list[IgnoreRule] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.negations = [r for r in self.ruleset.rules if r.negate and not r.dir_only]
+
+    def enters(self, full: Path, rel: str) -> bool:
+        """True when the walk goes into directory ``full`` (``rel`` in the tree)."""
+        name = full.name
+        if name in _SKIP_DIRS or name.endswith(".egg-info"):
+            return False
+        if self.ruleset.ignored(rel, True):
+            return False
+        if full.is_symlink():
+            _, why = _link_target(full, self.root)
+            self.links.append(f"{rel} -> {why if '(' in why else why + ' (a directory)'}")
+            return False
+        try:
+            if (full / "pyvenv.cfg").is_file():  # a virtualenv, whatever its name
+                return False
+        except OSError as e:
+            raise _walk_error(self.source, e, full) from None
+        return True
+
+    def consider(self, full: Path, rel: str) -> None:
+        """File ``full`` (``rel`` in the tree): shipped, or left out and said why."""
+        if any(glob(full.name) for glob in _SKIP_GLOBS) or self.ruleset.ignored(rel, False):
+            return
+        try:
+            info = full.lstat()
+        except OSError:
+            return
+        mode = info.st_mode
+        real = full
+        if stat.S_ISLNK(mode):
+            target, why = _link_target(full, self.root)
+            if target is None:
+                self.links.append(f"{rel} -> {why}")
+                return
+            real = target
+            try:
+                info = real.stat()
+            except OSError:
+                return
+        elif not stat.S_ISREG(mode):
+            self.special.append(rel)
+            return
+        # A link is judged by its own name and by its target's name and content.
+        target_rel = real.relative_to(self.root).as_posix() if real is not full else rel
+        if secret_reason(real, rel) or (target_rel != rel and secret_by_name(target_rel)):
+            named = [r for r in self.negations if r.matches(rel)]
+            if self.include_secrets or any(r.literal for r in named):
+                self.kept_secrets.append(rel)
+            else:
+                self.secrets.append(rel)
+                if named:
+                    self.wildcard_kept.append(f"{rel} (by '{named[-1].pattern}')")
+                return
+        self.ship(rel, full, real, info)
+
+    def ship(self, rel: str, full: Path, real: Path, info: os.stat_result) -> None:
+        """``rel`` goes in (read from ``real``), counted against the bounds."""
+        self.files.append(rel)
+        self.sources[rel] = real
+        if info.st_nlink > 1:
+            key = (info.st_dev, info.st_ino)
+            self.nlinks[key] = info.st_nlink
+            names = self.inodes.setdefault(key, [])
+            if real is full:  # an in-tree name of the file (symbolic links to it are not names)
+                names.append(rel)
+        size = info.st_size
+        self.total += size
+        top = rel.split("/", 1)[0] + ("/" if "/" in rel else "")
+        entry = self.by_top.setdefault(top, [0, 0])
+        entry[0] += 1
+        entry[1] += size
+        if self.total > self.limits[1] or len(self.files) > self.limits[0]:
+            raise _too_big(self.source, len(self.files), self.total, self.by_top, self.limits)
+
+    def drop_linked_outside(self) -> list[str]:
+        """Leave out the files with more names than the tree holds, which have a name outside it
+        (/etc/shadow linked in); return them."""
+        hardlinks: list[str] = []
+        outside = {key for key, names in self.inodes.items() if self.nlinks[key] > len(names)}
+        if outside:
+            kept = []
+            for rel in self.files:
+                real = self.sources[rel]
+                try:
+                    st = real.stat()
+                except OSError:
+                    kept.append(rel)
+                    continue
+                if (st.st_dev, st.st_ino) in outside:
+                    hardlinks.append(rel)
+                    del self.sources[rel]
+                else:
+                    kept.append(rel)
+            self.files = kept
+        return hardlinks
 
 
 def read_member(path: Path) -> bytes:

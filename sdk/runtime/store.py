@@ -21,163 +21,39 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..model import JobState, JobStatus, TaskRestart, TaskStatus
+from ..model import JobState, JobStatus
 from ..errors import JobNotFoundError, StoreError, UsageError
+from .processes import process_alive, process_start_time
+from .records import JSON_COLUMNS, JobRecord, TaskRecord, make_job_id, read_int, read_text, read_time, row_to_job, row_to_task
+from .schema import ADDED_COLUMNS, SCHEMA, is_corrupt, move_aside, special_file
 from .settings import tfjob_home
+
+__all__ = [
+    "MAX_PENDING_REQUESTS",
+    "MAX_RESTART_HISTORY",
+    "JobRecord",
+    "JobStore",
+    "TaskRecord",
+    "make_job_id",
+    "process_alive",
+    "process_start_time",
+]
 
 if TYPE_CHECKING:
     import weakref
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    id TEXT PRIMARY KEY,
-    backend TEXT NOT NULL,
-    name TEXT NOT NULL,
-    state TEXT NOT NULL,
-    spec TEXT NOT NULL DEFAULT '{}',
-    options TEXT NOT NULL DEFAULT '{}',
-    message TEXT NOT NULL DEFAULT '',
-    failed_task TEXT,
-    exit_code INTEGER,
-    created REAL NOT NULL,
-    started REAL,
-    ended REAL,
-    supervisor_pid INTEGER,
-    supervisor_start INTEGER,
-    log_dir TEXT,
-    extra TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS jobs_created ON jobs (created);
-CREATE TABLE IF NOT EXISTS events (
-    job_id TEXT NOT NULL,
-    ts REAL NOT NULL,
-    state TEXT NOT NULL,
-    message TEXT NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS events_job ON events (job_id, ts);
-CREATE TABLE IF NOT EXISTS requests (
-    job_id TEXT NOT NULL,
-    ts REAL NOT NULL,
-    kind TEXT NOT NULL,
-    task TEXT NOT NULL,
-    value REAL
-);
-CREATE TABLE IF NOT EXISTS tasks (
-    job_id TEXT NOT NULL,
-    name TEXT NOT NULL,
-    role TEXT NOT NULL,
-    idx INTEGER NOT NULL,
-    state TEXT NOT NULL,
-    pid INTEGER,
-    exit_code INTEGER,
-    signal INTEGER,
-    started REAL,
-    ended REAL,
-    log_path TEXT,
-    proc_start INTEGER,
-    restarts INTEGER NOT NULL DEFAULT 0,
-    restart_history TEXT NOT NULL DEFAULT '[]',
-    PRIMARY KEY (job_id, name)
-);
-"""
-
-
-@dataclass
-class JobRecord:
-    """One row of the jobs table."""
-
-    id: str
-    backend: str
-    name: str
-    state: JobState
-    spec: dict[str, Any] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    message: str = ""
-    failed_task: str | None = None
-    exit_code: int | None = None
-    created: float = field(default_factory=time.time)
-    started: float | None = None
-    ended: float | None = None
-    supervisor_pid: int | None = None
-    supervisor_start: int | None = None
-    log_dir: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_status(self, tasks: list[TaskStatus] | None = None) -> JobStatus:
-        """The record as the backend-neutral :class:`JobStatus`."""
-        extra = dict(self.extra)
-        if self.log_dir:
-            extra.setdefault("log_dir", self.log_dir)
-        return JobStatus(
-            id=self.id,
-            backend=self.backend,
-            name=self.name,
-            state=self.state,
-            message=self.message,
-            created=self.created,
-            started=self.started,
-            ended=self.ended,
-            failed_task=self.failed_task,
-            tasks=tasks or [],
-            extra=extra,
-        )
-
-
-@dataclass
-class TaskRecord:
-    """One row of the tasks table (a task of a local job)."""
-
-    name: str
-    role: str
-    index: int
-    state: JobState
-    pid: int | None = None
-    exit_code: int | None = None
-    signal: int | None = None
-    started: float | None = None
-    ended: float | None = None
-    log_path: str | None = None
-    #: The process' start time (see :func:`process_start_time`): tells it from a later pid.
-    proc_start: int | None = None
-    #: How many times the task was started again, and each time (see :class:`TaskRestart`).
-    restarts: int = 0
-    restart_history: list[TaskRestart] = field(default_factory=list)
-
-    def to_status(self) -> TaskStatus:
-        return TaskStatus(
-            self.name,
-            self.state,
-            self.exit_code,
-            self.signal,
-            self.started,
-            self.ended,
-            self.log_path,
-            restarts=self.restarts,
-            restart_history=list(self.restart_history),
-        )
-
-
-_JSON_COLUMNS = ("spec", "options", "extra")
-# Columns added after the first release: added to an older database on open.
-_ADDED_COLUMNS = {
-    "jobs": {"supervisor_start": "INTEGER"},
-    "tasks": {"proc_start": "INTEGER", "restarts": "INTEGER NOT NULL DEFAULT 0", "restart_history": "TEXT NOT NULL DEFAULT '[]'"},
-    "requests": {"token": "TEXT"},
-}
 #: Requests (``tfjob preempt``) a job may have waiting for its launcher.
 MAX_PENDING_REQUESTS = 100
 #: At most this many restarts of a task are kept in its history (the count goes on).
 MAX_RESTART_HISTORY = 100
-_DATE_SUFFIX = re.compile(r"-\d{8}-\d{6}$")
 
 #: The stores this process opened, closed by an ``atexit`` callback (before the interpreter's
 #: teardown, whose order of finalization is not defined): a store left open leaves its last
@@ -202,198 +78,6 @@ def _close_opened() -> None:
             store.close()
         except sqlite3.Error:
             pass
-
-
-def make_job_id(name: str, token: str | None = None) -> str:
-    """A short id users can type: ``trainer-3fa9c1`` for job ``trainer-20261122-153000``.
-
-    The job name's default date suffix is dropped (the store keeps the name and the
-    time), the rest is reduced to 20 lower-case letters, digits and ``-``, and six
-    random hex digits make it unique (the store refuses a duplicate; draw again).
-
-    Args:
-        name: the job's display name.
-        token: the random part; drawn here when not given.
-    """
-    stem = _DATE_SUFFIX.sub("", name.lower())
-    stem = re.sub(r"[^a-z0-9]+", "-", stem).strip("-")[:20].strip("-") or "job"
-    return f"{stem}-{token or os.urandom(3).hex()}"  # os.urandom: what secrets uses, without its 5 ms import
-
-
-def process_start_time(pid: int) -> int | None:
-    """When process ``pid`` started (clock ticks since boot), or None if it is not running.
-
-    A zombie (exited, not yet reaped by its parent) counts as not running. Paired
-    with the pid, the start time tells a live supervisor from a later process that
-    happens to reuse its pid. Without ``/proc`` the start time is 0 for any live pid.
-    """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except FileNotFoundError:
-        return None
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        except PermissionError:
-            return 0
-        return 0
-    # The command name (field 2) may hold spaces and parentheses: split after its last ")".
-    rest = stat[stat.rindex(b")") + 2 :].split()
-    if rest[0] in (b"Z", b"X"):
-        return None
-    return int(rest[19])
-
-
-def process_alive(pid: int | None, start: int | None = None) -> bool:
-    """True if ``pid`` runs and, when ``start`` is given, is the process that started then."""
-    if not pid:
-        return False
-    now = process_start_time(pid)
-    if now is None:
-        return False
-    return start is None or now == 0 or now == start
-
-
-# A row is read whatever it holds: one written by a later version (a state this one does not
-# know, say PREEMPTED) or damaged by hand (text where a time belongs, JSON cut short) is shown
-# with what can be read — the state UNKNOWN (its stored word kept in the message), a time
-# as not known — so `tfjob list`/`status` go on to the other rows instead of a traceback.
-_TIME_COLUMNS = ("created", "started", "ended")
-_INT_COLUMNS = ("exit_code", "supervisor_pid", "supervisor_start", "pid", "signal", "proc_start", "idx", "restarts")
-_TEXT_COLUMNS = ("id", "backend", "name", "message", "failed_task", "log_dir", "log_path", "role", "job_id")
-#: Times after this (the year 5138) are no time tfjob wrote; time.localtime cannot show them either.
-_LATEST_TIME = 1e11
-
-
-def _read_time(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if 0 <= value < _LATEST_TIME else None
-
-
-def _read_int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return None
-    return int(value) if abs(value) < 2**63 else None
-
-
-def _read_text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
-
-
-def _read_json(value: Any) -> dict[str, Any]:
-    try:
-        data = json.loads(_read_text(value) or "{}")
-    except (ValueError, RecursionError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _read_row(row: sqlite3.Row) -> dict[str, Any]:
-    data = dict(row)
-    for col in _TIME_COLUMNS:
-        if col in data:
-            data[col] = _read_time(data[col])
-    for col in _INT_COLUMNS:
-        if col in data:
-            data[col] = _read_int(data[col])
-    for col in _TEXT_COLUMNS:
-        if col in data:
-            data[col] = _read_text(data[col])
-    stored = data.get("state")
-    data["state"] = JobState.read(stored)
-    if data["state"] is JobState.UNKNOWN and stored != JobState.UNKNOWN.value:
-        word = _read_text(stored) or ""
-        data["unknown_state"] = " ".join(word.split())[:40] or "(none)"
-    return data
-
-
-def _row_to_job(row: sqlite3.Row) -> JobRecord:
-    data = _read_row(row)
-    for col in _JSON_COLUMNS:
-        data[col] = _read_json(data.get(col))
-    data["id"] = data.get("id") or "?"
-    data["backend"] = data.get("backend") or "?"
-    data["name"] = data.get("name") or ""
-    data["message"] = data.get("message") or ""
-    unknown = data.pop("unknown_state", None)
-    if unknown is not None:
-        data["message"] = f"state {unknown!r} is not one this version of tfjob knows" + (f"; {data['message']}" if data["message"] else "")
-    if data["created"] is None:
-        data["created"] = 0.0  # not known: shown as '-'
-    return JobRecord(**data)
-
-
-def _row_to_task(row: sqlite3.Row) -> TaskRecord:
-    data = _read_row(row)
-    data.pop("unknown_state", None)
-    data.pop("job_id")
-    data["index"] = data.pop("idx") or 0
-    data["name"] = data.get("name") or "?"
-    data["role"] = data.get("role") or "?"
-    data["restarts"] = data.get("restarts") or 0
-    data["restart_history"] = _restart_history(_read_text(data.get("restart_history")))
-    return TaskRecord(**data)
-
-
-def _restart_history(text: str | None) -> list[TaskRestart]:
-    """A task's restart history as stored (an entry that cannot be read is left out)."""
-    try:
-        entries = json.loads(text or "[]")
-    except (ValueError, RecursionError):
-        return []
-    names = set(TaskRestart.__dataclass_fields__)
-    out = []
-    for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("time"), (int, float)):
-            try:
-                out.append(TaskRestart(**{k: v for k, v in entry.items() if k in names}))
-            except TypeError:
-                continue
-    return out
-
-
-def _special_file(path: Path) -> str:
-    """What ``path`` is when it exists and is neither a regular file nor a directory (``""``
-    otherwise): SQLite would open a FIFO or a device and fail with "disk I/O error"."""
-    import stat
-
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return ""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return ""
-
-
-def _is_corrupt(e: sqlite3.DatabaseError) -> bool:
-    text = str(e)
-    return "not a database" in text or "malformed" in text or "file is encrypted" in text
-
-
-def _move_aside(path: Path) -> Path:
-    """Rename a damaged store (and its WAL files) to ``jobs.db.damaged-<time>``; return the new path."""
-    aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
-    for suffix in ("", "-wal", "-shm"):
-        src = Path(str(path) + suffix)
-        if src.exists():
-            try:
-                os.replace(src, Path(str(aside) + suffix))
-            except OSError as e:
-                raise StoreError(f"{path} is damaged and cannot be moved aside ({e.strerror or e}); move or remove it by hand") from None
-    return aside
 
 
 class JobStore:
@@ -440,7 +124,7 @@ class JobStore:
             raise StoreError(f"{home} (TFJOB_HOME) is a file, not a directory; remove it or point TFJOB_HOME at a directory")
         if self.path.is_dir():
             raise StoreError(f"{self.path} is a directory, not the job store; remove or rename it (tfjob makes a new store)")
-        odd = _special_file(self.path)
+        odd = special_file(self.path)
         if odd:
             raise StoreError(f"{self.path} is {odd}, not the job store (a file); remove it (tfjob makes a new store)")
         try:
@@ -448,9 +132,9 @@ class JobStore:
             self._open()
         except sqlite3.DatabaseError as e:
             self._db = None
-            if not _is_corrupt(e):
+            if not is_corrupt(e):
                 raise self._error(e) from None
-            aside = _move_aside(self.path)
+            aside = move_aside(self.path)
             import sys
 
             print(
@@ -522,8 +206,8 @@ class JobStore:
             # Safe with WAL (no corruption on a crash) and no fsync per state change.
             self._conn.execute("PRAGMA synchronous = NORMAL")
         with self._lock:
-            self._conn.executescript(_SCHEMA)
-            for table, columns in _ADDED_COLUMNS.items():
+            self._conn.executescript(SCHEMA)
+            for table, columns in ADDED_COLUMNS.items():
                 have = {r["name"] for r in self._conn.execute(f"PRAGMA table_info({table})")}
                 for column, kind in columns.items():
                     if column not in have:
@@ -614,7 +298,7 @@ class JobStore:
         """
         data = asdict(record)
         data["state"] = record.state.value
-        for col in _JSON_COLUMNS:
+        for col in JSON_COLUMNS:
             data[col] = json.dumps(data[col], sort_keys=True)
         cols = ", ".join(data)
         marks = ", ".join("?" for _ in data)
@@ -631,7 +315,7 @@ class JobStore:
     def get(self, job_id: str) -> JobRecord | None:
         """The job with exactly this id, or None."""
         rows = self._read("SELECT * FROM jobs WHERE id = ?", (job_id,))
-        return _row_to_job(rows[0]) if rows else None
+        return row_to_job(rows[0]) if rows else None
 
     def resolve(self, id_or_prefix: str) -> JobRecord:
         """The job with this id, or the only one whose id starts with it.
@@ -655,7 +339,7 @@ class JobStore:
                 (count,) = self._read("SELECT COUNT(*) FROM jobs WHERE id LIKE ? ESCAPE '\\'", (escaped + "%",))[0]
                 ids += f" and {count - 5} more" if count > 5 else ""
             raise UsageError(f"job id {id_or_prefix!r} is ambiguous ({ids}); give more of it")
-        return _row_to_job(rows[0])
+        return row_to_job(rows[0])
 
     def list(self, limit: int | None = None, backend: str | None = None) -> list[JobRecord]:
         """Jobs, newest first."""
@@ -667,7 +351,7 @@ class JobStore:
         sql += " ORDER BY created DESC, id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [_row_to_job(r) for r in self._read(sql, params)]
+        return [row_to_job(r) for r in self._read(sql, params)]
 
     def update(self, job_id: str, **values: Any) -> None:
         """Set columns of a job (not its state: use :meth:`set_state`)."""
@@ -677,7 +361,7 @@ class JobStore:
             raise TypeError(f"unknown job columns: {sorted(unknown)}")
         if not values:
             return
-        data = {k: json.dumps(v, sort_keys=True) if k in _JSON_COLUMNS else v for k, v in values.items()}
+        data = {k: json.dumps(v, sort_keys=True) if k in JSON_COLUMNS else v for k, v in values.items()}
         sets = ", ".join(f"{k} = ?" for k in data)
         with self._write() as c:
             c.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*data.values(), job_id))
@@ -722,7 +406,7 @@ class JobStore:
                 data.setdefault("started", now)
             if state.is_terminal:
                 data.setdefault("ended", now)
-            for col in _JSON_COLUMNS:
+            for col in JSON_COLUMNS:
                 if col in data:
                     data[col] = json.dumps(data[col], sort_keys=True)
             sets = ", ".join(f"{k} = ?" for k in data)
@@ -799,7 +483,7 @@ class JobStore:
     def events(self, job_id: str) -> builtins.list[tuple[float, JobState, str]]:
         """The job's state history, oldest first."""
         rows = self._read("SELECT ts, state, message FROM events WHERE job_id = ? ORDER BY ts, rowid", (job_id,))
-        return [(_read_time(r["ts"]) or 0.0, JobState.read(r["state"]), _read_text(r["message"]) or "") for r in rows]
+        return [(read_time(r["ts"]) or 0.0, JobState.read(r["state"]), read_text(r["message"]) or "") for r in rows]
 
     # -- tasks ---------------------------------------------------------------------------
     def put_task(self, job_id: str, task: TaskRecord) -> None:
@@ -843,7 +527,7 @@ class JobStore:
             "CASE role WHEN 'chief' THEN 0 WHEN 'worker' THEN 1 WHEN 'ps' THEN 2 ELSE 3 END, idx",
             (job_id,),
         )
-        return [_row_to_task(r) for r in rows]
+        return [row_to_task(r) for r in rows]
 
     def status(self, job_id: str) -> JobStatus:
         """The job and its tasks as recorded (a read: nothing is changed, nothing stopped)."""
@@ -879,9 +563,9 @@ class JobStore:
             current = JobState.read(row["state"])
             # A state this version does not know (a later version's PREEMPTED) may be an end;
             # a recorded end time is one: neither is rewritten LOST.
-            if current.is_terminal or current is JobState.UNKNOWN or _read_time(row["ended"]) is not None:
+            if current.is_terminal or current is JobState.UNKNOWN or read_time(row["ended"]) is not None:
                 return None
-            if supervisor is not None and (_read_int(row["supervisor_pid"]), _read_int(row["supervisor_start"])) != supervisor:
+            if supervisor is not None and (read_int(row["supervisor_pid"]), read_int(row["supervisor_start"])) != supervisor:
                 return None
             c.execute(
                 "UPDATE jobs SET state = ?, message = ?, ended = ? WHERE id = ?",
