@@ -111,7 +111,7 @@ class TuningClient(VertexClient):
 
 
 def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None) -> TuningClient:
-    """A :class:`TuningClient` made as the Vertex backend makes its client (:func:`~.service.make_client`)."""
+    """A :class:`TuningClient` made as the Vertex backend makes its client (:func:`~.connect.make_client`)."""
     from .connect import make_client
 
     client: TuningClient = make_client(project, region, api_endpoint, echo, credentials, client_class=TuningClient)
