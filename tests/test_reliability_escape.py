@@ -397,10 +397,10 @@ def test_a_process_s_children_are_listed_per_thread_as_the_process_table_has_the
     """``children()`` reads the kernel's per-thread lists: the same set as a scan of every
     process's parent — a child started by another thread and an unreaped zombie included —
     and the scan where the kernel has no lists."""
-    from tfjob.backends.local import contain
+    from tfjob.backends.local import contain, procfs
 
     def scanned() -> set[int]:
-        return {pid for pid, (_, ppid, _) in contain._process_table().items() if ppid == os.getpid()}
+        return {pid for pid, (_, ppid, _) in procfs.process_table().items() if ppid == os.getpid()}
 
     procs = [subprocess.Popen(["sleep", "30"])]
     started = threading.Thread(target=lambda: procs.append(subprocess.Popen(["sleep", "30"])))
@@ -408,7 +408,7 @@ def test_a_process_s_children_are_listed_per_thread_as_the_process_table_has_the
     started.join()
     zombie = subprocess.Popen(["true"])
     try:
-        while contain._stat3(zombie.pid)[0] != "Z":  # type: ignore[index]
+        while procfs.process_stat3(zombie.pid)[0] != "Z":  # type: ignore[index]
             time.sleep(0.01)
         mine = {p.pid for p in [*procs, zombie]}
         assert mine <= contain.children() == scanned()

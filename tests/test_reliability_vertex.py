@@ -134,7 +134,8 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
     in the store as pending, and `tfjob status` on it finds the job by its label.
     """
     from tfjob.errors import SubmissionUncertainError
-    from tfjob.backends.vertex.service import fetch_status, pending_id
+    from tfjob.backends.vertex.creation import pending_id
+    from tfjob.backends.vertex.service import fetch_status
 
     storm(fake, reliability, CREATE, "lost")
     storm(fake, reliability, LIST, *([503] * 7))
@@ -163,7 +164,8 @@ def test_a_lost_create_whose_look_up_fails_is_recorded_pending_then_found(fake: 
 
 
 def test_a_pending_submission_that_was_never_created_fails_and_says_submit_again(fake: FakeVertex) -> None:
-    from tfjob.backends.vertex.service import fetch_status, pending_id
+    from tfjob.backends.vertex.creation import pending_id
+    from tfjob.backends.vertex.service import fetch_status
     from tfjob.runtime.store import JobRecord
 
     record = JobRecord(

@@ -400,7 +400,7 @@ def test_the_replica_a_failure_blames_is_the_failed_task(message: str, blamed: t
 
 
 def test_the_poll_interval_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from tfjob.backends.vertex.service import poll_interval
+    from tfjob.backends.vertex.connect import poll_interval
     from tfjob.model import SubmitOptions
 
     monkeypatch.setenv("TFJOB_HOME", str(tmp_path))

@@ -128,26 +128,7 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
     tier = spec.scale_tier
     predefined = tier is not None and tier is not ScaleTier.CUSTOM
     body: dict[str, Any] = {"scaleTier": tier.value if tier is not None and predefined else ScaleTier.CUSTOM.value}
-    for role in ROLES:
-        pool = spec.pool(role)
-        if pool is None:
-            continue
-        prefix = ROLE_PREFIX[role]
-        if not predefined:
-            body[f"{prefix}Type"] = LEGACY_MACHINE_NAMES.get(pool.machine.type, pool.machine.type)
-            if role != "chief":
-                body[f"{prefix}Count"] = str(pool.replicas)
-        config: dict[str, Any] = {}
-        acc = pool.machine.accelerator
-        if acc is not None and not predefined:
-            config["acceleratorConfig"] = {"count": str(acc.count), "type": acc.type}
-        image = spec.image_for(role)
-        if image:
-            config["imageUri"] = image
-            if spec.module or spec.script:
-                config["containerCommand"] = _bootstrap_command(spec, options)
-        if config:
-            body[f"{prefix}Config"] = config
+    body.update(_pool_fields(spec, options, predefined))
     if spec.script is not None and not spec.image:
         raise SpecError(
             field="script",
@@ -156,21 +137,7 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
             fix="give {module}, or run the script in an {image}",
         )
     if spec.module is not None and not spec.image:
-        if spec.package and "://" not in spec.package and Path(spec.package).expanduser().is_dir():
-            from ...packaging import check_trainer
-
-            check_trainer(Path(spec.package).expanduser().resolve(), spec.module)  # as gcloud's packaging would
-        from ...container.wheel import wheel_name
-        from ...cluster.dispatch import BOOTSTRAP_MODULE, package_args
-
-        root = _staging_root(spec, options)
-        uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []
-        uris += [_staged_uri(p, root, job_id) for p in spec.packages]
-        # Every replica starts through the bootstrap, as a local task does; AI Platform
-        # appends --job-dir (jobDir) to the args itself, so the bootstrap is not given it.
-        body["packageUris"] = [*uris, _staged_uri(wheel_name(), root, job_id)]
-        body["pythonModule"] = BOOTSTRAP_MODULE
-        body["args"] = package_args(spec, "chief", options)
+        body.update(_package_fields(spec, options, job_id))
     elif spec.args:
         body["args"] = list(spec.args)
     region = options.region or spec.region
@@ -192,6 +159,53 @@ def render_training_input(spec: JobSpec, options: "SubmitOptions") -> dict[str, 
         body["useChiefInTfConfig"] = spec.use_chief
     if options.enable_web_access:
         body["enableWebAccess"] = True
+    return body
+
+
+def _pool_fields(spec: JobSpec, options: GoogleCloudOptions, predefined: bool) -> dict[str, Any]:
+    """Each role's machine type and count (unless a predefined tier says them) and its ``*Config``."""
+    body: dict[str, Any] = {}
+    for role in ROLES:
+        pool = spec.pool(role)
+        if pool is None:
+            continue
+        prefix = ROLE_PREFIX[role]
+        if not predefined:
+            body[f"{prefix}Type"] = LEGACY_MACHINE_NAMES.get(pool.machine.type, pool.machine.type)
+            if role != "chief":
+                body[f"{prefix}Count"] = str(pool.replicas)
+        config: dict[str, Any] = {}
+        acc = pool.machine.accelerator
+        if acc is not None and not predefined:
+            config["acceleratorConfig"] = {"count": str(acc.count), "type": acc.type}
+        image = spec.image_for(role)
+        if image:
+            config["imageUri"] = image
+            if spec.module or spec.script:
+                config["containerCommand"] = _bootstrap_command(spec, options)
+        if config:
+            body[f"{prefix}Config"] = config
+    return body
+
+
+def _package_fields(spec: JobSpec, options: GoogleCloudOptions, job_id: str) -> dict[str, Any]:
+    """A package job's ``packageUris`` (the trainer's, the extra ones, the bootstrap's), module and args."""
+    body: dict[str, Any] = {}
+    if spec.package and "://" not in spec.package and Path(spec.package).expanduser().is_dir():
+        from ...packaging import check_trainer
+
+        check_trainer(Path(spec.package).expanduser().resolve(), spec.module)  # as gcloud's packaging would
+    from ...container.wheel import wheel_name
+    from ...cluster.dispatch import BOOTSTRAP_MODULE, package_args
+
+    root = _staging_root(spec, options)
+    uris = [_staged_uri(spec.package, root, job_id)] if spec.package else []
+    uris += [_staged_uri(p, root, job_id) for p in spec.packages]
+    # Every replica starts through the bootstrap, as a local task does; AI Platform
+    # appends --job-dir (jobDir) to the args itself, so the bootstrap is not given it.
+    body["packageUris"] = [*uris, _staged_uri(wheel_name(), root, job_id)]
+    body["pythonModule"] = BOOTSTRAP_MODULE
+    body["args"] = package_args(spec, "chief", options)
     return body
 
 

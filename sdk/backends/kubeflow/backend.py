@@ -433,7 +433,7 @@ class KubeflowBackend(Lifecycle[KubernetesOptions, "_Plan"]):
     def render_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None]) -> dict[str, Any]:
         """The study as a Katib ``Experiment`` whose trial template is this backend's job (see
         :mod:`.tuning`); no credentials, nothing sent."""
-        from .tuning import render_katib
+        from .katib import render_katib
 
         echo(f"dry run: the study as a Katib Experiment running {self.kind.name} trials (without Katib, tfjob runs the trials itself)")
         return render_katib(self, study, spec, self.typed(options))
@@ -452,13 +452,13 @@ class KubeflowBackend(Lifecycle[KubernetesOptions, "_Plan"]):
     ) -> StudyResult:
         """Run the study to its end: as a Katib ``Experiment`` where the cluster serves Katib, else
         each trial a job of this backend (see :mod:`.tuning`)."""
-        from .tuning import run_kubernetes_study
+        from .katib import run_kubernetes_study
 
         return run_kubernetes_study(self, study, spec, self.typed(options), seed=seed, stream=stream)
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
         """Create the study's Katib ``Experiment`` (the cluster must serve Katib); return its id."""
-        from .tuning import submit_katib
+        from .katib import submit_katib
 
         return submit_katib(self, study, spec, self.typed(options), echo or self.echo)
 

@@ -42,7 +42,7 @@ from ...cluster.jobset import (
 )
 from ...errors import SpecError, Word
 from ...model import options_as
-from ...description.spec import JobSpec
+from ...description.spec import JobSpec, Pool
 from .options import KubernetesOptions, TFJobOptions
 from .render import (
     CONTAINER_NAME,
@@ -89,30 +89,13 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     Raises:
         SpecError: the job cannot run as a JobSet (no image, a name Kubernetes refuses…).
     """
+    from ...description.restarts import policy_for
     from .pod import known_roles, load_pod_template, parse_role_values
 
     options = options_as(KubernetesOptions, options)
     _check_spec(spec, options)
     check_name_room(spec.name, _hostname_suffix(spec), "pods' hostnames")
-    if isinstance(options, TFJobOptions):
-        given = {
-            "clean_pod_policy": options.clean_pod_policy,
-            "priority_class": options.priority_class,
-            "min_available": options.min_available,
-        }
-        for name, value in given.items():
-            if value is not None:
-                raise SpecError(field=name, problem="is a TFJob run policy; a JobSet has none", fix="use {backend=kubeflow}")
-    from ...description.restarts import parse_policies, policy_for
-
-    policies = parse_policies(options.restart_policy)
-    if "Always" in policies.values():
-        raise SpecError(
-            field="restart_policy",
-            value=Word("Always"),
-            problem=": the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes)",
-            fix="use {backend=kubeflow} for Always",
-        )
+    policies = _restart_policies(options)
     backoff = _whole(options.backoff_limit, "backoff_limit", DEFAULT_BACKOFF_LIMIT)
     templates = load_pod_template(options.pod_template) if options.pod_template else {}
     known_roles(
@@ -130,36 +113,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     ]
     replicated: list[dict[str, Any]] = []
     for pool in spec.pools:
-        clash = sorted(set(spec.env_for(pool.role)) & {str(e["name"]) for e in cluster_env})
-        if clash:
-            raise SpecError(
-                field="env",
-                value=Word(clash[0]),
-                problem="is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it)",
-                fix="choose another name",
-            )
-        container = render_container(spec, pool, options)
-        container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
-        policy = policy_for(policies, pool.role, "Never")
-        template = render_pod_template(
-            spec, pool, container, templates, options, restartPolicy="OnFailure" if policy == "OnFailure" else "Never"
-        )
-        job_spec: dict[str, Any] = {
-            "parallelism": pool.replicas,
-            "completions": pool.replicas,
-            "completionMode": "Indexed",
-            # Never: a failed pod fails its Job, and the JobSet restarts the whole set.
-            "backoffLimit": 0 if policy == "Never" else backoff,
-            "template": template,
-        }
-        if policy == "ExitCode":
-            # Kubeflow's ExitCode: 1–127 is the program's own error (the Job fails); a pod killed
-            # by a signal or ended 128–255 is made again at its index (the same host name).
-            job_spec["podFailurePolicy"] = {
-                "rules": [
-                    {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER_NAME, "operator": "In", "values": list(range(1, 128))}}
-                ]
-            }
+        job_spec = _replicated_job_spec(spec, pool, options, cluster_env, templates, policy_for(policies, pool.role, "Never"), backoff)
         replicated.append({"name": pool.role, "replicas": 1, "template": {"spec": job_spec}})
     metadata: dict[str, Any] = {"name": spec.name}
     namespace = options.namespace
@@ -180,6 +134,72 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
         for job in replicated:  # each Job's deadline: the JobSet has none of its own
             job["template"]["spec"]["activeDeadlineSeconds"] = int(math.ceil(spec.timeout))
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}
+
+
+def _restart_policies(options: KubernetesOptions) -> dict[str, str]:
+    """The pods' restart policies by role, checked: a JobSet takes no TFJob run policy, and no Always."""
+    from ...description.restarts import parse_policies
+
+    if isinstance(options, TFJobOptions):
+        given = {
+            "clean_pod_policy": options.clean_pod_policy,
+            "priority_class": options.priority_class,
+            "min_available": options.min_available,
+        }
+        for name, value in given.items():
+            if value is not None:
+                raise SpecError(field=name, problem="is a TFJob run policy; a JobSet has none", fix="use {backend=kubeflow}")
+    policies = parse_policies(options.restart_policy)
+    if "Always" in policies.values():
+        raise SpecError(
+            field="restart_policy",
+            value=Word("Always"),
+            problem=": the pods of a JobSet's Jobs may only restart Never or OnFailure (Kubernetes)",
+            fix="use {backend=kubeflow} for Always",
+        )
+    return policies
+
+
+def _replicated_job_spec(
+    spec: JobSpec,
+    pool: Pool,
+    options: KubernetesOptions,
+    cluster_env: list[dict[str, Any]],
+    templates: dict[str, dict[str, Any]],
+    policy: str,
+    backoff: int,
+) -> dict[str, Any]:
+    """The indexed Job of one pool: its pods (the cluster's variables first), and how a failed pod ends it."""
+    clash = sorted(set(spec.env_for(pool.role)) & {str(e["name"]) for e in cluster_env})
+    if clash:
+        raise SpecError(
+            field="env",
+            value=Word(clash[0]),
+            problem="is set by tfjob in every JobSet pod (the bootstrap derives the cluster from it)",
+            fix="choose another name",
+        )
+    container = render_container(spec, pool, options)
+    container["env"] = [*copy.deepcopy(cluster_env), *container.get("env", [])]
+    template = render_pod_template(
+        spec, pool, container, templates, options, restartPolicy="OnFailure" if policy == "OnFailure" else "Never"
+    )
+    job_spec: dict[str, Any] = {
+        "parallelism": pool.replicas,
+        "completions": pool.replicas,
+        "completionMode": "Indexed",
+        # Never: a failed pod fails its Job, and the JobSet restarts the whole set.
+        "backoffLimit": 0 if policy == "Never" else backoff,
+        "template": template,
+    }
+    if policy == "ExitCode":
+        # Kubeflow's ExitCode: 1–127 is the program's own error (the Job fails); a pod killed
+        # by a signal or ended 128–255 is made again at its index (the same host name).
+        job_spec["podFailurePolicy"] = {
+            "rules": [
+                {"action": "FailJob", "onExitCodes": {"containerName": CONTAINER_NAME, "operator": "In", "values": list(range(1, 128))}}
+            ]
+        }
+    return job_spec
 
 
 def job_labels(spec: JobSpec, options: KubernetesOptions) -> dict[str, str]:

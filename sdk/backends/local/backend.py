@@ -24,6 +24,7 @@ from ...model import JobState, JobStatus, SubmitOptions, normalize_task
 from .options import LocalOptions
 
 if TYPE_CHECKING:
+    from .plan import TaskPlan
     from .runner import Prepared
     from ...runtime.store import JobRecord
     from ...tuning.study import StudySpec
@@ -32,6 +33,50 @@ if TYPE_CHECKING:
 
 #: Up to this many tasks, ``render`` writes each task's environment in full.
 FULL_RENDER_TASKS = 16
+
+
+def _rendered_tasks(plans: list[TaskPlan], dialect: str, strategy: str) -> dict[str, Any]:
+    """``render``'s answer: each task in full, or beyond :data:`FULL_RENDER_TASKS` the shared
+    variables once and each task's own."""
+    if len(plans) <= FULL_RENDER_TASKS:
+        return {
+            "backend": "local",
+            "dialect": dialect,
+            "strategy": strategy,
+            "tasks": [
+                # tf_config: the task's TF_CONFIG parsed, to read at a glance (env holds it as the task gets it, a string).
+                {"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env}
+                | ({"tf_config": json.loads(p.env["TF_CONFIG"])} if "TF_CONFIG" in p.env else {})
+                for p in plans
+            ],
+        }
+    # Every task's TF_CONFIG / CLUSTER_SPEC repeats the whole cluster: written out for
+    # every task, the output would grow with the square of the task count. Beyond a few
+    # tasks the shared part is written once and each task gets only what is its own.
+    first = plans[0]
+    shared = {k: v for k, v in first.env.items() if all(p.env.get(k) == v for p in plans)}
+    return {
+        "backend": "local",
+        "dialect": dialect,
+        "strategy": strategy,
+        "cluster_variables": {k: first.env[k] for k in ("TF_CONFIG", "CLUSTER_SPEC") if k in first.env},
+        "note": (
+            f"{len(plans)} tasks: cluster_variables are {first.name}'s; every other task's are the same "
+            "with its own task entry (type, index), as each task's `task` says"
+        ),
+        "env": {k: v for k, v in shared.items() if k not in ("TF_CONFIG", "CLUSTER_SPEC")},
+        "tasks": [
+            {
+                "name": p.name,
+                "address": p.address,
+                "task": {"type": p.role, "index": p.index},
+                "argv": p.argv,
+                "cwd": p.cwd,
+                "env": {k: v for k, v in p.env.items() if k not in shared and k not in ("TF_CONFIG", "CLUSTER_SPEC")},
+            }
+            for p in plans
+        ],
+    }
 
 
 def _check_trainer_dir(spec: JobSpec) -> None:
@@ -115,45 +160,7 @@ class LocalBackend(Lifecycle[LocalOptions, "tuple[Prepared, LocalOptions]"]):
             engine=engine,
             shipped=shipped,
         )
-        if len(plans) <= FULL_RENDER_TASKS:
-            return {
-                "backend": "local",
-                "dialect": options.dialect,
-                "strategy": strategy,
-                "tasks": [
-                    # tf_config: the task's TF_CONFIG parsed, to read at a glance (env holds it as the task gets it, a string).
-                    {"name": p.name, "address": p.address, "argv": p.argv, "cwd": p.cwd, "env": p.env}
-                    | ({"tf_config": json.loads(p.env["TF_CONFIG"])} if "TF_CONFIG" in p.env else {})
-                    for p in plans
-                ],
-            }
-        # Every task's TF_CONFIG / CLUSTER_SPEC repeats the whole cluster: written out for
-        # every task, the output would grow with the square of the task count. Beyond a few
-        # tasks the shared part is written once and each task gets only what is its own.
-        first = plans[0]
-        shared = {k: v for k, v in first.env.items() if all(p.env.get(k) == v for p in plans)}
-        return {
-            "backend": "local",
-            "dialect": options.dialect,
-            "strategy": strategy,
-            "cluster_variables": {k: first.env[k] for k in ("TF_CONFIG", "CLUSTER_SPEC") if k in first.env},
-            "note": (
-                f"{len(plans)} tasks: cluster_variables are {first.name}'s; every other task's are the same "
-                "with its own task entry (type, index), as each task's `task` says"
-            ),
-            "env": {k: v for k, v in shared.items() if k not in ("TF_CONFIG", "CLUSTER_SPEC")},
-            "tasks": [
-                {
-                    "name": p.name,
-                    "address": p.address,
-                    "task": {"type": p.role, "index": p.index},
-                    "argv": p.argv,
-                    "cwd": p.cwd,
-                    "env": {k: v for k, v in p.env.items() if k not in shared and k not in ("TF_CONFIG", "CLUSTER_SPEC")},
-                }
-                for p in plans
-            ],
-        }
+        return _rendered_tasks(plans, options.dialect, strategy)
 
     def run(
         self,

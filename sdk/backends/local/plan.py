@@ -257,10 +257,56 @@ def build_task_plans(
             trainer's ``--job-dir`` is then the trial's own ``JOB_DIR/<trial>``.
     """
     from ...cluster.render import render_task_envs
-    from ...cluster.dispatch import bootstrap_args
 
     if spec.module is None and spec.script is None and not spec.image:
         raise SpecError(field="module", problem="(or {script}) is required to run a trainer locally")
+    base = _base_environment(spec, environ, job_id=job_id, trial=trial, source_root=source_root)
+    job_info = render_job_info(spec, dialect, strategy, tf_config)
+    tasks = spec.tasks()
+    # Every task's platform variables at once: the cluster is checked once, not once a task.
+    platforms = render_task_envs(cluster, tasks, dialect, job=job_info, trial=trial, use_chief=spec.use_chief, job_dir=spec.job_dir)
+    plans = []
+    for (role, index), platform in zip(tasks, platforms):
+        address = cluster[role][index]
+        boot = _bootstrap_args(spec, role, trial, source_root, strategy=strategy, dialect=dialect, tf_config=tf_config)
+        # No --check-port: the launcher checks the task's port as it starts it (a task
+        # would load the socket module for it: 1.6 M instructions of every task's start).
+        argv = [python, "-m", "tfjob.container.bootstrap", *boot]
+        env = dict(base)
+        env.update(spec.env_for(role))  # the pool's own variables over the job's
+        env.update(platform)
+        image = spec.image_for(role)
+        if image:
+            if engine is None:
+                raise SpecError(field="image", problem="runs locally through a container engine (podman or docker)")
+            argv = _container_argv(spec, role, index, image, boot, platform, engine, job_id, trial, shipped, network, address)
+        name = task_name(role, index)
+        where = os.path.join(work_dir, name) if work_dir is not None else cwd or source_root or "."
+        plans.append(TaskPlan(name, role, index, address, argv, env, where))
+    return plans
+
+
+def _bootstrap_args(
+    spec: JobSpec, role: str, trial: str | None, source_root: str | None, *, strategy: Strategy, dialect: str, tf_config: TFConfigMode
+) -> list[str]:
+    """The bootstrap's arguments for a task of ``role``: the trainer, its arguments, the cluster's conventions."""
+    from ...cluster.dispatch import bootstrap_args
+
+    # A trial writes to its own directory (the platform variables AIP_*_DIR add the trial the same way).
+    trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
+    script = spec.script
+    if script is not None and source_root is not None and not spec.image_for(role):
+        script = os.path.join(source_root, script)  # the task runs in its own directory, not the trainer's
+    return bootstrap_args(
+        spec.module, spec.args_for(role), strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir,
+        script=script,
+    )  # fmt: skip
+
+
+def _base_environment(
+    spec: JobSpec, environ: Mapping[str, str], *, job_id: str, trial: str | None, source_root: str | None
+) -> dict[str, str]:
+    """The variables every task of the job starts with, before its pool's and its platform's."""
     base = base_environment(environ)
     base.update(spec.env)
     base["PYTHONUNBUFFERED"] = "1"  # live logs: a pipe would make Python buffer by blocks
@@ -273,63 +319,53 @@ def build_task_plans(
         base["CLOUD_ML_TRIAL_ID"] = str(trial)
     if source_root is not None:
         base["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, base.get("PYTHONPATH", "")) if p)
-    job_info = render_job_info(spec, dialect, strategy, tf_config)
-    tasks = spec.tasks()
-    # Every task's platform variables at once: the cluster is checked once, not once a task.
-    platforms = render_task_envs(cluster, tasks, dialect, job=job_info, trial=trial, use_chief=spec.use_chief, job_dir=spec.job_dir)
-    plans = []
-    for (role, index), platform in zip(tasks, platforms):
-        address = cluster[role][index]
-        # A trial writes to its own directory; AIP_*_DIR below add the trial the same way.
-        trial_dir = spec.job_dir.rstrip("/") + f"/{trial}" if spec.job_dir and trial is not None else spec.job_dir
-        script = spec.script
-        if script is not None and source_root is not None and not spec.image_for(role):
-            script = os.path.join(source_root, script)  # the task runs in its own directory, not the trainer's
-        boot = bootstrap_args(
-            spec.module, spec.args_for(role), strategy=strategy, dialect=dialect, tf_config=tf_config, job_dir=trial_dir,
-            script=script,
-        )  # fmt: skip
-        # No --check-port: the launcher checks the task's port as it starts it (a task
-        # would load the socket module for it: 1.6 M instructions of every task's start).
-        argv = [python, "-m", "tfjob.container.bootstrap", *boot]
-        env = dict(base)
-        env.update(spec.env_for(role))  # the pool's own variables over the job's
-        env.update(platform)
-        image = spec.image_for(role)
-        if image:
-            if engine is None:
-                raise SpecError(field="image", problem="runs locally through a container engine (podman or docker)")
-            # What the platform gives a replica, and the user's --env: nothing else of this machine's.
-            names = sorted({*spec.env_for(role), *platform, "PYTHONUNBUFFERED", "TF_CPP_MIN_LOG_LEVEL", "TFJOB_JOB_ID",
-                            *(["CLOUD_ML_TRIAL_ID"] if trial is not None else [])})  # fmt: skip
-            volumes = []
-            if spec.job_dir and "://" not in spec.job_dir:
-                _check_mountable(spec.job_dir, "--job-dir")
-                volumes.append(engine.writable_volume(spec.job_dir, spec.job_dir))
-            runs_bootstrap = spec.module is not None or spec.script is not None
-            # Shipped packages: read-only at the path Kubernetes pods have them, installed first.
-            install: list[str] = []
-            for path in shipped if runs_bootstrap else ():
-                _check_mountable(str(path), "a package")
-                inside = f"{SHIPPED_MOUNT}/{Path(path).name}"
-                volumes.append(f"{path}:{inside}:ro")
-                install += ["--package", inside]
-            command = list(spec.command)
-            argv = engine.run_argv(
-                image,
-                [*install, "--check-port", *boot] if runs_bootstrap else [*command[1:], *spec.args_for(role)],
-                name=f"tfjob-{job_id}-{task_name(role, index)}".lower(),
-                job_id=job_id,
-                env_names=names,
-                volumes=volumes,
-                entrypoint="tfjob-bootstrap" if runs_bootstrap else (command[0] if command else None),
-                network=network,
-                host=address.rsplit(":", 1)[0] if network else None,
-            )
-        name = task_name(role, index)
-        where = os.path.join(work_dir, name) if work_dir is not None else cwd or source_root or "."
-        plans.append(TaskPlan(name, role, index, address, argv, env, where))
-    return plans
+    return base
+
+
+def _container_argv(
+    spec: JobSpec,
+    role: str,
+    index: int,
+    image: str,
+    boot: list[str],
+    platform: Mapping[str, str],
+    engine: Any,
+    job_id: str,
+    trial: str | None,
+    shipped: Sequence[str],
+    network: str | None,
+    address: str,
+) -> list[str]:
+    """``<engine> run`` of a task whose pool has an image: the platform's variables, the job dir
+    and the shipped packages mounted, the same bootstrap arguments."""
+    # What the platform gives a replica, and the user's --env: nothing else of this machine's.
+    names = sorted({*spec.env_for(role), *platform, "PYTHONUNBUFFERED", "TF_CPP_MIN_LOG_LEVEL", "TFJOB_JOB_ID",
+                    *(["CLOUD_ML_TRIAL_ID"] if trial is not None else [])})  # fmt: skip
+    volumes = []
+    if spec.job_dir and "://" not in spec.job_dir:
+        _check_mountable(spec.job_dir, "--job-dir")
+        volumes.append(engine.writable_volume(spec.job_dir, spec.job_dir))
+    runs_bootstrap = spec.module is not None or spec.script is not None
+    # Shipped packages: read-only at the path Kubernetes pods have them, installed first.
+    install: list[str] = []
+    for path in shipped if runs_bootstrap else ():
+        _check_mountable(str(path), "a package")
+        inside = f"{SHIPPED_MOUNT}/{Path(path).name}"
+        volumes.append(f"{path}:{inside}:ro")
+        install += ["--package", inside]
+    command = list(spec.command)
+    argv: list[str] = engine.run_argv(
+        image,
+        [*install, "--check-port", *boot] if runs_bootstrap else [*command[1:], *spec.args_for(role)],
+        name=f"tfjob-{job_id}-{task_name(role, index)}".lower(),
+        job_id=job_id,
+        env_names=names,
+        volumes=volumes,
+        entrypoint="tfjob-bootstrap" if runs_bootstrap else (command[0] if command else None),
+        network=network,
+        host=address.rsplit(":", 1)[0] if network else None,
+    )
+    return argv
 
 
 def find_source_root(package: str | None, module: str) -> str:

@@ -122,39 +122,9 @@ def check_job(spec: JobSpec, options: LocalOptions) -> Prepared:
     strategy = job_strategy(spec, options.strategy)
     if options.grace is None or not 0 <= options.grace <= MAX_GRACE:  # NaN fails both comparisons
         raise SpecError(field="grace", value=options.grace, problem=f"must be a number of seconds from 0 to {MAX_GRACE:g}")
-    python = os.fspath(options.python or sys.executable)
-    if os.sep not in python:
-        import shutil
-
-        python = shutil.which(python) or python
-    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        raise SpecError(
-            field="python", value=options.python, problem="is not an executable interpreter", fix="give a path like /usr/bin/python3"
-        )
-    if options.python:
-        probe = subprocess.run([python, "-c", "import tfjob.container.bootstrap"], capture_output=True)
-        if probe.returncode != 0:
-            raise SpecError(
-                field="python",
-                value=options.python,
-                problem="cannot import tfjob (needed for the bootstrap in every task)",
-                fix=f"install it there: {python} -m pip install --no-deps tfjob",
-            )
-    for extra in spec.packages:
-        if "://" in extra:
-            raise SpecError(field="packages", value=extra, problem=": the local backend installs local files only", fix="download it first")
-        from ...packaging import check_built_package  # here: a job without --packages never imports packaging
-
-        check_built_package(extra)
-    if spec.packages and not options.install:
-        raise SpecError(
-            field="packages",
-            problem="are installed next to the trainer, as the cloud does",
-            fix="add {install} to run the job from a throw-away venv that has them",
-        )
+    python = _check_python(options)
+    _check_packages(spec, options)
     package = spec.package
-    if package and package.endswith(BUILT_PACKAGE_SUFFIXES) and not options.install:
-        raise SpecError(what="package", value=package, problem="is a built archive", fix="add {install} to run it from a throw-away venv")
     changes: dict[str, Any] = {}
     if spec.job_dir and "://" not in spec.job_dir:
         changes["job_dir"] = os.path.abspath(os.path.expanduser(spec.job_dir))
@@ -191,6 +161,49 @@ def check_job(spec: JobSpec, options: LocalOptions) -> Prepared:
     if changes:
         spec = spec.replace(**changes)
     return Prepared(spec, python, strategy, source_root)
+
+
+def _check_python(options: LocalOptions) -> str:
+    """The interpreter the tasks run (``--python``, else this one's), checked: executable, and
+    able to import tfjob's bootstrap."""
+    python = os.fspath(options.python or sys.executable)
+    if os.sep not in python:
+        import shutil
+
+        python = shutil.which(python) or python
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise SpecError(
+            field="python", value=options.python, problem="is not an executable interpreter", fix="give a path like /usr/bin/python3"
+        )
+    if options.python:
+        probe = subprocess.run([python, "-c", "import tfjob.container.bootstrap"], capture_output=True)
+        if probe.returncode != 0:
+            raise SpecError(
+                field="python",
+                value=options.python,
+                problem="cannot import tfjob (needed for the bootstrap in every task)",
+                fix=f"install it there: {python} -m pip install --no-deps tfjob",
+            )
+    return python
+
+
+def _check_packages(spec: JobSpec, options: LocalOptions) -> None:
+    """``--packages``, and a built trainer package: local archives, run only with ``--install``."""
+    for extra in spec.packages:
+        if "://" in extra:
+            raise SpecError(field="packages", value=extra, problem=": the local backend installs local files only", fix="download it first")
+        from ...packaging import check_built_package  # here: a job without --packages never imports packaging
+
+        check_built_package(extra)
+    if spec.packages and not options.install:
+        raise SpecError(
+            field="packages",
+            problem="are installed next to the trainer, as the cloud does",
+            fix="add {install} to run the job from a throw-away venv that has them",
+        )
+    package = spec.package
+    if package and package.endswith(BUILT_PACKAGE_SUFFIXES) and not options.install:
+        raise SpecError(what="package", value=package, problem="is a built archive", fix="add {install} to run it from a throw-away venv")
 
 
 def _check_requirements(spec: JobSpec, package: str | None, python: str) -> None:

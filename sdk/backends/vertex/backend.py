@@ -21,7 +21,7 @@ from ...model import JobState, JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
-    from .service import Submission
+    from .creation import Submission
     from ...runtime.store import JobRecord, JobStore
     from ...tuning.study import StudySpec
     from ...tuning.trials import StudyResult
@@ -75,13 +75,13 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
     # -- Lifecycle.submit's hooks: staged, recorded pending, created, recorded -------------
     def _prepare(self, spec: JobSpec, options: VertexOptions) -> Submission:
         """Plan the request and stage the packages (unchanged code uploads nothing)."""
-        from .service import prepare_submission
+        from .creation import prepare_submission
 
         return prepare_submission(spec, options, echo=self.echo, client=self.client, credentials=self.credentials)
 
     def _pending(self, plan: Submission) -> JobRecord:
         """Recorded before the create, so a create whose answer is lost is found by its label."""
-        from .service import pending_record
+        from .creation import pending_record
 
         return pending_record(plan)
 
@@ -89,13 +89,14 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         """Create the ``CustomJob`` once (in the next region of ``--region A,B`` when one refuses it for
         want of quota or machines: :mod:`.failover`); its record is under Vertex AI's job id."""
         from .failover import create_in_turn
-        from .service import created_record, make_client
+        from .connect import make_client
+        from .creation import created_record
 
         assert pending is not None
         return create_in_turn(plan, pending, self.store, echo=self.echo, make_client=make_client, created_record=created_record)
 
     def _not_created(self, pending: JobRecord, error: BaseException) -> None:
-        from .service import not_created
+        from .creation import not_created
 
         not_created(self.store, pending, error)
 
@@ -154,7 +155,7 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         """The job's record and a :class:`.models.ModelsClient` for its project and region."""
         from ...errors import JobNotFoundError, UsageError
         from .models import ModelsClient
-        from .service import make_client
+        from .connect import make_client
 
         record = self._lookup(job_id)
         if record is None:

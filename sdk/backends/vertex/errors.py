@@ -108,22 +108,7 @@ def translate(
 
     where = f"project {project!r}" + (f", region {region!r}" if region else "")
     if isinstance(exc, auth.DefaultCredentialsError):
-        import os
-
-        named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
-        if named:
-            # The file the user pointed at is the problem: say which, and google-auth's reason.
-            # google-auth's args are (message, the error it caught): the message reads alone.
-            first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
-            reason = (first.strip().splitlines() or ["it cannot be used"])[0].rstrip(".")
-            if len(exc.args) > 1 and str(exc.args[1]).strip():
-                reason += ": " + str(exc.args[1]).strip().splitlines()[0]
-            reason = reason[:300]
-            return AuthError(
-                f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which cannot be used ({reason}); "
-                "point it at a valid key file, or unset it and run `gcloud auth application-default login`"
-            )
-        return AuthError(f"no Google Cloud credentials found: {REFRESH_HINT}")
+        return _no_credentials(exc)
     if isinstance(exc, auth.RefreshError) or isinstance(exc, core.Unauthorized):
         return AuthError(f"the Google Cloud credentials were refused (expired or revoked): {REFRESH_HINT}")
     if isinstance(exc, auth.TransportError) or isinstance(exc, (requests.ConnectionError, requests.Timeout)):
@@ -138,16 +123,7 @@ def translate(
     code = exc.code if isinstance(exc.code, int) else None
     api_reason, metadata = _error_info(exc)
     if isinstance(exc, core.Forbidden):
-        if api_reason == "SERVICE_DISABLED" or "has not been used" in message or "is disabled" in message:
-            service = metadata.get("service", "aiplatform.googleapis.com")
-            return AuthError(f"the {service} API is not enabled in {where}: run `gcloud services enable {service} --project {project}`")
-        match = _PERMISSION.search(message)
-        permission = metadata.get("permission") or (match.group(1) if match else PERMISSIONS.get(action, "?"))
-        role = ROLES.get(action, DEFAULT_ROLE)
-        return AuthError(
-            f"permission denied in {where}: the caller lacks {permission} "
-            f"(grant it, e.g. with role {role}, on project {project}); the server said: {message}"
-        )
+        return _forbidden(message, api_reason, metadata, action=action, where=where, project=project)
     if isinstance(exc, core.NotFound):
         if job is not None and action in ("get", "cancel"):
             return JobNotFoundError(f"no Vertex AI job {job} in {where}: check the id with `tfjob list`; the server said: {message}")
@@ -169,3 +145,39 @@ def translate(
         what = "is rate limiting the requests (429)" if code == 429 else f"answered {code}"
         return BackendError(f"Vertex AI {what}{tries} while trying to {action}: {message}; try again in a few minutes")
     return BackendError(f"Vertex AI answered {code} while trying to {action}: {message}")
+
+
+def _no_credentials(exc: BaseException) -> AuthError:
+    """No usable application-default credentials: the file GOOGLE_APPLICATION_CREDENTIALS names, or none at all."""
+    import os
+
+    named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named:
+        # The file the user pointed at is the problem: say which, and google-auth's reason.
+        # google-auth's args are (message, the error it caught): the message reads alone.
+        first = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+        reason = (first.strip().splitlines() or ["it cannot be used"])[0].rstrip(".")
+        if len(exc.args) > 1 and str(exc.args[1]).strip():
+            reason += ": " + str(exc.args[1]).strip().splitlines()[0]
+        reason = reason[:300]
+        return AuthError(
+            f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which cannot be used ({reason}); "
+            "point it at a valid key file, or unset it and run `gcloud auth application-default login`"
+        )
+    return AuthError(f"no Google Cloud credentials found: {REFRESH_HINT}")
+
+
+def _forbidden(
+    message: str, api_reason: str | None, metadata: dict[str, Any], *, action: str, where: str, project: str | None
+) -> AuthError:
+    """A 403: the API is not enabled in the project, or the caller lacks a permission (named, with a role that has it)."""
+    if api_reason == "SERVICE_DISABLED" or "has not been used" in message or "is disabled" in message:
+        service = metadata.get("service", "aiplatform.googleapis.com")
+        return AuthError(f"the {service} API is not enabled in {where}: run `gcloud services enable {service} --project {project}`")
+    match = _PERMISSION.search(message)
+    permission = metadata.get("permission") or (match.group(1) if match else PERMISSIONS.get(action, "?"))
+    role = ROLES.get(action, DEFAULT_ROLE)
+    return AuthError(
+        f"permission denied in {where}: the caller lacks {permission} "
+        f"(grant it, e.g. with role {role}, on project {project}); the server said: {message}"
+    )

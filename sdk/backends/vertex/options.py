@@ -209,8 +209,6 @@ def check_vertex_options(options: VertexOptions) -> None:
         SpecError: naming the flag, the value and the fix.
     """
     # Here, not at the top: the CLI reads these declarations to make its flags, without the checks' cost.
-    from ...config.vertex import SCHEDULING_STRATEGIES
-    from ...description.machines import did_you_mean
     from ...description.spec import check_boot_disk
 
     _text("network", options.network)
@@ -235,6 +233,15 @@ def check_vertex_options(options: VertexOptions) -> None:
             fix="e.g. ['worker_accelerator=NVIDIA_TESLA_T4:1']",
         )
     options.fallbacks = tuple(options.fallbacks or ())
+    _check_scheduling(options)
+    _check_resources(options)
+
+
+def _check_scheduling(options: VertexOptions) -> None:
+    """``spot``/``flex_start`` as ``scheduling_strategy``, ``max_wait`` and ``reservation``, checked together."""
+    from ...config.vertex import SCHEDULING_STRATEGIES
+    from ...description.machines import did_you_mean
+
     if options.spot or options.flex_start:
         if options.spot and options.flex_start:
             raise SpecError(field="spot", value=True, problem="and {flex_start=True} are two scheduling strategies", fix="choose one")
@@ -273,6 +280,10 @@ def check_vertex_options(options: VertexOptions) -> None:
         raise SpecError(
             field="reservation", problem=f"cannot be combined with {{{strategy.lower()}=True}}: reserved machines are on-demand"
         )
+
+
+def _check_resources(options: VertexOptions) -> None:
+    """The persistent resource, the encryption key and the network (peering or Private Service Connect)."""
     if options.persistent_resource_id is not None and not _RESOURCE_ID_RE.match(str(options.persistent_resource_id)):
         raise SpecError(
             field="persistent_resource_id",

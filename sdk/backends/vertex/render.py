@@ -416,6 +416,22 @@ def render_custom_job(
         pools.append(_pool_body(spec, pool, package_uris, options.executor_image, tf_version, options.region, options, bootstrap_uri))
 
     job_spec: dict[str, Any] = {"workerPoolSpecs": pools}
+    scheduling = _scheduling(spec, options)
+    if scheduling:
+        job_spec["scheduling"] = scheduling
+    job_spec.update(_job_settings(spec, options))
+    body: dict[str, Any] = {
+        "displayName": spec.name,
+        "jobSpec": job_spec,
+        "labels": render_labels(spec, submission_id, version or __version__),
+    }
+    if options.kms_key:
+        body["encryptionSpec"] = {"kmsKeyName": options.kms_key}
+    return body
+
+
+def _scheduling(spec: JobSpec, options: VertexOptions) -> dict[str, Any]:
+    """The ``CustomJobSpec``'s ``scheduling`` (empty when nothing is asked)."""
     scheduling: dict[str, Any] = {}
     if spec.timeout:
         scheduling["timeout"] = render_duration(spec.timeout)
@@ -427,8 +443,12 @@ def render_custom_job(
         scheduling["maxWaitDuration"] = render_duration(options.max_wait)
     if options.disable_retries or vertex_restart_policy(options.restart_policy, options) == "Never":
         scheduling["disableRetries"] = True
-    if scheduling:
-        job_spec["scheduling"] = scheduling
+    return scheduling
+
+
+def _job_settings(spec: JobSpec, options: VertexOptions) -> dict[str, Any]:
+    """The ``CustomJobSpec``'s other fields: where it runs, its network, outputs, experiment and access."""
+    job_spec: dict[str, Any] = {}
     if options.persistent_resource_id:
         job_spec["persistentResourceId"] = options.persistent_resource_id
     if spec.service_account:
@@ -454,11 +474,4 @@ def render_custom_job(
         job_spec["enableDashboardAccess"] = True
     if options.protected_artifact_location_id:
         job_spec["protectedArtifactLocationId"] = options.protected_artifact_location_id
-    body: dict[str, Any] = {
-        "displayName": spec.name,
-        "jobSpec": job_spec,
-        "labels": render_labels(spec, submission_id, version or __version__),
-    }
-    if options.kms_key:
-        body["encryptionSpec"] = {"kmsKeyName": options.kms_key}
-    return body
+    return job_spec

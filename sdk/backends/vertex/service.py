@@ -1,4 +1,4 @@
-"""The Vertex AI backend's I/O: submit, follow, status, cancel, list, logs — and the job store.
+"""The Vertex AI backend's I/O: follow, status, cancel, list, logs — and the job store.
 
 Every job tfjob creates on Vertex AI is recorded in the local job store under
 Vertex AI's own job id (the number the console and ``gcloud ai custom-jobs`` show),
@@ -15,174 +15,18 @@ setting the environment.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ...model import JobState, JobStatus, SubmitOptions
-from ...errors import SubmissionUncertainError, UsageError
-from ...description.spec import JobSpec
+from ...errors import UsageError
 from ...runtime.store import JobRecord, JobStore
 from ...runtime.lifecycle import poll, record_cancel, sync_status
-from .follow import MAX_POLL_INTERVAL, POLL_INTERVAL, console_url, job_status, parse_state
+from .follow import MAX_POLL_INTERVAL, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
 
-
-Echo = Callable[[str], None]
-
-
-def _quiet(message: str) -> None:
-    pass
-
-
-def poll_interval(options: SubmitOptions | None = None) -> float:
-    """Seconds between polls: ``--poll-interval``, else the ``poll_interval`` setting
-    (``$TFJOB_POLL_INTERVAL``, config.yaml), else 5."""
-    if options is not None and options.poll_interval:
-        return float(options.poll_interval)
-    from ...runtime.settings import load_settings
-
-    text = load_settings().poll_interval
-    try:
-        seconds = float(text) if text else POLL_INTERVAL
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= 3600:
-        raise UsageError(f"the poll_interval setting {text!r} ($TFJOB_POLL_INTERVAL or config.yaml) must be seconds in (0, 3600]")
-    return seconds
-
-
-def make_client(
-    project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None, client_class: Any = None
-) -> Any:
-    """A :class:`~.client.VertexClient` (or ``client_class``, a subclass) with ``credentials``
-    (default: application-default ones), a token already in hand; retries are said on ``echo``."""
-    from .auth import ready_credentials
-    from .client import VertexClient
-
-    credentials = ready_credentials(credentials)
-
-    def on_retry(exc: BaseException, delay: float, attempt: int) -> None:
-        from .errors import server_message
-
-        code = getattr(exc, "code", None)
-        what = f"{code} {server_message(exc)}" if isinstance(code, int) else type(exc).__name__
-        echo(f"Vertex AI call failed ({what}); retry {attempt} in {delay:.1f}s")
-
-    return (client_class or VertexClient)(project, region, api_endpoint=api_endpoint, credentials=credentials, on_retry=on_retry)
-
-
-# -- submit (the steps of ``Lifecycle.submit``, VertexBackend's hooks) --------------------
-@dataclass
-class Submission:
-    """A job ready to create: its plan (the request, the packages staged), the client to create it
-    with, and what its record keeps."""
-
-    spec: JobSpec
-    plan: Any
-    client: Any
-    location: dict[str, Any]
-    extra: dict[str, Any]
-
-
-def prepare_submission(
-    spec: JobSpec, options: VertexOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None
-) -> Submission:
-    """Plan the job's request and stage its packages (content-addressed: unchanged code uploads
-    nothing); nothing is created yet."""
-    from .staging import stage_packages, storage_client
-    from .submission import plan_submission
-
-    from ...description.restarts import _count
-
-    max_restarts = _count(options.max_restarts or 0, "--max-restarts", 0)
-    plan = plan_submission(spec, options, dry_run=False)
-    for note in plan.notes:
-        echo(note)
-    assert plan.project is not None  # a real submission has one (plan_submission checks)
-    client = client or make_client(plan.project, plan.region, options.api_endpoint, echo, credentials)
-    report = None
-    if plan.uploads:
-        storage = storage_client(plan.project, client_credentials(client))
-        report = stage_packages(plan.uploads, region=plan.region, client=storage, echo=echo, also=plan.regions[1:])
-    location = {"project": plan.project, "region": plan.region, "api_endpoint": options.api_endpoint}
-    extra = {
-        "submission_id": plan.submission_id,
-        "package_uris": [u.uri for u in plan.uploads],
-        "bytes_uploaded": report.bytes_uploaded if report else 0,
-    }
-    if max_restarts:
-        extra["max_restarts"] = max_restarts
-    if plan.estimate is not None and plan.estimate.pools:
-        from ...pricing import price_record
-
-        import os
-
-        extra["price"] = price_record(plan.estimate, options.price_table or os.environ.get("TFJOB_PRICE_TABLE") or None)
-    return Submission(spec, plan, client, location, extra)
-
-
-def pending_record(submission: Submission) -> JobRecord:
-    """The record kept before the create: if its answer is lost, the job is still known here
-    (and `tfjob status` finds it by its label) rather than running unseen."""
-    return JobRecord(
-        id=pending_id(submission.plan.submission_id),
-        backend="vertex",
-        name=submission.spec.name,
-        state=JobState.QUEUED,
-        spec=submission.spec.to_dict(),
-        options=submission.location,
-        message="being created on Vertex AI",
-        extra={**submission.extra, "pending": True},
-    )
-
-
-def create_submission(submission: Submission, pending: JobRecord, *, echo: Echo = _quiet) -> JobRecord:
-    """Create the job once; return its record (under Vertex AI's id)."""
-    plan = submission.plan
-    job = submission.client.create_custom_job(plan.body, plan.submission_id)
-    record = created_record(pending, job, submission.extra)
-    echo(f"submitted Vertex AI job {record.id} ({submission.spec.name}): {console_url(plan.project, plan.region, record.id)}")
-    return record
-
-
-def not_created(store: JobStore, pending: JobRecord, error: BaseException) -> None:
-    """The create failed: a lost answer keeps the pending record (`tfjob status` looks the job up
-    by its label); any other answer means no job was created, and the record goes."""
-    if isinstance(error, SubmissionUncertainError):
-        store.update(pending.id, message=f"unknown: the create's answer was lost; `tfjob status {pending.id}` looks it up")
-        error.pending_id = pending.id
-        error.args = (f"{error}; `tfjob status {pending.id}` looks it up",)
-        return
-    store.remove(pending.id)  # the service answered: no job was created
-
-
-def pending_id(submission_id: str) -> str:
-    """The job store id of a submission whose job id is not known yet."""
-    return f"pending-{submission_id}"
-
-
-def created_record(pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> JobRecord:
-    """The record of the job ``pending`` became (Vertex AI's answer ``job``)."""
-    from .client import job_id_of
-
-    job_id = job_id_of(job["name"])
-    status = job_status(job, job_id)
-    opts = pending.options
-    return JobRecord(
-        id=job_id,
-        backend="vertex",
-        name=pending.name,
-        state=status.state,
-        spec=pending.spec,
-        options=opts,
-        created=status.created or time.time(),
-        extra={
-            **{k: v for k, v in extra.items() if k != "pending"},
-            "resource_name": job["name"],
-            "console_url": console_url(opts["project"], opts["region"], job_id),
-        },
-    )
+from .connect import Echo, make_client, poll_interval, quiet
+from .creation import created_record
 
 
 def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
@@ -212,11 +56,6 @@ def resolve_pending(record: JobRecord, *, client: Any = None, credentials: Any =
         return store.status(record.id)
     job_id = _record_created(store, record, found, dict(record.extra))
     return _record_status(store, job_id, found, store.get(job_id))
-
-
-def client_credentials(client: Any) -> Any:
-    """The credentials a client was made with (for the storage client)."""
-    return getattr(client, "credentials", None)
 
 
 # -- records ----------------------------------------------------------------------------
@@ -401,7 +240,7 @@ def _settled(store: JobStore, job_id: str, client: Any) -> tuple[str, JobRecord 
 
 
 def interrupted(
-    job_id: str, options: SubmitOptions, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore
+    job_id: str, options: SubmitOptions, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore
 ) -> None:
     """Ctrl-C while following a job: :func:`tfjob.runtime.lifecycle.interrupted` on Vertex AI."""
     from ...runtime.lifecycle import interrupted as on_interrupt
@@ -416,7 +255,7 @@ def stream_job(
     job_id: str,
     options: VertexOptions,
     *,
-    echo: Echo = _quiet,
+    echo: Echo = quiet,
     out: Callable[[str], None] = print,
     credentials: Any = None,
     store: JobStore,
@@ -436,7 +275,7 @@ def follow_job(
     job_id: str,
     options: VertexOptions,
     *,
-    echo: Echo = _quiet,
+    echo: Echo = quiet,
     client: Any = None,
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -503,13 +342,13 @@ def follow_job(
         _resubmit(store, job_id, final, reason, client, echo)
 
 
-def cancel_job(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore) -> None:
+def cancel_job(job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
     record = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store)
     record_cancel(store, record, JobState.CANCELLING, "cancel requested")
 
 
-def request_cancel(job_id: str, *, echo: Echo = _quiet, client: Any = None, credentials: Any = None, store: JobStore) -> JobRecord | None:
+def request_cancel(job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore) -> JobRecord | None:
     """Ask Vertex AI to cancel the job's current attempt (a pending submission is looked up first);
     return its record (None: not recorded here). The record is not changed."""
     _, project, region, endpoint = locate(job_id, store=store)

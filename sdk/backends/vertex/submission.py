@@ -266,6 +266,40 @@ def plan_submission(
         SpecError, PackagingError: the job or the trainer cannot be sent.
     """
     options = options_as(VertexOptions, options)
+    spec, options, notes = _vertex_job(spec, options)
+    regions, project = _location(spec, options, dry_run, notes)
+    region = regions[0]
+    parent = f"projects/{project or 'YOUR_PROJECT'}/locations/{region}"
+    submission_id = submission_id or uuid4_hex()
+    staged = _Staged()
+    if _needs_package(spec) or spec.packages:
+        staged = _stage(spec, options, dry_run=dry_run, build_dir=build_dir, notes=notes)
+
+    body = render_custom_job(
+        spec, options, staged.uris, submission_id=submission_id, tf_version=staged.tf_version, bootstrap_uri=staged.bootstrap_uri
+    )
+    from ...pricing import check_max_cost, estimate, load_table
+
+    price = estimate(body, region=region, table=load_table(options.price_table, regions=regions))
+    check_max_cost(price, options.max_cost, spec.timeout)
+    return Submission(
+        project=project,
+        region=region,
+        parent=parent,
+        bucket=None if staged.bucket == PLACEHOLDER_BUCKET else staged.bucket,
+        bucket_source=staged.bucket_source,
+        body=body,
+        uploads=staged.uploads,
+        submission_id=submission_id,
+        notes=notes,
+        regions=regions,
+        estimate=price,
+        candidates=_candidates(body, options, regions, notes),
+    )
+
+
+def _vertex_job(spec: JobSpec, options: VertexOptions) -> tuple[JobSpec, VertexOptions, list[str]]:
+    """The job as Vertex AI runs it (Compute Engine machines, a package on an image), checked; the notes so far."""
     check_image(options.executor_image, "executor_image")
     from ...description.resources import on_compute_engine
 
@@ -278,8 +312,12 @@ def plan_submission(
             problem=": a Vertex AI package job runs a Python module of the package (pythonModule)",
             fix="give {module}, or run the script in an {image}",
         )
+    return spec, options, notes
+
+
+def _location(spec: JobSpec, options: VertexOptions, dry_run: bool, notes: list[str]) -> tuple[tuple[str, ...], str | None]:
+    """The regions to try (the first one first) and the project (None: a dry run's placeholder)."""
     regions = candidate_regions(options.region or spec.region or DEFAULT_REGION)
-    region = regions[0]
     if not (options.region or spec.region):
         notes.append(f"region {DEFAULT_REGION} (the default; --region or GOOGLE_CLOUD_REGION to change it)")
     project = options.project
@@ -291,73 +329,87 @@ def plan_submission(
                 fix="pass {project}, set GOOGLE_CLOUD_PROJECT, or put `project: ID` in $TFJOB_HOME/config.yaml",
             )
         notes.append("no project set: the request would go to projects/YOUR_PROJECT (--project to set it)")
-    parent = f"projects/{project or 'YOUR_PROJECT'}/locations/{region}"
-    submission_id = submission_id or uuid4_hex()
+    return regions, project
 
-    uploads: list[LocalPackage] = []
-    uris: list[str] = []
+
+@dataclass
+class _Staged:
+    """What a submission uploads, and what its request names of it."""
+
+    uploads: list[LocalPackage] = field(default_factory=list)
+    uris: list[str] = field(default_factory=list)
     bootstrap_uri: str | None = None
-    bucket = source_of_bucket = None
+    bucket: str | None = None
+    bucket_source: str | None = None
     tf_version: tuple[int, int] | None = None
-    if _needs_package(spec) or spec.packages:
-        found = resolve_bucket(spec, options)
-        if found is None and not dry_run:
-            raise SpecError(
-                problem="a staging bucket is needed to upload the trainer package",
-                fix="pass {staging_bucket=gs://BUCKET}, a {job_dir=gs://BUCKET/…}, or put `staging_bucket: gs://BUCKET` in $TFJOB_HOME/config.yaml",
-            )
-        if found is None:
-            bucket, prefix, source_of_bucket = PLACEHOLDER_BUCKET, "", None
-            notes.append(f"no staging bucket set: package URIs show gs://{PLACEHOLDER_BUCKET} (--staging-bucket gs://BUCKET)")
+
+
+def _stage(spec: JobSpec, options: VertexOptions, *, dry_run: bool, build_dir: Path | None, notes: list[str]) -> _Staged:
+    """The packages to upload (the trainer's, built here; the extra ones; the bootstrap's) to the staging bucket."""
+    staged = _Staged()
+    found = resolve_bucket(spec, options)
+    if found is None and not dry_run:
+        raise SpecError(
+            problem="a staging bucket is needed to upload the trainer package",
+            fix="pass {staging_bucket=gs://BUCKET}, a {job_dir=gs://BUCKET/…}, or put `staging_bucket: gs://BUCKET` in $TFJOB_HOME/config.yaml",
+        )
+    if found is None:
+        staged.bucket, prefix, staged.bucket_source = PLACEHOLDER_BUCKET, "", None
+        notes.append(f"no staging bucket set: package URIs show gs://{PLACEHOLDER_BUCKET} (--staging-bucket gs://BUCKET)")
+    else:
+        staged.bucket, prefix, staged.bucket_source = found
+    base_uri = f"gs://{staged.bucket}/" + (f"{prefix}/" if prefix else "") + PACKAGE_PREFIX
+    if _needs_package(spec):
+        main, source_dir = _trainer_package(spec, base_uri, build_dir, notes, options.include_secrets)
+        if main is not None:
+            staged.uploads.append(main)
+            staged.uris.append(main.uri)
         else:
-            bucket, prefix, source_of_bucket = found
-        base_uri = f"gs://{bucket}/" + (f"{prefix}/" if prefix else "") + PACKAGE_PREFIX
-        if _needs_package(spec):
-            main, source_dir = _trainer_package(spec, base_uri, build_dir, notes, options.include_secrets)
-            if main is not None:
-                uploads.append(main)
-                uris.append(main.uri)
-            else:
-                uris.append(spec.package or "")
-            tf_version, origin = detect_tf_version(source_dir)
-            if spec.runtime_version:
-                # gcloud's --runtime-version picks the TensorFlow of the prebuilt image.
-                tf_version, origin = parse_tf_version(spec.runtime_version), f"--runtime-version {spec.runtime_version}"
-                if tf_version is None:
-                    raise SpecError(field="runtime_version", value=spec.runtime_version, problem="is not a TensorFlow version like 2.15")
-            if spec.python_version and spec.python_version not in ("3.10", "3"):
-                raise SpecError(
-                    field="python_version",
-                    value=Word(spec.python_version),
-                    problem=": Vertex AI's prebuilt TensorFlow training images run Python 3.10",
-                    fix="give {executor_image} for another",
-                )
-            if not options.executor_image:
-                chosen = prebuilt_tf_version(tf_version)
-                if tf_version is not None and chosen != tf_version:
-                    notes.append(
-                        f"TensorFlow {tf_version[0]}.{tf_version[1]} ({origin}) has no Vertex AI prebuilt image; "
-                        f"using {chosen[0]}.{chosen[1]} (prebuilt: {', '.join(f'{a}.{b}' for a, b in PREBUILT_TF_VERSIONS)}); "
-                        "--executor-image chooses another"
-                    )
-        for extra in spec.packages:
-            if extra.startswith("gs://"):
-                uris.append(extra)
-            else:
-                pkg = file_package(Path(extra).expanduser(), base_uri)
-                uploads.append(pkg)
-                uris.append(pkg.uri)
-        if _needs_package(spec):
-            # Package replicas start through the bootstrap, as local tasks do: stage its wheel too.
-            bootstrap = bootstrap_package(base_uri, build_dir)
-            uploads.append(bootstrap)
-            bootstrap_uri = bootstrap.uri
+            staged.uris.append(spec.package or "")
+        staged.tf_version = _tf_version(spec, options, source_dir, notes)
+    for extra in spec.packages:
+        if extra.startswith("gs://"):
+            staged.uris.append(extra)
+        else:
+            pkg = file_package(Path(extra).expanduser(), base_uri)
+            staged.uploads.append(pkg)
+            staged.uris.append(pkg.uri)
+    if _needs_package(spec):
+        # Package replicas start through the bootstrap, as local tasks do: stage its wheel too.
+        bootstrap = bootstrap_package(base_uri, build_dir)
+        staged.uploads.append(bootstrap)
+        staged.bootstrap_uri = bootstrap.uri
+    return staged
 
-    body = render_custom_job(spec, options, uris, submission_id=submission_id, tf_version=tf_version, bootstrap_uri=bootstrap_uri)
-    from ...pricing import check_max_cost, estimate, load_table
 
-    price = estimate(body, region=region, table=load_table(options.price_table, regions=regions))
-    check_max_cost(price, options.max_cost, spec.timeout)
+def _tf_version(spec: JobSpec, options: VertexOptions, source_dir: Path | None, notes: list[str]) -> tuple[int, int] | None:
+    """The TensorFlow the trainer's prebuilt image runs: the trainer's, or ``runtime_version``'s."""
+    tf_version, origin = detect_tf_version(source_dir)
+    if spec.runtime_version:
+        # gcloud's --runtime-version picks the TensorFlow of the prebuilt image.
+        tf_version, origin = parse_tf_version(spec.runtime_version), f"--runtime-version {spec.runtime_version}"
+        if tf_version is None:
+            raise SpecError(field="runtime_version", value=spec.runtime_version, problem="is not a TensorFlow version like 2.15")
+    if spec.python_version and spec.python_version not in ("3.10", "3"):
+        raise SpecError(
+            field="python_version",
+            value=Word(spec.python_version),
+            problem=": Vertex AI's prebuilt TensorFlow training images run Python 3.10",
+            fix="give {executor_image} for another",
+        )
+    if not options.executor_image:
+        chosen = prebuilt_tf_version(tf_version)
+        if tf_version is not None and chosen != tf_version:
+            notes.append(
+                f"TensorFlow {tf_version[0]}.{tf_version[1]} ({origin}) has no Vertex AI prebuilt image; "
+                f"using {chosen[0]}.{chosen[1]} (prebuilt: {', '.join(f'{a}.{b}' for a, b in PREBUILT_TF_VERSIONS)}); "
+                "--executor-image chooses another"
+            )
+    return tf_version
+
+
+def _candidates(body: dict[str, Any], options: VertexOptions, regions: tuple[str, ...], notes: list[str]) -> list[dict[str, Any]]:
+    """Where (region) and on what (fallback machines) the job is tried in turn, on a quota refusal or a stockout."""
     from ...description.fallbacks import machine_specs, variants
 
     choices = [("", machine_specs(body) if options.fallbacks else {}), *variants(body, options.fallbacks)]
@@ -367,20 +419,7 @@ def plan_submission(
             "on a quota refusal or a stockout, tries in turn: "
             + "; ".join(f"{c['region']}{' with ' + c['label'] if c['label'] else ''}" for c in candidates)
         )
-    return Submission(
-        project=project,
-        region=region,
-        parent=parent,
-        bucket=None if bucket == PLACEHOLDER_BUCKET else bucket,
-        bucket_source=source_of_bucket,
-        body=body,
-        uploads=uploads,
-        submission_id=submission_id,
-        notes=notes,
-        regions=regions,
-        estimate=price,
-        candidates=candidates,
-    )
+    return candidates
 
 
 #: At most this many regions to fail over to (``--region A,B,…``).

@@ -111,8 +111,8 @@ class TuningClient(VertexClient):
 
 
 def make_tuning_client(project: str, region: str, api_endpoint: str | None, echo: Echo = _quiet, credentials: Any = None) -> TuningClient:
-    """A :class:`TuningClient` made as the Vertex backend makes its client (:func:`~.service.make_client`)."""
-    from .service import make_client
+    """A :class:`TuningClient` made as the Vertex backend makes its client (:func:`~.connect.make_client`)."""
+    from .connect import make_client
 
     client: TuningClient = make_client(project, region, api_endpoint, echo, credentials, client_class=TuningClient)
     return client
@@ -212,7 +212,7 @@ def submit_tuning(
     store: JobStore,
 ) -> str:
     """Stage the packages, create the tuning job once and record it in ``store``; return its id."""
-    from .service import client_credentials
+    from .connect import client_credentials
     from .staging import stage_packages, storage_client
 
     plan, body = plan_tuning(study, spec, options, dry_run=False)
@@ -344,7 +344,7 @@ def follow_tuning(
     KeyboardInterrupt is raised again.
     """
     from .follow import MAX_POLL_INTERVAL
-    from .service import poll_interval
+    from .connect import poll_interval
     from ...runtime.lifecycle import interrupted, poll
 
     record, project, region, endpoint = _location(store, job_id)
