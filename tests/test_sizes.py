@@ -17,20 +17,8 @@ MAX_FUNCTION_LINES = 80
 TABLES: frozenset[str] = frozenset()
 
 #: Being split by other work at the time of writing (issue 35); empty these as it merges.
-SPLITTING_FUNCTIONS: frozenset[str] = frozenset(
-    {
-        "sdk/after/report.py:render_report",
-        "sdk/config/legacy.py:parse_training_input",
-        "sdk/config/migrate.py:import_tfjob",
-        "sdk/config/vertex.py:_parse_pool",
-        "sdk/config/vertex.py:parse_custom_job_spec",
-        "sdk/description/spec.py:build_spec",
-        "sdk/job/job.py:Job.__init__",
-        "sdk/packaging/tree.py:collect_files",
-        "cli/submitting.py:submit_job",
-    }
-)
-SPLITTING_MODULES: frozenset[str] = frozenset({"sdk/images/build.py", "sdk/runtime/store.py"})
+SPLITTING_FUNCTIONS: frozenset[str] = frozenset()
+SPLITTING_MODULES: frozenset[str] = frozenset()
 
 
 def sources() -> list[Path]:

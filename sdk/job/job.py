@@ -27,8 +27,9 @@ from ..runtime.settings import load_settings
 from ..description.spec import Accelerator, JobSpec, ScaleTier, build_spec
 
 from .keywords import (
-    _BUILD_PARAMS, _SETTING_FIELDS, _SPEC_FIELDS, _Never, _check_build, _check_kinds, _chosen_backend, _flat_resources,
-    _local_accelerators, _refuse_nul, _replica_fields, check_backend_keywords, default_job_name, job_keywords,
+    _BUILD_PARAMS, _SETTING_FIELDS, _SPEC_FIELDS, _check_build, _check_kinds, _chosen_backend, _flat_resources,
+    _local_accelerators, _refuse_nul, _typed_keywords, _typed_names, check_backend_keywords, default_job_name,
+    job_keywords,
 )  # fmt: skip
 from .handle import FunctionHandle, JobHandle, _the_store, bind_store
 
@@ -562,63 +563,3 @@ def _function_settings(**values: Any) -> dict[str, Any]:
         del out["chief"]
     out.setdefault("strategy", "auto")
     return out
-
-
-def _typed_keywords(
-    values: dict[str, Any],
-    chief: Replicas | bool,
-    workers: int | Replicas | None,
-    ps: int | Replicas | None,
-    evaluators: int | Replicas | None,
-    backend: str | Platform | Backend | None,
-) -> dict[str, Any]:
-    """The typed roles and platform given to :class:`Job` as the job's keywords (in ``values``);
-    return the platform's clients (credentials, a Kubernetes ApiClient) for a backend object of its own."""
-    # The settings objects' classes, when they exist: a Replicas, a Vertex(...) can only be
-    # given once tfjob.platforms was imported, so a job of plain values (the CLI's) never
-    # pays for importing it (its dataclasses are a fifth of a re-submit's start).
-    platforms = sys.modules.get("tfjob.platforms")
-    Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
-    Platform = platforms.Platform if platforms is not None else _Never  # noqa: N806
-    for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):
-        count_key = {"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]
-        if isinstance(replicas, Replicas):
-            values[count_key] = replicas.count
-            values.update(replicas.keywords(role))
-        elif replicas is not None:
-            values[count_key] = replicas
-    if isinstance(chief, Replicas):
-        if chief.count != 1:
-            raise SpecError(f"chief=Replicas({chief.count!r}, …): the chief runs exactly 1 replica; add the others as workers")
-        values.update(chief.keywords("chief"))
-    elif chief is not True:
-        values["chief"] = chief
-    client: dict[str, Any] = {}
-    if isinstance(backend, Platform):
-        values["backend"] = backend.BACKEND
-        values.update(backend.keywords())
-        client = {k: getattr(backend, k) for k in ("credentials", "api_client") if getattr(backend, k, None) is not None}
-    elif isinstance(backend, type) and issubclass(backend, Platform):
-        raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
-    elif backend is not None:
-        values["backend"] = backend
-    return client
-
-
-def _typed_names(
-    chief: Replicas | bool, workers: int | Replicas | None, ps: int | Replicas | None, evaluators: int | Replicas | None
-) -> dict[str, tuple[str, str]]:
-    """A Replicas value's fields, by the flat keyword they become (worker_machine_type → workers, machine_type)."""
-    platforms = sys.modules.get("tfjob.platforms")
-    Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
-    return {
-        f"{role}_{name}": (param, name)
-        for param, role, value in (
-            ("chief", "chief", chief),
-            ("workers", "worker", workers),
-            ("ps", "ps", ps),
-            ("evaluators", "evaluator", evaluators),
-        )
-        if isinstance(value, Replicas)
-        for name in _replica_fields()
-    }
