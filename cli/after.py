@@ -12,6 +12,7 @@ import time
 import click
 
 from .app import CONTEXT_SETTINGS, app, take_ctrl_c
+from .numbers import AsciiIntRange
 
 JOB_ID = click.argument("job_id", metavar="JOB_ID")
 
@@ -144,7 +145,7 @@ def report(job_id: str, output: str | None) -> None:
 
 @app.command("tensorboard", context_settings=CONTEXT_SETTINGS)
 @JOB_ID
-@click.option("--port", type=click.IntRange(0, 65535), default=6006, show_default=True, help="Port to serve on (0: any free one).")
+@click.option("--port", type=AsciiIntRange(0, 65535), default=6006, show_default=True, help="Port to serve on (0: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to serve on.")
 def tensorboard(job_id: str, port: int, host: str) -> None:
     """Serve TensorBoard on a job's log dir (local or gs://) and print its URL; it runs in

@@ -137,7 +137,7 @@ def test_numbers_in_another_scripts_digits_are_refused(trainer: Path, flag: str,
 @pytest.mark.parametrize("args", [
     ["list", "--limit", DIGITS], ["logs", "some-job", "--tail", DIGITS],
     ["tune", "DIR", "--hparams", "h.yaml", "--max-trials", DIGITS], ["tune", "DIR", "--hparams", "h.yaml", "--seed", DIGITS],
-    ["submit", "DIR", "--workers", "1" * 50],
+    ["submit", "DIR", "--workers", "1" * 50], ["tensorboard", "some-job", "--port", DIGITS],
 ])  # fmt: skip
 def test_every_numeric_option_takes_ascii_digits_only(args: list[str]) -> None:
     result = CliRunner().invoke(app, args)
