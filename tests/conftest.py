@@ -123,8 +123,10 @@ def tfjob_exe() -> str:
     return str(exe) if exe.exists() else shutil.which("tfjob") or "tfjob"
 
 
-#: pytest-timeout's bound for a test that uses the container images (setup included), in seconds.
-IMAGE_TEST_TIMEOUT = 1800
+#: pytest-timeout's bound for a test that uses the container images (setup included), in seconds:
+#: the first may wait for another run's container tests to end (the store's lock, podman_ci.store_lock)
+#: and then build the TensorFlow stand-in and tfjob's base image on a loaded machine.
+IMAGE_TEST_TIMEOUT = 2700
 
 #: The modules whose tests run real TensorFlow clusters, containers or whole README
 #: sections (a minute or more each): side by side they start first, so the run does not
@@ -141,14 +143,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Side by side (``pytest -n N --dist loadgroup``, as CI runs): every test that uses the
     podman store runs in one worker, since the store's images are built once per session
     and removed at its end (and its tests count the containers left on the machine); the
-    heavy modules go first. A test that uses the images gets 30 minutes (pytest-timeout's
-    bound covers fixture setup too: whichever test comes first builds the TensorFlow
-    stand-in and tfjob's base image, ~5 minutes on a loaded machine) unless it says its own."""
+    heavy modules go first. A test that uses the podman store gets 45 minutes (pytest-timeout's
+    bound covers fixture setup too: whichever test comes first may wait for another run's
+    container tests, then builds the TensorFlow stand-in and tfjob's base image, ~5 minutes on
+    a loaded machine) unless it says its own."""
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
         if "podman_env" in fixtures:
             item.add_marker(pytest.mark.xdist_group("podman"))
-        if ("base_image" in fixtures or "standin" in fixtures) and item.get_closest_marker("timeout") is None:
+        if "podman_env" in fixtures and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(IMAGE_TEST_TIMEOUT))
     if getattr(config.option, "numprocesses", None):
         rank = {name: n for n, name in enumerate(_HEAVY_FIRST)}
