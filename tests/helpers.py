@@ -115,3 +115,12 @@ def golden_text(path: Path, text: str) -> str:
         path.write_text(text)
     assert path.is_file(), f"{path} is missing; create it with `pytest --update-golden` and review it"
     return path.read_text()
+
+
+def write_trainer(root: Path, task: str = "print('training')\n") -> Path:
+    """A trainer package at ``root/trainer`` (``trainer.task`` holding ``task``); its folder."""
+    package = root / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text(task)
+    return package

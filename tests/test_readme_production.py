@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import pytest
 
 from helpers import BIN, ROOT
+from fakes.gcs import storage_emulator
 from fakes.vertex_api import FakeVertex, write_service_account
-from test_vertex_e2e import free_port
 
 SECTION = "### In production: quota, failover and price"
 _FENCE = re.compile(r"```sh\n(.*?)```", re.S)
@@ -30,18 +30,8 @@ def section_blocks() -> list[str]:
 
 @pytest.fixture
 def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    storage.Client(project="my-project").create_bucket("my-bucket")
-    try:
-        yield server
-    finally:
-        server.stop()
+    with storage_emulator(monkeypatch, "my-project", "my-bucket") as client:
+        yield client
 
 
 def test_the_production_section_runs_as_written(tmp_path: Path, bucket: Any) -> None:

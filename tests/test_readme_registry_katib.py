@@ -19,11 +19,11 @@ from typing import Any, Iterator
 import pytest
 import yaml
 
+from fakes.gcs import storage_emulator
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex, write_service_account
-from helpers import BIN, CRDS, ROOT
+from helpers import BIN, CRDS, ROOT, write_trainer
 from test_tune_kubernetes import Cluster
-from test_vertex_e2e import free_port
 
 SECTION = "### The model registered; tuning on Kubernetes"
 _FENCE = re.compile(r"```sh\n(?P<code>.*?)```", re.S)
@@ -39,19 +39,8 @@ def section_blocks() -> list[str]:
 
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="my-project")
-    client.create_bucket("my-bucket")
-    try:
+    with storage_emulator(monkeypatch, "my-project", "my-bucket") as client:
         yield client
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -68,9 +57,7 @@ def _accuracy(args: list[str]) -> float:
 def test_the_sections_commands_run_as_written(tmp_path: Path, emulator: Any, kube: FakeKube) -> None:
     register, dry_run, study = section_blocks()
     work = tmp_path / "work"
-    (work / "my_trainer" / "trainer").mkdir(parents=True)
-    (work / "my_trainer" / "trainer" / "__init__.py").write_text("")
-    (work / "my_trainer" / "trainer" / "task.py").write_text("print('training')\n")
+    write_trainer(work / "my_trainer")
     cluster = Cluster(kube, tmp_path, tag="accuracy", metric=_accuracy)
     for i in range(1, 5):
         cluster.script(f"census-tune-trial-{i}")

@@ -16,8 +16,9 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from fakes.vertex_api import FakeVertex
-from test_vertex_e2e import free_port
+from fakes.gcs import storage_emulator
+from fakes.vertex_api import FakeVertex, vertex_fixture
+from helpers import write_trainer
 from tfjob.cli.main import app
 from tfjob.errors import SpecError, UsageError
 
@@ -26,35 +27,18 @@ CTX = "projects/p/locations/us-central1/metadataStores/default/contexts"
 
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="p")
-    client.create_bucket("b")
-    try:
+    with storage_emulator(monkeypatch, "p", "b") as client:
         yield client
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    with FakeVertex() as server:
-        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
-        yield server
+    yield from vertex_fixture(monkeypatch, tmp_path_factory.mktemp("adc"))
 
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('training')\n")
-    return pkg
+    return write_trainer(tmp_path)
 
 
 def _leave_outputs(emulator: Any, job_dir: str, metrics: dict[str, float] | None = None) -> None:

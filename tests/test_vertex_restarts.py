@@ -13,7 +13,8 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from fakes.vertex_api import DEFAULT_SCRIPT, FakeVertex
+from fakes.vertex_api import DEFAULT_SCRIPT, FakeVertex, vertex_fixture
+from helpers import write_trainer
 from test_vertex_e2e import emulator  # noqa: F401  (gcp-storage-emulator with bucket b)
 from tfjob.model import JobState
 from tfjob.backends.vertex.follow import retryable_failure
@@ -26,18 +27,12 @@ pytestmark = pytest.mark.usefixtures("emulator")
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    with FakeVertex() as server:
-        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
-        yield server
+    yield from vertex_fixture(monkeypatch, tmp_path_factory.mktemp("adc"))
 
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('training')\n")
-    return pkg
+    return write_trainer(tmp_path)
 
 
 PREEMPTED = {"code": 14, "message": "The job was preempted: a Spot VM of workerpool0 was reclaimed."}

@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import parse_qs, urlparse
 
 from .server import JsonHandler, LocalServer
@@ -92,6 +92,14 @@ def use_as_google(server: Any, monkeypatch: Any, directory: Path, poll_interval:
     key whose token endpoint is the server's ``/token``) and a short ``poll_interval`` setting."""
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(write_service_account(directory / "adc.json", f"{server.endpoint}/token")))
     monkeypatch.setenv("TFJOB_POLL_INTERVAL", poll_interval)
+
+
+def vertex_fixture(monkeypatch: Any, directory: Path) -> Iterator[FakeVertex]:
+    """Body of a pytest fixture: a started :class:`FakeVertex` that tfjob reaches as Google
+    (:func:`use_as_google`, its key file in ``directory``)."""
+    with FakeVertex() as server:
+        server.use_as_google(monkeypatch, directory)
+        yield server
 
 
 class FakeVertex(LocalServer):
