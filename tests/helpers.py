@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pytest
 
@@ -124,3 +126,25 @@ def write_trainer(root: Path, task: str = "print('training')\n") -> Path:
     (package / "__init__.py").write_text("")
     (package / "task.py").write_text(task)
     return package
+
+
+_SH_BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
+
+
+def readme_section_blocks(heading: str) -> list[str]:
+    """The shell blocks of the README's section ``heading`` (its ``### …`` line), in order, to
+    the next heading of its level or above (blocks the whole-README test may skip too)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(heading)
+    end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start + 1), len(text)) if i != -1)
+    return _SH_BLOCK.findall(text[start:end])
+
+
+def run_shell_blocks(blocks: Iterable[str], cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """Each block run as written (``bash -euo pipefail``), in order, in ``cwd``; each asserted to succeed."""
+    done = []
+    for code in blocks:
+        out = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, f"README example failed:\n{code}\n--- stdout\n{out.stdout[-4000:]}\n--- stderr\n{out.stderr[-4000:]}"
+        done.append(out)
+    return done

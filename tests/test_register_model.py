@@ -11,34 +11,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from fakes.gcs import storage_emulator
-from fakes.vertex_api import FakeVertex, vertex_fixture
-from helpers import write_trainer
+import test_vertex_e2e
+from fakes.vertex_api import FakeVertex
 from tfjob.cli.main import app
 from tfjob.errors import SpecError, UsageError
 
 CTX = "projects/p/locations/us-central1/metadataStores/default/contexts"
 
 
-@pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with storage_emulator(monkeypatch, "p", "b") as client:
-        yield client
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    yield from vertex_fixture(monkeypatch, tmp_path_factory.mktemp("adc"))
-
-
-@pytest.fixture
-def trainer(tmp_path: Path) -> Path:
-    return write_trainer(tmp_path)
+#: test_vertex_e2e's fixtures: gcp-storage-emulator (bucket ``b``), the Vertex AI stand-in, a trainer package.
+emulator, fake, trainer = test_vertex_e2e.emulator, test_vertex_e2e.fake, test_vertex_e2e.trainer
 
 
 def _leave_outputs(emulator: Any, job_dir: str, metrics: dict[str, float] | None = None) -> None:
