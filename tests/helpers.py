@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import pytest
 
@@ -148,3 +148,15 @@ def run_shell_blocks(blocks: Iterable[str], cwd: Path, env: dict[str, str]) -> l
         assert out.returncode == 0, f"README example failed:\n{code}\n--- stdout\n{out.stdout[-4000:]}\n--- stderr\n{out.stderr[-4000:]}"
         done.append(out)
     return done
+
+
+def one_error(out: Any, code: int, *needles: str) -> str:
+    """The one ``error:`` line a refused command printed, ``out`` a finished process or a
+    ``CliRunner`` result: asserted exit ``code``, no traceback, each of ``needles`` in the line."""
+    exit_code = out.returncode if isinstance(out, subprocess.CompletedProcess) else out.exit_code
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert exit_code == code and len(errors) == 1, (exit_code, out.stderr[-3000:])
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]

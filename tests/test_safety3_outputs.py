@@ -16,7 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from safety3_jobs import one_error, recorded_job, remove_tree, scalar_events, tfjob, write_events
+from helpers import one_error
+from safety3_jobs import recorded_job, remove_tree, scalar_events, tfjob, write_events
 from fakes.gcs import storage_emulator
 from tfjob.model import JobState
 
