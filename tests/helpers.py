@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Any, Iterable, Iterator
 
 import pytest
 
@@ -115,3 +117,46 @@ def golden_text(path: Path, text: str) -> str:
         path.write_text(text)
     assert path.is_file(), f"{path} is missing; create it with `pytest --update-golden` and review it"
     return path.read_text()
+
+
+def write_trainer(root: Path, task: str = "print('training')\n") -> Path:
+    """A trainer package at ``root/trainer`` (``trainer.task`` holding ``task``); its folder."""
+    package = root / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "task.py").write_text(task)
+    return package
+
+
+_SH_BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
+
+
+def readme_section_blocks(heading: str) -> list[str]:
+    """The shell blocks of the README's section ``heading`` (its ``### …`` line), in order, to
+    the next heading of its level or above (blocks the whole-README test may skip too)."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(heading)
+    end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start + 1), len(text)) if i != -1)
+    return _SH_BLOCK.findall(text[start:end])
+
+
+def run_shell_blocks(blocks: Iterable[str], cwd: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """Each block run as written (``bash -euo pipefail``), in order, in ``cwd``; each asserted to succeed."""
+    done = []
+    for code in blocks:
+        out = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, f"README example failed:\n{code}\n--- stdout\n{out.stdout[-4000:]}\n--- stderr\n{out.stderr[-4000:]}"
+        done.append(out)
+    return done
+
+
+def one_error(out: Any, code: int, *needles: str) -> str:
+    """The one ``error:`` line a refused command printed, ``out`` a finished process or a
+    ``CliRunner`` result: asserted exit ``code``, no traceback, each of ``needles`` in the line."""
+    exit_code = out.returncode if isinstance(out, subprocess.CompletedProcess) else out.exit_code
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert exit_code == code and len(errors) == 1, (exit_code, out.stderr[-3000:])
+    assert "Traceback" not in out.stderr, out.stderr[-3000:]
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]

@@ -77,15 +77,6 @@ def tfjob(
     )
 
 
-def one_error(out: subprocess.CompletedProcess[str], code: int) -> str:
-    """The one ``error:`` line a refused command printed (asserted: exit ``code``, no traceback)."""
-    assert out.returncode == code, (out.returncode, out.stderr[-3000:])
-    assert "Traceback" not in out.stderr, out.stderr[-3000:]
-    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, out.stderr[-3000:]
-    return errors[0]
-
-
 def remove_tree(root: Path) -> None:
     """``rm -rf`` without recursion (shutil.rmtree recurses once per level: a tree 1,400 levels
     deep, left behind, would end pytest's own clean-up in a RecursionError)."""

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import BIN
+from helpers import BIN, write_trainer
 
 from tfjob._internal import job_from_keywords
 from tfjob.backends import flag_words
@@ -18,11 +18,7 @@ TFJOB = str(BIN / "tfjob")
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('hi')\n")
-    return tmp_path
+    return write_trainer(tmp_path, "print('hi')\n").parent
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from fakes.cloudbuild_api import FakeCloudBuild
 from fakes.vertex_api import write_service_account
-from helpers import need_module
-from test_vertex_e2e import free_port
+from helpers import need_module, write_trainer
+from fakes.gcs import storage_emulator
 from tfjob.cli.main import app
 
 need_module("google.cloud.devtools.cloudbuild_v1", "pip install -e '.[test]'")
@@ -29,29 +29,16 @@ BASE_DIGEST = "sha256:" + "b" * 64
 
 @pytest.fixture
 def cloud(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeCloudBuild, Any]]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    bucket = storage.Client(project="p").create_bucket("builds")
-    try:
-        with FakeCloudBuild() as fake:
-            key = write_service_account(tmp_path / "adc.json", f"{fake.endpoint}/token", "p")
-            monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-            yield fake, bucket
-    finally:
-        server.stop()
+    with storage_emulator(monkeypatch) as client, FakeCloudBuild() as fake:
+        bucket = client.create_bucket("builds")
+        key = write_service_account(tmp_path / "adc.json", f"{fake.endpoint}/token", "p")
+        monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+        yield fake, bucket
 
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    root = tmp_path / "census"
-    (root / "trainer").mkdir(parents=True)
-    (root / "trainer" / "__init__.py").write_text("")
-    (root / "trainer" / "task.py").write_text("print('train')\n")
+    root = write_trainer(tmp_path / "census", "print('train')\n").parent
     (root / "requirements.txt").write_text("pandas==2.2.2\n")
     (root / ".env").write_text("TOKEN=do-not-ship\n")
     return root

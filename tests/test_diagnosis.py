@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers import write_trainer
 from click.testing import CliRunner
 
 from tfjob.backends.kubeflow.status import build_job_status, parse_pod_task
@@ -167,11 +168,7 @@ def test_a_ps_chief_waiting_for_an_ended_evaluator_is_said_while_it_hangs() -> N
 
 
 def _trainer(tmp_path: Path, body: str) -> Path:
-    pkg = tmp_path / "t" / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text(textwrap.dedent(body))
-    return tmp_path / "t"
+    return write_trainer(tmp_path / "t", textwrap.dedent(body)).parent
 
 
 def test_a_real_local_job_is_diagnosed_in_status_json_and_the_error(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import BIN, need_in_ci
+from helpers import BIN, need_in_ci, write_trainer
 
 TFJOB = str(BIN / "tfjob")
 
@@ -60,11 +60,8 @@ def _tree(root: Path) -> list[str]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """``project/trainer/{__init__,task}.py``, the reader's trainer directory."""
-    root = tmp_path / "src" / "project"  # beside nothing else (TFJOB_HOME is in tmp_path)
-    (root / "trainer").mkdir(parents=True)
-    (root / "trainer" / "__init__.py").write_text("")
-    (root / "trainer" / "task.py").write_text(TASK)
-    return root
+    # beside nothing else (TFJOB_HOME is in tmp_path)
+    return write_trainer(tmp_path / "src" / "project", TASK).parent
 
 
 def _job_id(out: str) -> str:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import write_trainer
 from click.testing import CliRunner
 
 from tfjob.cli.main import app
@@ -17,10 +18,7 @@ VERTEX = ["--backend", "vertex", "--project", "p", "--region", "us-central1", "-
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    (tmp_path / "src" / "trainer").mkdir(parents=True)
-    (tmp_path / "src" / "trainer" / "__init__.py").write_text("")
-    (tmp_path / "src" / "trainer" / "task.py").write_text("print('x')\n")
-    return tmp_path / "src"
+    return write_trainer(tmp_path / "src", "print('x')\n").parent
 
 
 def _body(*argv: str) -> dict:  # type: ignore[type-arg]

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from helpers import CRDS, need_in_ci
+from helpers import CRDS, need_in_ci, write_trainer
 from fakes.kube_api import FakeKube, kube_fixture
 from tfjob.cli.main import app
 from tfjob.packaging import build_sdist
@@ -34,15 +34,12 @@ CRD = CRDS / "kubeflow.org_tfjobs.yaml"
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "src" / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text(
+    task = (
         "import json, os, sys\n"
         "task = json.loads(os.environ.get('TF_CONFIG', '{}')).get('task')\n"
         "print('shipped trainer ran as', task, 'with', sys.argv[1:])\n"
     )
-    return tmp_path / "src"
+    return write_trainer(tmp_path / "src", task).parent
 
 
 @pytest.fixture

@@ -181,20 +181,13 @@ def test_the_import_command_is_one_line_on_mistakes(tmp_path: Path) -> None:
 
 
 def test_the_ai_platform_guide_runs_as_written_against_the_vertex_stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.gcs import storage_emulator
     from fakes.vertex_api import FakeVertex, write_service_account
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
     from test_render_vertex import strict_roundtrip
-    from test_vertex_e2e import free_port
 
     work = tmp_path / "work"
     work.mkdir()
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    try:
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-        storage.Client(project="my-project").create_bucket("my-bucket")
+    with storage_emulator(monkeypatch, "my-project", "my-bucket") as client:
         with FakeVertex(projects=("my-project",)) as vertex:
             env = environment(
                 TFJOB_API_ENDPOINT=vertex.endpoint,
@@ -202,9 +195,7 @@ def test_the_ai_platform_guide_runs_as_written_against_the_vertex_stand_in(tmp_p
             )
             done = run_guide("ai-platform.md", work, env)
             bodies = vertex.created_bodies()
-        staged = sorted(blob.name.rsplit("/", 1)[1] for blob in storage.Client(project="my-project").list_blobs("my-bucket"))
-    finally:
-        server.stop()
+        staged = sorted(blob.name.rsplit("/", 1)[1] for blob in client.list_blobs("my-bucket"))
     submitted = [run for step, run in done if run is not None and "tfjob submit" in step.code][0]
     states = [line.rsplit(" ", 1)[1] for line in submitted.stderr.splitlines() if line.startswith("tfjob: job ")]
     assert states[-1] == "SUCCEEDED", submitted.stderr

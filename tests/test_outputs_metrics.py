@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from helpers import requires_tf
-from test_vertex_e2e import free_port
+from fakes.gcs import storage_emulator
 from tfjob.cli.main import app
 from tfjob.errors import JobFailedError
 from tfjob.job import Job, get_job
@@ -136,19 +135,8 @@ def test_the_cli_lists_plots_and_downloads(home: tuple[str, Path], tmp_path: Pat
 
 @pytest.fixture
 def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    thread = threading.Thread(target=server.start, daemon=True)
-    thread.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="p")
-    try:
+    with storage_emulator(monkeypatch) as client:
         yield client.create_bucket("outs")
-    finally:
-        server.stop()
 
 
 @requires_tf

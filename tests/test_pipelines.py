@@ -15,7 +15,7 @@ from typing import Any, List, NamedTuple
 
 import pytest
 
-from helpers import need_module
+from helpers import need_module, write_trainer
 import yaml
 
 
@@ -217,11 +217,7 @@ from test_vertex_e2e import emulator  # noqa: E402,F401  (gcp-storage-emulator w
 
 
 def _small_trainer(tmp_path: Path) -> Path:
-    trainer = tmp_path / "trainer"
-    (trainer / "trainer").mkdir(parents=True)
-    (trainer / "trainer" / "__init__.py").write_text("")
-    (trainer / "trainer" / "task.py").write_text("print('training')\n")
-    return trainer
+    return write_trainer(tmp_path / "trainer").parent
 
 
 def _vertex_job(trainer: Path, **vertex: Any) -> Any:

@@ -15,7 +15,7 @@ import pytest
 
 from fakes.billing_api import FakeBilling
 from fakes.vertex_api import write_service_account
-from helpers import need_in_ci
+from helpers import need_in_ci, write_trainer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,10 +66,7 @@ def test_the_refresh_script_writes_a_table(billing: FakeBilling, tmp_path: Path)
 
 
 def test_tfjob_cost_reads_the_catalog(billing: FakeBilling, tmp_path: Path, tfjob_exe: str) -> None:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print(1)\n")
+    pkg = write_trainer(tmp_path, "print(1)\n")
     done = subprocess.run([tfjob_exe, "cost", str(pkg), "-m", "trainer.task", "--backend", "vertex", "--workers", "2",
                            "--price-table", "catalog"], capture_output=True, text=True, timeout=120, cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -29,9 +29,9 @@ from typing import Any, Iterator
 import pytest
 
 from helpers import BIN, CRDS, ROOT, requires_tf
+from fakes.gcs import storage_emulator
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex, write_service_account
-from test_vertex_e2e import free_port
 import test_templates_census as census_template
 
 README = ROOT / "README.md"
@@ -84,18 +84,8 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
 
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    storage.Client(project="my-project").create_bucket("my-bucket")
-    try:
-        yield server
-    finally:
-        server.stop()
+    with storage_emulator(monkeypatch, "my-project", "my-bucket") as client:
+        yield client
 
 
 @pytest.fixture

@@ -7,65 +7,28 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import pytest
-
-from helpers import BIN, ROOT
-from fakes.vertex_api import FakeVertex, write_service_account
-from test_vertex_e2e import free_port
+import test_readme
+from helpers import BIN, readme_section_blocks, run_shell_blocks
+from fakes.vertex_api import FakeVertex, shell_env
 
 SECTION = "### In production: quota, failover and price"
-_FENCE = re.compile(r"```sh\n(.*?)```", re.S)
-
-
-def section_blocks() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(SECTION)
-    end = text.index("\n## ", start)
-    return _FENCE.findall(text[start:end])
-
-
-@pytest.fixture
-def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    storage.Client(project="my-project").create_bucket("my-bucket")
-    try:
-        yield server
-    finally:
-        server.stop()
+#: gcp-storage-emulator with bucket ``my-bucket`` (project ``my-project``), as the whole-README test has it.
+bucket = test_readme.emulator
 
 
 def test_the_production_section_runs_as_written(tmp_path: Path, bucket: Any) -> None:
-    blocks = section_blocks()
+    blocks = readme_section_blocks(SECTION)
     assert len(blocks) == 3
     work = tmp_path / "work"
     work.mkdir()
     with FakeVertex(projects=("my-project",)) as vertex:
         vertex.next_jobs.append((("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_FAILED"),
                                  {"code": 8, "message": "Resources are insufficient in region: us-central1. Please try a different region."}))  # fmt: skip
-        env = dict(os.environ)
-        env.update(
-            PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
-            TFJOB_API_ENDPOINT=vertex.endpoint,
-            GOOGLE_APPLICATION_CREDENTIALS=str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
-            TFJOB_POLL_INTERVAL="0.02",
-        )
-        done = []
-        for code in blocks:
-            out = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=600)
-            assert out.returncode == 0, f"README example failed:\n{code}\n--- stdout\n{out.stdout}\n--- stderr\n{out.stderr[-4000:]}"
-            done.append(out)
-
-        price, refused, failover = done
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **shell_env(vertex, tmp_path, "my-project")}
+        price, refused, failover = run_shell_blocks(blocks, work, env)
         # The price: per pool and in total, with the table's date; Spot lowers it; a local job is 0.
         totals = re.findall(r"total\s+\$([\d,.]+)/h on-demand\s+\$([\d,.]+)/h Spot\s+\(this job: ([\w-]+)\)", price.stdout)
         assert [t[2] for t in totals] == ["on-demand", "Spot"] and float(totals[0][1]) < float(totals[0][0].replace(",", ""))

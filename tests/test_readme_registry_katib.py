@@ -12,51 +12,20 @@ import json
 import math
 import os
 import re
-import subprocess
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-import pytest
 import yaml
 
-from fakes.kube_api import FakeKube, kube_fixture
-from fakes.vertex_api import FakeVertex, write_service_account
-from helpers import BIN, CRDS, ROOT
+import test_readme
+from fakes.kube_api import FakeKube
+from fakes.vertex_api import FakeVertex, shell_env
+from helpers import BIN, readme_section_blocks, run_shell_blocks, write_trainer
 from test_tune_kubernetes import Cluster
-from test_vertex_e2e import free_port
 
 SECTION = "### The model registered; tuning on Kubernetes"
-_FENCE = re.compile(r"```sh\n(?P<code>.*?)```", re.S)
-
-
-def section_blocks() -> list[str]:
-    """The section's shell blocks, in order (those the whole-README test skips too)."""
-    text = (ROOT / "README.md").read_text()
-    start = text.index(SECTION)
-    end = min(i for i in (text.find("\n## ", start), text.find("\n### ", start + 1)) if i != -1)
-    return [m["code"] for m in _FENCE.finditer(text[start:end])]
-
-
-@pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="my-project")
-    client.create_bucket("my-bucket")
-    try:
-        yield client
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def kube(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeKube]:
-    yield from kube_fixture(CRDS / "kubeflow.org_tfjobs.yaml", tmp_path, monkeypatch)
+#: The whole-README test's stand-ins: gcp-storage-emulator (``my-bucket`` of ``my-project``), the fake Kubernetes API.
+emulator, kube = test_readme.emulator, test_readme.kube
 
 
 def _accuracy(args: list[str]) -> float:
@@ -66,11 +35,9 @@ def _accuracy(args: list[str]) -> float:
 
 
 def test_the_sections_commands_run_as_written(tmp_path: Path, emulator: Any, kube: FakeKube) -> None:
-    register, dry_run, study = section_blocks()
+    register, dry_run, study = readme_section_blocks(SECTION)
     work = tmp_path / "work"
-    (work / "my_trainer" / "trainer").mkdir(parents=True)
-    (work / "my_trainer" / "trainer" / "__init__.py").write_text("")
-    (work / "my_trainer" / "trainer" / "task.py").write_text("print('training')\n")
+    write_trainer(work / "my_trainer")
     cluster = Cluster(kube, tmp_path, tag="accuracy", metric=_accuracy)
     for i in range(1, 5):
         cluster.script(f"census-tune-trial-{i}")
@@ -79,14 +46,9 @@ def test_the_sections_commands_run_as_written(tmp_path: Path, emulator: Any, kub
                        "eval/metrics.json": b'{"accuracy": 0.86, "auc": 0.91, "global_step": 200}'}.items():  # fmt: skip
         bucket.blob(f"runs/census-1/{name}").upload_from_string(data)
     with FakeVertex(projects=("my-project",)) as vertex:
-        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "TFJOB_API_ENDPOINT": vertex.endpoint,
-               "GOOGLE_APPLICATION_CREDENTIALS": str(write_service_account(tmp_path / "adc.json", f"{vertex.endpoint}/token", "my-project")),
-               "TFJOB_POLL_INTERVAL": "0.05", "KUBECONFIG": str(kube.write_kubeconfig(tmp_path / "kubeconfig"))}  # fmt: skip
-        runs = []
-        for code in (register, dry_run, study):
-            done = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=work, env=env, capture_output=True, text=True, timeout=600)
-            assert done.returncode == 0, f"README example failed:\n{code}\n--- stderr\n{done.stderr[-4000:]}"
-            runs.append(done)
+        env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **shell_env(vertex, tmp_path, "my-project", "0.05"),
+               "KUBECONFIG": str(kube.write_kubeconfig(tmp_path / "kubeconfig"))}  # fmt: skip
+        runs = run_shell_blocks((register, dry_run, study), work, env)
 
         (upload,) = vertex.uploads
         assert "parentModel" not in upload and upload["model"]["displayName"] == "census"

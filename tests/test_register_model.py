@@ -11,50 +11,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import test_vertex_e2e
 from fakes.vertex_api import FakeVertex
-from test_vertex_e2e import free_port
 from tfjob.cli.main import app
 from tfjob.errors import SpecError, UsageError
 
 CTX = "projects/p/locations/us-central1/metadataStores/default/contexts"
 
 
-@pytest.fixture
-def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="p")
-    client.create_bucket("b")
-    try:
-        yield client
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    with FakeVertex() as server:
-        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
-        yield server
-
-
-@pytest.fixture
-def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('training')\n")
-    return pkg
+#: test_vertex_e2e's fixtures: gcp-storage-emulator (bucket ``b``), the Vertex AI stand-in, a trainer package.
+emulator, fake, trainer = test_vertex_e2e.emulator, test_vertex_e2e.fake, test_vertex_e2e.trainer
 
 
 def _leave_outputs(emulator: Any, job_dir: str, metrics: dict[str, float] | None = None) -> None:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import write_trainer
 
 from reliability import Reliability
 from tfjob._internal import job_from_keywords
@@ -25,11 +26,7 @@ HUGE = "99999999999999999999"
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('hi')\n")
-    return pkg
+    return write_trainer(tmp_path, "print('hi')\n")
 
 
 def run_cli(tfjob_exe: str, *args: str, reliability: Reliability, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-from helpers import need_in_ci
+from helpers import need_in_ci, write_trainer
 
 from reliability import Reliability
 from tfjob import Job
@@ -47,11 +47,7 @@ print("chief done", flush=True)
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "work" / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text(TRAINER)
-    return pkg.parent
+    return write_trainer(tmp_path / "work", TRAINER).parent
 
 
 def alive(pid: int) -> bool:

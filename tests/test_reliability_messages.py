@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import tfjob
-from helpers import need_in_ci
+from helpers import need_in_ci, one_error, write_trainer
 from reliability import Reliability
 from tfjob.errors import SpecError, UsageError
 from tfjob.description.requirements import read_requirements
@@ -27,12 +27,7 @@ from tfjob.description.requirements import read_requirements
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    root = tmp_path / "work"
-    pkg = root / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('hi')\n")
-    return root
+    return write_trainer(tmp_path / "work", "print('hi')\n").parent
 
 
 def run(
@@ -42,15 +37,6 @@ def run(
     reliability.tried()
     reliability.output(out.stdout + out.stderr)
     return out
-
-
-def one_error(out: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
-    lines = [line for line in out.stderr.splitlines() if line.startswith("error:")]
-    assert out.returncode == code and len(lines) == 1, (out.returncode, out.stderr[-2000:])
-    assert "Traceback" not in out.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def nothing_recorded(tfjob_exe: str, reliability: Reliability) -> None:

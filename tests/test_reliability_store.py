@@ -15,18 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import need_in_ci
+from helpers import need_in_ci, write_trainer
 
 from reliability import Reliability
 
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "work" / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("for i in range(20000):\n    print('x' * 100, i)\nprint('done training')\n")
-    return pkg.parent
+    return write_trainer(tmp_path / "work", "for i in range(20000):\n    print('x' * 100, i)\nprint('done training')\n").parent
 
 
 def tfjob(tfjob_exe: str, home: Path, *args: str, reliability: Reliability) -> subprocess.CompletedProcess[str]:

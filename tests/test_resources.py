@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import write_trainer
 
 from tfjob import AIPlatform, Job, JobSet, Kubernetes, Replicas, Resources, SpecError, Vertex
 from tfjob.description.resources import choose_machine
@@ -25,10 +26,7 @@ L4_WORKERS = Replicas(2, resources=Resources(cpu=4, memory="16Gi", accelerator="
 @pytest.fixture(autouse=True)
 def trainer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``trainer/``, a trainer package in the working directory (what the jobs here run)."""
-    package = tmp_path / "trainer" / "trainer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    (package / "task.py").write_text("import json, os\nprint('task', json.loads(os.environ['TF_CONFIG'])['task']['type'], flush=True)\n")
+    write_trainer(tmp_path / "trainer", "import json, os\nprint('task', json.loads(os.environ['TF_CONFIG'])['task']['type'], flush=True)\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path / "trainer"
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import write_trainer
 
 LIMIT = 1 << 30
 HUGE = "1000000000"
@@ -32,11 +33,7 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('hello')\n")
-    return pkg
+    return write_trainer(tmp_path, "print('hello')\n")
 
 
 @pytest.mark.parametrize(

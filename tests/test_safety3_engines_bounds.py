@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Iterator
 
 import fake_engine
+from fakes.server import QuietHandler, serving
 import pytest
-from helpers import BIN
+from helpers import BIN, one_error, write_trainer
 
 TFJOB = str(BIN / "tfjob")
 
@@ -34,10 +35,7 @@ class Rig:
         self.engine = fake_engine.install(root, engine)
         self.tmp = root / "tmp"
         self.tmp.mkdir()
-        self.trainer = root / "slow"
-        (self.trainer / "trainer").mkdir(parents=True)
-        (self.trainer / "trainer" / "__init__.py").write_text("")
-        (self.trainer / "trainer" / "task.py").write_text("print('hi')\n")
+        self.trainer = write_trainer(root / "slow", "print('hi')\n").parent
         (self.trainer / "Dockerfile").write_text("FROM scratch\nCOPY trainer /trainer\n")
 
     def env(self, mode: str = "", **extra: str) -> dict[str, str]:
@@ -86,15 +84,6 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     made = Rig(tmp_path)
     yield made
     fake_engine.cleanup(made.trace)
-
-
-def one_error(done: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert done.returncode == code and len(errors) == 1, (done.returncode, done.stderr[-3000:])
-    assert "Traceback" not in done.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
-    return errors[0]
 
 
 # -- Ctrl-C and SIGTERM ------------------------------------------------------------------------
@@ -264,23 +253,15 @@ def test_a_dockerfile_linking_out_of_the_tree_is_said_as_such(rig: Rig) -> None:
 @pytest.fixture
 def registry_404(tmp_path: Path) -> Iterator[str]:
     """A loopback registry that has no manifest (HEAD → 404): the push goes ahead."""
-    import http.server
-    import threading
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_HEAD(self) -> None:
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as host:
+        yield host
 
 
 def test_a_progress_line_is_never_given_as_the_reason_of_a_failure(rig: Rig) -> None:

@@ -6,18 +6,17 @@ control characters in names the CLI prints (job-dir files, tags, a display name)
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
-import threading
 from pathlib import Path
 from typing import Iterator
 
 import fake_engine
+from fakes.server import QuietHandler, serving
 import pytest
 from click.testing import CliRunner
-from helpers import BIN
+from helpers import BIN, one_error, write_trainer
 
 from tfjob.cli.main import app
 
@@ -27,20 +26,7 @@ DIGITS = "٥"  # Arabic-Indic five: int() and float() read it as 5
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    root = tmp_path / "work"
-    (root / "trainer").mkdir(parents=True)
-    (root / "trainer" / "__init__.py").write_text("")
-    (root / "trainer" / "task.py").write_text("print('trained')\n")
-    return root
-
-
-def one_error(code: int, stderr: str, exit_code: int, *needles: str) -> str:
-    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
-    assert exit_code == code and len(errors) == 1, (exit_code, stderr[-3000:])
-    assert "Traceback" not in stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
-    return errors[0]
+    return write_trainer(tmp_path / "work", "print('trained')\n").parent
 
 
 def tfjob(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -52,7 +38,7 @@ def tfjob(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 def many_headers() -> Iterator[str]:
     """A loopback "registry" whose every answer carries 150 headers (http.client takes 100)."""
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_HEAD(self) -> None:
             self.send_response(200)
             for i in range(150):
@@ -61,14 +47,8 @@ def many_headers() -> Iterator[str]:
 
         do_GET = do_HEAD
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Handler) as host:
+        yield host
 
 
 def test_a_registry_with_too_many_headers_is_one_line_in_a_cloud_build_dry_run(trainer: Path, many_headers: str) -> None:
@@ -91,7 +71,7 @@ def test_a_registry_with_too_many_headers_is_one_line_in_a_push_check(trainer: P
                      env={"FAKE_ENGINE_DIR": str(trace), "TMPDIR": str(tmp_path)})  # fmt: skip
     finally:
         fake_engine.cleanup(trace)
-    one_error(1, done.stderr, done.returncode, "answered what is no registry's HTTP answer", "more than 100 headers")
+    one_error(done, 1, "answered what is no registry's HTTP answer", "more than 100 headers")
     assert [c for c in fake_engine.calls(trace) if c[:1] in (["build"], ["push"])] == []
 
 
@@ -105,7 +85,7 @@ def test_a_registry_with_too_many_headers_is_one_line_in_a_push_check(trainer: P
 def test_a_base_no_registry_takes_is_refused_before_anything(trainer: Path, base: str, problem: str) -> None:
     for cloud in ([], ["--cloud-build", "--project", "p", "--staging-bucket", "gs://b", "--image-repo", "127.0.0.1:5000/p/c", "--dry-run"]):
         done = tfjob("build", str(trainer), "-m", "trainer.task", "--base", base, *cloud)
-        one_error(2, done.stderr, done.returncode, "--base", problem)
+        one_error(done, 2, "--base", problem)
 
 
 def test_a_whole_digest_is_still_taken_by_the_cloud_build_dry_run(trainer: Path) -> None:
@@ -127,10 +107,10 @@ def test_a_whole_digest_is_still_taken_by_the_cloud_build_dry_run(trainer: Path)
 ])  # fmt: skip
 def test_numbers_in_another_scripts_digits_are_refused(trainer: Path, flag: str, value: str) -> None:
     rendered = CliRunner().invoke(app, ["render", str(trainer), "-m", "trainer.task", "--backend", "local", "--workers", "1", flag, value])
-    one_error(2, rendered.stderr, rendered.exit_code, flag)
+    one_error(rendered, 2, flag)
     # The command line as a shell gives it (submit reads a plain line without click first).
     done = tfjob("submit", str(trainer), "-m", "trainer.task", "--workers", "1", flag, value, env={"TFJOB_HOME": str(trainer / "home")})
-    one_error(2, done.stderr, done.returncode, flag)
+    one_error(done, 2, flag)
     assert "trained" not in done.stdout + done.stderr
 
 
@@ -141,7 +121,7 @@ def test_numbers_in_another_scripts_digits_are_refused(trainer: Path, flag: str,
 ])  # fmt: skip
 def test_every_numeric_option_takes_ascii_digits_only(args: list[str]) -> None:
     result = CliRunner().invoke(app, args)
-    line = one_error(2, result.stderr, result.exit_code, "Invalid value for")
+    line = one_error(result, 2, "Invalid value for")
     assert "ASCII digits" in line or "longer than any number" in line
 
 

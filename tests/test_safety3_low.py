@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import one_error, write_trainer
 from click.testing import CliRunner
 
-from safety3_jobs import one_error, recorded_job, tfjob
+from safety3_jobs import recorded_job, tfjob
 from tfjob.cli.main import app
 from tfjob.results.diagnosis import diagnose
 from tfjob.errors import JobFailedError, SpecError
@@ -27,11 +28,7 @@ from tfjob.platforms import Local
 
 
 def _trainer(tmp_path: Path, body: str) -> Path:
-    pkg = tmp_path / "t" / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text(textwrap.dedent(body))
-    return tmp_path / "t"
+    return write_trainer(tmp_path / "t", textwrap.dedent(body)).parent
 
 
 # -- tfjob preempt ----------------------------------------------------------------------------------

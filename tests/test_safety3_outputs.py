@@ -16,8 +16,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from safety3_jobs import one_error, recorded_job, remove_tree, scalar_events, tfjob, write_events
-from test_vertex_e2e import free_port
+from helpers import one_error
+from safety3_jobs import recorded_job, remove_tree, scalar_events, tfjob, write_events
+from fakes.gcs import storage_emulator
 from tfjob.model import JobState
 
 
@@ -172,19 +173,8 @@ def test_a_gs_job_dir_without_credentials_is_one_line(tmp_path: Path, tfjob_exe:
 
 @pytest.fixture
 def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    thread = threading.Thread(target=server.start, daemon=True)
-    thread.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="p")
-    try:
+    with storage_emulator(monkeypatch) as client:
         yield client.create_bucket("outs")
-    finally:
-        server.stop()
 
 
 def test_a_bucket_holding_x_and_x_slash_y_downloads_the_rest(bucket: Any, tmp_path: Path) -> None:

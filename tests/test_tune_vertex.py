@@ -31,7 +31,7 @@ from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams
 from tfjob.backends.vertex.render_tuning import render_hyperparameter_tuning_job, render_study_spec
 
-from test_vertex_e2e import emulator, free_port  # noqa: F401  (the storage emulator fixture)
+from test_vertex_e2e import emulator  # noqa: F401  (the storage emulator fixture)
 
 GOLDEN = ROOT / "tests" / "golden" / "tuning"
 TUNE = ROOT / "tests" / "data" / "tune_trainers"

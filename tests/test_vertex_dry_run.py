@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import write_trainer
 from click.testing import CliRunner
 
 from tfjob.cli.main import app
@@ -29,11 +30,7 @@ OFFLINE = {
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "work" / "trainer"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('training')\n")
-    return pkg
+    return write_trainer(tmp_path / "work")
 
 
 def test_dry_run_subprocess_prints_a_strict_custom_job(trainer: Path, tfjob_exe: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any, Iterator
@@ -18,7 +17,9 @@ from typing import Any, Iterator
 import pytest
 from click.testing import CliRunner
 
-from fakes.vertex_api import FakeVertex
+from fakes.gcs import storage_emulator
+from fakes.vertex_api import FakeVertex, vertex_fixture
+from helpers import write_trainer
 from tfjob.model import JobState
 from tfjob.cli.main import app
 from tfjob.runtime.store import JobStore
@@ -26,44 +27,21 @@ from tfjob.runtime.store import JobStore
 from test_render_vertex import strict_roundtrip
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """gcp-storage-emulator in this process, with bucket ``b`` (location US)."""
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage
-
-    port = free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
-    client = storage.Client(project="p")
-    client.create_bucket("b")
-    try:
+    with storage_emulator(monkeypatch, "p", "b") as client:
         yield client
-    finally:
-        server.stop()
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    with FakeVertex() as server:
-        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
-        yield server
+    yield from vertex_fixture(monkeypatch, tmp_path_factory.mktemp("adc"))
 
 
 @pytest.fixture
 def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('training')\n")
-    return pkg
+    return write_trainer(tmp_path)
 
 
 def submit_cmd(exe: str, trainer: Path, fake: FakeVertex, *extra: str) -> list[str]:

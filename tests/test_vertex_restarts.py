@@ -8,13 +8,13 @@ which ends the scripted attempts as told.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
+import test_vertex_e2e
 from fakes.vertex_api import DEFAULT_SCRIPT, FakeVertex
-from test_vertex_e2e import emulator  # noqa: F401  (gcp-storage-emulator with bucket b)
 from tfjob.model import JobState
 from tfjob.backends.vertex.follow import retryable_failure
 from tfjob.cli.main import app
@@ -24,20 +24,8 @@ FAILS = ("JOB_STATE_QUEUED", "JOB_STATE_RUNNING", "JOB_STATE_FAILED")
 pytestmark = pytest.mark.usefixtures("emulator")
 
 
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    with FakeVertex() as server:
-        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
-        yield server
-
-
-@pytest.fixture
-def trainer(tmp_path: Path) -> Path:
-    pkg = tmp_path / "trainer"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "task.py").write_text("print('training')\n")
-    return pkg
+#: test_vertex_e2e's fixtures: gcp-storage-emulator (bucket ``b``), the Vertex AI stand-in, a trainer package.
+emulator, fake, trainer = test_vertex_e2e.emulator, test_vertex_e2e.fake, test_vertex_e2e.trainer
 
 
 PREEMPTED = {"code": 14, "message": "The job was preempted: a Spot VM of workerpool0 was reclaimed."}

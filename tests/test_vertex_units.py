@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 from helpers import cli_words
 
-from fakes.vertex_api import FakeVertex
+from fakes.vertex_api import FakeVertex, vertex_fixture
 from tfjob.model import JobState
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.errors import UsageError
@@ -238,9 +238,7 @@ def test_a_credentials_file_that_is_no_key_is_one_line(monkeypatch: pytest.Monke
 # -- following, in-process against the local stand-in ------------------------------------
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeVertex]:
-    with FakeVertex() as server:
-        server.use_as_google(monkeypatch, tmp_path_factory.mktemp("adc"))
-        yield server
+    yield from vertex_fixture(monkeypatch, tmp_path_factory.mktemp("adc"))
 
 
 def _submit_container_job(fake: FakeVertex) -> str:
@@ -304,20 +302,12 @@ def test_list_filters_on_the_tfjob_label(fake: FakeVertex, monkeypatch: pytest.M
 
 def test_big_upload_shows_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
-    import socket
 
-    from gcp_storage_emulator.server import create_server
-
+    from fakes.gcs import storage_emulator
     from tfjob.backends.vertex.staging import stage_packages, storage_client
     from tfjob.backends.vertex.submission import file_package
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = create_server("127.0.0.1", port, in_memory=True)
-    server.start()
-    try:
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    with storage_emulator(monkeypatch):
         client = storage_client("p", None)
         client.create_bucket("b")
         wheel = tmp_path / "big-1.0-py3-none-any.whl"
@@ -331,8 +321,6 @@ def test_big_upload_shows_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert blob.size == 5 * 1024 * 1024
         again = stage_packages([package], region="us-central1", client=client, progress=bar)
         assert (again.bytes_uploaded, again.skipped) == (0, [package.uri])
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize(

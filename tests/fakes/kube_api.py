@@ -592,6 +592,16 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         self._error(404, "the server could not find the requested resource")
 
+    def _not_served(self, served: bool) -> bool:
+        """Not ``served`` (a CRD not installed): answers the 404 of an API this server does not have."""
+        if not served:
+            self._error(404, "the server could not find the requested resource")
+        return not served
+
+    def _resource_list(self, group_version: str, *resources: dict[str, Any]) -> None:
+        """An API group version's discovery document."""
+        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list(resources)})
+
     # -- routes ----------------------------------------------------------------------
     def _groups(self, method: str, query: dict[str, str], body: Any) -> None:
         groups = []
@@ -605,21 +615,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
     def _discovery(self, method: str, query: dict[str, str], body: Any) -> None:
-        if not self.kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.crd_installed):
             return
         verbs = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
-        self._send(
-            200,
-            {
-                "kind": "APIResourceList",
-                "apiVersion": "v1",
-                "groupVersion": GROUP_VERSION,
-                "resources": [
-                    {"name": "tfjobs", "singularName": "tfjob", "namespaced": True, "kind": "TFJob", "verbs": verbs},
-                    {"name": "tfjobs/status", "singularName": "", "namespaced": True, "kind": "TFJob", "verbs": ["get", "patch", "update"]},
-                ],
-            },
+        self._resource_list(
+            GROUP_VERSION,
+            {"name": "tfjobs", "singularName": "tfjob", "namespaced": True, "kind": "TFJob", "verbs": verbs},
+            {"name": "tfjobs/status", "singularName": "", "namespaced": True, "kind": "TFJob", "verbs": ["get", "patch", "update"]},
         )
 
     def _list(self, items: list[dict[str, Any]], kind: str, query: dict[str, str]) -> None:
@@ -633,8 +635,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
     def _tfjobs_all(self, method: str, query: dict[str, str], body: Any) -> None:
-        if not self.kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.crd_installed):
             return
         with self.kube._cond:
             items = json.loads(json.dumps(list(self.kube.tfjobs.values())))
@@ -642,8 +643,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _tfjobs(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
         kube = self.kube
-        if not kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(kube.crd_installed):
             return
         if method == "GET":
             with kube._cond:
@@ -687,8 +687,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _tfjob(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
         kube = self.kube
-        if not kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(kube.crd_installed):
             return
         if method == "GET":
             kube._run_script(ns, name)
@@ -718,12 +717,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- JobSets (jobset.x-k8s.io/v1alpha2): installed with the TFJob CRD (crd_installed) --
     def _jobset_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
-        if not self.kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.crd_installed):
             return
         verbs = ["delete", "get", "list", "create", "watch"]
-        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "jobset.x-k8s.io/v1alpha2",
-                         "resources": [{"name": "jobsets", "singularName": "jobset", "namespaced": True, "kind": "JobSet", "verbs": verbs}]})  # fmt: skip
+        self._resource_list(
+            "jobset.x-k8s.io/v1alpha2", {"name": "jobsets", "singularName": "jobset", "namespaced": True, "kind": "JobSet", "verbs": verbs}
+        )
 
     # -- JobSets and Kubeflow Trainer v2's resources: one generic collection and member ---------
     def _jobsets(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
@@ -746,20 +745,18 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- Kubeflow Trainer v2 (trainer.kubeflow.org/v1alpha1), installed with the others --------
     def _trainer_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
-        if not self.kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.crd_installed):
             return
         verbs = ["delete", "get", "list", "create", "watch"]
-        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "trainer.kubeflow.org/v1alpha1", "resources": [
+        self._resource_list("trainer.kubeflow.org/v1alpha1",
             {"name": "trainjobs", "singularName": "trainjob", "namespaced": True, "kind": "TrainJob", "verbs": verbs},
             {"name": "clustertrainingruntimes", "singularName": "clustertrainingruntime", "namespaced": False, "kind": "ClusterTrainingRuntime", "verbs": verbs},
-        ]})  # fmt: skip
+        )  # fmt: skip
 
     def _collection(self, kind: "_Kind", method: str, query: dict[str, str], body: Any, ns: str | None) -> None:
         """GET (list, by label) or POST (create: namespace, schema, name taken, the kind's own check)."""
         kube = self.kube
-        if kind.group and not kube.crd_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(not kind.group or kube.crd_installed):
             return
         objects: dict[Any, dict[str, Any]] = getattr(kube, kind.store)
         if method == "GET":
@@ -823,28 +820,26 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- Katib (kubeflow.org/v1beta1): served only with katib_installed ------------------------
     def _katib_discovery(self, method: str, query: dict[str, str], body: Any) -> None:
-        if not self.kube.katib_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.katib_installed):
             return
         verbs = ["delete", "get", "list", "create", "watch"]
-        self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "kubeflow.org/v1beta1",
-                         "resources": [{"name": "experiments", "singularName": "experiment", "namespaced": True, "kind": "Experiment", "verbs": verbs}]})  # fmt: skip
+        self._resource_list(
+            "kubeflow.org/v1beta1",
+            {"name": "experiments", "singularName": "experiment", "namespaced": True, "kind": "Experiment", "verbs": verbs},
+        )
 
     def _experiments(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
-        if not self.kube.katib_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.katib_installed):
             return
         self._collection(_EXPERIMENTS, method, query, body, ns)
 
     def _experiment(self, method: str, query: dict[str, str], body: Any, ns: str, name: str) -> None:
-        if not self.kube.katib_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.katib_installed):
             return
         self._member(_EXPERIMENTS, method, ns, name)
 
     def _trials(self, method: str, query: dict[str, str], body: Any, ns: str) -> None:
-        if not self.kube.katib_installed:
-            self._error(404, "the server could not find the requested resource")
+        if self._not_served(self.kube.katib_installed):
             return
         self._collection(_TRIALS, method, query, body, ns)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TypeVar
+from typing import Any, Iterator, TypeVar
 
 T = TypeVar("T", bound="LocalServer")
 
@@ -58,16 +59,32 @@ class LocalServer:
         self.stop()
 
 
-class JsonHandler(BaseHTTPRequestHandler):
+class QuietHandler(BaseHTTPRequestHandler):
+    """A handler that logs nothing (the tests' output stays theirs)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` answering on a free loopback port, in a thread, while the block runs: its ``host:port``."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class JsonHandler(QuietHandler):
     """A quiet HTTP/1.1 handler with JSON replies, Google-style errors and connection resets.
 
     Subclasses implement ``_handle(method)``.
     """
 
     protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
 
     def do_GET(self) -> None:
         self._handle("GET")

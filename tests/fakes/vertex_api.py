@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import parse_qs, urlparse
 
 from .server import JsonHandler, LocalServer
@@ -87,11 +87,27 @@ def write_service_account(path: Path, token_uri: str, project: str = "p") -> Pat
     return path
 
 
+def shell_env(server: Any, directory: Path, project: str = "p", poll_interval: str = "0.02") -> dict[str, str]:
+    """What a user's shell (a README's, a guide's) reaches ``server`` by: its endpoint as
+    ``TFJOB_API_ENDPOINT``, application-default credentials whose token endpoint is the server's
+    (the key file in ``directory``), a short ``poll_interval`` setting."""
+    key = write_service_account(directory / "adc.json", f"{server.endpoint}/token", project)
+    return {"TFJOB_API_ENDPOINT": server.endpoint, "GOOGLE_APPLICATION_CREDENTIALS": str(key), "TFJOB_POLL_INTERVAL": poll_interval}
+
+
 def use_as_google(server: Any, monkeypatch: Any, directory: Path, poll_interval: str = "0.02") -> None:
     """Point tfjob at ``server`` as a user would: application-default credentials (a service-account
     key whose token endpoint is the server's ``/token``) and a short ``poll_interval`` setting."""
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(write_service_account(directory / "adc.json", f"{server.endpoint}/token")))
     monkeypatch.setenv("TFJOB_POLL_INTERVAL", poll_interval)
+
+
+def vertex_fixture(monkeypatch: Any, directory: Path) -> Iterator[FakeVertex]:
+    """Body of a pytest fixture: a started :class:`FakeVertex` that tfjob reaches as Google
+    (:func:`use_as_google`, its key file in ``directory``)."""
+    with FakeVertex() as server:
+        server.use_as_google(monkeypatch, directory)
+        yield server
 
 
 class FakeVertex(LocalServer):
