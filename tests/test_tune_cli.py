@@ -127,7 +127,7 @@ def test_dry_run_prints_the_local_study(tmp_path: Path) -> None:
             r"describes the trials' cluster and so does --config",
         ),
         (
-            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--image", "gcr.io/p/t:1"],
+            ["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--image", "gcr.io/p/t:1", "--container-engine", "podman"],
             r"image gcr.io/p/t:1 is not in \w+'s store|needs a container engine",
         ),
         (["tune", TOY, "-m", "toy.task", "--hparams", LEGACY, "--output", "xml", "--dry-run"], r"--output 'xml' must be json or yaml"),
