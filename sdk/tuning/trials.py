@@ -166,3 +166,39 @@ class StudyResult:
     best: Trial | None = None
     failed_trial: str | None = None
     log_tail: str = ""
+
+
+def study_outcome(
+    study_id: str,
+    study: StudySpec,
+    trials: list[Trial],
+    failures: Sequence[Trial],
+    tails: Mapping[str, str],
+    stopping: str | None,
+) -> StudyResult:
+    """How a study tfjob drove itself ended: cancelled or stopped (``stopping``, the reason),
+    failed with no trial reporting the metric, else SUCCEEDED naming the best trial.
+
+    Args:
+        failures: the failed trials, in the order they failed (the last one is named).
+        tails: the last log lines of each trial, by trial id.
+    """
+    best = best_trial(trials, study.metric.maximize)
+    last = failures[-1] if failures else None
+    result = StudyResult(study_id, JobState.SUCCEEDED, "", trials, best)
+    if last is not None:
+        result.failed_trial = f"trial-{last.id}"
+        result.log_tail = tails.get(last.id, "")
+    if stopping is not None and stopping.startswith("cancelled"):
+        result.state, result.message = JobState.CANCELLED, stopping
+    elif stopping is not None:
+        assert last is not None
+        result.state, result.message = JobState.FAILED, f"{stopping}; last: trial {last.id}: {last.message}"
+    elif best is None:
+        result.state = JobState.FAILED
+        why = f"; last: trial {last.id}: {last.message}" if last else ""
+        result.message = f"no trial reported {study.metric.tag!r}{why}"
+    else:
+        failed = f", {len(failures)} failed" if failures else ""
+        result.message = f"{len(trials)} trials{failed}; {render_best(study, best)}"
+    return result

@@ -42,7 +42,7 @@ from ...description.spec import JobSpec
 from ...runtime.store import JobRecord, JobStore, TaskRecord, process_alive, process_start_time
 from ...tuning.study import StudySpec
 from ...tuning.katib import TRIAL_ID_ENV
-from ...tuning.trials import StudyResult, Trial, best_trial, render_best, render_trial_line
+from ...tuning.trials import StudyResult, Trial, best_trial, render_trial_line, study_outcome
 from ...tuning.view import TrialsView
 from .render import check_k8s_name
 from .render_trainjob import NODE
@@ -326,26 +326,7 @@ class KubeStudy:
 
     # -- the outcome and the record ----------------------------------------------------------
     def _outcome(self) -> StudyResult:
-        best = best_trial(self.trials, self.study.metric.maximize)
-        failures = self._failures
-        last = failures[-1] if failures else None
-        result = StudyResult(self.id, JobState.SUCCEEDED, "", self.trials, best)
-        if last is not None:
-            result.failed_trial = f"trial-{last.id}"
-            result.log_tail = self._tails.get(last.id, "")
-        if self._stopping is not None and self._stopping.startswith("cancelled"):
-            result.state, result.message = JobState.CANCELLED, self._stopping
-        elif self._stopping is not None:
-            assert last is not None
-            result.state, result.message = JobState.FAILED, f"{self._stopping}; last: trial {last.id}: {last.message}"
-        elif best is None:
-            result.state = JobState.FAILED
-            why = f"; last: trial {last.id}: {last.message}" if last else ""
-            result.message = f"no trial reported {self.study.metric.tag!r}{why}"
-        else:
-            failed = f", {len(failures)} failed" if failures else ""
-            result.message = f"{len(self.trials)} trials{failed}; {render_best(self.study, best)}"
-        return result
+        return study_outcome(self.id, self.study, self.trials, self._failures, self._tails, self._stopping)
 
     def _create_record(self, algorithm: str) -> None:
         options = self.options

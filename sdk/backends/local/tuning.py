@@ -37,7 +37,7 @@ from ...runtime.store import JobRecord, JobStore, TaskRecord, process_start_time
 from ...tuning.study import StudySpec
 from ...tuning.metrics import fetch_trial_metric
 from ...tuning.search import Search, plan_trial_count
-from ...tuning.trials import StudyResult, Trial, best_trial, render_best, render_trial_line
+from ...tuning.trials import StudyResult, Trial, best_trial, render_trial_line, study_outcome
 from ...tuning.view import TrialsView
 
 #: The trial's metrics file, as the platforms name it to the trainer.
@@ -211,26 +211,7 @@ class LocalStudy:
                     self._stop(store, f"cancelled by {reason}")
 
     def _outcome(self, failures: list[Trial]) -> StudyResult:
-        best = best_trial(self.trials, self.study.metric.maximize)
-        last = failures[-1] if failures else None
-        result = StudyResult(self.id, JobState.SUCCEEDED, "", self.trials, best)
-        if last is not None:
-            result.failed_trial = f"trial-{last.id}"
-            result.log_tail = self._tails.get(last.id, "")
-        if self._stopping is not None and self._stopping.startswith("cancelled"):
-            result.state, result.message = JobState.CANCELLED, self._stopping
-        elif self._stopping is not None:
-            assert last is not None
-            result.state = JobState.FAILED
-            result.message = f"{self._stopping}; last: trial {last.id}: {last.message}"
-        elif best is None:
-            result.state = JobState.FAILED
-            why = f"; last: trial {last.id}: {last.message}" if last else ""
-            result.message = f"no trial reported {self.study.metric.tag!r}{why}"
-        else:
-            failed = f", {len(failures)} failed" if failures else ""
-            result.message = f"{len(self.trials)} trials{failed}; {render_best(self.study, best)}"
-        return result
+        return study_outcome(self.id, self.study, self.trials, failures, self._tails, self._stopping)
 
     def _stop(self, store: JobStore, reason: str) -> None:
         """Start no more trials and cancel the running ones (each sees CANCELLING within a moment)."""
