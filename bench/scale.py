@@ -39,7 +39,7 @@ def vertex_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     from google.cloud import aiplatform_v1
 
     from tfjob.backends.vertex.render import render_custom_job
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     def run() -> dict[str, Any]:
         spec = build_spec(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps)
@@ -53,7 +53,7 @@ def vertex_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
 def kubeflow_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     """Spec and validated TFJob manifest with ``workers`` and ``ps``."""
     from tfjob.backends.kubeflow.render import render_tfjob
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     def run() -> dict[str, Any]:
         spec = build_spec(name="scale", module="trainer.task", image="gcr.io/p/trainer:1", workers=workers, ps=ps)
@@ -66,7 +66,7 @@ def local_render_bytes_per_task(workers: int, ps: int) -> Callable[[], float]:
     """Bytes per task of the local plan (as ``tfjob render --backend local`` prints it)."""
     from tfjob.backends.local.backend import LocalBackend
     from tfjob.backends.local.options import LocalOptions
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     def run() -> float:
         spec = build_spec(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps)

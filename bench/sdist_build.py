@@ -83,7 +83,7 @@ class Staging:
     def __init__(self, pkg: Path) -> None:
         from tfjob.backends.vertex.options import VertexOptions
         from tfjob.backends.vertex.staging import storage_client
-        from tfjob.description.spec import build_spec
+        from tfjob.description.request import build_spec
 
         self.spec = build_spec(name="bench", module="trainer.task", package=str(pkg), workers=4, ps=2)
         self.client = storage_client("bench", None)

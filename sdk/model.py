@@ -173,7 +173,7 @@ class SubmitOptions:
     #: Build with Cloud Build (in ``--project``, the context staged in ``--staging-bucket``) instead of an engine here.
     cloud_build: bool = False
 
-    #: The job description's keywords (``tfjob.description.spec.build_spec``) that only some
+    #: The job description's keywords (``tfjob.description.request.build_spec``) that only some
     #: platforms have and this backend renders (Vertex AI's ``spot``, ``network``…).
     #: A keyword no backend lists here is for every backend.
     SPEC_KEYWORDS: ClassVar[frozenset[str]] = frozenset()

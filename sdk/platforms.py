@@ -77,11 +77,6 @@ class Replicas:
                 stacklevel=3,
             )
 
-    def keywords(self, role: str) -> dict[str, Any]:
-        """This role's values as the job description's keywords (``worker_machine_type``…), unset ones left out."""
-        out = {f"{role}_{f.name}": getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "count"}
-        return {k: v for k, v in out.items() if v is not None}
-
 
 @dataclass(kw_only=True)
 class Platform:

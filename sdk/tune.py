@@ -109,8 +109,8 @@ class Tuning:
             raise UsageError(field="job", value=job, problem="is not a Job", fix="give the job every trial runs: Tuning(Job(...), hparams)")
         config = _hparams_config(hparams)
         if config.job:
-            package, module, keywords, store = job._made_from
-            job = _trials_job(config, package, module, store, keywords, job)
+            _one_cluster(config, job._given.config)
+            job = job._over(config.job)
         self._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
 
     def _start(
@@ -193,34 +193,20 @@ def tuning_from_keywords(
     """A study whose trials' job is given as flat keywords (:func:`tfjob.job.job.job_from_keywords`),
     as ``tfjob tune``'s flags name them (internal: a program uses ``Tuning(Job(...), hparams)``)."""
     config = _hparams_config(hparams)
-    job = _trials_job(config, package, module, store, dict(keywords or {}))
+    given = {k: v for k, v in (keywords or {}).items() if v is not None}
+    _one_cluster(config, given.get("config"))
+    job = job_from_keywords(package, module, given, store=store, under=config.job)
     tuning = Tuning.__new__(Tuning)
     tuning._start(job, config, seed, max_trials, parallel_trials, max_failed_trials, algorithm)
     return tuning
 
 
-def _trials_job(
-    config: HparamsConfig,
-    package: Any,
-    module: str | None,
-    store: JobStore | None,
-    keywords: dict[str, Any],
-    made: Job | None = None,
-) -> Job:
-    """The job every trial runs: ``keywords`` over what the hparams file says of the job.
-    ``made``: the job as the caller made it (kept when the file says nothing of the job; its
-    backend object, with its clients, carried over when it does)."""
-    given = {k: v for k, v in keywords.items() if v is not None}
-    if config.job and given.get("config"):
+def _one_cluster(config: HparamsConfig, job_config: Any) -> None:
+    """An hparams file that describes the trials' cluster and a ``--config`` file too: refused."""
+    if config.job and job_config is not None:
         raise UsageError(
-            problem=f"{config.source} describes the trials' cluster and so does {{config}} {given['config']}", fix="keep one of them"
+            problem=f"{config.source} describes the trials' cluster and so does {{config}} {job_config}", fix="keep one of them"
         )
-    if made is not None and not config.job:
-        return made
-    job = job_from_keywords(package, module, {**config.job, **given}, store=store)
-    if made is not None and made._backend_object is not None and job._backend_object is None:
-        job._backend_object = made._backend_object
-    return job
 
 
 def _tuner(backend: Any) -> Tuner:

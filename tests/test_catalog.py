@@ -9,7 +9,8 @@ from click.testing import CliRunner
 from tfjob.cli.catalog import build_catalog, render_catalog_text
 from tfjob.cli.main import app
 from tfjob.description.machines import LEGACY_MACHINES, MACHINES
-from tfjob.description.spec import Accelerator, Machine, ScaleTier, build_spec
+from tfjob.description.spec import Accelerator, Machine, ScaleTier
+from tfjob.description.request import build_spec
 
 
 def test_json_lists_every_machine_legacy_name_and_tier() -> None:

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from tfjob import __version__
 from tfjob.cli.main import app
 from tfjob.config.job import parse_job_config
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 CONFIGS = Path(__file__).parent / "data" / "configs"
 LEGACY = ["--backend", "ai-platform", "--name", "census", "--region", "us-central1", "--staging-bucket", "gs://census-bucket"]

@@ -388,15 +388,15 @@ def test_a_flag_that_stands_for_several_keys_replaces_them_all() -> None:
     assert [image.image_for(r) for r in ("chief", "worker")] == ["gcr.io/p/new:2", "gcr.io/p/new:2"]
 
 
-def test_merge_config_values_is_key_by_key_otherwise() -> None:
-    from tfjob.config.job import merge_config_values
+def test_a_request_over_a_file_is_key_by_key_otherwise() -> None:
+    from tfjob.description.request import keyword_lands, sort_keywords
 
+    lands = keyword_lands()
     file_values = {"scale_tier": "CUSTOM", "workers": 9, "worker_accelerator": Accelerator("NVIDIA_TESLA_T4", 1), "args": ["a"]}
-    assert merge_config_values(file_values, {"workers": 2, "args": None, "scale_tier": "custom"}) == {
-        **file_values,
-        "workers": 2,
-        "scale_tier": "custom",
-    }
+    merged = sort_keywords({"workers": 2, "args": None, "scale_tier": "custom"}, lands).over(sort_keywords(file_values, lands))
+    expected = sort_keywords({**file_values, "workers": 2}, lands)
+    assert merged.request == expected.request
+    assert merged.request.role("worker").count == 2 and merged.request.args == ["a"]
 
 
 @pytest.mark.parametrize(

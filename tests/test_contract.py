@@ -457,7 +457,7 @@ def test_another_backends_options_are_read_as_this_backends(name: str) -> None:
     from tfjob.backends import options_type
     from tfjob.backends.local.options import LocalOptions
     from tfjob.backends.vertex.options import VertexOptions
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     backend = get_backend(name)
     other = (

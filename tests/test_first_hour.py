@@ -306,7 +306,7 @@ def test_an_ambiguous_job_id_says_how_many_more_match(tmp_path: Path) -> None:
 def test_the_report_page_says_a_local_jobs_machine_is_this_one(backend: str) -> None:
     from tfjob.model import JobState, JobStatus
     from tfjob.after.report import ReportData, render_report
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     spec = build_spec(name="census", module="trainer.task", package="my_trainer", workers=2, ps=1).to_dict()
     page = render_report(ReportData(JobStatus("census-1", backend, "census", JobState.SUCCEEDED), spec=spec))

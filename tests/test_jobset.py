@@ -20,7 +20,7 @@ from tfjob.cluster import render_kubeflow_cluster, render_task_env
 from tfjob.cluster.jobset import jobset_task_env
 from tfjob.errors import ClusterConfigError, SpecError
 from tfjob.backends.kubeflow.render_jobset import render_jobset
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 from test_render_kubeflow import _strict
 
 CRD = CRDS / "jobset.x-k8s.io_jobsets.yaml"

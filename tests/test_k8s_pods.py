@@ -16,7 +16,7 @@ from tfjob.cli.main import app
 from tfjob.errors import TfjobError
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.kubeflow.pod import merge
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 IMAGE = "gcr.io/p/t:1"
 

@@ -27,7 +27,7 @@ from tfjob.platforms import TFJob
 from tfjob.backends.kubeflow.client import KubeClient
 from tfjob.backends.kubeflow.kinds import TFJOB
 from tfjob.backends.kubeflow.render import render_tfjob
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 from tfjob.runtime.store import JobStore
 
 IMAGE = "registry.example/trainers/census:1"

@@ -23,7 +23,7 @@ from tfjob.backends.local.plan import (
 )
 from tfjob.cluster.dispatch import job_strategy
 from tfjob.backends.local.ports import ephemeral_range, pick_ports, pick_range, port_is_free, port_taken
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 
 def _spec(**kw: object):

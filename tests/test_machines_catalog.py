@@ -10,7 +10,8 @@ from helpers import BIN
 
 from tfjob.errors import SpecError
 from tfjob.description.machines import ACCELERATORS, RETIRED_ACCELERATORS
-from tfjob.description.spec import Accelerator, Machine, build_spec
+from tfjob.description.spec import Accelerator, Machine
+from tfjob.description.request import build_spec
 
 
 def test_the_catalog_has_exactly_the_installed_enum() -> None:

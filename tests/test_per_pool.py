@@ -23,7 +23,7 @@ from tfjob.backends.aiplatform.render import render_training_input
 from tfjob.backends.kubeflow.render_jobset import render_jobset
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 IMAGE = "gcr.io/p/t:1"
 PER_POOL = dict(

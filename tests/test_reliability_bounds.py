@@ -212,7 +212,7 @@ def test_local_render_grows_linearly_with_the_task_count(trainer: Path) -> None:
 
     from tfjob.model import SubmitOptions
     from tfjob.backends.local.backend import LocalBackend
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     def size(workers: int) -> int:
         spec = build_spec(name="j", module="trainer.task", package=str(trainer), workers=workers, ps=10)

@@ -40,7 +40,8 @@ from tfjob.errors import TfjobError
 from tfjob.tuning.hparams import COUNT_KEYS, LEGACY_KEYS, LEGACY_PARAM_KEYS, METRIC_KEYS, PARAMETER_KEYS, STUDY_SPEC_KEYS
 from tfjob.description.machines import ACCELERATORS, RETIRED_ACCELERATORS
 from tfjob.description.limits import MAX_TIMEOUT_SECONDS
-from tfjob.description.spec import Accelerator, build_spec, parse_duration, parse_key_values
+from tfjob.description.spec import Accelerator, parse_duration, parse_key_values
+from tfjob.description.request import build_spec
 
 #: The properties' examples: the Hypothesis profile's (300 in CI, 10,000 with --hypothesis-profile deep; tests/conftest.py).
 many = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)

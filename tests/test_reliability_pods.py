@@ -25,7 +25,7 @@ from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.kubeflow.render_jobset import render_jobset
 from tfjob.backends.kubeflow.render_trainjob import render_runtime
 from tfjob.errors import TfjobError
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 IMAGE = "gcr.io/p/t:1"
 BACKENDS: dict[str, Callable[..., dict[str, Any]]] = {

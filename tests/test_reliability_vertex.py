@@ -24,7 +24,7 @@ from tfjob.backends.vertex.client import VertexClient
 from tfjob.backends.vertex.retry import Backoff
 from tfjob.backends.vertex.backend import submit_job
 from tfjob.backends.vertex.service import follow_job
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 from tfjob.runtime.store import JobStore
 
 CREATE = r"^POST /v1/projects/p/locations/us-central1/customJobs$"

@@ -20,7 +20,8 @@ from tfjob.backends.base import GoogleCloudOptions
 from tfjob.config.job import parse_job_config
 from tfjob.errors import BackendError, SpecError
 from tfjob.backends.aiplatform.render import build_job_id, format_duration, render_job, render_training_input
-from tfjob.description.spec import JobSpec, build_spec
+from tfjob.description.spec import JobSpec
+from tfjob.description.request import build_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "aiplatform"
 

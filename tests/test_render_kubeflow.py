@@ -32,7 +32,7 @@ from tfjob.backends.kubeflow.render import (
     suggest_k8s_name,
     validate_tfjob,
 )
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 GOLDEN = ROOT / "tests" / "golden" / "kubeflow"
 CRD = CRDS / "kubeflow.org_tfjobs.yaml"
@@ -401,7 +401,7 @@ def test_each_webhook_rule_is_enforced(change: Any, problem: str) -> None:
 # -- through the backend registry and the CLI -----------------------------------------
 def test_the_backend_renders_the_same_manifest_without_loading_kubernetes() -> None:
     code = (
-        "import sys; from tfjob.backends import get_backend; from tfjob.backends.kubeflow.options import TFJobOptions; from tfjob.description.spec import build_spec;"
+        "import sys; from tfjob.backends import get_backend; from tfjob.backends.kubeflow.options import TFJobOptions; from tfjob.description.request import build_spec;"
         f"m = get_backend('kubeflow').render(build_spec(name='j', module='m', image={IMAGE!r}), TFJobOptions());"
         "assert m['kind'] == 'TFJob';"
         # ('google' and 'google.cloud' are namespace packages any Python with google-cloud-* preloads.)

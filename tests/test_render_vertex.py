@@ -23,7 +23,7 @@ from tfjob.backends.vertex.render import (
     render_custom_job,
     render_duration,
 )
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 GOLDEN = Path(__file__).parent / "golden" / "vertex"
 PKG = "gs://b/tfjob/packages/0123abcd/trainer-0.0.0.tar.gz"

@@ -12,7 +12,7 @@ from tfjob.cluster.dispatch import job_strategy
 from tfjob.backends.aiplatform.render import render_training_input
 from tfjob.backends.kubeflow.render import render_tfjob
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 IMAGE = "europe-docker.pkg.dev/p/r/trainer:1"
 REPLICA = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}

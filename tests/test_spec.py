@@ -18,11 +18,11 @@ from tfjob.description.spec import (
     Machine,
     Pool,
     ScaleTier,
-    build_spec,
     parse_duration,
     parse_key_values,
-    tier_pools,
 )
+from tfjob.description.request import build_spec
+from tfjob.description.shape import tier_pools
 
 
 def pools_of(spec: JobSpec) -> list[tuple[str, int, str, str | None, int]]:

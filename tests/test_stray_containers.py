@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from tfjob.model import JobState
 from tfjob.cli.main import app
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 from tfjob.runtime.store import JobRecord, JobStore
 
 FAKE_ENGINE = """#!{python}

@@ -13,7 +13,7 @@ import pytest
 from helpers import cli_words
 
 from tfjob.hypertune import render_metric_line
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tune import apply_overrides, parse_algorithm
 from tfjob.backends.local.tuning import build_trial_spec, plan_parallelism

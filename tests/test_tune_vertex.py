@@ -25,7 +25,7 @@ from tfjob.model import JobState
 from tfjob.backends.vertex.options import VertexOptions
 from tfjob.cli.main import app
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 from tfjob.runtime.store import JobStore
 from tfjob.tuning.study import MetricSpec, ParameterSpec, StudySpec
 from tfjob.tuning.hparams import parse_hparams

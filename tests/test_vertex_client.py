@@ -22,7 +22,7 @@ from tfjob.errors import AuthError, BackendError, JobNotFoundError, UsageError
 from tfjob.backends.vertex.client import VertexClient
 from tfjob.backends.vertex.retry import Backoff
 from tfjob.backends.vertex.render import SUBMISSION_LABEL, render_custom_job
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 BASE = "https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/us-central1"
 JOBS = f"{BASE}/customJobs"

@@ -152,7 +152,7 @@ def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer
     from tfjob.backends.vertex.backend import submit_job
     from tfjob.backends.vertex.service import fetch_logs
     from tfjob.backends.vertex.options import VertexOptions
-    from tfjob.description.spec import build_spec
+    from tfjob.description.request import build_spec
 
     spec = build_spec(name="follow", module="trainer.task", package=str(trainer), workers=1)
     job_id = submit_job(

@@ -20,7 +20,7 @@ from tfjob.config.job import parse_job_config
 from tfjob.errors import SpecError
 from tfjob.job import Job
 from tfjob.backends.vertex.render import render_custom_job
-from tfjob.description.spec import build_spec
+from tfjob.description.request import build_spec
 
 KEY = "projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
 ATTACHMENT = "projects/p/regions/us-central1/networkAttachments/att"

@@ -37,16 +37,20 @@ class GoogleCloudKnobs:
     (:class:`tfjob.Vertex`, :class:`tfjob.AIPlatform`)."""
 
     #: The Google Cloud project.
-    project: str | None = knob("Google Cloud project (default: TFJOB_PROJECT, GOOGLE_CLOUD_PROJECT, gcloud's, the config file's).")
+    project: str | None = knob(
+        "Google Cloud project (default: TFJOB_PROJECT, GOOGLE_CLOUD_PROJECT, gcloud's, the config file's).", lands="settings.project"
+    )
     #: The region.
     region: str | None = knob(
         "Google Cloud region, e.g. us-central1 (default: TFJOB_REGION, gcloud's ai/region, the config file's); on Vertex AI "
         "A,B tries each in turn after a quota refusal or a stockout.",
         config="trainingInput.region",
+        lands="settings.region",
     )
     #: ``gs://BUCKET[/PATH]`` for the trainer's packages (``--staging-bucket``).
     staging_bucket: str | None = knob(
-        "gs://BUCKET[/PATH] for the trainer's packages (default: the --job-dir bucket, then the configured one)."
+        "gs://BUCKET[/PATH] for the trainer's packages (default: the --job-dir bucket, then the configured one).",
+        lands="settings.staging_bucket",
     )
     #: The VPC network to peer with (``projects/N/global/networks/NET``).
     network: str | None = knob("VPC network to peer with (projects/N/global/networks/NAME).", config="network")

@@ -174,7 +174,7 @@ class ConfigDoc:
         if not name:
             raise self.error(path, "is empty; name a machine type such as n1-standard-4")
         with self.at(path):
-            Machine.resolve(name, accelerator)  # validates the pair; build_spec resolves it again
+            Machine.resolve(name, accelerator)  # validates the pair; the job's request resolves it again
         return name
 
     def accelerator(self, type_: Any, count: Any, path: str, count_path: str) -> Accelerator | None:

@@ -2,7 +2,8 @@
 
 ``tfjob submit --config FILE`` (and ``Job(config=FILE)``) reads either dialect, YAML
 or JSON, and turns it into keyword arguments of :class:`tfjob.Job`; flags and
-keywords given next to the file override what it says, as with gcloud.
+keywords given next to the file override what it says, as with gcloud
+(:meth:`tfjob.description.request.JobRequest.over`).
 
 - **Legacy** (``gcloud ai-platform jobs submit training --config``): a ``Job``
   resource: ``trainingInput:`` (scaleTier, masterType/workerType/…, the counts,
@@ -41,7 +42,6 @@ from .vertex import (
 from .files import read_config_file
 from ..errors import ConfigFileError
 from ..description.knobs import Knob
-from ..description.spec import ROLES, ScaleTier
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class JobConfig:
     Attributes:
         source: the file (used in every message).
         dialect: ``ai-platform`` (a legacy ``trainingInput``) or ``vertex`` (a ``CustomJobSpec``).
-        values: keyword arguments of :class:`tfjob.Job` / :func:`tfjob.description.spec.build_spec`.
+        values: flat keywords, each put where its knob lands (:func:`tfjob.job.keywords.sort_given`).
         tuning: the hyperparameter-tuning section as written (legacy
             ``hyperparameters``; Vertex ``studySpec``, ``maxTrialCount``, …), or None.
         tuning_key: where the tuning section was (``trainingInput.hyperparameters``
@@ -105,38 +105,6 @@ def parse_job_config(data: Any, source: str = "config", knobs: Sequence[Knob] = 
         return JobConfig(source, "vertex", values, tuning, "studySpec")
     doc.check_keys(data, "", ("trainingInput", "workerPoolSpecs", "jobSpec"), hint=_MISPLACED)
     raise ConfigFileError(f"{source}: has no trainingInput: (AI Platform) or workerPoolSpecs: (Vertex AI) section; nothing to run")
-
-
-#: Keys that describe the cluster's shape; a predefined --scale-tier flag replaces them all.
-_SHAPE_KEYS = (
-    "workers",
-    "ps",
-    "evaluators",
-    *(f"{role}_{what}" for role in ROLES for what in ("machine_type", "accelerator")),
-)
-
-
-def merge_config_values(file_values: Mapping[str, Any], explicit: Mapping[str, Any]) -> dict[str, Any]:
-    """The file's values overridden by explicit ones (flags, keywords), as gcloud merges them. Pure.
-
-    Beyond key-by-key replacement, a flag that stands for several keys replaces them
-    all: a predefined ``scale_tier`` drops the file's counts, machine types and
-    accelerators; ``accelerator`` drops the file's per-role accelerators (not the
-    parameter servers', which it does not cover); ``image`` drops per-role images.
-    """
-    merged = dict(file_values)
-    tier = explicit.get("scale_tier")
-    if tier is not None and ScaleTier.parse(tier) is not ScaleTier.CUSTOM:
-        for key in _SHAPE_KEYS:
-            merged.pop(key, None)
-    if explicit.get("accelerator") is not None:
-        for role in ("chief", "worker", "evaluator"):
-            merged.pop(f"{role}_accelerator", None)
-    if explicit.get("image") is not None:
-        for role in ROLES:
-            merged.pop(f"{role}_image", None)
-    merged.update({k: v for k, v in explicit.items() if v is not None})
-    return merged
 
 
 def load_job_config(path: str | Path, knobs: Sequence[Knob] = ()) -> dict[str, Any]:

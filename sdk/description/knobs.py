@@ -52,6 +52,10 @@ class Knob:
         tune: offered by ``tfjob tune`` too (False: meaningless for a study's trials).
         helps: each taking backend's own help, ``((backends, help), …)``, when they differ.
         cli: has a flag (False: a keyword and config key only, e.g. ``worker_boot_disk_size``).
+        lands: where the value goes in the typed job model
+            (:data:`tfjob.description.request.PLACES`): ``job.args``, ``worker.machine_type``,
+            ``worker.resources.cpu``, ``shape.scale_tier``, ``settings.project``, or
+            ``options.<name>`` (the chosen backend's options; the default).
     """
 
     name: str
@@ -63,10 +67,13 @@ class Knob:
     tune: bool = True
     helps: tuple[tuple[tuple[str, ...], str], ...] = ()
     cli: bool = True
+    lands: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"knob {self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if not self.lands:
+            object.__setattr__(self, "lands", "options." + self.name)
         if not self.flags:
             object.__setattr__(self, "flags", ("--" + self.name.replace("_", "-"),))
 
@@ -106,10 +113,10 @@ class Knob:
 
     def joined(self, other: "Knob") -> "Knob":
         """This knob taken by ``other``'s backends too (one flag, each backend's help)."""
-        if other.kind != self.kind or other.flags != self.flags:
+        if other.kind != self.kind or other.flags != self.flags or other.lands != self.lands:
             raise ValueError(
-                f"knob {self.name} is declared twice differently ({self.kind} {self.flags} for {', '.join(self.backends)}, "
-                f"{other.kind} {other.flags} for {', '.join(other.backends)}): declare it alike"
+                f"knob {self.name} is declared twice differently ({self.kind} {self.flags} → {self.lands} for {', '.join(self.backends)}, "
+                f"{other.kind} {other.flags} → {other.lands} for {', '.join(other.backends)}): declare it alike"
             )
         helps = list(self.helps or ((self.backends, self.help),))
         for i, (names, text) in enumerate(helps):
@@ -140,13 +147,14 @@ def knob(
     config: str | None = None,
     tune: bool = True,
     cli: bool = True,
+    lands: str = "",
 ) -> Any:
     """A field of a backend's options class that is a knob of that backend: its default, and
     what the CLI and messages need (the type is the field's annotation)::
 
         kms_key: str | None = knob("Encrypt the job with this Cloud KMS key.", config="encryptionSpec.kmsKeyName")
     """
-    declared = {"help": help, "kind": kind, "flags": flags, "config": config, "tune": tune, "cli": cli}
+    declared = {"help": help, "kind": kind, "flags": flags, "config": config, "tune": tune, "cli": cli, "lands": lands}
     if isinstance(default, (list, dict, set)):
         raise ValueError("a knob's default must be immutable (a tuple, not a list)")
     return dataclasses.field(default=default, metadata={_METADATA: declared})
@@ -175,7 +183,9 @@ def declared(cls: Any, backend: str) -> list[Knob]:
         if info is None:
             continue
         kind = info["kind"] or kind_of(f.type)
-        out.append(Knob(f.name, info["help"], kind, info["flags"], info["config"], (backend,), info["tune"], cli=info["cli"]))
+        out.append(
+            Knob(f.name, info["help"], kind, info["flags"], info["config"], (backend,), info["tune"], cli=info["cli"], lands=info["lands"])
+        )
     out += [dataclasses.replace(k, backends=(backend,)) for k in getattr(cls, "SPEC_KNOBS", ())]
     return out
 
@@ -196,49 +206,79 @@ def names(knobs: Iterable[Knob]) -> frozenset[str]:
     return frozenset(k.name for k in knobs)
 
 
-def _roles(what: str, help: str, kind: str = "text", **aliases: tuple[str, ...]) -> list[Knob]:
-    """``chief_<what>`` … ``evaluator_<what>``, each with its gcloud aliases."""
+def _roles(what: str, help: str, kind: str = "text", lands: str = "{role}.{what}", **aliases: tuple[str, ...]) -> list[Knob]:
+    """``chief_<what>`` … ``evaluator_<what>``, each with its gcloud aliases, landing in its role's request."""
     nouns = {"chief": "the chief", "worker": "the workers", "ps": "the parameter servers", "evaluator": "the evaluators"}
     return [
-        Knob(f"{role}_{what}", help.format(role=nouns[role]), kind, (f"--{role}-{what.replace('_', '-')}", *aliases.get(role, ())))
+        Knob(
+            f"{role}_{what}",
+            help.format(role=nouns[role]),
+            kind,
+            (f"--{role}-{what.replace('_', '-')}", *aliases.get(role, ())),
+            lands=lands.format(role=role, what=what),
+        )
         for role in nouns
     ]
 
 
 #: The legacy runtime a job names: local runs imitate it, AI Platform runs it, Vertex AI reads it from a migrated job.
-RUNTIME_VERSION = Knob("runtime_version", "Legacy AI Platform runtime version.", config="trainingInput.runtimeVersion")
-PYTHON_VERSION = Knob("python_version", "Legacy AI Platform Python version.", config="trainingInput.pythonVersion")
+RUNTIME_VERSION = Knob(
+    "runtime_version", "Legacy AI Platform runtime version.", config="trainingInput.runtimeVersion", lands="job.runtime_version"
+)
+PYTHON_VERSION = Knob(
+    "python_version", "Legacy AI Platform Python version.", config="trainingInput.pythonVersion", lands="job.python_version"
+)
 
 #: The knobs every backend takes: the job description, the common submission options and
 #: the settings, in the order ``tfjob submit --help`` lists them.
 JOB_KNOBS: tuple[Knob, ...] = (
-    Knob("module", "The trainer module to run, e.g. trainer.task.", flags=("--module-name", "-m"), config="pythonModule"),
-    Knob("workers", "Number of workers (Vertex pool 1).", "int", ("--workers", "--worker-count"), "workerPoolSpecs[1].replicaCount"),
+    Knob(
+        "module", "The trainer module to run, e.g. trainer.task.", flags=("--module-name", "-m"), config="pythonModule", lands="job.module"
+    ),
+    Knob(
+        "workers",
+        "Number of workers (Vertex pool 1).",
+        "int",
+        ("--workers", "--worker-count"),
+        "workerPoolSpecs[1].replicaCount",
+        lands="worker.count",
+    ),
     Knob(
         "ps",
         "Number of parameter servers (pool 2); needs --workers.",
         "int",
         ("--ps", "--parameter-server-count"),
         "workerPoolSpecs[2].replicaCount",
+        lands="ps.count",
     ),
-    Knob("evaluators", "Number of evaluators (pool 3).", "int", ("--evaluators", "--evaluator-count"), "workerPoolSpecs[3].replicaCount"),
+    Knob(
+        "evaluators",
+        "Number of evaluators (pool 3).",
+        "int",
+        ("--evaluators", "--evaluator-count"),
+        "workerPoolSpecs[3].replicaCount",
+        lands="evaluator.count",
+    ),
     Knob(
         "scale_tier",
         "BASIC (1 x n1-standard-4), STANDARD_1 (1+4 n1-highcpu-8, 3 ps n1-standard-4), PREMIUM_1 (1+19 n1-highcpu-16, 11 ps "
         "n1-highmem-8), BASIC_GPU (1 x n1-standard-8 with one NVIDIA T4: the tier's K80 is retired), BASIC_TPU (chief + a Cloud "
         "TPU v2-8) or CUSTOM.",
         config="trainingInput.scaleTier",
+        lands="shape.scale_tier",
     ),
     Knob(
         "chief",
         "--no-chief: no chief replica, worker 0 is the chief (Kubeflow, JobSet; --dialect kubeflow locally).",
         "switch",
         ("--chief/--no-chief",),
+        lands="shape.chief",
     ),
     Knob(
         "tpu_topology",
         "The TPU slice shape of TPU VM pools on Vertex AI (e.g. 2x2 for ct5lp-hightpu-4t; default: one host).",
         config="machineSpec.tpuTopology",
+        lands="shape.tpu_topology",
     ),
     *_roles(
         "machine_type",
@@ -246,11 +286,25 @@ JOB_KNOBS: tuple[Knob, ...] = (
         chief=("--master-machine-type",),
         ps=("--parameter-server-machine-type",),
     ),
-    Knob("accelerator", "type=NVIDIA_TESLA_T4,count=1 for the chief, workers and evaluators."),
+    Knob("accelerator", "type=NVIDIA_TESLA_T4,count=1 for the chief, workers and evaluators.", lands="shape.accelerator"),
     *_roles("accelerator", "Accelerator of {role} only.", chief=("--master-accelerator",), ps=("--parameter-server-accelerator",)),
-    *_roles("cpu", "CPUs each of {role} asks for (4, 0.5, 500m): Kubernetes requests them, Vertex AI fits a machine type to them."),
-    *_roles("memory", "Memory each of {role} asks for (16Gi, 512Mi): Kubernetes requests it, Vertex AI fits a machine type to it."),
-    Knob("image", "Container image every task runs (custom container).", flags=("--image", "--image-uri"), config="containerSpec.imageUri"),
+    *_roles(
+        "cpu",
+        "CPUs each of {role} asks for (4, 0.5, 500m): Kubernetes requests them, Vertex AI fits a machine type to them.",
+        lands="{role}.resources.{what}",
+    ),
+    *_roles(
+        "memory",
+        "Memory each of {role} asks for (16Gi, 512Mi): Kubernetes requests it, Vertex AI fits a machine type to it.",
+        lands="{role}.resources.{what}",
+    ),
+    Knob(
+        "image",
+        "Container image every task runs (custom container).",
+        flags=("--image", "--image-uri"),
+        config="containerSpec.imageUri",
+        lands="job.image",
+    ),
     *_roles(
         "image",
         "Container image of {role} only.",
@@ -259,36 +313,51 @@ JOB_KNOBS: tuple[Knob, ...] = (
         ps=("--parameter-server-image-uri",),
         evaluator=("--evaluator-image-uri",),
     ),  # fmt: skip
-    Knob("script", "The trainer's Python file, run as `python PATH` (instead of --module-name), e.g. dist_mnist.py."),
-    Knob("packages", "Extra built tarballs or wheels to install (repeat, or comma-separate).", "list", config="packageUris"),
-    Knob("job_dir", "Where the trainer writes; passed to it as --job-dir.", config="baseOutputDirectory.outputUriPrefix"),
-    Knob("config", "A gcloud trainingInput or Vertex CustomJobSpec YAML/JSON file; flags override it."),
+    Knob("script", "The trainer's Python file, run as `python PATH` (instead of --module-name), e.g. dist_mnist.py.", lands="job.script"),
+    Knob(
+        "packages",
+        "Extra built tarballs or wheels to install (repeat, or comma-separate).",
+        "list",
+        config="packageUris",
+        lands="job.packages",
+    ),
+    Knob(
+        "job_dir", "Where the trainer writes; passed to it as --job-dir.", config="baseOutputDirectory.outputUriPrefix", lands="job.job_dir"
+    ),
+    Knob("config", "A gcloud trainingInput or Vertex CustomJobSpec YAML/JSON file; flags override it.", lands="config"),
     Knob(
         "backend",
         "Where the job runs: {backends} (default: local unless a cloud project is configured). kubeflow is a Kubeflow "
         "TFJob, jobset a JobSet, trainjob a Kubeflow Trainer TrainJob; ai-platform renders the legacy AI Platform Training "
         "request (render / --dry-run only).",
         tune=False,
+        lands="settings.backend",
     ),
-    Knob("name", "The job's name (default: MODULE-DATE-TIME).", flags=("--display-name", "--name"), config="displayName"),
-    Knob("labels", "key=value[,key=value] labels for the job.", "list", config="labels"),
-    Knob("env", "KEY=VALUE set in every task (repeat).", "list", config="env"),
-    Knob("service_account", "Service account the tasks run as.", config="serviceAccount"),
-    Knob("timeout", "Maximum running time: seconds, or 2h, 30m, 1h30m.", "duration", config="scheduling.timeout"),
+    Knob("name", "The job's name (default: MODULE-DATE-TIME).", flags=("--display-name", "--name"), config="displayName", lands="job.name"),
+    Knob("labels", "key=value[,key=value] labels for the job.", "list", config="labels", lands="job.labels"),
+    Knob("env", "KEY=VALUE set in every task (repeat).", "list", config="env", lands="job.env"),
+    Knob("service_account", "Service account the tasks run as.", config="serviceAccount", lands="job.service_account"),
+    Knob("timeout", "Maximum running time: seconds, or 2h, 30m, 1h30m.", "duration", config="scheduling.timeout", lands="job.timeout"),
     Knob(
         "command",
         "Replace an --image's entrypoint (gcloud spelling: comma-separated, or repeat); not with --module-name.",
         "list",
         config="containerSpec.command",
         tune=False,
+        lands="job.command",
     ),
-    Knob("requirements", "A bare trainer's dependencies (default: its requirements.txt): declared in the package, checked locally."),
+    Knob(
+        "requirements",
+        "A bare trainer's dependencies (default: its requirements.txt): declared in the package, checked locally.",
+        lands="job.requirements",
+    ),
     Knob(
         "use_chief",
         "Name the primary task chief or master in the legacy TF_CONFIG (AI Platform, --dialect ai-platform).",
         "switch",
         ("--use-chief/--use-master", "--use-chief-in-tf-config/--no-use-chief-in-tf-config"),
         "trainingInput.useChiefInTfConfig",
+        lands="job.use_chief",
     ),
     Knob(
         "container_engine",

@@ -9,9 +9,10 @@ field, the value and the fix.
 The values a role is made of are :mod:`.replicas`'s and the checks :mod:`.checks`'s (both
 named here too, where the rest of tfjob imports them from).
 
-:func:`build_spec` is the one way the CLI and :class:`tfjob.Job` turn options (scale
-tier, counts, machine types, accelerators) into a spec; config files go through
-:mod:`tfjob.config.job`, which ends in the same function.
+A spec is made from the typed job as asked (:class:`tfjob.description.request.JobRequest`,
+its roles a :class:`tfjob.description.shape.Shape`): :class:`tfjob.Job`, the CLI's flags and
+config files all end there (:func:`tfjob.description.request.build_spec` from the flat
+keywords the CLI and config files name).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from ..errors import SpecError, Word
+from ..errors import SpecError
 from .checks import (
     BUILT_PACKAGE_SUFFIXES as BUILT_PACKAGE_SUFFIXES,
     RESERVED_ENV as RESERVED_ENV,
@@ -49,10 +50,6 @@ from .replicas import (
     Resources as Resources,
     ScaleTier as ScaleTier,
     check_boot_disk as check_boot_disk,
-)
-from .machines import (
-    DEFAULT_MACHINE,
-    tpu_chips,
 )
 
 
@@ -320,270 +317,3 @@ _MOVED_TO_OPTIONS = frozenset({
     "scheduling_strategy", "max_wait", "disable_retries", "reservation", "persistent_resource_id", "kms_key",
     "reserved_ip_ranges", "network_attachment", "enable_dashboard_access",
 })  # fmt: skip
-
-
-def _machine(role: str, name: str | None, accelerator: Accelerator | None) -> Machine:
-    """Role ``role``'s machine: ``name`` (its ``<role>_machine_type``, which an error names) or the default."""
-    try:
-        return Machine.resolve(name or DEFAULT_MACHINE, accelerator)
-    except SpecError as e:
-        raise (e.for_field(f"{role}_machine_type") if name else e) from None
-
-
-def tier_pools(tier: ScaleTier) -> list[Pool]:
-    """The pools a predefined tier stands for (not CUSTOM)."""
-    pools = []
-    for role, (replicas, machine_type, acc, count) in TIERS[tier].items():
-        accelerator = Accelerator(acc, count) if acc else None
-        pools.append(Pool(role, replicas, Machine(machine_type, accelerator)))
-    return pools
-
-
-@dataclass(frozen=True)
-class RoleRequest:
-    """What one role was asked to run on, before it is a :class:`Pool`: its count (None: the
-    role is not asked for; the chief's is always 1), machine type, own accelerator (the job's
-    shared one is :attr:`Shape.accelerator`), image, arguments, variables and resources."""
-
-    count: int | None = None
-    machine_type: str | None = None
-    accelerator: Accelerator | None = None
-    image: str | None = None
-    args: Sequence[str] | None = None
-    env: Mapping[str, str] | None = None
-    resources: Resources | None = None
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The job's roles as asked (typed): what :func:`build_pools` makes the pools from.
-
-    Attributes:
-        roles: a :class:`RoleRequest` per role (``chief``, ``worker``, ``ps``, ``evaluator``);
-            a role left out is not asked for.
-        chief: False leaves the chief out (worker 0 leads).
-        scale_tier: a legacy tier that fixes the pools (``CUSTOM``: counts and machine types given).
-        accelerator: the chief, worker and evaluator pools' accelerator, unless theirs is given.
-        tpu_topology: a TPU VM slice's shape, for the pools on a TPU VM machine type.
-    """
-
-    roles: Mapping[str, RoleRequest] = field(default_factory=dict)
-    chief: bool = True
-    scale_tier: ScaleTier | None = None
-    accelerator: Accelerator | None = None
-    tpu_topology: str | None = None
-
-    def role(self, role: str) -> RoleRequest:
-        """What ``role`` was asked (an empty request when it was not)."""
-        return self.roles.get(role) or RoleRequest()
-
-    def accelerator_of(self, role: str) -> Accelerator | None:
-        """``role``'s accelerator: its own, else the shared one (never a parameter server's)."""
-        own = self.role(role).accelerator
-        return own if own is not None or role == "ps" else self.accelerator
-
-
-def build_spec(
-    *,
-    name: str,
-    module: str | None = None,
-    package: str | None = None,
-    packages: Sequence[str] = (),
-    image: str | None = None,
-    scale_tier: str | ScaleTier | None = None,
-    workers: int | None = None,
-    ps: int | None = None,
-    evaluators: int | None = None,
-    chief_machine_type: str | None = None,
-    worker_machine_type: str | None = None,
-    ps_machine_type: str | None = None,
-    evaluator_machine_type: str | None = None,
-    accelerator: Accelerator | str | None = None,
-    chief_accelerator: Accelerator | str | None = None,
-    worker_accelerator: Accelerator | str | None = None,
-    ps_accelerator: Accelerator | str | None = None,
-    evaluator_accelerator: Accelerator | str | None = None,
-    chief_image: str | None = None,
-    worker_image: str | None = None,
-    ps_image: str | None = None,
-    evaluator_image: str | None = None,
-    chief: bool = True,
-    tpu_topology: str | None = None,
-    chief_args: Sequence[str] | None = None,
-    worker_args: Sequence[str] | None = None,
-    ps_args: Sequence[str] | None = None,
-    evaluator_args: Sequence[str] | None = None,
-    chief_env: Mapping[str, str] | None = None,
-    worker_env: Mapping[str, str] | None = None,
-    ps_env: Mapping[str, str] | None = None,
-    evaluator_env: Mapping[str, str] | None = None,
-    chief_resources: Resources | None = None,
-    worker_resources: Resources | None = None,
-    ps_resources: Resources | None = None,
-    evaluator_resources: Resources | None = None,
-    **settings: Any,
-) -> JobSpec:
-    """Build a :class:`JobSpec` from the flat keywords the CLI's flags and config files give
-    (the parser at the edge: the roles become a typed :class:`Shape` once, whose pools
-    :func:`build_pools` makes).
-
-    Without a tier every pool defaults to ``n1-standard-4``. A predefined tier
-    (BASIC … BASIC_TPU) fixes the pools; counts or machine types next to it are an
-    error. ``CUSTOM`` takes counts and requires a machine type for each pool used, as
-    AI Platform did. ``accelerator`` applies to the chief, worker and evaluator pools;
-    the ``<role>_accelerator`` options to one pool.
-
-    ``chief=False`` (``--no-chief``) leaves the chief out: worker 0 is the chief, as in
-    TensorFlow's multi-worker tutorials and Kubeflow's examples (Kubeflow and JobSet run
-    such jobs; Vertex AI and AI Platform always have a chief and refuse them).
-
-    ``settings`` are the remaining :class:`JobSpec` fields (args, env, job_dir, …).
-    """
-    tier = ScaleTier.parse(scale_tier) if scale_tier is not None else None
-    shared = _as_accelerator(accelerator, "accelerator")
-    given = {
-        "chief": (None, chief_machine_type, chief_accelerator, chief_image, chief_args, chief_env, chief_resources),
-        "worker": (workers, worker_machine_type, worker_accelerator, worker_image, worker_args, worker_env, worker_resources),
-        "ps": (ps, ps_machine_type, ps_accelerator, ps_image, ps_args, ps_env, ps_resources),
-        "evaluator": (evaluators, evaluator_machine_type, evaluator_accelerator, evaluator_image, evaluator_args, evaluator_env,
-                      evaluator_resources),
-    }  # fmt: skip
-    roles = {
-        role: RoleRequest(count, machine, _as_accelerator(acc, f"{role}_accelerator"), img, args, env, resources)
-        for role, (count, machine, acc, img, args, env, resources) in given.items()
-    }
-    shape = Shape(roles, chief=chief, scale_tier=tier, accelerator=shared, tpu_topology=tpu_topology)
-    return JobSpec(
-        name=name, pools=build_pools(shape), module=module, package=package, packages=tuple(packages), image=image,
-        scale_tier=tier, **settings,
-    )  # fmt: skip
-
-
-def _as_accelerator(value: Accelerator | str | None, field: str) -> Accelerator | None:
-    return Accelerator.parse(value, field) if isinstance(value, str) else value
-
-
-def build_pools(shape: Shape) -> tuple[Pool, ...]:
-    """The pools ``shape`` asks for, each checked (a :class:`SpecError` names the keyword)."""
-    for role in ("worker", "ps", "evaluator"):
-        n = shape.role(role).count
-        if n is not None:
-            check_count(COUNT_FIELDS[role], n)
-    tier = shape.scale_tier
-    if tier is not None and tier is not ScaleTier.CUSTOM:
-        _check_fixed_tier(shape, tier)
-        pools = [dataclasses.replace(p, image=shape.role(p.role).image) for p in tier_pools(tier)]
-    else:
-        pools = _custom_pools(shape)
-    if shape.tpu_topology is not None:
-        pools = _on_tpu_topology(pools, shape.tpu_topology)
-    present = [p.role for p in pools]
-    for role in ROLES:
-        own = shape.role(role)
-        if (own.args is not None or own.env) and role not in present:
-            raise SpecError(
-                field=f"{role}_args" if own.args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool"
-            )
-    pools = [
-        dataclasses.replace(p, args=_args(shape.role(p.role).args, p.args), env={**p.env, **(shape.role(p.role).env or {})}) for p in pools
-    ]
-    pools = [_with_resources(p, shape.role(p.role).resources, shape.role(p.role).machine_type, shape.accelerator_of(p.role), tier)
-             for p in pools]  # fmt: skip
-    for role in ROLES:
-        if shape.role(role).resources is not None and role not in present:
-            raise SpecError(field=f"{role}_resources", problem=f"is set but the job has no {role} pool")
-    return tuple(pools)
-
-
-def _check_fixed_tier(shape: Shape, tier: ScaleTier) -> None:
-    """A predefined tier fixes the cluster: no counts, machine types or accelerators beside it."""
-    given = [COUNT_FIELDS[r] for r in ("worker", "ps", "evaluator") if shape.role(r).count is not None]
-    given += [f"{r}_machine_type" for r in ROLES if shape.role(r).machine_type is not None]
-    given += ["accelerator"] if any(shape.accelerator_of(r) for r in ROLES) else []
-    if given:
-        raise SpecError(
-            field="scale_tier",
-            value=Word(tier.value),
-            problem=f"fixes the cluster, so {', '.join('{' + g + '}' for g in given)} cannot be set",
-            fix="use {scale_tier=CUSTOM} to choose counts and machine types",
-        )
-
-
-def _custom_pools(shape: Shape) -> list[Pool]:
-    """The pools of a job without a tier (or ``CUSTOM``): each role asked for, on its machine."""
-    counts = {r: shape.role(r).count for r in ("worker", "ps", "evaluator")}
-    machines = {r: shape.role(r).machine_type for r in ROLES}
-    if shape.scale_tier is ScaleTier.CUSTOM:
-        if machines["chief"] is None:
-            raise SpecError(field="scale_tier", value=Word("CUSTOM"), problem="needs {chief_machine_type}")
-        for role, n in counts.items():
-            if n is not None and machines[role] is None:
-                raise SpecError(
-                    field="scale_tier", value=Word("CUSTOM"), problem=f"with {{{COUNT_FIELDS[role]}={n}}} needs {{{role}_machine_type}}"
-                )
-    else:
-        for role, n in counts.items():
-            machine = machines[role]
-            if machine is not None and n is None:
-                raise SpecError(field=f"{role}_machine_type", value=Word(machine), problem=f"is set but {{{COUNT_FIELDS[role]}}} is not")
-    chief = shape.role("chief")
-    pools = [Pool("chief", 1, _machine("chief", machines["chief"], shape.accelerator_of("chief")), chief.image)]
-    if not shape.chief:
-        given = [
-            f
-            for f, v in (("chief_machine_type", chief.machine_type), ("chief_accelerator", chief.accelerator), ("chief_image", chief.image))
-            if v
-        ]
-        if given or shape.scale_tier is not None:
-            given = given or ["scale_tier"]
-            raise SpecError(
-                field="chief", value=False, problem=f"leaves the chief out, so {', '.join('{' + g + '}' for g in given)} cannot be set"
-            )
-        if not counts["worker"]:
-            raise SpecError(field="chief", value=False, problem="needs {workers} ≥ 1: worker 0 is then the chief")
-        pools = []
-    for role, n in counts.items():
-        if n is not None:
-            pools.append(Pool(role, n, _machine(role, machines[role], shape.accelerator_of(role)), shape.role(role).image))
-    return pools
-
-
-def _on_tpu_topology(pools: list[Pool], tpu_topology: str) -> list[Pool]:
-    """The pools on a TPU VM machine type given ``tpu_topology`` (one is needed)."""
-    tpu_pools = [p for p in pools if tpu_chips(p.machine.type) is not None]
-    if not tpu_pools:
-        raise SpecError(
-            field="tpu_topology",
-            value=Word(tpu_topology),
-            problem="needs a TPU VM machine type (e.g. {worker_machine_type=ct5lp-hightpu-4t})",
-        )
-    return [
-        dataclasses.replace(p, machine=dataclasses.replace(p.machine, tpu_topology=tpu_topology)) if p in tpu_pools else p for p in pools
-    ]
-
-
-def _args(given: Sequence[str] | None, current: tuple[str, ...] | None) -> tuple[str, ...] | None:
-    """A pool's own arguments: those given (checked by the pool), else what it has."""
-    return current if given is None else given  # type: ignore[return-value]  # a list given is made a tuple by Pool
-
-
-def _with_resources(pool: Pool, resources: Resources | None, machine_type: str | None, acc: Accelerator | None, tier: Any) -> Pool:
-    """``pool`` asking for ``resources`` (its machine the default: each platform reads the
-    resources in its own terms); a machine type or accelerator given beside them is refused."""
-    if resources is None:
-        return pool
-    field = f"{pool.role}_resources"
-    if not isinstance(resources, Resources):
-        raise SpecError(field=field, value=resources, problem="must be a Resources(cpu=…, memory=…, accelerator=…)")
-    given = (
-        [f"{pool.role}_machine_type"] * (machine_type is not None)
-        + ["accelerator"] * (acc is not None)
-        + ["scale_tier"] * (tier is not None)
-    )
-    if given:
-        raise SpecError(
-            field=field,
-            problem=f"and {', '.join('{' + g + '}' for g in given)} both say what {pool.role} replicas run on",
-            fix="give the machine type and accelerator in Resources(machine_type=…, accelerator=…)",
-        )
-    return dataclasses.replace(pool, resources=resources)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, ParamSpec, Sequence, TypeVa
 
 from ..backends import Backend
 from ..description.spec import Accelerator
+from ..model import Strategy, TFConfigMode
 
 from .job import _FunctionJobs, _function_settings
 
@@ -44,8 +45,8 @@ def remote(
     labels: Mapping[str, str] | None = None,
     service_account: str | None = None,
     timeout: float | None = None,
-    strategy: str | None = None,
-    tf_config: str | None = None,
+    strategy: Strategy | None = None,
+    tf_config: TFConfigMode | None = None,
     quiet: bool = False,
     poll_interval: float | None = None,
     cancel_on_interrupt: bool = True,
@@ -74,8 +75,8 @@ def remote(
     labels: Mapping[str, str] | None = None,
     service_account: str | None = None,
     timeout: float | None = None,
-    strategy: str | None = None,
-    tf_config: str | None = None,
+    strategy: Strategy | None = None,
+    tf_config: TFConfigMode | None = None,
     quiet: bool = False,
     poll_interval: float | None = None,
     cancel_on_interrupt: bool = True,

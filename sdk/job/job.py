@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
-from ..backends import BACKENDS, Backend, backend_class, get_backend, keyword_backends, knobs, options_type
+from ..backends import BACKENDS, Backend, backend_class, get_backend, options_type
 from ..model import STRATEGIES, TF_CONFIG_MODES, Strategy, SubmitOptions, TFConfigMode, check_choice
 from ..errors import (
     NOTHING,
@@ -24,12 +24,13 @@ from ..errors import (
 )
 from ..description.machines import did_you_mean
 from ..runtime.settings import load_settings
-from ..description.spec import Accelerator, JobSpec, ScaleTier, build_spec
+from ..description.request import Given
+from ..description.shape import accelerators_as_resources
+from ..description.spec import Accelerator, JobSpec, ScaleTier
 
 from .keywords import (
-    _BUILD_PARAMS, _SETTING_FIELDS, _SPEC_FIELDS, _check_build, _check_kinds, _chosen_backend, _flat_resources,
-    _local_accelerators, _refuse_nul, _typed_keywords, _typed_names, check_backend_keywords, default_job_name,
-    job_keywords,
+    _SETTING_FIELDS, _check_build, _check_kinds, _chosen_backend, _refuse_nul, _typed_names, check_backend_keywords,
+    default_job_name, job_keywords, platform_values, sort_given, typed_given,
 )  # fmt: skip
 from .handle import FunctionHandle, JobHandle, _the_store, bind_store
 
@@ -180,10 +181,14 @@ class Job:
         for key, flag in flags.items():
             if flag is not False:
                 values[key] = flag
-        client = _typed_keywords(values, chief, workers, ps, evaluators, backend)
         self._typed = _typed_names(chief, workers, ps, evaluators)
         with self._in_typed_words():
-            self._init_keywords(package, module, values, store)
+            platform, client = platform_values(backend)
+            values.update(platform)
+            backend_object = self._take_backend(values, store)
+            _check_kinds({"package": package, "module": module, **values})
+            values.update(package=package, module=module)
+            self._start(typed_given(values, chief, workers, ps, evaluators), store, backend_object)
         if client:
             # The platform's clients (credentials, a Kubernetes ApiClient) go to a backend object of its own.
             self._backend_object = backend_class(self.backend_name)(**client)
@@ -207,8 +212,8 @@ class Job:
         labels: Mapping[str, str] | None = None,
         service_account: str | None = None,
         timeout: float | None = None,
-        strategy: str | None = None,
-        tf_config: str | None = None,
+        strategy: Strategy | None = None,
+        tf_config: TFConfigMode | None = None,
         quiet: bool = False,
         poll_interval: float | None = None,
         cancel_on_interrupt: bool = True,
@@ -230,30 +235,33 @@ class Job:
         )  # fmt: skip
         return RemoteFunction(fn, settings, requirements, _FunctionJobs())
 
-    def _init_keywords(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None = None) -> None:
-        #: What the job was made from (its flat keywords), so a study whose hparams file also
-        #: describes the trials' job can make it again with the file's keywords under these.
-        self._made_from: tuple[StrPath | None, str | None, dict[str, Any], JobStore | None] = (package, module, dict(kwargs), store)
-        # A backend object (``VertexBackend(credentials=…)``) is used as given: its clients are injected.
-        self._backend_object = None
-        self._bound: tuple[Backend | None, Backend] | None = None
-        given_backend: Any = kwargs.get("backend")
+    def _take_backend(self, values: dict[str, Any], store: JobStore | None) -> Backend | None:
+        """A backend object given as ``backend=`` (its clients injected): returned, with its name
+        in ``values`` in its place; and the job's store chosen (the given one, the object's own,
+        else the user's when first needed: a render needs none, so no sqlite3 on the dry-run path)."""
+        given_backend: Any = values.get("backend")
         if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
-        # The user's store is chosen when the job first needs one (a render needs none: no
-        # tfjob.runtime.store, no sqlite3 on the dry-run path).
         self._store: JobStore | None = (
             store if store is not None else (given_backend.store if getattr(given_backend, "has_store", False) else None)
         )
-        if kwargs.get("backend") is not None and not isinstance(kwargs["backend"], str):
-            self._backend_object = kwargs["backend"]
-            name = getattr(self._backend_object, "name", None)
-            if not isinstance(name, str) or name not in BACKENDS:
-                raise SpecError(
-                    f"backend={self._backend_object!r} is not a backend: give its settings "
-                    f"(Local(...), Vertex(...), Kubernetes(...)…), a name ({', '.join(BACKENDS)}) or a backend object"
-                )
-            kwargs["backend"] = name
+        if given_backend is None or isinstance(given_backend, str):
+            return None
+        name = getattr(given_backend, "name", None)
+        if not isinstance(name, str) or name not in BACKENDS:
+            raise SpecError(
+                f"backend={given_backend!r} is not a backend: give its settings "
+                f"(Local(...), Vertex(...), Kubernetes(...)…), a name ({', '.join(BACKENDS)}) or a backend object"
+            )
+        values["backend"] = name
+        backend: Backend = given_backend
+        return backend
+
+    def _init_keywords(
+        self, package: StrPath | None, module: str | None, kwargs: dict[str, Any], store: JobStore | None, under: Mapping[str, Any]
+    ) -> None:
+        """The job the flat keywords ``kwargs`` describe, over those of ``under`` (:func:`job_from_keywords`)."""
+        backend_object = self._take_backend(kwargs, store)
         unknown = sorted(set(kwargs) - set(job_keywords()))
         if unknown:
             key = unknown[0]
@@ -263,30 +271,29 @@ class Job:
                 f"Job() got an unknown argument {key!r}{did_you_mean(key, valid)}; the {backend} backend takes: {', '.join(valid)}"
             )
         _check_kinds({"package": package, "module": module, **kwargs})
-        self._build(package, module, kwargs)
+        given = sort_given({"package": package, "module": module, **kwargs})
+        self._start(given.over(sort_given(under)) if under else given, store, backend_object)
 
-    def _build(self, package: StrPath | None, module: str | None, kwargs: dict[str, Any]) -> None:
-        config = kwargs.pop("config", None)
-        values: dict[str, Any] = {k: v for k, v in kwargs.items() if v is not None}
-        # What the caller asked for by flag or keyword. (A --config file describes the cloud
-        # job as a whole: its cloud-only keys are left out for another backend, so the same file runs locally.)
-        explicit = {k for k, v in values.items() if v is not False}
-        if config is not None:
-            from ..config.job import load_job_config, merge_config_values
+    def _start(self, given: Given, store: JobStore | None, backend_object: Backend | None) -> None:
+        #: What the job was made from, as given (before its --config file): a study whose hparams
+        #: file also describes the trials' job makes it again with this over the file's.
+        self._given = given
+        self._made_with = (store, backend_object)
+        self._backend_object = backend_object
+        self._bound: tuple[Backend | None, Backend] | None = None
+        self._build(given)
 
-            # The declared knobs' plain CustomJobSpec keys are read from their declarations.
-            values = merge_config_values(load_job_config(config, tuple(knobs().values())), values)
-        if package is not None:
-            values["package"] = str(package)
-        if module is not None:
-            values["module"] = module
-        _refuse_nul(values)
-        from ..description.fallbacks import split_fallbacks
+    def _build(self, given: Given) -> None:
+        explicit = given.named
+        if given.config is not None:
+            from ..backends import knobs
+            from ..config.job import load_job_config
 
-        fallbacks = split_fallbacks(values)  # --accelerator A,B: A for the spec, B tried after a quota refusal or a stockout
-
-        setting_values = {k: values.pop(k) for k in _SETTING_FIELDS if k in values}
-        self.settings = load_settings(**setting_values)
+            # The file's keys go where the flags would: its cloud-only keys are left out for
+            # another backend, so the same file runs locally.
+            given = given.over(sort_given(load_job_config(given.config, tuple(knobs().values()))))
+        _refuse_nul(given.values())
+        self.settings = load_settings(**given.settings)
         self.backend_name = _chosen_backend(self.settings)
         if self.backend_name not in BACKENDS:
             raise SpecError(
@@ -295,50 +302,54 @@ class Job:
                 problem=f"is not a backend{did_you_mean(self.backend_name, BACKENDS)}",
                 fix=f"choose one of {', '.join(BACKENDS)}",
             )
-        options_cls = options_type(self.backend_name)
         check_backend_keywords(self.backend_name, explicit)
+        self.options: SubmitOptions = self._options(given)
+        request = given.request
+        if request.name is None:
+            script_stem = Path(str(request.script)).stem if request.script else None
+            request = dataclasses.replace(request, name=default_job_name(request.module or script_stem, request.image))
+        if self.backend_name == "local":
+            request = dataclasses.replace(request, shape=accelerators_as_resources(request.shape))
+        self.spec: JobSpec = request.spec()
+        self.built_image: BuiltImage | None = None
+        _check_build(self.spec, self.options, self.backend_name)
+
+    def _options(self, given: Given) -> SubmitOptions:
+        """The chosen backend's options from what was given (a config file's options another
+        backend takes are left out), filled from the settings."""
+        options_cls = options_type(self.backend_name)
         option_fields = [f.name for f in dataclasses.fields(options_cls)]
-        only = keyword_backends()
-        option_values = {k: values.pop(k) for k in option_fields if k in values}
+        option_values = {k: v for k, v in given.options.items() if k in option_fields}
         if option_values.get("strategy") is not None:
             check_choice("strategy", option_values["strategy"], STRATEGIES)
         if option_values.get("tf_config") is not None:
             check_choice("tf_config", option_values["tf_config"], TF_CONFIG_MODES)
-        if fallbacks:
+        if given.fallbacks:
             if "fallbacks" not in option_fields:
-                knob = fallbacks[0].split("=", 1)[0]
+                knob = given.fallbacks[0].split("=", 1)[0]
                 raise SpecError(
                     field=knob,
                     problem=f"lists choices to fall back to, which {self.backend_name} does not try (only {{backend=vertex}} does: "
                     "a Kubernetes scheduler picks the node itself, and a pod no node fits waits rather than fails)",
                     fix="give one choice",
                 )
-            option_values["fallbacks"] = (*tuple(option_values.get("fallbacks") or ()), *fallbacks)
-        for key in [k for k in values if k in only and k not in _SPEC_FIELDS and k not in _BUILD_PARAMS]:
-            del values[key]  # another backend's option, from a --config file
+            option_values["fallbacks"] = (*tuple(option_values.get("fallbacks") or ()), *given.fallbacks)
         for name in ("project", "region", "api_endpoint", "namespace"):
             if name in option_fields:
                 option_values.setdefault(name, getattr(self.settings, name))
         if "staging_bucket" in option_fields:
             # The bucket order is --staging-bucket, then the --job-dir bucket, then env/config:
             # only an explicit bucket goes in staging_bucket, the configured one is the fallback.
-            option_values["staging_bucket"] = setting_values.get("staging_bucket")
+            option_values["staging_bucket"] = given.settings.get("staging_bucket")
             option_values["default_staging_bucket"] = self.settings.staging_bucket
-        self.options: SubmitOptions = options_cls(**option_values)
-        script_stem = Path(str(values["script"])).stem if values.get("script") else None
-        values.setdefault("name", default_job_name(values.get("module") or script_stem, values.get("image")))
-        for name in ("args", "packages"):
-            if name in values:
-                if not isinstance(values[name], (list, tuple)):
-                    example = '["--steps", "100"]' if name == "args" else '["dist/extra-1.0.tar.gz"]'
-                    raise SpecError(field=name, value=values[name], problem="must be a list of strings", fix=f"e.g. {name}={example}")
-                values[name] = tuple(values[name])
-        _flat_resources(values)
-        if self.backend_name == "local":
-            _local_accelerators(values)
-        self.spec: JobSpec = build_spec(**values)
-        self.built_image: BuiltImage | None = None
-        _check_build(self.spec, self.options, self.backend_name)
+        options: SubmitOptions = options_cls(**option_values)
+        return options
+
+    def _over(self, file_values: Mapping[str, Any]) -> Job:
+        """This job made again over ``file_values`` (the flat keywords of a file describing it,
+        e.g. an hparams file's trial job): what this job was given wins; its store and backend
+        object (with their clients) are kept."""
+        return job_from_given(self._given.over(sort_given(file_values)), self._made_with[0], self._backend_object, self._typed)
 
     @property
     def store(self) -> JobStore:
@@ -524,7 +535,12 @@ class Job:
 
 
 def job_from_keywords(
-    package: StrPath | None = None, module: str | None = None, keywords: Mapping[str, Any] | None = None, *, store: JobStore | None = None
+    package: StrPath | None = None,
+    module: str | None = None,
+    keywords: Mapping[str, Any] | None = None,
+    *,
+    store: JobStore | None = None,
+    under: Mapping[str, Any] | None = None,
 ) -> Job:
     """A job from flat keywords, as the CLI's flags and config files name them (internal: a
     program uses the typed form, ``Job(...)``): every :class:`Job` argument, each role's
@@ -532,14 +548,31 @@ def job_from_keywords(
     ``_boot_disk_type`` / ``_boot_disk_size``, and every platform setting (``project``,
     ``namespace``, ``spot``…) with ``backend`` a name. :func:`tfjob.job.keywords.job_keywords`
     lists them; a keyword the chosen backend does not take is refused in one line. ``store``
-    is the job store, as for :class:`Job`."""
+    is the job store, as for :class:`Job`; ``under``, the keywords of a file that describes the
+    job too (an hparams file's trial job), which ``keywords`` override."""
     values = dict(keywords or {})
     if package is None:
         package = values.pop("package", None)
     if module is None:
         module = values.pop("module", None)
     job = Job.__new__(Job)
-    job._init_keywords(package, module, values, store)
+    job._typed = {}
+    job._init_keywords(package, module, values, store, under or {})
+    return job
+
+
+def job_from_given(
+    given: Given, store: JobStore | None = None, backend_object: Backend | None = None, typed: Mapping[str, tuple[str, str]] | None = None
+) -> Job:
+    """The job ``given`` describes (sorted already: :func:`tfjob.job.keywords.sort_given`),
+    recorded in ``store``, on ``backend_object`` when one is given; ``typed`` names the values
+    that came as ``Replicas`` fields, for messages."""
+    job = Job.__new__(Job)
+    job._typed = dict(typed or {})
+    with job._in_typed_words():
+        own = backend_object.store if backend_object is not None and getattr(backend_object, "has_store", False) else None
+        job._store = store if store is not None else own
+        job._start(given, store, backend_object)
     return job
 
 

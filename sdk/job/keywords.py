@@ -1,26 +1,34 @@
-"""The flat keywords a job is made from (``job_from_keywords``: the CLI's flags, config files,
-``Tuning``): which a backend takes, their kinds checked, the typed values they become, a job's
-default name.
+"""The keywords a job is made from, and where each lands in the typed model.
+
+:class:`Job`'s own parameters and a platform's settings object, and the flat keywords of
+``job_from_keywords`` (the CLI's flags, config files, ``Tuning``'s hparams file), are sorted
+by the knobs' declarations (:attr:`tfjob.description.knobs.Knob.lands`) into a
+:class:`~tfjob.description.request.Given`: the typed :class:`~tfjob.description.request.JobRequest`,
+the backend's options and the settings. Here too: which keywords a backend takes, their kinds
+checked, a job's default name.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import re
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ..backends import keyword_backends, option_annotations
+from ..backends import keyword_backends, knobs, option_annotations
 from ..model import SubmitOptions
 from ..errors import (
     SpecError,
 )
 from ..runtime.settings import SETTING_NAMES, Settings
-from ..description.spec import JobSpec, build_spec
+from ..description.fallbacks import split_fallbacks
+from ..description.replicas import ROLES
+from ..description.request import Given, JobRequest, keyword_lands, place, sort_keywords, with_role
+from ..description.shape import RoleRequest, Shape, as_accelerator
+from ..description.spec import JobSpec
 
 
 if TYPE_CHECKING:
@@ -39,18 +47,14 @@ class _Never:
     """A class nothing is an instance of: the settings classes before tfjob.platforms is imported."""
 
 
-_BUILD_PARAMS = [p for p in inspect.signature(build_spec).parameters if p != "settings"]
-_SPEC_FIELDS = [f.name for f in dataclasses.fields(JobSpec) if f.name not in ("pools", "scale_tier")]
 _COMMON_OPTIONS = [f.name for f in dataclasses.fields(SubmitOptions)]
 _SETTING_FIELDS = list(SETTING_NAMES)
-#: Flat keywords (the CLI's ``--worker-cpu``…) that become a role's :class:`tfjob.description.resources.Resources`.
-_RESOURCE_KEYWORDS = [f"{role}_{what}" for role in ("chief", "worker", "ps", "evaluator") for what in ("cpu", "memory")]
 
 
 def job_keywords(backend: str | None = None) -> list[str]:
     """Every keyword :class:`Job` accepts; with ``backend``, those that backend takes."""
     only = keyword_backends()
-    common = {*_BUILD_PARAMS, *_SPEC_FIELDS, *_COMMON_OPTIONS, *_SETTING_FIELDS, *_RESOURCE_KEYWORDS, "config"} - set(only)
+    common = {*lands(), *_COMMON_OPTIONS, *_SETTING_FIELDS} - set(only)
     mine = set(only) if backend is None else {k for k, names in only.items() if backend in names}
     return sorted(common | mine)
 
@@ -91,9 +95,11 @@ _PATH_KEYWORDS = frozenset({"package", "job_dir", "requirements", "script", "con
 @functools.lru_cache(maxsize=1)
 def _kinds() -> tuple[frozenset[str], frozenset[str]]:
     """(keywords whose value is text, keywords whose value is an accelerator), from the
-    annotations of build_spec, JobSpec and every backend's options."""
-    annotations: dict[str, str] = {n: str(p.annotation) for n, p in inspect.signature(build_spec).parameters.items()}
-    for f in dataclasses.fields(JobSpec):
+    annotations of the typed model (a job's request, its roles' and its shape's), JobSpec and
+    every backend's options."""
+    annotations: dict[str, str] = {f.name: str(f.type) for f in dataclasses.fields(JobRequest) if f.name != "shape"}
+    annotations.update({f"{r}_{f.name}": str(f.type) for r in ROLES for f in dataclasses.fields(RoleRequest) if f.name != "count"})
+    for f in (*dataclasses.fields(Shape), *dataclasses.fields(JobSpec)):
         annotations.setdefault(f.name, str(f.type))
     for name, annotation in option_annotations().items():
         annotations.setdefault(name, annotation)
@@ -140,62 +146,6 @@ def _refuse_nul(values: dict[str, Any]) -> None:
                 stack.extend(item)
 
 
-def _flat_resources(values: dict[str, Any]) -> None:
-    """``<role>_cpu`` / ``<role>_memory`` (the CLI's ``--worker-cpu``…) as that role's
-    ``Resources``, with its ``<role>_accelerator`` and ``<role>_machine_type`` (in place)."""
-    for role in ("chief", "worker", "ps", "evaluator"):
-        cpu, memory = values.pop(f"{role}_cpu", None), values.pop(f"{role}_memory", None)
-        if cpu is None and memory is None:
-            continue
-        if values.get(f"{role}_resources") is not None:
-            raise SpecError(
-                field=f"{role}_cpu" if cpu is not None else f"{role}_memory", problem=f"is given twice: {role} resources say it"
-            )
-        from ..description.resources import Resources
-
-        given = {"cpu": cpu, "memory": memory, "accelerator": values.pop(f"{role}_accelerator", None)}
-        given["machine_type"] = values.pop(f"{role}_machine_type", None)
-        try:
-            values[f"{role}_resources"] = Resources(**given)
-        except SpecError as e:
-            raise (SpecError(field=f"{role}_{e.field}", value=e.value, problem=e.problem, fix=e.fix) if e.field else e) from None
-
-
-def _local_accelerators(values: dict[str, Any]) -> None:
-    """On this machine an accelerator given without a machine type (``--worker-accelerator
-    NVIDIA_L4:1``, ``accelerator=``) is what the role asks for, not a Compute Engine machine to
-    check it against (the default n1 takes no L4): kept as the role's ``Resources``, which the
-    local backend says it ignores (in place)."""
-    if values.get("scale_tier") is not None:
-        return
-    shared = values.get("accelerator")
-    if any(values.get(f"{r}_machine_type") is not None for r in ("chief", "worker", "evaluator")):
-        shared = None  # a machine type names the machine the job-wide accelerator is checked against
-    present = {
-        "chief": values.get("chief", True) is not False,
-        "worker": bool(values.get("workers")),
-        "ps": bool(values.get("ps")),
-        "evaluator": bool(values.get("evaluators")),
-    }
-    for role in ("chief", "worker", "ps", "evaluator"):
-        own = values.get(f"{role}_accelerator")
-        acc = own if own is not None else (shared if role != "ps" else None)
-        if (
-            acc is None
-            or not present[role]
-            or values.get(f"{role}_machine_type") is not None
-            or values.get(f"{role}_resources") is not None
-        ):
-            continue
-        from ..description.spec import Accelerator, Resources
-
-        parsed = Accelerator.parse(acc, f"{role}_accelerator" if own is not None else "accelerator") if isinstance(acc, str) else acc
-        values[f"{role}_resources"] = Resources(accelerator=parsed)
-        values.pop(f"{role}_accelerator", None)
-    if shared is not None:
-        values.pop("accelerator", None)
-
-
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
     """``build=True`` needs a trainer directory and no image; a cloud backend needs a registry to pull from."""
     if not options.build:
@@ -232,45 +182,96 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         )
 
 
-def _typed_keywords(
-    values: dict[str, Any],
+def lands() -> dict[str, str]:
+    """Where each keyword :class:`Job` and the flat form take lands in the typed model: every
+    knob's declaration (:attr:`tfjob.description.knobs.Knob.lands`, each backend's too) and the
+    keywords with no flag (:data:`tfjob.description.request.UNFLAGGED`)."""
+    return _lands()
+
+
+@functools.lru_cache(maxsize=1)
+def _lands() -> dict[str, str]:
+    table = {k.name: k.lands for k in knobs().values()}
+    table.update(keyword_lands())
+    return table
+
+
+def sort_given(values: Mapping[str, Any]) -> Given:
+    """Flat keywords (the CLI's flags, a config file's keys, :func:`job_from_keywords`'s) where
+    each lands; a list of machines or accelerators (``NVIDIA_L4:1,NVIDIA_TESLA_T4:1``) keeps
+    its first choice and the rest become the job's fallbacks."""
+    flat = dict(values)
+    fallbacks = split_fallbacks(flat)
+    return sort_keywords(flat, lands(), fallbacks)
+
+
+def typed_given(
+    values: Mapping[str, Any],
     chief: Replicas | bool,
     workers: int | Replicas | None,
     ps: int | Replicas | None,
     evaluators: int | Replicas | None,
-    backend: str | Platform | Backend | None,
-) -> dict[str, Any]:
-    """The typed roles and platform given to :class:`Job` as the job's keywords (in ``values``);
-    return the platform's clients (credentials, a Kubernetes ApiClient) for a backend object of its own."""
-    # The settings objects' classes, when they exist: a Replicas, a Vertex(...) can only be
-    # given once tfjob.platforms was imported, so a job of plain values (the CLI's) never
-    # pays for importing it (its dataclasses are a fifth of a re-submit's start).
+) -> Given:
+    """What :class:`Job` was given: its keywords (``values``, the platform's settings among them)
+    where each lands, and each role's :class:`~tfjob.platforms.Replicas` as that role's request."""
+    given = sort_given(values)
+    request, options, fallbacks, named = given.request, dict(given.options), list(given.fallbacks), set(given.named)
     platforms = sys.modules.get("tfjob.platforms")
     Replicas = platforms.Replicas if platforms is not None else _Never  # noqa: N806
+    for role, param, value in (
+        ("chief", "chief", chief),
+        ("worker", "workers", workers),
+        ("ps", "ps", ps),
+        ("evaluator", "evaluators", evaluators),
+    ):
+        if isinstance(value, Replicas):
+            asked, vertex = _role_request(role, value, fallbacks)
+            request = with_role(request, role, **{f.name: getattr(asked, f.name) for f in dataclasses.fields(asked)})
+            options.update(vertex)
+            named |= {param, *vertex}
+        elif role == "chief":
+            if value is not True:
+                request = place(request, "shape.chief", value, "chief")
+                named.add("chief")
+        elif value is not None:
+            request = with_role(request, role, count=value)
+            named.add(param)
+    return dataclasses.replace(given, request=request, options=options, fallbacks=tuple(fallbacks), named=frozenset(named))
+
+
+def _role_request(role: str, replicas: Replicas, fallbacks: list[str]) -> tuple[RoleRequest, dict[str, Any]]:
+    """``replicas`` as ``role``'s request, and the Vertex AI options it carries (its deprecated
+    boot disk); its machine and accelerator lists' alternatives go to ``fallbacks``."""
+    if role == "chief" and replicas.count != 1:
+        raise SpecError(f"chief=Replicas({replicas.count!r}, …): the chief runs exactly 1 replica; add the others as workers")
+    choices: dict[str, Any] = {f"{role}_machine_type": replicas.machine_type, f"{role}_accelerator": replicas.accelerator}
+    _check_kinds({**choices, f"{role}_image": replicas.image})
+    fallbacks += split_fallbacks(choices)
+    asked = RoleRequest(
+        count=None if role == "chief" else replicas.count,
+        machine_type=choices[f"{role}_machine_type"],
+        accelerator=as_accelerator(choices[f"{role}_accelerator"], f"{role}_accelerator"),
+        image=replicas.image,
+        args=replicas.args,
+        env=replicas.env,
+        resources=replicas.resources,
+    )
+    disks = {f"{role}_boot_disk_type": replicas.boot_disk_type, f"{role}_boot_disk_size": replicas.boot_disk_size}
+    return asked, {k: v for k, v in disks.items() if v is not None}
+
+
+def platform_values(backend: str | Platform | Backend | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The keywords a platform's settings object (``Vertex(...)``) gives the job, its backend's
+    name among them; and its clients (credentials, a Kubernetes ApiClient), for a backend object
+    of its own."""
+    platforms = sys.modules.get("tfjob.platforms")
     Platform = platforms.Platform if platforms is not None else _Never  # noqa: N806
-    for role, replicas in (("worker", workers), ("ps", ps), ("evaluator", evaluators)):
-        count_key = {"worker": "workers", "ps": "ps", "evaluator": "evaluators"}[role]
-        if isinstance(replicas, Replicas):
-            values[count_key] = replicas.count
-            values.update(replicas.keywords(role))
-        elif replicas is not None:
-            values[count_key] = replicas
-    if isinstance(chief, Replicas):
-        if chief.count != 1:
-            raise SpecError(f"chief=Replicas({chief.count!r}, …): the chief runs exactly 1 replica; add the others as workers")
-        values.update(chief.keywords("chief"))
-    elif chief is not True:
-        values["chief"] = chief
-    client: dict[str, Any] = {}
     if isinstance(backend, Platform):
-        values["backend"] = backend.BACKEND
-        values.update(backend.keywords())
         client = {k: getattr(backend, k) for k in ("credentials", "api_client") if getattr(backend, k, None) is not None}
-    elif isinstance(backend, type) and issubclass(backend, Platform):
+        return {"backend": backend.BACKEND, **backend.keywords()}, client
+    if isinstance(backend, type) and issubclass(backend, Platform):
         raise SpecError(f"backend={backend.__name__} is the class; give its settings: backend={backend.__name__}(...)")
-    elif backend is not None:
-        values["backend"] = backend
-    return client
+    return ({"backend": backend} if backend is not None else {}), {}
 
 
 def _typed_names(

@@ -20,7 +20,7 @@ class KubernetesKnobs:
     """Where the job goes in a cluster, and what every pod gets: every Kubernetes backend's knobs."""
 
     #: The namespace (default: ``TFJOB_NAMESPACE``, the kubeconfig context's, ``default``).
-    namespace: str | None = knob("The Kubernetes namespace.")
+    namespace: str | None = knob("The Kubernetes namespace.", lands="settings.namespace")
     #: The kubeconfig file (default: ``$KUBECONFIG``, ``~/.kube/config``, or in-cluster).
     kubeconfig: StrPath | None = knob("The kubeconfig file (default: $KUBECONFIG, ~/.kube/config).", kind="text")
     #: The kubeconfig context (default: its current one).

@@ -28,7 +28,7 @@ class VertexKnobs:
     ``config`` spelling) at once; the render reads it from the options."""
 
     #: A regional or test endpoint (``https://us-central1-aiplatform.googleapis.com``).
-    api_endpoint: str | None = knob("Vertex AI endpoint (default {region}-aiplatform.googleapis.com).")
+    api_endpoint: str | None = knob("Vertex AI endpoint (default {region}-aiplatform.googleapis.com).", lands="settings.api_endpoint")
     #: The image a trainer package runs on, instead of the prebuilt TensorFlow image.
     executor_image: str | None = knob("Vertex prebuilt training image for a Python package.", config="pythonPackageSpec.executorImageUri")
     #: Print the job's log lines inline while waiting.
