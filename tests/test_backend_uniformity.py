@@ -118,9 +118,10 @@ def test_a_job_speaks_in_keywords_and_the_cli_in_flags(trainer: Path, given: dic
 @pytest.mark.parametrize("name", ["vertex", "kubeflow", "jobset"])
 def test_settings_given_to_a_backend_fill_its_options_instead_of_the_environment(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings the caller resolved (``get_backend(name, settings=...)``) fill what the job's
-    options leave out, and the environment is not read then; without them it is."""
+    options leave out, and the environment is not read by the backend: without them it has
+    none set (the edge — the CLI, Job, get_job — resolves them, as load_settings() here)."""
     from tfjob.backends import get_backend
-    from tfjob.runtime.settings import Settings
+    from tfjob.runtime.settings import Settings, load_settings
     from tfjob.runtime.store import JobStore
 
     monkeypatch.setenv("TFJOB_PROJECT", "from-env")
@@ -128,10 +129,12 @@ def test_settings_given_to_a_backend_fill_its_options_instead_of_the_environment
     monkeypatch.setenv("TFJOB_NAMESPACE", "env-ns")
     given = Settings(project="given", region="europe-west4", namespace="given-ns")
     filled = vars(get_backend(name, settings=given).typed(None))
-    read = vars(get_backend(name).typed(None))
+    read = vars(get_backend(name, settings=load_settings()).typed(None))
+    unset = vars(get_backend(name).typed(None))
     if name == "vertex":
         assert (filled["project"], filled["region"]) == ("given", "europe-west4")
         assert (read["project"], read["region"]) == ("from-env", "us-east1")
+        assert (unset["project"], unset["region"]) == (None, None)
     else:
-        assert (filled["namespace"], read["namespace"]) == ("given-ns", "env-ns")
+        assert (filled["namespace"], read["namespace"], unset["namespace"]) == ("given-ns", "env-ns", None)
     assert get_backend(name, settings=given).with_store(JobStore()).settings is given  # a copy keeps them

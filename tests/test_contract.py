@@ -444,7 +444,10 @@ def test_a_backend_given_plain_submit_options_uses_its_own_defaults(platform: Dr
     from tfjob.model import SubmitOptions
 
     spec = platform.job("ok").spec
-    job_id = get_backend(platform.name, store=platform.store).submit(spec, SubmitOptions(quiet=True, poll_interval=0.05))
+    from tfjob.runtime.settings import load_settings
+
+    backend = get_backend(platform.name, store=platform.store, settings=load_settings())  # the settings, resolved here as an edge does
+    job_id = backend.submit(spec, SubmitOptions(quiet=True, poll_interval=0.05))
     if isinstance(platform, VertexDriver):
         platform.on_created(job_id)
     assert JobHandle(platform.name, job_id, store=platform.store).wait(timeout=60).state is JobState.SUCCEEDED

@@ -171,5 +171,7 @@ def test_status_and_list_before_the_follow_loop_submits_again(fake: FakeVertex, 
     assert len(fake.jobs) == 2
     with JobStore() as store:
         assert store.get(job_id).state is JobState.SUCCEEDED
-    listed = [s for s in list_jobs(store=JobStore()) if s.id in fake.jobs]
+    from tfjob.runtime.settings import load_settings
+
+    listed = [s for s in list_jobs(store=JobStore(), settings=load_settings()) if s.id in fake.jobs]
     assert [(s.id, s.state) for s in listed] == [(job_id, JobState.SUCCEEDED)]  # one row: the job, its current attempt's state

@@ -295,7 +295,9 @@ def test_list_filters_on_the_tfjob_label(fake: FakeVertex, monkeypatch: pytest.M
     fake.create("p", "us-central1", {"displayName": "not ours", "jobSpec": {}})
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
     monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
-    assert [s.id for s in list_jobs(store=JobStore())] == [ours]
+    from tfjob.runtime.settings import load_settings
+
+    assert [s.id for s in list_jobs(store=JobStore(), settings=load_settings())] == [ours]  # the project the edge resolved
     query = [path for method, path, _ in fake.requests if method == "GET" and path.endswith("/customJobs")]
     assert query
 
@@ -388,20 +390,24 @@ def test_the_replica_a_failure_blames_is_the_failed_task(message: str, blamed: t
 
 
 def test_the_poll_interval_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # The settings are resolved at the edge (load_settings) and given to the backend's calls.
     from tfjob.backends.vertex.connect import poll_interval
     from tfjob.model import SubmitOptions
+    from tfjob.runtime.settings import Settings, load_settings
 
     monkeypatch.setenv("TFJOB_HOME", str(tmp_path))
     monkeypatch.delenv("TFJOB_POLL_INTERVAL", raising=False)
-    assert poll_interval() == 5.0
+    assert poll_interval(None, load_settings()) == 5.0
     (tmp_path / "config.yaml").write_text("poll_interval: 0.5\n")
-    assert poll_interval() == 0.5
+    assert poll_interval(None, load_settings()) == 0.5
+    assert poll_interval() == poll_interval(None, Settings()) == 5.0  # no settings given: none read here
     monkeypatch.setenv("TFJOB_POLL_INTERVAL", "2")
-    assert poll_interval() == 2.0 and poll_interval(SubmitOptions(poll_interval=0.1)) == 0.1  # the flag wins
+    settings = load_settings()
+    assert poll_interval(None, settings) == 2.0 and poll_interval(SubmitOptions(poll_interval=0.1), settings) == 0.1  # the flag wins
     for bad in ("fast", "0", "-1", "86400"):
         monkeypatch.setenv("TFJOB_POLL_INTERVAL", bad)
         with pytest.raises(UsageError, match=r"^the poll_interval setting .* must be seconds in \(0, 3600\]$"):
-            poll_interval()
+            poll_interval(None, load_settings())
 
 
 def test_the_trainers_tensorflow_pin_is_read_within_bounds(tmp_path: Path) -> None:

@@ -68,7 +68,9 @@ def get_backend(name: str, store: JobStore | None = None, settings: Settings | N
     defaults, recording its jobs in ``store``. Nothing is made before it is asked for; without
     a store it renders but keeps no jobs (the edges — the CLI, :class:`tfjob.Job`,
     :func:`tfjob.get_job` — give the user's store, ``$TFJOB_HOME/jobs.db``). ``settings``
-    fill what a job's options leave out (default: read when they are filled)."""
+    fill what a job's options leave out: the edge resolves them once
+    (:func:`tfjob.runtime.settings.load_settings`) and gives them; a backend never reads the
+    environment or ``config.yaml`` itself, so without them it has none set."""
     return backend_class(name)(store=store, settings=settings)  # type: ignore[no-any-return]
 
 

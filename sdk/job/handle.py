@@ -18,11 +18,13 @@ from ..errors import (
     SpecError,
 )
 from ..runtime.lifecycle import poll
+from ..runtime.settings import load_settings
 
 
 if TYPE_CHECKING:
     from ..platforms import StrPath
     from ..results import Diagnosis, JobMetrics, JobOutputs  # (read when a job has ended: not on a submit's path)
+    from ..runtime.settings import Settings
     from ..runtime.store import JobStore
 
 _P = ParamSpec("_P")
@@ -37,6 +39,11 @@ class JobHandle:
         id: the job's id on that backend.
         store: the job store the job is recorded in (default: the backend object's, else the
             user's, ``$TFJOB_HOME/jobs.db``).
+        settings: the settings its backend finds the job's platform with (project, region,
+            endpoint, namespace, poll interval: :class:`tfjob.runtime.settings.Settings`);
+            default: the backend object's own, else resolved here, once (flags none: the
+            environment, then ``$TFJOB_HOME/config.yaml``). A handle is an edge: the backends
+            below it read no settings themselves.
         clock, sleep: injected for tests of :meth:`wait`.
     """
 
@@ -46,6 +53,7 @@ class JobHandle:
         id: str,
         *,
         store: JobStore | None = None,
+        settings: Settings | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -58,6 +66,8 @@ class JobHandle:
         self.id = id
         #: The job store the job is recorded in.
         self.store: JobStore = _the_store(store, backend)
+        #: The settings its backend is given (resolved once, when the handle was made).
+        self.settings: Settings = _the_settings(settings, backend)
         self._bound: tuple[Any, Any] | None = None
         self._clock = clock
         self._sleep = sleep
@@ -75,7 +85,10 @@ class JobHandle:
     def _backend(self) -> Any:
         base = self._backend_object
         if self._bound is None or self._bound[0] is not base:
-            self._bound = (base, get_backend(self.backend_name, self.store) if base is None else bind_store(base, self.store))
+            self._bound = (
+                base,
+                get_backend(self.backend_name, self.store, self.settings) if base is None else bind_store(base, self.store, self.settings),
+            )
         return self._bound[1]
 
     def status(self) -> JobStatus:
@@ -415,12 +428,32 @@ def _the_store(store: JobStore | None, backend: Any = None) -> JobStore:
     return JobStore()
 
 
-def bind_store(backend: Any, store: JobStore) -> Any:
-    """``backend`` recording in ``store``, unless it was given a store of its own (or takes none)."""
+def _the_settings(settings: Settings | None, backend: Any = None) -> Settings:
+    """The settings given, else the backend object's own, else resolved now, once (the
+    environment, then ``$TFJOB_HOME/config.yaml``)."""
+    if settings is not None:
+        return settings
+    if getattr(backend, "has_settings", False):
+        return backend.settings  # type: ignore[no-any-return]
+    return load_settings()
+
+
+def bind_store(backend: Any, store: JobStore, settings: Settings | None = None) -> Any:
+    """``backend`` recording in ``store``, unless it was given a store of its own (or takes none),
+    and filling options from ``settings`` (:func:`bind_settings`)."""
     with_store = getattr(backend, "with_store", None)
-    if with_store is None or getattr(backend, "has_store", True):
+    if with_store is not None and not getattr(backend, "has_store", True):
+        backend = with_store(store)
+    return bind_settings(backend, settings)
+
+
+def bind_settings(backend: Any, settings: Settings | None) -> Any:
+    """``backend`` filling options from ``settings``, unless it was made with settings of its own
+    (or takes none): a user's ``VertexBackend(credentials=…)`` gets the job's, as it gets its store."""
+    with_settings = getattr(backend, "with_settings", None)
+    if settings is None or with_settings is None or getattr(backend, "has_settings", True):
         return backend
-    return with_store(store)
+    return with_settings(settings)
 
 
 #: The longest job id taken (a Kubernetes ``NAMESPACE/NAME`` is at most 63 + 1 + 253).
@@ -428,7 +461,12 @@ MAX_JOB_ID = 512
 
 
 def list_jobs(
-    limit: int | None = 20, backend: str | None = None, *, remote: bool = False, store: JobStore | None = None
+    limit: int | None = 20,
+    backend: str | None = None,
+    *,
+    remote: bool = False,
+    store: JobStore | None = None,
+    settings: Settings | None = None,
 ) -> list[JobStatus]:
     """Jobs, newest first (``tfjob list``).
 
@@ -438,6 +476,7 @@ def list_jobs(
         remote: ask the backend's service instead of the job store (needs ``backend``: Vertex
             AI's configured project and region, the Kubernetes context's namespace).
         store: the job store read (default: the user's, ``$TFJOB_HOME/jobs.db``).
+        settings: the settings the backends are given (default: resolved here, once).
 
     From the store, each job is shown as its own backend reads its record offline (a local job
     whose launcher died is LOST); last-seen states otherwise.
@@ -445,7 +484,8 @@ def list_jobs(
     from ..errors import UsageError
 
     store = _the_store(store)
-    chosen = get_backend(backend, store) if backend is not None else None  # a misspelt name is a usage error
+    settings = _the_settings(settings)
+    chosen = get_backend(backend, store, settings) if backend is not None else None  # a misspelt name is a usage error
     if remote:
         if chosen is None:
             raise UsageError("list_jobs(remote=True) needs backend= (vertex or kubeflow): which service to ask")
@@ -455,20 +495,21 @@ def list_jobs(
     statuses = []
     for record in store.list(limit=limit, backend=backend):
         if record.backend not in owners:
-            owners[record.backend] = get_backend(record.backend, store) if record.backend in BACKENDS else None
+            owners[record.backend] = get_backend(record.backend, store, settings) if record.backend in BACKENDS else None
         owner = owners[record.backend]
         statuses.append(owner.recorded(record) if owner is not None and hasattr(owner, "recorded") else record.to_status())
     return statuses
 
 
-def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) -> JobHandle:
+def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None, settings: Settings | None = None) -> JobHandle:
     """The handle of a job submitted earlier, from any process.
 
     The backend is looked up in the job store unless given — by name, or as a backend
     object with its clients (``get_job(ID, backend=VertexBackend(credentials=creds))``);
     an id may be a unique prefix of a stored id. A function job's handle (``tfjob.remote``)
     is a :class:`tfjob.functions.FunctionHandle`: its ``result()`` is the function's return value. ``store`` is the job store to look in
-    (default: the backend object's, else the user's, ``$TFJOB_HOME/jobs.db``).
+    (default: the backend object's, else the user's, ``$TFJOB_HOME/jobs.db``); ``settings`` those
+    its backend is given (default: the backend object's, else resolved here, once).
     """
     if not isinstance(job_id, str):
         raise SpecError(f"get_job: job_id={job_id!r:.60} must be text, a job's id as `tfjob list` shows it, not {type(job_id).__name__}")
@@ -483,13 +524,13 @@ def get_job(job_id: str, backend: Any = None, *, store: JobStore | None = None) 
     except JobNotFoundError:
         if backend is None:
             raise
-        return JobHandle(backend, job_id, store=store)
+        return JobHandle(backend, job_id, store=store, settings=settings)
     if name is not None and name != record.backend:
         raise JobNotFoundError(f"job {record.id} ran on the {record.backend} backend, not {name}")
     if record.spec.get("module") == _FUNCTION_MODULE:
         # A function job: its result() is the function's return value.
-        return FunctionHandle(backend if backend is not None else record.backend, record.id, store=store)
-    return JobHandle(backend if backend is not None else record.backend, record.id, store=store)
+        return FunctionHandle(backend if backend is not None else record.backend, record.id, store=store, settings=settings)
+    return JobHandle(backend if backend is not None else record.backend, record.id, store=store, settings=settings)
 
 
 # -- A Python function as a job (tfjob.remote): the API over tfjob.functions ------------------

@@ -32,7 +32,7 @@ from .keywords import (
     _SETTING_FIELDS, _check_build, _check_kinds, _chosen_backend, _refuse_nul, _typed_names, check_backend_keywords,
     default_job_name, job_keywords, platform_values, sort_given, typed_given,
 )  # fmt: skip
-from .handle import FunctionHandle, JobHandle, _the_store, bind_store
+from .handle import FunctionHandle, JobHandle, _the_store, bind_settings, bind_store
 
 if TYPE_CHECKING:
     from ..functions.function import RemoteFunction
@@ -360,16 +360,22 @@ class Job:
         return self._store
 
     def _unbound_backend(self) -> Backend:
-        """The backend object as given or registered, before it is given the job's store (a render needs none)."""
-        return self._backend_object if self._backend_object is not None else get_backend(self.backend_name)
+        """The backend object as given or registered, with the job's settings, before it is given
+        the job's store (a render needs none)."""
+        base = self._backend_object
+        return get_backend(self.backend_name, settings=self.settings) if base is None else bind_settings(base, self.settings)
 
     @property
     def backend(self) -> Backend:
         """The backend object: the one given as ``backend=``, else the registry's; recording in
-        :attr:`store` unless it was given a store of its own."""
+        :attr:`store` unless it was given a store of its own, and filling options from the job's
+        :attr:`settings` (resolved once, when the job was made) unless it was made with its own."""
         base = self._backend_object
         if self._bound is None or self._bound[0] is not base:
-            self._bound = (base, get_backend(self.backend_name, self.store) if base is None else bind_store(base, self.store))
+            self._bound = (
+                base,
+                get_backend(self.backend_name, self.store, self.settings) if base is None else bind_store(base, self.store, self.settings),
+            )
         return self._bound[1]
 
     def build_image(self, push: bool = True) -> BuiltImage | None:
@@ -468,7 +474,7 @@ class Job:
         with self._in_typed_words():
             self.build_image()
             job_id = self.backend.submit(self.spec, options)
-        return JobHandle(self.backend, job_id, store=self.store)
+        return JobHandle(self.backend, job_id, store=self.store, settings=self.settings)
 
     def run(self, timeout: float | None = None) -> "JobHandle":
         """Run the job to its end, streaming progress; return the finished handle.
@@ -502,7 +508,7 @@ class Job:
         with self._in_typed_words():
             self.build_image()
             job_id = self.backend.run(self.spec, self.options)
-        handle = JobHandle(self.backend, job_id, store=self.store)
+        handle = JobHandle(self.backend, job_id, store=self.store, settings=self.settings)
         handle.result()
         self._after_success(handle)
         return handle

@@ -264,8 +264,10 @@ class Lifecycle(Generic[O, P]):
             :class:`tfjob.Job`, :func:`tfjob.get_job` — choose the user's store,
             ``$TFJOB_HOME/jobs.db``, and give it.
         settings: what fills the options a job leaves out (project, region, namespace…:
-            :class:`tfjob.runtime.settings.Settings`), resolved by the caller; without them the
-            environment and ``config.yaml`` are read each time options are filled.
+            :class:`tfjob.runtime.settings.Settings`), resolved once by the edge that made the
+            backend — the CLI, :class:`tfjob.Job`, :func:`tfjob.get_job` — and given here (or
+            later with :meth:`with_settings`). A backend never reads the environment or
+            ``config.yaml`` itself: without settings it has none (``Settings()``).
     """
 
     name: str = ""
@@ -294,13 +296,30 @@ class Lifecycle(Generic[O, P]):
 
     @property
     def settings(self) -> Settings:
-        """The settings this backend fills options from: as given (``settings=``), else read
-        now (``load_settings()``: the environment, then ``config.yaml``)."""
+        """The settings this backend fills options from: as given (``settings=``,
+        :meth:`with_settings`), else none (``Settings()``: every setting unset). Nothing is
+        read here: the edge that made the backend resolved them."""
         if self._settings is not None:
             return self._settings
-        from .settings import load_settings
+        from .settings import Settings
 
-        return load_settings()
+        return Settings()
+
+    @property
+    def has_settings(self) -> bool:
+        """Whether this backend was given settings (a backend without them has none set)."""
+        return self._settings is not None
+
+    def with_settings(self: L, settings: Settings) -> L:
+        """This backend (its clients, its store) filling options from ``settings``: a copy,
+        unless it has them already."""
+        if self._settings is settings:
+            return self
+        import copy
+
+        other = copy.copy(self)
+        other._settings = settings
+        return other
 
     # -- the job store ---------------------------------------------------------------------
     @property
@@ -460,9 +479,10 @@ class Lifecycle(Generic[O, P]):
     def typed(self, options: SubmitOptions | None) -> O:
         """``options`` as this backend's :attr:`options_class`: the same object when it is
         one; otherwise (a plain :class:`SubmitOptions`, another backend's options, None) the
-        values both declare, and this backend's defaults for the rest — where the settings
-        (``$TFJOB_PROJECT``, ``config.yaml``…) name a project, region, endpoint, namespace or
-        staging bucket, those, as :class:`tfjob.Job` fills them."""
+        values both declare, and this backend's defaults for the rest — where its
+        :attr:`settings` (resolved by the edge from ``$TFJOB_PROJECT``, ``config.yaml``…) name
+        a project, region, endpoint, namespace or staging bucket, those, as :class:`tfjob.Job`
+        fills them."""
         if isinstance(options, self.options_class):
             return options
         typed = options_as(self.options_class, options)

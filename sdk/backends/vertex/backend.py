@@ -108,9 +108,12 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         options = self.typed(options)
         if options.stream_logs:
             return stream_job(
-                job_id, options, echo=self.echo, out=lambda line: print(line, flush=True), credentials=self.credentials, store=self.store
-            )
-        return follow_job(job_id, options, echo=self.echo, sleep=self._sleep, credentials=self.credentials, store=self.store)
+                job_id, options, echo=self.echo, out=lambda line: print(line, flush=True), credentials=self.credentials,
+                store=self.store, settings=self.settings,
+            )  # fmt: skip
+        return follow_job(
+            job_id, options, echo=self.echo, sleep=self._sleep, credentials=self.credentials, store=self.store, settings=self.settings
+        )
 
     def _lookup(self, job_id: str) -> JobRecord | None:
         """The job's record (a pending submission's id leads to the job it became)."""
@@ -122,19 +125,21 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         """The job as Vertex AI sees it now (from its record alone once it has ended)."""
         from .service import read_status
 
-        return read_status(job_id, record, credentials=self.credentials, store=self.store)
+        return read_status(job_id, record, credentials=self.credentials, store=self.store, settings=self.settings)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's Cloud Logging lines, ``[worker-1] …``; ``follow`` until the job ends."""
         from .service import fetch_logs
 
-        return fetch_logs(job_id, task=task, follow=follow, tail=tail, credentials=self.credentials, store=self.store)
+        return fetch_logs(
+            job_id, task=task, follow=follow, tail=tail, credentials=self.credentials, store=self.store, settings=self.settings
+        )
 
     def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
         """Ask Vertex AI to cancel the job: CANCELLING until it has ended."""
         from .service import request_cancel
 
-        request_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+        request_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
         return JobState.CANCELLING, "cancel requested"
 
     # -- after the job: its model in the Model Registry, its metrics in its Experiment run ----
@@ -212,7 +217,10 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         """Create the tuning job and follow it to its end (``options.wait``), its trials on ``stream``."""
         from .tuning import run_tuning
 
-        return run_tuning(study, spec, self.typed(options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store)
+        return run_tuning(
+            study, spec, self.typed(options), stream, echo=echo or self.echo, credentials=self.credentials, store=self.store,
+            settings=self.settings,
+        )  # fmt: skip
 
     def submit_study(self, study: StudySpec, spec: JobSpec, options: SubmitOptions, *, echo: Callable[[str], None] | None = None) -> str:
         """Create the tuning job; return its id at once."""
@@ -224,7 +232,7 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         """Jobs tfjob submitted (the ``tfjob`` label) in the configured project and region, newest first."""
         from .service import list_jobs
 
-        return list_jobs(limit, credentials=self.credentials, store=self.store)
+        return list_jobs(limit, credentials=self.credentials, store=self.store, settings=self.settings)
 
 
 def submit_job(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ...model import SubmitOptions
 from ...errors import UsageError
 from .follow import POLL_INTERVAL
+
+if TYPE_CHECKING:
+    from ...runtime.settings import Settings
 
 
 Echo = Callable[[str], None]
@@ -16,14 +19,22 @@ def quiet(message: str) -> None:
     pass
 
 
-def poll_interval(options: SubmitOptions | None = None) -> float:
-    """Seconds between polls: ``--poll-interval``, else the ``poll_interval`` setting
-    (``$TFJOB_POLL_INTERVAL``, config.yaml), else 5."""
+def settings_or_none(settings: Settings | None) -> Settings:
+    """The settings the backend was given, else none set (``Settings()``): the edge that made
+    the backend resolved them; nothing here reads the environment or ``config.yaml``."""
+    if settings is not None:
+        return settings
+    from ...runtime.settings import Settings
+
+    return Settings()
+
+
+def poll_interval(options: SubmitOptions | None = None, settings: Settings | None = None) -> float:
+    """Seconds between polls: ``--poll-interval``, else the ``poll_interval`` setting of
+    ``settings`` (``$TFJOB_POLL_INTERVAL``, config.yaml, as the edge resolved them), else 5."""
     if options is not None and options.poll_interval:
         return float(options.poll_interval)
-    from ...runtime.settings import load_settings
-
-    text = load_settings().poll_interval
+    text = settings_or_none(settings).poll_interval
     try:
         seconds = float(text) if text else POLL_INTERVAL
     except ValueError:

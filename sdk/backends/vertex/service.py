@@ -9,13 +9,15 @@ updates it, and a job that ended there is answered from the store without a call
 Every call takes the caller's ``credentials`` (default: application-default ones,
 :mod:`.auth`) and a ready ``client`` where it has one: :class:`~.backend.VertexBackend`
 passes what it was made with, so a pipeline (or a test) injects them instead of
-setting the environment.
+setting the environment. Where a job's record does not say where it lives, the configured
+project, region, endpoint and poll interval are the ``settings`` the backend was given (the
+edge resolved them once); none is read here.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import UsageError
@@ -25,8 +27,11 @@ from .follow import MAX_POLL_INTERVAL, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
 
-from .connect import Echo, make_client, poll_interval, quiet
+from .connect import Echo, make_client, poll_interval, quiet, settings_or_none
 from .creation import created_record
+
+if TYPE_CHECKING:
+    from ...runtime.settings import Settings
 
 
 def _record_created(store: JobStore, pending: JobRecord, job: dict[str, Any], extra: dict[str, Any]) -> str:
@@ -70,10 +75,10 @@ def find_record(job_id: str, backend: str = "vertex", *, store: JobStore) -> Job
     return record if record is not None and record.backend == backend else None
 
 
-def where(job_id: str, record: JobRecord | None, what: str = "job") -> tuple[str, str, str | None]:
-    """The project, region and endpoint a job lives in: its record's, else the configured ones."""
-    from ...runtime.settings import load_settings
-
+def where(job_id: str, record: JobRecord | None, what: str = "job", *, settings: Settings | None = None) -> tuple[str, str, str | None]:
+    """The project, region and endpoint a job lives in: its record's, else the configured ones
+    (``settings``, as the edge resolved them)."""
+    settings = settings_or_none(settings)
     if record is not None:
         opts = record.options
 
@@ -84,14 +89,12 @@ def where(job_id: str, record: JobRecord | None, what: str = "job") -> tuple[str
         if text("project"):
             return str(text("project")), text("region") or DEFAULT_REGION, text("api_endpoint")
         # A record without its project (written by another version, or damaged): the configured one.
-        settings = load_settings()
         if not settings.project:
             raise UsageError(
                 f"{what} {job_id}: its job store record names no project (another version wrote it, or it is damaged); "
                 "set GOOGLE_CLOUD_PROJECT (or project in $TFJOB_HOME/config.yaml) to the job's project"
             )
         return settings.project, text("region") or settings.region or DEFAULT_REGION, text("api_endpoint") or settings.api_endpoint
-    settings = load_settings()
     if not settings.project:
         raise UsageError(
             problem=f"{what} {job_id} is not in the job store and no project is set", fix="pass {project} or set GOOGLE_CLOUD_PROJECT"
@@ -99,11 +102,13 @@ def where(job_id: str, record: JobRecord | None, what: str = "job") -> tuple[str
     return settings.project, settings.region or DEFAULT_REGION, settings.api_endpoint
 
 
-def locate(job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore) -> tuple[JobRecord | None, str, str, str | None]:
+def locate(
+    job_id: str, backend: str = "vertex", what: str = "job", *, store: JobStore, settings: Settings | None = None
+) -> tuple[JobRecord | None, str, str, str | None]:
     """The record (if any) of a ``backend`` job — a custom job, or a tuning job — and the
-    project, region and endpoint it lives in: its own, else the configured ones."""
+    project, region and endpoint it lives in: its own, else the configured ones (``settings``)."""
     record = find_record(job_id, backend, store=store)
-    return (record, *where(job_id, record, what))
+    return (record, *where(job_id, record, what, settings=settings))
 
 
 def view_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
@@ -206,13 +211,21 @@ def _end_attempt(store: JobStore, job_id: str, status: JobStatus) -> None:
 
 
 # -- status / follow / cancel / list -------------------------------------------------------
-def read_status(job_id: str, record: JobRecord | None, *, client: Any = None, credentials: Any = None, store: JobStore) -> JobStatus:
+def read_status(
+    job_id: str,
+    record: JobRecord | None,
+    *,
+    client: Any = None,
+    credentials: Any = None,
+    store: JobStore,
+    settings: Settings | None = None,
+) -> JobStatus:
     """The job as Vertex AI has it now (:func:`view_status`; the store is not brought up to date),
     from its record alone once it has ended. A pending submission is looked up by its label
     first, and re-recorded under its Vertex AI id (or failed: never created)."""
     if record is not None and record.state.is_terminal:
         return record.to_status()
-    project, region, endpoint = where(job_id, record)
+    project, region, endpoint = where(job_id, record, settings=settings)
     client = client or make_client(project, region, endpoint, credentials=credentials)
     if record is not None and record.extra.get("pending"):
         return resolve_pending(record, client=client, store=store)
@@ -220,33 +233,42 @@ def read_status(job_id: str, record: JobRecord | None, *, client: Any = None, cr
     return view_status(store, job_id, client.get_custom_job(current_attempt(job_id, record)), record)
 
 
-def fetch_status(job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore) -> JobStatus:
+def fetch_status(
+    job_id: str, *, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
+) -> JobStatus:
     """The job as Vertex AI has it (from the store alone once the job has ended), its record
     brought up to date: what ``VertexBackend.status`` does, with a given client."""
     record = find_record(job_id, store=store)
-    status = read_status(job_id, record, client=client, credentials=credentials, store=store)
+    status = read_status(job_id, record, client=client, credentials=credentials, store=store, settings=settings)
     return sync_status(store, store.get(status.id), status) if record is not None else status
 
 
 def _settled(store: JobStore, job_id: str, client: Any) -> tuple[str, JobRecord | None]:
     """The Vertex AI id of ``job_id`` (a pending submission is looked up first) and its record."""
-    record, _, _, _ = locate(job_id, store=store)
+    record = find_record(job_id, store=store)
     if record is not None and record.extra.get("pending") and not record.state.is_terminal:
         status = resolve_pending(record, client=client, store=store)
         if status.id == record.id:
             raise UsageError(f"job {job_id}: {status.message}")
-        record, _, _, _ = locate(status.id, store=store)
+        record = find_record(status.id, store=store)
     return (record.id if record is not None else job_id), record
 
 
 def interrupted(
-    job_id: str, options: SubmitOptions, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore
+    job_id: str,
+    options: SubmitOptions,
+    *,
+    echo: Echo = quiet,
+    client: Any = None,
+    credentials: Any = None,
+    store: JobStore,
+    settings: Settings | None = None,
 ) -> None:
     """Ctrl-C while following a job: :func:`tfjob.runtime.lifecycle.interrupted` on Vertex AI."""
     from ...runtime.lifecycle import interrupted as on_interrupt
 
     def cancel(job: str) -> None:
-        cancel_job(job, echo=echo, client=client, credentials=credentials, store=store)
+        cancel_job(job, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
 
     on_interrupt(job_id, options, platform="Vertex AI", cancel=cancel, echo=echo)
 
@@ -259,16 +281,18 @@ def stream_job(
     out: Callable[[str], None] = print,
     credentials: Any = None,
     store: JobStore,
+    settings: Settings | None = None,
 ) -> JobStatus:
     """``--stream-logs``: the job's log lines as they arrive (``[worker-1] …``, as ``tfjob
     logs --follow`` prints them) until it ends, then its final state as :func:`follow_job`."""
     try:
-        for line in fetch_logs(job_id, follow=True, credentials=credentials, interval=poll_interval(options), store=store):
+        interval = poll_interval(options, settings)
+        for line in fetch_logs(job_id, follow=True, credentials=credentials, interval=interval, store=store, settings=settings):
             out(line)
     except KeyboardInterrupt:
-        interrupted(job_id, options, echo=echo, credentials=credentials, store=store)
+        interrupted(job_id, options, echo=echo, credentials=credentials, store=store, settings=settings)
         raise
-    return follow_job(job_id, options, echo=echo, credentials=credentials, store=store)
+    return follow_job(job_id, options, echo=echo, credentials=credentials, store=store, settings=settings)
 
 
 def follow_job(
@@ -280,6 +304,7 @@ def follow_job(
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     store: JobStore,
+    settings: Settings | None = None,
 ) -> JobStatus:
     """Wait for the job to end, printing each change of state; return the final status.
 
@@ -288,10 +313,10 @@ def follow_job(
     again; with ``cancel_on_interrupt`` the job is cancelled and JobCancelledError
     raised, as on every backend.
     """
-    _, project, region, endpoint = locate(job_id, store=store)
+    _, project, region, endpoint = locate(job_id, store=store, settings=settings)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
-    interval = poll_interval(options)
+    interval = poll_interval(options, settings)
     from ...description.restarts import _count
     from .follow import retryable_failure
 
@@ -326,7 +351,7 @@ def follow_job(
                 sleep=sleep,
             )
         except KeyboardInterrupt:
-            interrupted(job_id, options, echo=echo, client=client, store=store)
+            interrupted(job_id, options, echo=echo, client=client, store=store, settings=settings)
             raise
         moved = failover_reason(final, record)
         if moved is not None:
@@ -342,16 +367,20 @@ def follow_job(
         _resubmit(store, job_id, final, reason, client, echo)
 
 
-def cancel_job(job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore) -> None:
+def cancel_job(
+    job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
+) -> None:
     """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    record = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store)
+    record = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
     record_cancel(store, record, JobState.CANCELLING, "cancel requested")
 
 
-def request_cancel(job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore) -> JobRecord | None:
+def request_cancel(
+    job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
+) -> JobRecord | None:
     """Ask Vertex AI to cancel the job's current attempt (a pending submission is looked up first);
     return its record (None: not recorded here). The record is not changed."""
-    _, project, region, endpoint = locate(job_id, store=store)
+    _, project, region, endpoint = locate(job_id, store=store, settings=settings)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
     client.cancel_custom_job(current_attempt(job_id, record))
@@ -359,16 +388,17 @@ def request_cancel(job_id: str, *, echo: Echo = quiet, client: Any = None, crede
     return record
 
 
-def list_jobs(limit: int | None = None, *, client: Any = None, credentials: Any = None, store: JobStore) -> list[JobStatus]:
-    """Jobs carrying the ``tfjob`` label in the configured project and region, newest first.
+def list_jobs(
+    limit: int | None = None, *, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
+) -> list[JobStatus]:
+    """Jobs carrying the ``tfjob`` label in the configured project and region (``settings``), newest first.
 
     Without a configured project, the Vertex AI jobs of the job store.
     """
     from .render import TFJOB_LABEL
-    from ...runtime.settings import load_settings
     from .client import job_id_of
 
-    settings = load_settings()
+    settings = settings_or_none(settings)
     if client is None:
         if not settings.project:
             return [r.to_status() for r in store.list(limit=limit, backend="vertex")]
@@ -415,16 +445,17 @@ def fetch_logs(
     interval: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
     store: JobStore,
+    settings: Settings | None = None,
 ) -> Iterator[str]:
     """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends
-    (reading again every ``interval`` seconds, default :func:`poll_interval`)."""
+    (reading again every ``interval`` seconds, default :func:`poll_interval` of ``settings``)."""
     from .auth import ready_credentials
     from .client import is_translatable
     from .errors import translate
     from ...runtime.lifecycle import follow_lines
     from .logs import EntryFeed, build_filter, entry_line, format_time, logging_client, read_entries
 
-    record, project, region, endpoint = locate(job_id, store=store)
+    record, project, region, endpoint = locate(job_id, store=store, settings=settings)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
     logged = current_attempt(record.id, record) if record is not None else job_id
     log_endpoint = logging_endpoint(endpoint)
@@ -449,6 +480,6 @@ def fetch_logs(
     vertex = make_client(project, region, endpoint, credentials=credentials)
 
     def is_done() -> bool:
-        return fetch_status(job_id, client=vertex, store=store).state.is_terminal
+        return fetch_status(job_id, client=vertex, store=store, settings=settings).state.is_terminal
 
-    yield from follow_lines(EntryFeed(read, first=first, sleep=sleep), is_done, interval=interval or poll_interval())
+    yield from follow_lines(EntryFeed(read, first=first, sleep=sleep), is_done, interval=interval or poll_interval(None, settings))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NoReturn, TextIO
 
 from ...model import JobState, JobStatus, SubmitOptions
 from ...errors import AuthError, SpecError, UsageError
@@ -27,6 +27,9 @@ from ...description.spec import JobSpec
 from ...runtime.store import JobRecord, JobStore
 from ...tuning.study import StudySpec
 from ...tuning.trials import StudyResult, Trial, best_trial, render_best
+
+if TYPE_CHECKING:
+    from ...runtime.settings import Settings
 
 #: The backend name tuning jobs are recorded under.
 BACKEND_NAME = "vertex-tuning"
@@ -249,6 +252,7 @@ def run_tuning(
     echo: Echo = _quiet,
     credentials: Any = None,
     store: JobStore,
+    settings: Settings | None = None,
 ) -> StudyResult:
     """Create the tuning job and, with ``options.wait``, follow it to its end showing its trials
     on ``stream``; how it ended (QUEUED: submitted, not followed)."""
@@ -258,7 +262,7 @@ def run_tuning(
     job_id = submit_tuning(study, spec, options, echo=echo, credentials=credentials, store=store)
     if not options.wait:
         return StudyResult(job_id, JobState.QUEUED, "submitted")
-    final = follow_tuning(job_id, options, on_trials=view.update, echo=echo, credentials=credentials, store=store)
+    final = follow_tuning(job_id, options, on_trials=view.update, echo=echo, credentials=credentials, store=store, settings=settings)
     trials = [Trial.from_dict(t) for t in final.extra.get("trials", [])]
     view.finish(trials, f"tuning job {job_id} {final.state.value}: {final.message or 'no message'}")
     failed = [t for t in trials if t.failed]
@@ -272,11 +276,11 @@ def run_tuning(
     )
 
 
-def _location(store: JobStore, job_id: str) -> tuple[JobRecord | None, str, str, str | None]:
-    """The tuning job's record (if any) and its project, region and endpoint."""
+def _location(store: JobStore, job_id: str, settings: Settings | None) -> tuple[JobRecord | None, str, str, str | None]:
+    """The tuning job's record (if any) and its project, region and endpoint (its record's, else ``settings``')."""
     from .service import locate
 
-    return locate(job_id, BACKEND_NAME, "tuning job", store=store)
+    return locate(job_id, BACKEND_NAME, "tuning job", store=store, settings=settings)
 
 
 def view_tuning(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
@@ -303,18 +307,26 @@ def _record(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord
     return keep_tuning(store, record, view_tuning(store, job_id, job, record))
 
 
-def fetch_tuning_status(job_id: str, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore) -> JobStatus:
+def fetch_tuning_status(
+    job_id: str, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
+) -> JobStatus:
     """The tuning job as Vertex AI has it (from the store alone once it has ended), its record
     brought up to date: what ``VertexTuningBackend.status`` does, with a given client."""
     from .service import find_record
 
     record = find_record(job_id, BACKEND_NAME, store=store)
-    status = fetch_tuning(job_id, record, client=client, credentials=credentials, store=store)
+    status = fetch_tuning(job_id, record, client=client, credentials=credentials, store=store, settings=settings)
     return status if record is None or record.state.is_terminal else keep_tuning(store, record, status)
 
 
 def fetch_tuning(
-    job_id: str, record: JobRecord | None, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore
+    job_id: str,
+    record: JobRecord | None,
+    *,
+    client: TuningClient | None = None,
+    credentials: Any = None,
+    store: JobStore,
+    settings: Settings | None = None,
 ) -> JobStatus:
     """The tuning job as Vertex AI has it now (:func:`view_tuning`; the store is not changed),
     from its record alone once it has ended."""
@@ -322,7 +334,7 @@ def fetch_tuning(
 
     if record is not None and record.state.is_terminal:
         return record.to_status()
-    project, region, endpoint = where(job_id, record, "tuning job")
+    project, region, endpoint = where(job_id, record, "tuning job", settings=settings)
     client = client or make_tuning_client(project, region, endpoint, credentials=credentials)
     return view_tuning(store, job_id, client.get_tuning_job(job_id), record)
 
@@ -337,6 +349,7 @@ def follow_tuning(
     credentials: Any = None,
     sleep: Callable[[float], None] = time.sleep,
     store: JobStore,
+    settings: Settings | None = None,
 ) -> JobStatus:
     """Poll the tuning job until it ends, showing its trials as they change; return the final status.
 
@@ -347,9 +360,9 @@ def follow_tuning(
     from .connect import poll_interval
     from ...runtime.lifecycle import interrupted, poll
 
-    record, project, region, endpoint = _location(store, job_id)
+    record, project, region, endpoint = _location(store, job_id, settings)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
-    first = poll_interval(options)
+    first = poll_interval(options, settings)
     last: dict[str, Any] = {"state": None, "trials": None}
 
     def on_change(status: JobStatus, state: JobState) -> None:
@@ -374,24 +387,36 @@ def follow_tuning(
     except KeyboardInterrupt:
         interrupted(
             job_id, options, platform="Vertex AI", what="tuning job", status_hint="shows its trials",
-            cancel=lambda j: cancel_tuning(j, echo=echo, client=client, store=store), echo=echo,
+            cancel=lambda j: cancel_tuning(j, echo=echo, client=client, store=store, settings=settings), echo=echo,
         )  # fmt: skip
         raise
 
 
 def cancel_tuning(
-    job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore
+    job_id: str,
+    *,
+    echo: Echo = _quiet,
+    client: TuningClient | None = None,
+    credentials: Any = None,
+    store: JobStore,
+    settings: Settings | None = None,
 ) -> None:
     """Ask Vertex AI to cancel the tuning job; the store shows CANCELLING until it has ended."""
-    record = request_tuning_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store)
+    record = request_tuning_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
     record_cancel(store, record, JobState.CANCELLING, "cancel requested")
 
 
 def request_tuning_cancel(
-    job_id: str, *, echo: Echo = _quiet, client: TuningClient | None = None, credentials: Any = None, store: JobStore
+    job_id: str,
+    *,
+    echo: Echo = _quiet,
+    client: TuningClient | None = None,
+    credentials: Any = None,
+    store: JobStore,
+    settings: Settings | None = None,
 ) -> JobRecord | None:
     """Ask Vertex AI to cancel the tuning job; return its record (None: not recorded here), unchanged."""
-    record, project, region, endpoint = _location(store, job_id)
+    record, project, region, endpoint = _location(store, job_id, settings)
     client = client or make_tuning_client(project, region, endpoint, echo, credentials)
     client.cancel_tuning_job(job_id)
     echo(f"asked Vertex AI to cancel tuning job {job_id}")
@@ -399,14 +424,19 @@ def request_tuning_cancel(
 
 
 def list_tunings(
-    limit: int | None = None, *, client: TuningClient | None = None, credentials: Any = None, store: JobStore
+    limit: int | None = None,
+    *,
+    client: TuningClient | None = None,
+    credentials: Any = None,
+    store: JobStore,
+    settings: Settings | None = None,
 ) -> list[JobStatus]:
-    """Tuning jobs carrying the ``tfjob`` label in the configured project and region, newest first."""
+    """Tuning jobs carrying the ``tfjob`` label in the configured project and region (``settings``), newest first."""
     from .submission import DEFAULT_REGION
     from .render import TFJOB_LABEL
-    from ...runtime.settings import load_settings
+    from .connect import settings_or_none
 
-    settings = load_settings()
+    settings = settings_or_none(settings)
     if client is None and not settings.project:
         return [r.to_status() for r in store.list(limit=limit, backend=BACKEND_NAME)]
     client = client or make_tuning_client(
@@ -426,6 +456,7 @@ def fetch_tuning_logs(
     *,
     credentials: Any = None,
     store: JobStore,
+    settings: Settings | None = None,
 ) -> Iterator[str]:
     """Log lines of a tuning job; ``--task trial-3`` reads that trial's own CustomJob."""
     from .service import fetch_logs
@@ -434,11 +465,11 @@ def fetch_tuning_logs(
         raise UsageError(f"name a trial: `tfjob logs {job_id} --task trial-N` (`tfjob status {job_id}` lists them)")
     if not task.startswith("trial-"):
         raise UsageError(field="task", value=task, problem=": the tasks of a tuning job are its trials, trial-1, trial-2…")
-    status = fetch_tuning_status(job_id, credentials=credentials, store=store)
+    status = fetch_tuning_status(job_id, credentials=credentials, store=store, settings=settings)
     trial = next((t for t in status.extra.get("trials", []) if f"trial-{t['id']}" == task), None)
     if trial is None or not trial.get("job_id"):
         raise UsageError(field="task", value=task, problem=f": tuning job {job_id} has no such trial with a job yet")
-    record, project, region, endpoint = _location(store, job_id)
+    record, project, region, endpoint = _location(store, job_id, settings)
     # The trial's CustomJob lives where its study does: record it so the Vertex backend finds it.
     if store.get(trial["job_id"]) is None:
         store.add(
@@ -451,7 +482,7 @@ def fetch_tuning_logs(
                 extra={"study": job_id, "trial": trial["id"]},
             )  # fmt: skip
         )
-    return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials, store=store)
+    return fetch_logs(trial["job_id"], follow=follow, tail=tail, credentials=credentials, store=store, settings=settings)
 
 
 class VertexTuningBackend(Lifecycle[VertexOptions, NoReturn]):
@@ -479,7 +510,7 @@ class VertexTuningBackend(Lifecycle[VertexOptions, NoReturn]):
         return find_record(job_id, BACKEND_NAME, store=self.store)
 
     def _fetch(self, job_id: str, record: JobRecord | None) -> JobStatus | None:
-        return fetch_tuning(job_id, record, credentials=self.credentials, store=self.store)
+        return fetch_tuning(job_id, record, credentials=self.credentials, store=self.store, settings=self.settings)
 
     def sync(self, status: JobStatus, record: JobRecord | None) -> JobStatus:
         """The record's trials, then its state, brought up to date (:func:`keep_tuning`)."""
@@ -488,11 +519,11 @@ class VertexTuningBackend(Lifecycle[VertexOptions, NoReturn]):
         return keep_tuning(self.store, record, status)
 
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
-        return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials, store=self.store)
+        return fetch_tuning_logs(job_id, task, follow, tail, credentials=self.credentials, store=self.store, settings=self.settings)
 
     def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
-        request_tuning_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store)
+        request_tuning_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
         return JobState.CANCELLING, "cancel requested"
 
     def list(self, limit: int | None = None) -> list[JobStatus]:
-        return list_tunings(limit, credentials=self.credentials, store=self.store)
+        return list_tunings(limit, credentials=self.credentials, store=self.store, settings=self.settings)
