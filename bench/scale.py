@@ -42,7 +42,7 @@ def vertex_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     from tfjob.description.request import build_spec
 
     def run() -> dict[str, Any]:
-        spec = build_spec(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps)
+        spec = build_spec(dict(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps))
         body = render_custom_job(spec, package_uris=["gs://bucket/tfjob/packages/0123/trainer-0.0.0.tar.gz"], submission_id="0" * 32)
         aiplatform_v1.CustomJob.from_json(json.dumps(body))  # strict: an unknown field raises
         return body
@@ -56,7 +56,7 @@ def kubeflow_render(workers: int, ps: int) -> Callable[[], dict[str, Any]]:
     from tfjob.description.request import build_spec
 
     def run() -> dict[str, Any]:
-        spec = build_spec(name="scale", module="trainer.task", image="gcr.io/p/trainer:1", workers=workers, ps=ps)
+        spec = build_spec(dict(name="scale", module="trainer.task", image="gcr.io/p/trainer:1", workers=workers, ps=ps))
         return render_tfjob(spec)
 
     return run
@@ -69,7 +69,7 @@ def local_render_bytes_per_task(workers: int, ps: int) -> Callable[[], float]:
     from tfjob.description.request import build_spec
 
     def run() -> float:
-        spec = build_spec(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps)
+        spec = build_spec(dict(name="scale", module="trainer.task", package="trainer", workers=workers, ps=ps))
         return len(json.dumps(LocalBackend().render(spec, LocalOptions()), indent=2)) / len(spec.tasks())
 
     return run

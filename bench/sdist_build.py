@@ -85,7 +85,7 @@ class Staging:
         from tfjob.backends.vertex.staging import storage_client
         from tfjob.description.request import build_spec
 
-        self.spec = build_spec(name="bench", module="trainer.task", package=str(pkg), workers=4, ps=2)
+        self.spec = build_spec(dict(name="bench", module="trainer.task", package=str(pkg), workers=4, ps=2))
         self.client = storage_client("bench", None)
         self.options = VertexOptions()
         self.round = 0

@@ -35,7 +35,7 @@ def test_every_listed_combination_is_one_the_spec_accepts() -> None:
         assert Machine.resolve(legacy["name"]).type == legacy["machine_type"]
     for tier in catalog["scale_tiers"]:
         if tier["name"] != "CUSTOM":
-            spec = build_spec(name="t", module="a.b", scale_tier=tier["name"])
+            spec = build_spec(dict(name="t", module="a.b", scale_tier=tier["name"]))
             assert [(p.role, p.replicas, p.machine.type) for p in spec.pools] == [
                 (p["role"], p["replicas"], p["machine_type"]) for p in tier["pools"]
             ]

@@ -71,7 +71,7 @@ def test_standard_1_gives_1_4_3_with_the_tiers_machine_types() -> None:
     # The tier is the whole cluster description: read back, it expands to the tier's pools.
     values = parse_job_config(body, "rendered").values
     values.pop("region")
-    spec = build_spec(**values)
+    spec = build_spec(values)
     assert [(p.role, p.replicas, p.machine.type) for p in spec.pools] == [
         ("chief", 1, "n1-highcpu-8"),
         ("worker", 4, "n1-highcpu-8"),

@@ -471,7 +471,7 @@ def test_another_backends_options_are_read_as_this_backends(name: str) -> None:
     typed = backend.typed(other)
     assert type(typed) is options_type(name) and typed.strategy == "parameter-server"
     assert backend.typed(typed) is typed
-    spec = build_spec(name="j", module="trainer.task", image="gcr.io/p/trainer:1", workers=1, ps=1)
+    spec = build_spec(dict(name="j", module="trainer.task", image="gcr.io/p/trainer:1", workers=1, ps=1))
     backend.render(spec, other)  # renders, with the strategy, as with the backend's own options
     assert "parameter-server" in json.dumps(backend.render(spec, other))
 

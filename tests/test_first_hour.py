@@ -308,7 +308,7 @@ def test_the_report_page_says_a_local_jobs_machine_is_this_one(backend: str) -> 
     from tfjob.after.report import ReportData, render_report
     from tfjob.description.request import build_spec
 
-    spec = build_spec(name="census", module="trainer.task", package="my_trainer", workers=2, ps=1).to_dict()
+    spec = build_spec(dict(name="census", module="trainer.task", package="my_trainer", workers=2, ps=1)).to_dict()
     page = render_report(ReportData(JobStatus("census-1", backend, "census", JobState.SUCCEEDED), spec=spec))
     spec_section = page.split("<h2>Spec</h2>", 1)[1]
     if backend == "local":

@@ -61,7 +61,7 @@ def _pod_env(manifest: dict[str, Any], role: str, index: int) -> dict[str, str]:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_manifest_is_valid_against_the_jobset_crd(shape: str, validator: Any) -> None:
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape]))
     manifest = render_jobset(spec, TFJobOptions(namespace="ml", strategy="parameter-server" if "ps" in SHAPES[shape] else None))
     errors = [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(manifest)]
     assert errors == []
@@ -73,7 +73,7 @@ def test_the_manifest_is_valid_against_the_jobset_crd(shape: str, validator: Any
 
 def test_restart_policies_per_replicated_job_pass_the_crd(validator: Any) -> None:
     # Issue 29: the same policy as a TFJob's, said with what a Job has.
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1)
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1))
     options = TFJobOptions(restart_policy=["ExitCode", "worker=OnFailure", "ps=Never"], backoff_limit=4, max_restarts=1)
     manifest = render_jobset(spec, options)
     assert [f"{'.'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(manifest)] == []
@@ -90,7 +90,7 @@ def test_restart_policies_per_replicated_job_pass_the_crd(validator: Any) -> Non
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -> None:
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape]))
     manifest = render_jobset(spec, TFJobOptions(namespace="ml"))
     counts = {p.role: p.replicas for p in spec.pools}
     tfjob_cluster = render_kubeflow_cluster("census", "ml", counts)
@@ -109,7 +109,7 @@ def test_every_pod_gets_the_tf_config_the_tfjob_operator_would_set(shape: str) -
 
 def test_tensorflows_resolver_reads_the_derived_tf_config() -> None:
     tf = need_module("tensorflow", "pip install -e '.[tf]'")
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1)
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1))
     env = jobset_task_env(_pod_env(render_jobset(spec, TFJobOptions()), "worker", 1))
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver
     import unittest.mock
@@ -128,7 +128,7 @@ def test_the_real_bootstrap_exports_it_to_the_trainer(tmp_path: Path) -> None:
     (tmp_path / "probe").mkdir()
     (tmp_path / "probe" / "__init__.py").write_text("")
     (tmp_path / "probe" / "task.py").write_text("import os\nprint(os.environ['TF_CONFIG'])\n")
-    spec = build_spec(name="census", module="probe.task", image=IMAGE, workers=2, ps=1)
+    spec = build_spec(dict(name="census", module="probe.task", image=IMAGE, workers=2, ps=1))
     env = _pod_env(render_jobset(spec, TFJobOptions()), "ps", 0)
     done = subprocess.run(
         [sys.executable, "-m", "tfjob.container.bootstrap", "--module", "probe.task", "--"],
@@ -152,7 +152,7 @@ def test_the_real_bootstrap_exports_it_to_the_trainer(tmp_path: Path) -> None:
     ],
 )
 def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str], message: str) -> None:
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2)
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, workers=2))
     env = {**_pod_env(render_jobset(spec, TFJobOptions()), "worker", 0), **change}
     with pytest.raises(ClusterConfigError, match=message):
         jobset_task_env(env)
@@ -170,11 +170,11 @@ def test_a_pod_environment_tfjob_did_not_render_is_refused(change: dict[str, str
 )
 def test_tfjob_only_run_policies_are_refused(options: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message), cli_words():
-        render_jobset(build_spec(name="j", module="trainer.task", image=IMAGE, workers=1), TFJobOptions(**options))
+        render_jobset(build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1)), TFJobOptions(**options))
 
 
 def test_a_name_too_long_for_the_pod_hostnames_is_refused_with_a_fix() -> None:
-    spec = build_spec(name="a" * 52, module="trainer.task", image=IMAGE, workers=12)
+    spec = build_spec(dict(name="a" * 52, module="trainer.task", image=IMAGE, workers=12))
     with pytest.raises(SpecError, match=r"too long for its pods' hostnames .* use --display-name a{51}$"), cli_words():
         render_jobset(spec, TFJobOptions())
 
@@ -268,7 +268,7 @@ TRAINER_CRDS = {
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_the_runtime_and_the_trainjob_are_valid_against_trainer_v2_crds(shape: str) -> None:
     jsonschema = need_module("jsonschema", "pip install -e '.[test]'")
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape]))
     runtime, trainjob = render_trainjob_list(spec, TFJobOptions(namespace="ml"))["items"]
     for obj in (runtime, trainjob):
         crd = yaml.safe_load(TRAINER_CRDS[obj["kind"]].read_text())
@@ -285,7 +285,7 @@ def test_the_runtime_and_the_trainjob_are_valid_against_trainer_v2_crds(shape: s
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_trainer_v2_pods_get_the_same_tf_config_as_jobset_pods(shape: str) -> None:
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape])
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, **SHAPES[shape]))
     runtime = render_trainjob_list(spec, TFJobOptions())["items"][0]
     jobset = {"metadata": {"name": "census"}, "spec": runtime["spec"]["template"]["spec"]}
     plain = render_jobset(spec, TFJobOptions())
@@ -369,8 +369,8 @@ GOLDEN = Path(__file__).parent / "golden" / "jobset"
 
 @pytest.mark.parametrize("kind", ["jobset", "trainjob"])
 def test_golden_manifests(kind: str) -> None:
-    spec = build_spec(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, worker_accelerator="type=NVIDIA_L4,count=1",
-                      worker_machine_type="g2-standard-8", labels={"team": "ml"}, timeout=3600.0)  # fmt: skip
+    spec = build_spec(dict(name="census", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, worker_accelerator="type=NVIDIA_L4,count=1",
+                      worker_machine_type="g2-standard-8", labels={"team": "ml"}, timeout=3600.0))  # fmt: skip
     # --max-restarts: the whole set started again up to twice (failurePolicy.maxRestarts), issue 29.
     options = TFJobOptions(
         namespace="ml", strategy="parameter-server", queue="team-a", cpu=["2", "worker=8"], memory=["8Gi"], max_restarts=2

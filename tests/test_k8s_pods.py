@@ -22,7 +22,7 @@ IMAGE = "gcr.io/p/t:1"
 
 
 def _job(**options: Any) -> dict[str, Any]:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1))
     return render_tfjob(spec, TFJobOptions(**options))
 
 
@@ -41,7 +41,7 @@ def test_explicit_resources_replace_the_machine_types_amounts_by_role() -> None:
 
 
 def test_a_machine_type_without_known_amounts_runs_with_explicit_ones() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, chief_machine_type="c4-standard-6")
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, chief_machine_type="c4-standard-6"))
     with pytest.raises(TfjobError, match="or give --cpu and --memory"), cli_words():
         render_tfjob(spec, TFJobOptions())
     manifest = render_tfjob(spec, TFJobOptions(cpu="8", memory="30Gi"))
@@ -49,7 +49,7 @@ def test_a_machine_type_without_known_amounts_runs_with_explicit_ones() -> None:
 
 
 def test_the_gpu_type_picks_gke_nodes() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, worker_accelerator="type=NVIDIA_TESLA_T4,count=2")
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, worker_accelerator="type=NVIDIA_TESLA_T4,count=2"))
     pod = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
     assert pod["nodeSelector"] == {"cloud.google.com/gke-accelerator": "nvidia-tesla-t4"}
     assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 2
@@ -129,7 +129,7 @@ def test_from_the_cli_with_a_queue_and_a_template(tmp_path: Path) -> None:
 
 def test_prefixed_kubernetes_labels_go_to_kubernetes_and_are_refused_by_google_cloud() -> None:
     labels = {"app.kubernetes.io/part-of": "census", "kueue.x-k8s.io/queue-name": "team-a", "team": "ml"}
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, labels=labels)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, labels=labels))
     manifest = render_tfjob(spec, TFJobOptions())
     assert {k: manifest["metadata"]["labels"][k] for k in labels} == labels
     from tfjob.errors import SpecError
@@ -139,6 +139,6 @@ def test_prefixed_kubernetes_labels_go_to_kubernetes_and_are_refused_by_google_c
     with pytest.raises(SpecError, match=r"label key 'app.kubernetes.io/part-of' is a Kubernetes label: Vertex AI label keys"):
         render_custom_job(spec, VertexOptions(region="us-central1"))
     with pytest.raises(SpecError, match=r"label 'app.kubernetes.io/managed-by' is set by tfjob"):
-        build_spec(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/managed-by": "me"})
+        build_spec(dict(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/managed-by": "me"}))
     with pytest.raises(SpecError, match=r"a Kubernetes label value is up to 63"):
-        build_spec(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/part-of": "not ok"})
+        build_spec(dict(name="j", module="trainer.task", image=IMAGE, labels={"app.kubernetes.io/part-of": "not ok"}))

@@ -56,7 +56,7 @@ def backend() -> KubeflowBackend:
 def _spec(name: str = "census-ps", **kw: object) -> object:
     values = dict(name=name, module="trainer.task", image=IMAGE, workers=2, ps=1)
     values.update(kw)
-    return build_spec(**values)  # type: ignore[arg-type]
+    return build_spec(values)
 
 
 # -- submit ---------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from tfjob.description.request import build_spec
 def _spec(**kw: object):
     values = {"name": "probe-job", "module": "trainer.task", "package": "/src", "workers": 4, "ps": 2}
     values.update(kw)
-    return build_spec(**values)  # type: ignore[arg-type]
+    return build_spec(values)
 
 
 def _plans(spec, dialect: str, environ: dict[str, str] | None = None, **kw: object):
@@ -280,7 +280,7 @@ def test_render_shows_the_package_a_container_run_mounts(tmp_path: Path) -> None
     (tmp_path / "trainer").mkdir()
     (tmp_path / "trainer" / "__init__.py").write_text("")  # a package, as its sdist needs (a run builds it)
     (tmp_path / "trainer" / "task.py").write_text("")
-    spec = build_spec(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1)
+    spec = build_spec(dict(name="j", module="trainer.task", package=str(tmp_path), image="localhost/tfjob:1", workers=1))
     for task in LocalBackend().render(spec, LocalOptions())["tasks"]:
         argv = task["argv"]
         assert f"{tmp_path}/<sdist>:/tfjob/packages/<sdist>:ro" in argv

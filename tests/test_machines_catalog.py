@@ -42,7 +42,7 @@ def test_current_hardware_renders_and_passes_the_strict_parse(machine: str, acce
     from tfjob.backends.vertex.options import VertexOptions
     from tfjob.backends.vertex.render import render_custom_job
 
-    spec = build_spec(name="j", module="t.task", workers=1, worker_machine_type=machine, worker_accelerator=accelerator)
+    spec = build_spec(dict(name="j", module="t.task", workers=1, worker_machine_type=machine, worker_accelerator=accelerator))
     body = render_custom_job(spec, VertexOptions(region="us-central1"), ["gs://b/p.tar.gz"])
     assert strict_roundtrip(body) == body
     assert body["jobSpec"]["workerPoolSpecs"][1]["machineSpec"]["machineType"] == machine

@@ -40,7 +40,7 @@ def _strict(body: dict[str, Any]) -> None:
 
 
 def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, **PER_POOL)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, **PER_POOL))
     body = render_custom_job(spec, VertexOptions(region="us-central1"))
     _strict(body)
     chief, worker, ps = (p["containerSpec"] for p in body["jobSpec"]["workerPoolSpecs"])
@@ -55,7 +55,7 @@ def test_vertex_pools_carry_their_own_args_and_env_and_read_back_the_same() -> N
 
 
 def test_kubernetes_containers_carry_them_too() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, **PER_POOL)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, **PER_POOL))
     worker = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert worker["args"][-4:] == ["--steps", "10", "--shard", "auto"]
     jobset = render_jobset(spec, KubernetesOptions())
@@ -65,7 +65,7 @@ def test_kubernetes_containers_carry_them_too() -> None:
 
 
 def test_a_containers_own_command_on_vertex_kubeflow_and_locally() -> None:
-    spec = build_spec(name="j", image=IMAGE, workers=1, command=("python", "-m", "trainer.task"), args=("--epochs", "2"))
+    spec = build_spec(dict(name="j", image=IMAGE, workers=1, command=("python", "-m", "trainer.task"), args=("--epochs", "2")))
     pool = render_custom_job(spec, VertexOptions(region="us-central1"))["jobSpec"]["workerPoolSpecs"][1]["containerSpec"]
     assert pool["command"] == ["python", "-m", "trainer.task"] and pool["args"] == ["--epochs", "2"]
     container = render_tfjob(spec, TFJobOptions())["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
@@ -112,7 +112,7 @@ def test_a_tuning_trial_appends_its_parameters_to_every_pools_args() -> None:
     from tfjob.backends.local.tuning import build_trial_spec
     from tfjob.tuning.trials import Trial
 
-    spec = build_spec(name="j", module="trainer.task", workers=1, args=("--a",), worker_args=("--b",))
+    spec = build_spec(dict(name="j", module="trainer.task", workers=1, args=("--a",), worker_args=("--b",)))
     study = StudySpec(MetricSpec("acc", "MAXIMIZE"), (ParameterSpec("lr", "DOUBLE", 0.1, 0.2),))
     trial = build_trial_spec(spec, study, Trial(id="1", params={"lr": 0.15}), Path("/tmp/m"))
     assert trial.args_for("chief")[-1].startswith("--lr") and trial.args_for("worker")[:1] == ("--b",)
@@ -132,11 +132,11 @@ def test_a_tuning_trial_appends_its_parameters_to_every_pools_args() -> None:
 )
 def test_mistakes_are_one_error(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(SpecError, match=message):
-        build_spec(name="j", **kwargs)
+        build_spec(dict(name="j", **kwargs))
 
 
 def test_ai_platform_has_no_field_for_them() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, worker_args=("--b",))
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, worker_args=("--b",)))
     with pytest.raises(SpecError, match="per-pool args or env .* has no equivalent in legacy AI Platform"):
         render_training_input(spec, VertexOptions())
 
@@ -168,7 +168,7 @@ def test_another_backends_default_options_render_a_tfjob() -> None:
     from tfjob.backends.local.options import LocalOptions
     from tfjob.model import options_as
 
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1))
     for options in (VertexOptions(), LocalOptions()):
         assert options_as(TFJobOptions, options).max_restarts is None
         assert render_tfjob(spec, options)["kind"] == "TFJob"

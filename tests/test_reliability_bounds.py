@@ -215,12 +215,12 @@ def test_local_render_grows_linearly_with_the_task_count(trainer: Path) -> None:
     from tfjob.description.request import build_spec
 
     def size(workers: int) -> int:
-        spec = build_spec(name="j", module="trainer.task", package=str(trainer), workers=workers, ps=10)
+        spec = build_spec(dict(name="j", module="trainer.task", package=str(trainer), workers=workers, ps=10))
         return len(json.dumps(LocalBackend().render(spec, SubmitOptions())))
 
     small, large = size(100), size(400)
     assert large < 4.5 * small  # 4× the tasks: about 4× the output, not 16×
-    rendered = LocalBackend().render(build_spec(name="j", module="trainer.task", package=str(trainer), workers=30), SubmitOptions())
+    rendered = LocalBackend().render(build_spec(dict(name="j", module="trainer.task", package=str(trainer), workers=30)), SubmitOptions())
     assert json.loads(rendered["cluster_variables"]["TF_CONFIG"])["cluster"]["worker"][29].startswith("127.0.0.1:")
     assert rendered["tasks"][5]["task"] == {"type": "worker", "index": 4} and "TF_CONFIG" not in rendered["tasks"][5]["env"]
 

@@ -112,10 +112,10 @@ def test_label_and_env_strings(items: list[str], flag: str, reliability: Reliabi
     assert all(isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in parsed.items())
     # Then through the spec, which must refuse what Vertex AI, Kubernetes or a shell would.
     if flag == "--env":
-        spec = one_line_error(lambda: build_spec(name="job", module="trainer.task", env=parsed))
+        spec = one_line_error(lambda: build_spec(dict(name="job", module="trainer.task", env=parsed)))
         assert spec is None or all(ENV_NAME.fullmatch(key) for key in spec.env), spec.env
         return
-    spec = one_line_error(lambda: build_spec(name="job", module="trainer.task", labels=parsed))
+    spec = one_line_error(lambda: build_spec(dict(name="job", module="trainer.task", labels=parsed)))
     if spec is not None:
         for key, value in spec.labels.items():
             assert LABEL_KEY.fullmatch(key) and LABEL_VALUE.fullmatch(value), (key, value)
@@ -335,7 +335,7 @@ def test_a_trailing_newline_does_not_pass_for_a_name() -> None:
         lambda: check_k8s_name("census\n", "--name"),
         lambda: ParameterSpec("lr\n", "DOUBLE", 0.1, 1.0),
         lambda: init_template("/nonexistent-dir", "census-ps", package_name="census\n"),
-        lambda: build_spec(name="j", image="python:3\n"),
+        lambda: build_spec(dict(name="j", image="python:3\n")),
     ):
         with pytest.raises(TfjobError, match=r"\\n"):  # the newline is shown escaped, on the one line
             check()

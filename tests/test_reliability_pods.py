@@ -113,7 +113,7 @@ def test_a_pod_template_of_the_wrong_types_is_one_line_naming_the_field(
 ) -> None:
     path = tmp_path / "pod.yaml"
     path.write_text(template)
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=2, job_dir=job_dir)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=2, job_dir=job_dir))
     reliability.tried()
     one_line(lambda: BACKENDS[backend](spec, pod_template=str(path)), f"--pod-template {str(path)!r}", needle)
 
@@ -130,7 +130,7 @@ def test_a_pod_template_kubernetes_takes_is_taken(tmp_path: Path) -> None:
         "  volumes: [{name: data, persistentVolumeClaim: {claimName: shared}}]\n"
     )
     for backend, render in BACKENDS.items():
-        spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, job_dir="/job/out")
+        spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, job_dir="/job/out"))
         manifest = render(spec, pod_template=str(path))
         for pod in pods(manifest):
             assert pod["nodeSelector"] == {"pool": "gpu"}, backend
@@ -141,7 +141,7 @@ def test_a_pod_template_kubernetes_takes_is_taken(tmp_path: Path) -> None:
 def test_default_beside_spec_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "pod.yaml"
     path.write_text("default: {}\nspec: {}\n")
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE))
     for render in BACKENDS.values():
         one_line(lambda: render(spec, pod_template=str(path)), "mixes pod template keys (spec) with roles (default)")
 
@@ -173,7 +173,7 @@ def test_a_pod_template_cannot_take_over_tfjobs_own_variables_and_volumes(
 ) -> None:
     path = tmp_path / "pod.yaml"
     path.write_text(template)
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1))
     reliability.tried()
     one_line(lambda: BACKENDS[backend](spec, pod_template=str(path)), needle)
 
@@ -196,13 +196,13 @@ def test_a_pod_template_cannot_take_over_tfjobs_own_variables_and_volumes(
 def test_reserved_labels_and_bad_queues_are_refused_on_every_kubernetes_backend(
     reliability: Reliability, backend: str, options: dict[str, Any], labels: dict[str, str], needle: str
 ) -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, labels=labels)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, labels=labels))
     reliability.tried()
     one_line(lambda: BACKENDS[backend](spec, **options), needle)
 
 
 def test_a_jobset_variable_in_env_is_refused() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, env={"JOB_INDEX": "3"})
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, env={"JOB_INDEX": "3"}))
     for backend in ("jobset", "trainjob"):
         one_line(lambda: BACKENDS[backend](spec), "--env JOB_INDEX is set by tfjob in every JobSet pod")
 
@@ -253,7 +253,7 @@ POD_ENV = {"LR": "0.1", "HOME": "/root", "TF_CONFIG": "{}", "y": "Y", "JOB_INDEX
 @pytest.mark.reliability
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_trainer_arguments_reach_the_trainer_as_typed(backend: str, reliability: Reliability) -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, workers=1, args=TYPED)
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, workers=1, args=TYPED))
     manifest = BACKENDS[backend](spec)
     for pod in pods(manifest):
         container = pod["containers"][0]
@@ -261,7 +261,7 @@ def test_trainer_arguments_reach_the_trainer_as_typed(backend: str, reliability:
         assert seen[-len(TYPED) :] == TYPED, container["args"]
     reliability.tried(len(TYPED))
     # A container's own entrypoint (--command) and its arguments too.
-    custom = build_spec(name="j", image=IMAGE, command=["sh", "-c", "echo $(LR) $$"], args=["$(LR)"])
+    custom = build_spec(dict(name="j", image=IMAGE, command=["sh", "-c", "echo $(LR) $$"], args=["$(LR)"]))
     container = next(pods(BACKENDS[backend](custom)))["containers"][0]
     assert [kubelet_expand(a, POD_ENV) for a in container["command"]] == ["sh", "-c", "echo $(LR) $$"]
     assert [kubelet_expand(a, POD_ENV) for a in container["args"]] == ["$(LR)"]
@@ -270,7 +270,7 @@ def test_trainer_arguments_reach_the_trainer_as_typed(backend: str, reliability:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(arg=st.text(alphabet="$()LRab-=", max_size=12))
 def test_any_argument_survives_the_kubelet(arg: str) -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, args=[arg or "x"])
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, args=[arg or "x"]))
     container = next(pods(render_tfjob(spec, TFJobOptions())))["containers"][0]
     assert kubelet_expand(container["args"][-1], POD_ENV) == (arg or "x")
 

@@ -62,7 +62,7 @@ def storm(fake: FakeVertex, reliability: Reliability, pattern: str, *statuses: i
         reliability.fault(f"vertex {status}")
 
 
-SPEC = build_spec(name="storm", module="trainer.task", image="gcr.io/p/trainer:1", workers=4, ps=2)
+SPEC = build_spec(dict(name="storm", module="trainer.task", image="gcr.io/p/trainer:1", workers=4, ps=2))
 OPTIONS = VertexOptions(project="p", region="us-central1", poll_interval=1.0)
 
 

@@ -29,7 +29,7 @@ GOLDEN = Path(__file__).parent / "golden" / "aiplatform"
 def spec(**kwargs: Any) -> JobSpec:
     kwargs.setdefault("name", "census-20260101-120000")
     kwargs.setdefault("module", "trainer.task")
-    return build_spec(**kwargs)
+    return build_spec(dict(**kwargs))
 
 
 #: name → (spec, options): every shape of legacy body.
@@ -139,7 +139,7 @@ def test_every_rendered_body_reads_back_as_the_same_job(case: str) -> None:
     values = parse_job_config(json.loads(json.dumps(body)), f"{case}.json").values
     for name in ("region", "network", "enable_web_access"):  # submission options, not part of the spec
         assert (values.pop(name, None) or None) == (getattr(options, name, None) or None)
-    again = build_spec(**values)
+    again = build_spec(dict(**values))
     assert again.pools == job_spec.pools
     assert (again.module, again.args, again.labels, again.timeout) == (job_spec.module, job_spec.args, job_spec.labels, job_spec.timeout)
     assert [again.image_for(r) for r in ("chief", "worker")] == [job_spec.image_for(r) for r in ("chief", "worker")]

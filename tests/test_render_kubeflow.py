@@ -143,7 +143,7 @@ CASES: dict[str, tuple[dict[str, Any], TFJobOptions]] = {
 
 def _render_case(case: str) -> dict[str, Any]:
     values, options = CASES[case]
-    return render_tfjob(build_spec(**values), options)
+    return render_tfjob(build_spec(dict(**values)), options)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -203,7 +203,7 @@ def test_resources_come_from_the_machine_table_and_gpus_are_limits() -> None:
     evaluator = specs["Evaluator"]["template"]["spec"]["containers"][0]["resources"]
     assert evaluator["limits"] == {"cpu": "4", "memory": f"{round(highmem_4.memory_gb * 1024)}Mi", "nvidia.com/gpu": 2}
     # Parameter servers get no accelerator unless asked: --accelerator covers chief, workers, evaluators.
-    ps_job = render_tfjob(build_spec(name="j", module="m", image=IMAGE, workers=1, ps=1, accelerator="NVIDIA_TESLA_T4"))
+    ps_job = render_tfjob(build_spec(dict(name="j", module="m", image=IMAGE, workers=1, ps=1, accelerator="NVIDIA_TESLA_T4")))
     assert "nvidia.com/gpu" not in ps_job["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]["containers"][0]["resources"]["limits"]
 
 
@@ -222,7 +222,7 @@ def test_timeout_env_labels_and_service_account_reach_the_manifest() -> None:
         {"name": "DATA", "value": "gs://bucket/data"},
         {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "1"},
     ]
-    fractional = render_tfjob(build_spec(name="j", module="m", image=IMAGE, timeout=90.2))
+    fractional = render_tfjob(build_spec(dict(name="j", module="m", image=IMAGE, timeout=90.2)))
     assert fractional["spec"]["runPolicy"]["activeDeadlineSeconds"] == 91
 
 
@@ -231,14 +231,14 @@ def test_a_custom_container_keeps_its_entrypoint_and_each_pool_its_image() -> No
     chief = manifest["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
     worker = manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     assert "command" not in chief and chief["args"] == ["--epochs", "3"]
-    with_dir = render_tfjob(build_spec(name="j", image=IMAGE, args=("--epochs", "3"), job_dir="gs://b/out"))
+    with_dir = render_tfjob(build_spec(dict(name="j", image=IMAGE, args=("--epochs", "3"), job_dir="gs://b/out")))
     container = with_dir["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["--epochs", "3"]  # the operator passes no --job-dir
     assert chief["image"] == IMAGE and worker["image"] == "us-docker.pkg.dev/proj/trainers/worker:2"
 
 
 def test_restart_policy_defaults_to_exit_code_and_accepts_any_case() -> None:
-    spec = build_spec(name="j", module="m", image=IMAGE, workers=1)
+    spec = build_spec(dict(name="j", module="m", image=IMAGE, workers=1))
     default = render_tfjob(spec, TFJobOptions())
     assert {r["restartPolicy"] for r in default["spec"]["tfReplicaSpecs"].values()} == {"ExitCode"}
     always = render_tfjob(spec, TFJobOptions(restart_policy="always"))
@@ -255,7 +255,7 @@ def test_restart_policy_defaults_to_exit_code_and_accepts_any_case() -> None:
 
 # -- what cannot be a TFJob -----------------------------------------------------------
 def test_without_an_image_the_error_says_to_pass_one() -> None:
-    spec = build_spec(name="j", module="trainer.task", package="trainer/", workers=1)
+    spec = build_spec(dict(name="j", module="trainer.task", package="trainer/", workers=1))
     with (
         pytest.raises(SpecError, match=r"--backend kubeflow runs container images, and the chief and worker pools have none: pass --image"),
         cli_words(),
@@ -265,13 +265,13 @@ def test_without_an_image_the_error_says_to_pass_one() -> None:
 
 def test_the_manifest_alone_does_not_ship_a_package() -> None:
     # The backends ship it (a ConfigMap, tests/test_k8s_shipping.py); the bare renderer never drops it silently.
-    spec = build_spec(name="j", module="trainer.task", package="trainer/", image=IMAGE)
+    spec = build_spec(dict(name="j", module="trainer.task", package="trainer/", image=IMAGE))
     with pytest.raises(SpecError, match=r"the manifest alone cannot ship PACKAGE_PATH: the Kubernetes backends do"):
         render_tfjob(spec)
 
 
 def test_tpus_are_a_usage_error() -> None:
-    spec = build_spec(name="j", module="trainer.task", image=IMAGE, scale_tier="BASIC_TPU")
+    spec = build_spec(dict(name="j", module="trainer.task", image=IMAGE, scale_tier="BASIC_TPU"))
     with (
         pytest.raises(
             SpecError,
@@ -293,26 +293,26 @@ def test_tpus_are_a_usage_error() -> None:
     ],
 )
 def test_a_name_kubernetes_refuses_gets_a_suggestion_that_works(name: str, suggestion: str) -> None:
-    spec = build_spec(name=name, module="m", image=IMAGE)
+    spec = build_spec(dict(name=name, module="m", image=IMAGE))
     with pytest.raises(SpecError, match=rf"--display-name '{name[:20]}.*use --display-name {suggestion}$"), cli_words():
         render_tfjob(spec)
     assert suggest_k8s_name(name, 55) == suggestion
-    render_tfjob(build_spec(name=suggestion, module="m", image=IMAGE))
+    render_tfjob(build_spec(dict(name=suggestion, module="m", image=IMAGE)))
 
 
 def test_a_name_too_long_for_the_task_services_is_refused() -> None:
     # The operator names a service per task, {job}-{type}-{index}: it must fit 63 characters too.
     name = "n" * 54
-    render_tfjob(build_spec(name=name, module="m", image=IMAGE, workers=2))
+    render_tfjob(build_spec(dict(name=name, module="m", image=IMAGE, workers=2)))
     with (
         pytest.raises(SpecError, match=r"too long for its task services \(n{54}-evaluator-0 has 66 characters.*use --display-name n{51}$"),
         cli_words(),
     ):
-        render_tfjob(build_spec(name=name, module="m", image=IMAGE, evaluators=1))
+        render_tfjob(build_spec(dict(name=name, module="m", image=IMAGE, evaluators=1)))
 
 
 def test_a_google_service_account_is_refused_with_the_fix() -> None:
-    spec = build_spec(name="j", module="m", image=IMAGE, service_account="sa@proj.iam.gserviceaccount.com")
+    spec = build_spec(dict(name="j", module="m", image=IMAGE, service_account="sa@proj.iam.gserviceaccount.com"))
     with (
         pytest.raises(SpecError, match=r"--service-account 'sa@proj.iam.gserviceaccount.com' is not a Kubernetes service account name"),
         cli_words(),
@@ -321,13 +321,13 @@ def test_a_google_service_account_is_refused_with_the_fix() -> None:
 
 
 def test_labels_must_end_alphanumeric_on_kubernetes() -> None:
-    spec = build_spec(name="j", module="m", image=IMAGE, labels={"team": "ml-"})
+    spec = build_spec(dict(name="j", module="m", image=IMAGE, labels={"team": "ml-"}))
     with pytest.raises(SpecError, match=r"label team='ml-' is not valid on Kubernetes.*use team=ml$"):
         render_tfjob(spec)
 
 
 def test_a_bad_namespace_or_strategy_is_a_usage_error() -> None:
-    spec = build_spec(name="j", module="m", image=IMAGE)
+    spec = build_spec(dict(name="j", module="m", image=IMAGE))
     with pytest.raises(SpecError, match=r"--namespace 'ML_Team' is not a DNS-1035 label.*; use --namespace ml-team$"), cli_words():
         render_tfjob(spec, TFJobOptions(namespace="ML_Team"))
     with (
@@ -402,7 +402,7 @@ def test_each_webhook_rule_is_enforced(change: Any, problem: str) -> None:
 def test_the_backend_renders_the_same_manifest_without_loading_kubernetes() -> None:
     code = (
         "import sys; from tfjob.backends import get_backend; from tfjob.backends.kubeflow.options import TFJobOptions; from tfjob.description.request import build_spec;"
-        f"m = get_backend('kubeflow').render(build_spec(name='j', module='m', image={IMAGE!r}), TFJobOptions());"
+        f"m = get_backend('kubeflow').render(build_spec(dict(name='j', module='m', image={IMAGE!r})), TFJobOptions());"
         "assert m['kind'] == 'TFJob';"
         # ('google' and 'google.cloud' are namespace packages any Python with google-cloud-* preloads.)
         "print(sorted(k for k in sys.modules if k.split('.')[0] in ('kubernetes', 'tensorflow', 'urllib3')"
@@ -410,8 +410,8 @@ def test_the_backend_renders_the_same_manifest_without_loading_kubernetes() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
-    assert get_backend("kubeflow").render(build_spec(name="j", module="m", image=IMAGE), TFJobOptions()) == render_tfjob(
-        build_spec(name="j", module="m", image=IMAGE)
+    assert get_backend("kubeflow").render(build_spec(dict(name="j", module="m", image=IMAGE)), TFJobOptions()) == render_tfjob(
+        build_spec(dict(name="j", module="m", image=IMAGE))
     )
 
 

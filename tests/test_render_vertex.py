@@ -45,12 +45,14 @@ def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
 CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     "a3_h100_workers": lambda: (
         build_spec(
-            name="h100-job",
-            module="trainer.task",
-            workers=2,
-            chief_machine_type="a3-highgpu-8g",
-            worker_machine_type="a3-highgpu-8g",
-            worker_accelerator="type=NVIDIA_H100_80GB,count=8",
+            dict(
+                name="h100-job",
+                module="trainer.task",
+                workers=2,
+                chief_machine_type="a3-highgpu-8g",
+                worker_machine_type="a3-highgpu-8g",
+                worker_accelerator="type=NVIDIA_H100_80GB,count=8",
+            )
         ),  # fmt: skip
         VertexOptions(region="us-central1"),
         [PKG],
@@ -58,11 +60,13 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     "spot_h100_disk_cmek": lambda: (
         # The issue's own line: an H100 job on Spot VMs, 500 GB boot disks, a customer-managed key.
         build_spec(
-            name="spot-job",
-            module="trainer.task",
-            workers=2,
-            worker_machine_type="a3-highgpu-8g",
-            worker_accelerator="type=NVIDIA_H100_80GB,count=8",
+            dict(
+                name="spot-job",
+                module="trainer.task",
+                workers=2,
+                worker_machine_type="a3-highgpu-8g",
+                worker_accelerator="type=NVIDIA_H100_80GB,count=8",
+            )
         ),  # fmt: skip
         VertexOptions(
             region="us-central1", spot=True, boot_disk_size=500, kms_key="projects/p/locations/us-central1/keyRings/r/cryptoKeys/k"
@@ -71,10 +75,12 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     ),
     "flex_start_reserved_psc": lambda: (
         build_spec(
-            name="flex-job",
-            module="trainer.task",
-            workers=1,
-            ps=1,
+            dict(
+                name="flex-job",
+                module="trainer.task",
+                workers=1,
+                ps=1,
+            )
         ),  # fmt: skip
         VertexOptions(
             region="us-central1",
@@ -91,9 +97,11 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     ),
     "reservation_persistent_peered": lambda: (
         build_spec(
-            name="reserved-job",
-            module="trainer.task",
-            workers=2,
+            dict(
+                name="reserved-job",
+                module="trainer.task",
+                workers=2,
+            )
         ),  # fmt: skip
         VertexOptions(
             region="us-central1",
@@ -106,84 +114,96 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     ),
     "per_pool_args_env_command": lambda: (
         build_spec(
-            name="own-command",
-            image="gcr.io/p/t:1",
-            workers=2,
-            ps=1,
-            command=("python", "-m", "trainer.task"),
-            args=("--steps", "100"),
-            env={"A": "job"},
-            worker_args=("--steps", "100", "--shard", "auto"),
-            ps_env={"A": "ps"},
+            dict(
+                name="own-command",
+                image="gcr.io/p/t:1",
+                workers=2,
+                ps=1,
+                command=("python", "-m", "trainer.task"),
+                args=("--steps", "100"),
+                env={"A": "job"},
+                worker_args=("--steps", "100", "--shard", "auto"),
+                ps_env={"A": "ps"},
+            )
         ),  # fmt: skip
         VertexOptions(region="us-central1"),
         [],
     ),
     "tpu_v5e_vm": lambda: (
-        build_spec(name="tpu-job", module="trainer.task", chief_machine_type="ct5lp-hightpu-4t", tpu_topology="2x2"),
+        build_spec(dict(name="tpu-job", module="trainer.task", chief_machine_type="ct5lp-hightpu-4t", tpu_topology="2x2")),
         VertexOptions(region="us-west4"),
         [PKG],
     ),
     "ps_4_workers_2_ps": lambda: (
-        build_spec(name="ps-job", module="trainer.task", workers=4, ps=2),
+        build_spec(dict(name="ps-job", module="trainer.task", workers=4, ps=2)),
         VertexOptions(region="us-central1"),
         [PKG],
     ),
     "tier_standard_1": lambda: (
-        build_spec(name="tier-job", module="trainer.task", scale_tier="STANDARD_1", args=("--steps", "100")),
+        build_spec(dict(name="tier-job", module="trainer.task", scale_tier="STANDARD_1", args=("--steps", "100"))),
         VertexOptions(region="europe-west4"),
         [PKG],
     ),
     "tier_basic_gpu": lambda: (
-        build_spec(name="gpu-job", module="trainer.task", scale_tier="BASIC_GPU"),
+        build_spec(dict(name="gpu-job", module="trainer.task", scale_tier="BASIC_GPU")),
         VertexOptions(region="asia-east1"),
         [PKG],
     ),
     "gpus_mixed_pools": lambda: (
         build_spec(
-            name="gpu-workers",
-            module="trainer.task",
-            workers=2,
-            ps=1,
-            chief_machine_type="n1-standard-8",
-            worker_machine_type="standard_v100",
-            ps_machine_type="n1-highmem-8",
-            accelerator="type=nvidia-tesla-t4,count=2",
-            worker_accelerator="type=NVIDIA_TESLA_V100,count=4",
+            dict(
+                name="gpu-workers",
+                module="trainer.task",
+                workers=2,
+                ps=1,
+                chief_machine_type="n1-standard-8",
+                worker_machine_type="standard_v100",
+                ps_machine_type="n1-highmem-8",
+                accelerator="type=nvidia-tesla-t4,count=2",
+                worker_accelerator="type=NVIDIA_TESLA_V100,count=4",
+            )
         ),
         VertexOptions(region="us-central1"),
         [PKG, "gs://b/tfjob/packages/9999/extra-1.0-py3-none-any.whl"],
     ),
     "container_bootstrap": lambda: (
         build_spec(
-            name="container-job",
-            module="trainer.task",
-            image="us-docker.pkg.dev/p/repo/trainer:1",
-            workers=3,
-            env={"MODE": "train", "EMPTY": ""},
-            args=("--epochs", "2"),
+            dict(
+                name="container-job",
+                module="trainer.task",
+                image="us-docker.pkg.dev/p/repo/trainer:1",
+                workers=3,
+                env={"MODE": "train", "EMPTY": ""},
+                args=("--epochs", "2"),
+            )
         ),
         VertexOptions(),
         [],
     ),
     "container_entrypoint": lambda: (
         build_spec(
-            name="entry-job", image="gcr.io/p/trainer@sha256:abababababababababababababababababababababababababababababababab", workers=1
+            dict(
+                name="entry-job",
+                image="gcr.io/p/trainer@sha256:abababababababababababababababababababababababababababababababab",
+                workers=1,
+            )
         ),
         VertexOptions(),
         [],
     ),
     "evaluators_only_gap_pools": lambda: (
         build_spec(
-            name="eval-job",
-            module="trainer.task",
-            evaluators=1,
-            evaluator_machine_type="n1-highcpu-8",
-            job_dir="gs://b/runs/eval",
-            labels={"team": "ml", "run": "a1"},
-            service_account="trainer@p.iam.gserviceaccount.com",
-            timeout=5400.5,
-            env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+            dict(
+                name="eval-job",
+                module="trainer.task",
+                evaluators=1,
+                evaluator_machine_type="n1-highcpu-8",
+                job_dir="gs://b/runs/eval",
+                labels={"team": "ml", "run": "a1"},
+                service_account="trainer@p.iam.gserviceaccount.com",
+                timeout=5400.5,
+                env={"TF_CPP_MIN_LOG_LEVEL": "2"},
+            )
         ),
         VertexOptions(
             executor_image="us-docker.pkg.dev/p/repo/custom-tf:2.21",
@@ -196,24 +216,26 @@ CASES: dict[str, Callable[[], tuple[Any, VertexOptions, list[str]]]] = {
     ),
     "per_pool_images": lambda: (
         build_spec(
-            name="mixed-job",
-            module="trainer.task",
-            workers=2,
-            ps=1,
-            ps_image="us-docker.pkg.dev/p/repo/ps:1",
-            job_dir="gs://b/out",
+            dict(
+                name="mixed-job",
+                module="trainer.task",
+                workers=2,
+                ps=1,
+                ps_image="us-docker.pkg.dev/p/repo/ps:1",
+                job_dir="gs://b/out",
+            )
         ),
         VertexOptions(region="us-east1"),
         [PKG],
     ),
     "spot_never_retried": lambda: (
         # Issue 29: --restart-policy Never on Spot VMs is Vertex AI's disableRetries.
-        build_spec(name="spot-never", module="trainer.task", workers=2, ps=1),
+        build_spec(dict(name="spot-never", module="trainer.task", workers=2, ps=1)),
         VertexOptions(region="us-central1", restart_policy=["Never"], spot=True),
         [PKG],
     ),
     "tier_basic_tpu": lambda: (
-        build_spec(name="tpu-job", module="trainer.task", scale_tier="BASIC_TPU"),
+        build_spec(dict(name="tpu-job", module="trainer.task", scale_tier="BASIC_TPU")),
         VertexOptions(),
         [PKG],
     ),
@@ -245,21 +267,21 @@ def test_golden_files_pass_the_contract_too() -> None:
 
 
 def test_pools_sit_at_their_positions() -> None:
-    spec = build_spec(name="gap", module="trainer.task", evaluators=2)
+    spec = build_spec(dict(name="gap", module="trainer.task", evaluators=2))
     pools = render_custom_job(spec, package_uris=[PKG])["jobSpec"]["workerPoolSpecs"]
     assert [p.get("replicaCount") for p in pools] == ["1", None, None, "2"]
     assert pools[1] == {} and pools[2] == {}
 
 
 def test_ps_job_replicas_and_labels() -> None:
-    spec = build_spec(name="ps", module="trainer.task", workers=4, ps=2, labels={"team": "ml"})
+    spec = build_spec(dict(name="ps", module="trainer.task", workers=4, ps=2, labels={"team": "ml"}))
     body = render_custom_job(spec, package_uris=[PKG], submission_id=SUB_ID)
     assert [p["replicaCount"] for p in body["jobSpec"]["workerPoolSpecs"]] == ["1", "4", "2"]
     assert body["labels"] == {"team": "ml", "tfjob": "0-1-0", SUBMISSION_LABEL: SUB_ID}
 
 
 def test_gpu_pools_get_the_gpu_image_and_cpu_pools_the_cpu_one() -> None:
-    spec = build_spec(name="g", module="trainer.task", workers=1, ps=1, accelerator="type=NVIDIA_TESLA_T4,count=1")
+    spec = build_spec(dict(name="g", module="trainer.task", workers=1, ps=1, accelerator="type=NVIDIA_TESLA_T4,count=1"))
     pools = render_custom_job(spec, package_uris=[PKG], tf_version=(2, 14))["jobSpec"]["workerPoolSpecs"]
     images = [p["pythonPackageSpec"]["executorImageUri"] for p in pools]
     assert images == [
@@ -307,13 +329,13 @@ def test_duration_matches_protobuf(seconds: float) -> None:
 )
 def test_what_vertex_would_refuse(settings: dict[str, Any], match: str) -> None:
     mine = {k: settings.pop(k) for k in list(settings) if k in {f.name for f in dataclasses.fields(VertexOptions)}}
-    spec = build_spec(name="bad", module="trainer.task", **settings)
+    spec = build_spec(dict(name="bad", module="trainer.task", **settings))
     with pytest.raises(SpecError, match=match), cli_words():
         render_custom_job(spec, VertexOptions(**mine), package_uris=[PKG])
 
 
 def test_package_pool_without_package_uri() -> None:
-    spec = build_spec(name="nopkg", module="trainer.task")
+    spec = build_spec(dict(name="nopkg", module="trainer.task"))
     with pytest.raises(SpecError, match=r"the chief pool runs the trainer package, but no package URI was given"):
         render_custom_job(spec)
 

@@ -54,7 +54,7 @@ CASES = {
 def test_kubeflow_pods_start_what_the_local_tasks_start(case: str) -> None:
     options = CASES[case]
     spec = build_spec(
-        name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+        dict(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
     )
     local = _local(spec, "kubeflow", options)
     manifest = render_tfjob(spec, options)
@@ -68,7 +68,7 @@ def test_kubeflow_pods_start_what_the_local_tasks_start(case: str) -> None:
 def test_vertex_containers_start_what_the_local_tasks_start(case: str) -> None:
     options = CASES[case]
     spec = build_spec(
-        name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+        dict(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
     )
     local = _local(spec, "vertex", options)
     pools = render_custom_job(spec, options)["jobSpec"]["workerPoolSpecs"]
@@ -81,7 +81,7 @@ def test_vertex_containers_start_what_the_local_tasks_start(case: str) -> None:
 def test_ai_platform_containers_start_what_the_local_tasks_start_but_the_job_dir(case: str) -> None:
     options = CASES[case]
     spec = build_spec(
-        name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+        dict(name="j", module="trainer.task", image=IMAGE, workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
     )
     local = _local(spec, "ai-platform", options)
     body = render_training_input(spec, options)
@@ -116,7 +116,7 @@ def test_vertex_package_replicas_run_the_bootstrap_as_the_local_tasks_do(case: s
     # --tf-config act on Vertex AI exactly as they do locally.
     options = CASES[case]
     spec = build_spec(
-        name="j", module="trainer.task", package="/src", workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5")
+        dict(name="j", module="trainer.task", package="/src", workers=2, ps=1, evaluators=1, job_dir="gs://b/jd", args=("--steps", "5"))
     )
     local = _local_package(spec, "vertex", options)
     pools = render_custom_job(spec, options, ["gs://b/p.tar.gz"])["jobSpec"]["workerPoolSpecs"]
@@ -129,7 +129,7 @@ def test_vertex_package_replicas_run_the_bootstrap_as_the_local_tasks_do(case: s
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ai_platform_package_replicas_run_the_bootstrap_as_the_local_tasks_do(case: str) -> None:
     options = CASES[case]
-    spec = build_spec(name="j", module="trainer.task", package="/src", workers=2, ps=1, job_dir="gs://b/jd", args=("--steps", "5"))
+    spec = build_spec(dict(name="j", module="trainer.task", package="/src", workers=2, ps=1, job_dir="gs://b/jd", args=("--steps", "5")))
     local = _local_package(spec, "ai-platform", options)
     body = render_training_input(spec, options)
     for name, argv in local.items():
@@ -147,7 +147,7 @@ def test_package_pools_install_the_bootstrap_wheel_after_the_trainer() -> None:
     from tfjob.container.wheel import build_bytes
 
     name, data = build_bytes()
-    spec = build_spec(name="j", module="trainer.task", package="/src", workers=1, packages=("gs://b/extra.whl",))
+    spec = build_spec(dict(name="j", module="trainer.task", package="/src", workers=1, packages=("gs://b/extra.whl",)))
     pools = render_custom_job(spec, SubmitOptions(), ["gs://b/p.tar.gz", "gs://b/extra.whl"])["jobSpec"]["workerPoolSpecs"]
     for pool in pools:
         uris = pool["pythonPackageSpec"]["packageUris"]

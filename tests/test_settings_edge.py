@@ -251,3 +251,19 @@ def test_a_backend_made_without_settings_has_none_and_reads_none(monkeypatch: py
         assert not backend.has_settings and backend.settings == Settings()
         typed = vars(backend.typed(None))
         assert typed.get("project") is None and typed.get("namespace") is None
+
+
+def test_a_damaged_settings_file_stops_no_local_status_or_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local backend reads no settings, so its handle resolves none: a damaged
+    ``config.yaml`` is said when a cloud job's settings are needed, not by ``status`` of a local job."""
+    from tfjob import Local, list_jobs
+    from tfjob.errors import ConfigFileError
+
+    trainer = write_trainer(tmp_path, "print('before the damage')\n")
+    handle = Job(str(trainer), "trainer.task", quiet=True, backend=Local(python=sys.executable, grace=1)).run()
+    home = Path(settings_module.tfjob_home())
+    (home / "config.yaml").write_text("project: [unclosed\n")
+    assert get_job(handle.id).status().state is JobState.SUCCEEDED
+    assert [s.id for s in list_jobs(backend="local")] == [handle.id]
+    with pytest.raises(ConfigFileError, match="config.yaml"):
+        list_jobs(backend="vertex")

@@ -37,7 +37,7 @@ def pools_of(spec: JobSpec) -> list[tuple[str, int, str, str | None, int]]:
 def job(**kwargs: object) -> JobSpec:
     kwargs.setdefault("name", "census")
     kwargs.setdefault("module", "trainer.task")
-    return build_spec(**kwargs)  # type: ignore[arg-type]
+    return build_spec(dict(**kwargs))  # type: ignore[arg-type]
 
 
 # -- scale tiers, exactly as DESIGN.md states them -----------------------------------------
@@ -411,7 +411,7 @@ def test_any_valid_spec_survives_json(spec: JobSpec) -> None:
      "[::1]:5000/a/b_c.d:v1.2-rc", "REGISTRY.example/x", "gcr.io/p/t@sha256:" + "a" * 64, "gcr.io/p/t:1@sha256:" + "0" * 64],
 )  # fmt: skip
 def test_image_references_registries_take(image: str) -> None:
-    assert build_spec(name="j", image=image).image == image
+    assert build_spec(dict(name="j", image=image)).image == image
 
 
 @pytest.mark.parametrize(
@@ -423,6 +423,6 @@ def test_image_references_registries_take(image: str) -> None:
 def test_what_no_engine_takes_as_an_image_is_refused(image: str, problem: str) -> None:
     # A leading '-' would reach podman or docker as an option of its own.
     with pytest.raises(SpecError, match=rf"^image\b.*{problem}"):
-        build_spec(name="j", image=image)
+        build_spec(dict(name="j", image=image))
     with pytest.raises(SpecError, match=rf"^--worker-image\b.*{problem}"), cli_words():
-        build_spec(name="j", module="trainer.task", workers=1, worker_image=image)
+        build_spec(dict(name="j", module="trainer.task", workers=1, worker_image=image))

@@ -38,7 +38,7 @@ def _dead_pid() -> int:
 
 
 def _record(spec_kwargs: dict, engine: str) -> JobRecord:  # type: ignore[type-arg]
-    spec = build_spec(name="img", module="trainer.task", workers=1, **spec_kwargs)
+    spec = build_spec(dict(name="img", module="trainer.task", workers=1, **spec_kwargs))
     return JobRecord(
         id="", backend="local", name=spec.name, state=JobState.RUNNING, spec=spec.to_dict(),
         options={"container_engine": engine}, supervisor_pid=_dead_pid(), supervisor_start=None,

@@ -170,7 +170,7 @@ def test_parallel_trials_fit_in_the_cores() -> None:
 
 
 def test_trial_job_gets_its_arguments_and_metric_file(tmp_path: Path) -> None:
-    spec = build_spec(name="toy-20261122-153000", module="toy.task", workers=1, args=["--epochs", "2"], env={"A": "1"})
+    spec = build_spec(dict(name="toy-20261122-153000", module="toy.task", workers=1, args=["--epochs", "2"], env={"A": "1"}))
     trial = Trial("3", {"learning_rate": 0.01, "optimizer": "adam"})
     out = build_trial_spec(spec, _study(), trial, tmp_path / "m")
     assert out.name == "toy-trial-3"

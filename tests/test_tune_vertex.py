@@ -68,7 +68,9 @@ def strict_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _spec() -> Any:
-    return build_spec(name="toy-tune", module="toy.task", workers=2, job_dir="gs://b/out", args=["--epochs", "3"], labels={"team": "ml"})
+    return build_spec(
+        dict(name="toy-tune", module="toy.task", workers=2, job_dir="gs://b/out", args=["--epochs", "3"], labels={"team": "ml"})
+    )
 
 
 # -- rendering ---------------------------------------------------------------------------------------

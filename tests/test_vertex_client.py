@@ -29,7 +29,7 @@ JOBS = f"{BASE}/customJobs"
 SUB = "0f0e0d0c0b0a09080706050403020100"
 TOKEN = "ya29.SECRET-ACCESS-TOKEN-abc123"
 BODY = render_custom_job(
-    build_spec(name="job", module="trainer.task", workers=4, ps=2, accelerator="type=NVIDIA_TESLA_T4,count=1"),
+    build_spec(dict(name="job", module="trainer.task", workers=4, ps=2, accelerator="type=NVIDIA_TESLA_T4,count=1")),
     package_uris=["gs://b/tfjob/packages/abc/trainer-0.0.0.tar.gz"],
     submission_id=SUB,
 )

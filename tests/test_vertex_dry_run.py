@@ -124,7 +124,7 @@ def test_dry_run_path_imports_no_google_client(trainer: Path) -> None:
         "from tfjob.backends import get_backend\n"
         "from tfjob.backends.vertex.options import VertexOptions\n"
         "from tfjob.description.request import build_spec\n"
-        f"spec = build_spec(name='x', module='trainer.task', package={str(trainer)!r}, workers=1)\n"
+        f"spec = build_spec(dict(name='x', module='trainer.task', package={str(trainer)!r}, workers=1))\n"
         "get_backend('vertex').render(spec, VertexOptions(staging_bucket='gs://b'))\n"
         "print(sorted(m for m in set(sys.modules) - before if m.startswith('google.')))\n"
     )

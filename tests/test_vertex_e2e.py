@@ -154,7 +154,7 @@ def test_logs_follow_until_the_job_ends(emulator: Any, fake: FakeVertex, trainer
     from tfjob.backends.vertex.options import VertexOptions
     from tfjob.description.request import build_spec
 
-    spec = build_spec(name="follow", module="trainer.task", package=str(trainer), workers=1)
+    spec = build_spec(dict(name="follow", module="trainer.task", package=str(trainer), workers=1))
     job_id = submit_job(
         spec, VertexOptions(project="p", region="us-central1", staging_bucket="gs://b", api_endpoint=fake.endpoint), store=JobStore()
     )

@@ -117,11 +117,11 @@ def test_what_vertex_would_refuse_is_one_error(kwargs: dict[str, Any], message: 
     mine = {k: v for k, v in kwargs.items() if k in {f.name for f in dataclasses.fields(VertexOptions)}}
     with pytest.raises(SpecError, match=message), cli_words():  # as the CLI says them
         options = VertexOptions(**mine)
-        render_custom_job(build_spec(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=1), options)
+        render_custom_job(build_spec(dict(name="j", module="trainer.task", image="gcr.io/p/t:1", workers=1)), options)
 
 
 def test_a_key_or_attachment_in_another_region_is_refused_before_submitting() -> None:
-    spec = build_spec(name="j", module="trainer.task", image="i")
+    spec = build_spec(dict(name="j", module="trainer.task", image="i"))
     with pytest.raises(SpecError, match=r"--kms-key is in us-central1, but the job runs in europe-west4"), cli_words():
         render_custom_job(spec, VertexOptions(region="europe-west4", kms_key=KEY))
 

@@ -245,7 +245,7 @@ def _submit_container_job(fake: FakeVertex) -> str:
     from tfjob.backends.vertex.backend import submit_job
     from tfjob.description.request import build_spec
 
-    spec = build_spec(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1)
+    spec = build_spec(dict(name="c", image="gcr.io/p/t:1", module="trainer.task", workers=1))
     return submit_job(spec, VertexOptions(project="p", region="us-central1", api_endpoint=fake.endpoint), store=JobStore())
 
 

@@ -254,7 +254,7 @@ def sort_keywords(values: Mapping[str, Any], lands: Mapping[str, str], fallbacks
     return Given(request, options, settings, config, fallbacks, named)
 
 
-def build_spec(**keywords: Any) -> JobSpec:
+def build_spec(keywords: Mapping[str, Any]) -> JobSpec:
     """A :class:`~.spec.JobSpec` from the job description's flat keywords, as the CLI's flags and
     config files name them (``name``, ``workers``, ``worker_machine_type``, ``accelerator``…;
     ``region`` the spec's own): each is put where its knob lands in the typed model, which
@@ -265,7 +265,7 @@ def build_spec(**keywords: Any) -> JobSpec:
     given = sort_keywords(keywords, {**keyword_lands(), "region": "job.region"})
     stray = sorted({*given.options, *given.settings} | ({"config"} if given.config is not None else set()))
     if stray:
-        raise TypeError(f"build_spec() got an unexpected keyword argument {stray[0]!r}")
+        raise TypeError(f"build_spec() got a keyword that is not the job description's: {stray[0]!r}")
     return given.request.spec()
 
 

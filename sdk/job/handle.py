@@ -430,11 +430,16 @@ def _the_store(store: JobStore | None, backend: Any = None) -> JobStore:
 
 def _the_settings(settings: Settings | None, backend: Any = None) -> Settings:
     """The settings given, else the backend object's own, else resolved now, once (the
-    environment, then ``$TFJOB_HOME/config.yaml``)."""
+    environment, then ``$TFJOB_HOME/config.yaml``); none for the local backend, which reads
+    none (so a damaged ``config.yaml`` stops no local ``status``)."""
     if settings is not None:
         return settings
     if getattr(backend, "has_settings", False):
         return backend.settings  # type: ignore[no-any-return]
+    if (backend if isinstance(backend, str) else getattr(backend, "name", None)) == "local":
+        from ..runtime.settings import Settings
+
+        return Settings()
     return load_settings()
 
 
@@ -484,8 +489,16 @@ def list_jobs(
     from ..errors import UsageError
 
     store = _the_store(store)
-    settings = _the_settings(settings)
-    chosen = get_backend(backend, store, settings) if backend is not None else None  # a misspelt name is a usage error
+    resolved: dict[str, Settings] = {}
+
+    def settings_of(name: str) -> Settings:
+        """The settings ``name``'s backend is given: resolved once, when a backend that reads them is first made."""
+        key = "local" if name == "local" else "cloud"
+        if key not in resolved:
+            resolved[key] = _the_settings(settings, name)
+        return resolved[key]
+
+    chosen = get_backend(backend, store, settings_of(backend)) if backend is not None else None  # a misspelt name is a usage error
     if remote:
         if chosen is None:
             raise UsageError("list_jobs(remote=True) needs backend= (vertex or kubeflow): which service to ask")
@@ -495,7 +508,7 @@ def list_jobs(
     statuses = []
     for record in store.list(limit=limit, backend=backend):
         if record.backend not in owners:
-            owners[record.backend] = get_backend(record.backend, store, settings) if record.backend in BACKENDS else None
+            owners[record.backend] = get_backend(record.backend, store, settings_of(record.backend)) if record.backend in BACKENDS else None
         owner = owners[record.backend]
         statuses.append(owner.recorded(record) if owner is not None and hasattr(owner, "recorded") else record.to_status())
     return statuses

@@ -13,15 +13,17 @@ Google libraries are imported inside the methods that talk to Google.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TextIO
 
 from ...description.spec import JobSpec
-from ...runtime.lifecycle import Lifecycle
+from ...runtime.lifecycle import Lifecycle, say
 from ...model import JobState, JobStatus, SubmitOptions
 from .options import VertexOptions
 
 if TYPE_CHECKING:
     from .creation import Submission
+    from ...runtime.settings import Settings
     from ...runtime.store import JobRecord, JobStore
     from ...tuning.study import StudySpec
     from ...tuning.trials import StudyResult
@@ -48,8 +50,17 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
     platform = "Vertex AI"
     options_class = VertexOptions
 
-    def __init__(self, *, credentials: Any = None, client: Any = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        echo: Callable[[str], None] = say,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        credentials: Any = None,
+        client: Any = None,
+        store: JobStore | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        super().__init__(echo, sleep, store=store, settings=settings)
         self.credentials = credentials
         #: A ready :class:`~.client.VertexClient` that submitting uses (None: one made for the job's project).
         self.client = client

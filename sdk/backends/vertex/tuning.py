@@ -22,7 +22,7 @@ from ...errors import AuthError, SpecError, UsageError
 from .client import VertexClient, job_id_of
 from .options import VertexOptions
 from .render import SUBMISSION_LABEL
-from ...runtime.lifecycle import Lifecycle, record_cancel, sync_status
+from ...runtime.lifecycle import Lifecycle, record_cancel, say, sync_status
 from ...description.spec import JobSpec
 from ...runtime.store import JobRecord, JobStore
 from ...tuning.study import StudySpec
@@ -493,8 +493,16 @@ class VertexTuningBackend(Lifecycle[VertexOptions, NoReturn]):
     max_poll_interval = 60.0
     options_class = VertexOptions
 
-    def __init__(self, *, credentials: Any = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        echo: Callable[[str], None] = say,
+        sleep: Callable[[float], None] = time.sleep,
+        *,
+        credentials: Any = None,
+        store: JobStore | None = None,
+        settings: Settings | None = None,
+    ) -> None:
+        super().__init__(echo, sleep, store=store, settings=settings)
         #: Google credentials for every call (None: application-default credentials).
         self.credentials = credentials
 
