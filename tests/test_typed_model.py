@@ -146,3 +146,13 @@ def test_a_bad_value_is_named_by_its_knob_where_it_lands(keywords: dict[str, obj
     with pytest.raises(SpecError, match=words) as caught:
         sort_given({"module": "trainer.task", **keywords})
     assert caught.value.field == knob
+
+
+def test_a_role_s_env_and_the_chief_of_the_wrong_kind_are_named() -> None:
+    from tfjob.errors import SpecError
+
+    with pytest.raises(SpecError, match="must be a mapping") as caught:
+        Job("gs://b/t.tar.gz", "trainer.task", workers=Replicas(2, env=["A=1"]))  # type: ignore[arg-type]
+    assert str(caught.value).startswith("workers=Replicas(…, env=['A=1'])")
+    with pytest.raises(SpecError, match="must be True, False"):
+        Job("gs://b/t.tar.gz", "trainer.task", chief="no")  # type: ignore[arg-type]

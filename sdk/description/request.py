@@ -129,6 +129,8 @@ def place(request: JobRequest, path: str, value: Any, name: str) -> JobRequest:
     if part == "shape":
         if rest == "accelerator":
             value = as_accelerator(value, name)
+        elif rest == "chief" and not isinstance(value, bool):
+            raise SpecError(field="chief", value=value, problem="must be True, False (no chief: worker 0 leads) or a Replicas")
         elif rest == "scale_tier" and value is not None:
             value = ScaleTier.parse(value)
         return dataclasses.replace(request, shape=dataclasses.replace(request.shape, **{rest: value}))

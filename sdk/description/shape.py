@@ -102,6 +102,8 @@ def build_pools(shape: Shape) -> tuple[Pool, ...]:
     present = [p.role for p in pools]
     for role in ROLES:
         own = shape.role(role)
+        if own.env is not None and not isinstance(own.env, Mapping):
+            raise SpecError(field=f"{role}_env", value=own.env, problem="must be a mapping", fix="e.g. {'KEY': 'value'}")
         if (own.args is not None or own.env) and role not in present:
             raise SpecError(
                 field=f"{role}_args" if own.args is not None else f"{role}_env", problem=f"is set but the job has no {role} pool"

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
-from ..backends import BACKENDS, Backend, backend_class, get_backend, options_type
-from ..model import STRATEGIES, TF_CONFIG_MODES, Strategy, SubmitOptions, TFConfigMode, check_choice
+from ..backends import BACKENDS, Backend, backend_class, get_backend
+from ..model import Strategy, SubmitOptions, TFConfigMode
 from ..errors import (
     NOTHING,
     JobTimeoutError,
@@ -29,8 +29,8 @@ from ..description.shape import accelerators_as_resources
 from ..description.spec import Accelerator, JobSpec, ScaleTier
 
 from .keywords import (
-    _SETTING_FIELDS, _check_build, _check_kinds, _chosen_backend, _refuse_nul, _typed_names, check_backend_keywords,
-    default_job_name, job_keywords, platform_values, sort_given, typed_given,
+    _SETTING_FIELDS, _check_build, _check_kinds, _chosen_backend, _refuse_nul, _typed_names, backend_options,
+    check_backend_keywords, default_job_name, job_keywords, platform_values, sort_given, typed_given,
 )  # fmt: skip
 from .handle import FunctionHandle, JobHandle, _the_store, bind_settings, bind_store
 
@@ -303,7 +303,7 @@ class Job:
                 fix=f"choose one of {', '.join(BACKENDS)}",
             )
         check_backend_keywords(self.backend_name, explicit)
-        self.options: SubmitOptions = self._options(given)
+        self.options: SubmitOptions = backend_options(self.backend_name, given, self.settings)
         request = given.request
         if request.name is None:
             script_stem = Path(str(request.script)).stem if request.script else None
@@ -313,37 +313,6 @@ class Job:
         self.spec: JobSpec = request.spec()
         self.built_image: BuiltImage | None = None
         _check_build(self.spec, self.options, self.backend_name)
-
-    def _options(self, given: Given) -> SubmitOptions:
-        """The chosen backend's options from what was given (a config file's options another
-        backend takes are left out), filled from the settings."""
-        options_cls = options_type(self.backend_name)
-        option_fields = [f.name for f in dataclasses.fields(options_cls)]
-        option_values = {k: v for k, v in given.options.items() if k in option_fields}
-        if option_values.get("strategy") is not None:
-            check_choice("strategy", option_values["strategy"], STRATEGIES)
-        if option_values.get("tf_config") is not None:
-            check_choice("tf_config", option_values["tf_config"], TF_CONFIG_MODES)
-        if given.fallbacks:
-            if "fallbacks" not in option_fields:
-                knob = given.fallbacks[0].split("=", 1)[0]
-                raise SpecError(
-                    field=knob,
-                    problem=f"lists choices to fall back to, which {self.backend_name} does not try (only {{backend=vertex}} does: "
-                    "a Kubernetes scheduler picks the node itself, and a pod no node fits waits rather than fails)",
-                    fix="give one choice",
-                )
-            option_values["fallbacks"] = (*tuple(option_values.get("fallbacks") or ()), *given.fallbacks)
-        for name in ("project", "region", "api_endpoint", "namespace"):
-            if name in option_fields:
-                option_values.setdefault(name, getattr(self.settings, name))
-        if "staging_bucket" in option_fields:
-            # The bucket order is --staging-bucket, then the --job-dir bucket, then env/config:
-            # only an explicit bucket goes in staging_bucket, the configured one is the fallback.
-            option_values["staging_bucket"] = given.settings.get("staging_bucket")
-            option_values["default_staging_bucket"] = self.settings.staging_bucket
-        options: SubmitOptions = options_cls(**option_values)
-        return options
 
     def _over(self, file_values: Mapping[str, Any]) -> Job:
         """This job made again over ``file_values`` (the flat keywords of a file describing it,

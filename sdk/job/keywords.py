@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..backends import keyword_backends, knobs, option_annotations
-from ..model import SubmitOptions
+from ..backends import keyword_backends, knobs, option_annotations, options_type
+from ..model import STRATEGIES, TF_CONFIG_MODES, SubmitOptions, check_choice
 from ..errors import (
     SpecError,
 )
@@ -144,6 +144,38 @@ def _refuse_nul(values: dict[str, Any]) -> None:
                 stack.extend(item.values())
             elif isinstance(item, (list, tuple, set, frozenset)):
                 stack.extend(item)
+
+
+def backend_options(backend: str, given: Given, settings: Settings) -> SubmitOptions:
+    """Backend ``backend``'s options from what was given (a config file's options another
+    backend takes are left out), filled from the settings."""
+    options_cls = options_type(backend)
+    option_fields = [f.name for f in dataclasses.fields(options_cls)]
+    option_values = {k: v for k, v in given.options.items() if k in option_fields}
+    if option_values.get("strategy") is not None:
+        check_choice("strategy", option_values["strategy"], STRATEGIES)
+    if option_values.get("tf_config") is not None:
+        check_choice("tf_config", option_values["tf_config"], TF_CONFIG_MODES)
+    if given.fallbacks:
+        if "fallbacks" not in option_fields:
+            knob = given.fallbacks[0].split("=", 1)[0]
+            raise SpecError(
+                field=knob,
+                problem=f"lists choices to fall back to, which {backend} does not try (only {{backend=vertex}} does: "
+                "a Kubernetes scheduler picks the node itself, and a pod no node fits waits rather than fails)",
+                fix="give one choice",
+            )
+        option_values["fallbacks"] = (*tuple(option_values.get("fallbacks") or ()), *given.fallbacks)
+    for name in ("project", "region", "api_endpoint", "namespace"):
+        if name in option_fields:
+            option_values.setdefault(name, getattr(settings, name))
+    if "staging_bucket" in option_fields:
+        # The bucket order is --staging-bucket, then the --job-dir bucket, then env/config:
+        # only an explicit bucket goes in staging_bucket, the configured one is the fallback.
+        option_values["staging_bucket"] = given.settings.get("staging_bucket")
+        option_values["default_staging_bucket"] = settings.staging_bucket
+    options: SubmitOptions = options_cls(**option_values)
+    return options
 
 
 def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
