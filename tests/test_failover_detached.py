@@ -192,3 +192,19 @@ def test_a_restart_is_made_by_a_handle_in_another_process_too(emulator: object, 
     assert [b["displayName"].rsplit("-", 1)[-1] for b in fake.created_bodies()][1:] == ["attempt2"]
     with JobStore() as store:
         assert [a["state"] for a in store.get(job_id).extra["attempts"]] == ["FAILED", "SUCCEEDED"]
+
+
+def test_logs_follow_makes_the_next_attempt_and_goes_on_with_its_lines(
+    emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str
+) -> None:
+    fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
+    job_id = submitted(tfjob_exe, trainer, fake)
+    fake.add_log(job_id, "workerpool0-0", "attempt 1 starts", 1)
+    fake.add_log(str(int(job_id) + 1), "workerpool0-0", "attempt 2 trains", 100)  # the stand-in's next id
+    out = run([tfjob_exe, "logs", job_id, "--follow"])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[chief-0] attempt 1 starts", "[chief-0] attempt 2 trains"]
+    assert f"job {job_id} attempt 1 ended with a stockout in us-central1: submitted in us-east4 as attempt 2" in out.stderr
+    assert creates(fake) == TO_US_EAST4
+    with JobStore() as store:
+        assert store.get(job_id).state is JobState.SUCCEEDED
