@@ -208,3 +208,25 @@ def test_logs_follow_makes_the_next_attempt_and_goes_on_with_its_lines(
     assert creates(fake) == TO_US_EAST4
     with JobStore() as store:
         assert store.get(job_id).state is JobState.SUCCEEDED
+
+
+def test_a_next_region_refusing_the_create_ends_the_job_failed_with_every_attempt(
+    emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str
+) -> None:
+    from test_failover import L4
+
+    fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
+    job_id = submitted(tfjob_exe, trainer, fake)
+    fake.fail(r"^POST /v1/projects/p/locations/us-east4/customJobs$", 429, f"The following quota metrics exceed quota limits: {L4}")
+    waited = run([tfjob_exe, "wait", job_id])
+    assert waited.returncode == 1, waited.stderr
+    errors = [line for line in waited.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "every candidate of --region / the fallback lists was tried: us-central1; us-east4" in errors[0]
+    assert "custom_model_training_nvidia_l4_gpus" in errors[0] and "Traceback" not in waited.stderr
+    assert creates(fake) == TO_US_EAST4 and len(fake.jobs) == 1  # the refused create made nothing
+    with JobStore() as store:
+        record = store.get(job_id)
+    assert record.state is JobState.FAILED and "next_attempt" not in record.extra and record.extra["failover"] == []
+    assert [(a["region"], a["state"]) for a in record.extra["attempts"]] == [("us-central1", "FAILED"), ("us-east4", "REFUSED")]
+    again = run([tfjob_exe, "wait", job_id])  # an ended job: answered from its record, nothing made
+    assert again.returncode == 1 and creates(fake) == TO_US_EAST4

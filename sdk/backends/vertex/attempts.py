@@ -201,6 +201,8 @@ def end_attempt(store: JobStore, job_id: str, state: JobState, ended: float | No
     if record is None or not record.extra.get("attempts"):
         return
     attempts = list(record.extra["attempts"])
+    if isinstance(attempts[-1], dict) and attempts[-1].get("state") == "REFUSED":
+        return  # (every candidate left refused the create: the job ended with the attempt before)
     attempts[-1] = {**attempts[-1], "state": state.value, "ended": ended or time.time()}
     store.update(job_id, extra={**record.extra, "attempts": attempts})
 

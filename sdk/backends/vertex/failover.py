@@ -140,12 +140,13 @@ def fail_over(
     make_client: Callable[..., Any],
     submission: str | None = None,
     look_first: bool = False,
-) -> tuple[str, Any]:
-    """Create the failed attempt's job again in the next region (the same request, ``NAME-attemptN``,
-    the submission label ``submission``, default a new one); record it; return the new attempt's
-    Vertex AI id and its region's client (made by ``make_client(project, region, endpoint, echo,
-    credentials)``). With ``look_first``, a job already carrying the label is taken instead
-    (:func:`create_attempt`)."""
+) -> tuple[str, Any] | None:
+    """Create the failed attempt's job again as the next candidate (the same request,
+    ``NAME-attemptN``, the submission label ``submission``, default a new one); record it; return
+    the new attempt's Vertex AI id and its region's client (made by ``make_client(project, region,
+    endpoint, echo, credentials)``). A candidate that refuses the create for want of quota or
+    machines is a REFUSED attempt and the next one is tried; when none is left the job ends FAILED
+    (None). With ``look_first``, a job already carrying the label is taken (:func:`create_attempt`)."""
     from .client import job_id_of
     from .follow import job_status
     from .render import SUBMISSION_LABEL
@@ -153,23 +154,34 @@ def fail_over(
     record = store.get(job_id)
     assert record is not None
     left = list(record.extra.get("failover") or [])
-    candidate = left.pop(0)
-    region = str(candidate["region"])
     first = {"resource_name": record.extra.get("resource_name", ""), "region": region_of(str(record.extra.get("resource_name", "")))}
     attempts = list(record.extra.get("attempts") or [first])
     error = failed.get("error") or {}
     attempts[-1] = {**attempts[-1], "state": JobState.FAILED.value, "ended": job_status(failed, job_id).ended or time.time(),
                     "message": str(error.get("message", ""))[:500], "reason": reason}  # fmt: skip
-    number = len(attempts) + 1
-    body = patched({k: failed[k] for k in INPUT_FIELDS if k in failed}, candidate.get("machine_specs") or {})
-    suffix = f"-attempt{number}"
-    base = re.sub(r"-attempt\d+$", "", str(body.get("displayName", record.name)))
-    body["displayName"] = base[: 128 - len(suffix)] + suffix
+    ended = f"attempt {len(attempts)} ended with {reason} in {attempts[-1].get('region')}"
     submission = submission or uuid.uuid4().hex
-    body["labels"] = {**dict(body.get("labels") or {}), SUBMISSION_LABEL: submission}
     options = dict(record.options)
-    new_client = make_client(str(options["project"]), region, options.get("api_endpoint"), echo, getattr(client, "credentials", None))
-    job = create_attempt(new_client, body, submission, look_first)
+    while True:
+        candidate = left.pop(0)
+        region, number = str(candidate["region"]), len(attempts) + 1
+        body = patched({k: failed[k] for k in INPUT_FIELDS if k in failed}, candidate.get("machine_specs") or {})
+        suffix = f"-attempt{number}"
+        body["displayName"] = re.sub(r"-attempt\d+$", "", str(body.get("displayName", record.name)))[: 128 - len(suffix)] + suffix
+        body["labels"] = {**dict(body.get("labels") or {}), SUBMISSION_LABEL: submission}
+        credentials = getattr(client, "credentials", None)
+        new_client = make_client(str(options["project"]), region, options.get("api_endpoint"), echo, credentials)
+        try:
+            job = create_attempt(new_client, body, submission, look_first)
+            break
+        except CapacityError as e:
+            attempts.append({"resource_name": f"projects/{options['project']}/locations/{region}", "region": region,
+                             "variant": candidate.get("label", ""), "state": "REFUSED", "ended": time.time(),
+                             "reason": e.capacity.kind, "message": str(e)[:500]})  # fmt: skip
+            if not left:
+                _all_refused(store, job_id, record.extra, attempts, f"{ended}; {e}", echo)
+                return None
+            echo(f"job {job_id}: {e}; trying {described(left[0])} (attempt {len(attempts) + 1})")
     new_id = job_id_of(job["name"])
     attempts.append({"resource_name": job["name"], "region": region, "variant": candidate.get("label", "")})
     kept = {k: v for k, v in record.extra.items() if k != CLAIM}  # (the claim on making it is done with)
@@ -177,10 +189,20 @@ def fail_over(
     if "price" in extra:  # the price of what runs now: its region, its machines
         extra["price"] = repriced(extra["price"], body, region)
     store.update(job_id, extra=extra, options={**options, "region": region})
-    line = f"attempt {number - 1} ended with {reason} in {attempts[-2].get('region')}: submitted in {described(candidate)} as attempt {number} ({job['name']})"
+    line = f"{ended}: submitted in {described(candidate)} as attempt {number} ({job['name']})"
     store.note(job_id, line)
     echo(f"job {job_id} {line}")
     return new_id, new_client
+
+
+def _all_refused(store: JobStore, job_id: str, extra: dict[str, Any], attempts: list[dict[str, Any]], why: str, echo: Echo) -> None:
+    """Every candidate left refused the create: the job ends FAILED, its attempts recorded."""
+    tried = "; ".join(str(a.get("region")) + (f" with {a['variant']}" if a.get("variant") else "") for a in attempts)
+    message = f"{why} (every candidate of --region / the fallback lists was tried: {tried})"
+    kept = {k: v for k, v in extra.items() if k != CLAIM}
+    store.update(job_id, extra={**kept, "attempts": attempts, "failover": []})
+    store.set_state(job_id, JobState.FAILED, message[:1000])
+    echo(f"job {job_id}: {message}")
 
 
 def create_attempt(client: Any, body: dict[str, Any], submission: str, look_first: bool) -> dict[str, Any]:
