@@ -230,3 +230,16 @@ def test_a_next_region_refusing_the_create_ends_the_job_failed_with_every_attemp
     assert [(a["region"], a["state"]) for a in record.extra["attempts"]] == [("us-central1", "FAILED"), ("us-east4", "REFUSED")]
     again = run([tfjob_exe, "wait", job_id])  # an ended job: answered from its record, nothing made
     assert again.returncode == 1 and creates(fake) == TO_US_EAST4
+
+
+def test_no_next_attempt_once_a_cancel_was_asked_for(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
+    job_id = submitted(tfjob_exe, trainer, fake)
+    read_until_failed(job_id, fake)
+    cancel = run([tfjob_exe, "cancel", job_id])
+    assert cancel.returncode == 0, cancel.stderr
+    waited = run([tfjob_exe, "wait", job_id])
+    assert waited.returncode == 1, waited.stderr
+    assert creates(fake) == TO_US_EAST4[:1] and "attempt 2" not in waited.stderr
+    with JobStore() as store:
+        assert store.get(job_id).state is JobState.FAILED

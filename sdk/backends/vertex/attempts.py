@@ -15,7 +15,8 @@ attempt is still the current one and no live claim is there) and only then creat
 see the claim, look again later, and follow the attempt the record then names. A claim names the
 new attempt's submission label before the create: a claim whose process died (or that is older
 than :data:`CLAIM_SECONDS`), or whose create failed, is taken over, and the job it may have
-created is looked up by that label before one is created. A one-shot read (``tfjob status``)
+created is looked up by that label before one is created. No attempt is made once a cancel
+was asked for (the job ends as its last attempt did). A one-shot read (``tfjob status``)
 claims nothing: it says what following the job would do.
 """
 
@@ -45,10 +46,11 @@ def current_attempt(job_id: str, record: JobRecord | None) -> str:
 def next_step(job: dict[str, Any], record: JobRecord | None, max_restarts: int | None = None) -> tuple[str, str] | None:
     """What follows the ended attempt ``job`` of ``record``'s job: ``("failover", why)`` (a candidate
     is left), ``("restart", why)`` (a retryable failure, ``max_restarts`` — the record's unless
-    given — not used up), or None: the job ends with it. Never on the trainer's own failure."""
+    given — not used up), or None: the job ends with it. Never on the trainer's own failure, nor
+    once a cancel was asked for (CANCELLING)."""
     from .follow import retryable_failure
 
-    if record is None:
+    if record is None or record.state is JobState.CANCELLING or record.state.is_terminal:
         return None
     moved = failover_reason(job, record)
     if moved is not None:
@@ -69,10 +71,14 @@ def _live(claim: dict[str, Any]) -> bool:
 
 def claim_next(store: JobStore, job_id: str, ended: str) -> dict[str, Any] | str:
     """Claim the making of the attempt after ``ended`` (a Vertex AI id): the claim, or ``"moved"``
-    (the record names a later attempt already) or ``"held"`` (another follower is making it)."""
+    (the record names a later attempt already), ``"held"`` (another follower is making it) or
+    ``"stopped"`` (a cancel was asked for, or the job ended, since)."""
     outcome: dict[str, Any] = {}
 
     def decide(record: JobRecord) -> dict[str, Any] | None:
+        if record.state is JobState.CANCELLING or record.state.is_terminal:
+            outcome["said"] = "stopped"
+            return None
         if current_attempt(job_id, record) != ended:
             outcome["said"] = "moved"
             return None
@@ -126,6 +132,8 @@ def advance(
     if record is None or (step is None and current_attempt(job_id, record) == ended_id):
         return None
     said = claim_next(store, job_id, ended_id)
+    if said == "stopped":
+        return None
     if said == "held":
         return "held"
     if said == "moved":
