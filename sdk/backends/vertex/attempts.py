@@ -72,7 +72,7 @@ def _live(claim: dict[str, Any]) -> bool:
 def claim_next(store: JobStore, job_id: str, ended: str) -> dict[str, Any] | str:
     """Claim the making of the attempt after ``ended`` (a Vertex AI id): the claim, or ``"moved"``
     (the record names a later attempt already), ``"held"`` (another follower is making it) or
-    ``"stopped"`` (a cancel was asked for, or the job ended, since)."""
+    ``"stopped"`` (a cancel was asked for, the job ended or is no longer recorded)."""
     outcome: dict[str, Any] = {}
 
     def decide(record: JobRecord) -> dict[str, Any] | None:
@@ -95,7 +95,7 @@ def claim_next(store: JobStore, job_id: str, ended: str) -> dict[str, Any] | str
         return {"extra": {**record.extra, CLAIM: claim}}
 
     store.change(job_id, decide)
-    said: dict[str, Any] | str = outcome.get("said", "moved")  # (a job no longer recorded: nothing to make)
+    said: dict[str, Any] | str = outcome.get("said", "stopped")  # (a job no longer recorded: nothing to make)
     return said
 
 
