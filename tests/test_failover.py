@@ -168,10 +168,11 @@ def test_a_status_read_between_the_attempts_is_not_the_end(emulator: object, fak
         data = json.loads(runner.invoke(app, ["status", job_id, "--json"]).stdout)
         states.append(data["state"])
     assert "FAILED" not in states and states[-1] == "RUNNING", states
-    assert "submits it again" in data["message"]
+    assert data["message"] == f"a stockout ended attempt 1 in us-central1; `tfjob wait {job_id}` tries the next candidate (us-east4)"
+    assert len(creates(fake)) == 1  # a one-shot read makes no attempt
     with JobStore() as store:
         assert store.get(job_id).state is not JobState.FAILED
-    # The follow loop (what `tfjob submit` runs, as for --max-restarts) makes attempt 2.
+    # The follow loop (what `tfjob submit` runs, as for --max-restarts; `tfjob wait`: test_failover_detached) makes attempt 2.
     from tfjob.backends.vertex.options import VertexOptions
     from tfjob.backends.vertex.service import follow_job
 

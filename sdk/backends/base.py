@@ -104,6 +104,10 @@ class Backend(Protocol):
     def status(self, job_id: str) -> JobStatus:
         """The job's current status."""
 
+    def watch(self, job_id: str) -> JobStatus:
+        """The job's status for one who follows it to its end: :meth:`status`, and a job that goes
+        on after its attempt ended (a Vertex AI failover) gets its next attempt."""
+
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's log lines, each prefixed ``[worker-1]``; follow until the job ends."""
 

@@ -96,6 +96,12 @@ class JobHandle:
         status: JobStatus = self._backend.status(self.id)
         return status
 
+    def _watch(self) -> JobStatus:
+        """The status for :meth:`wait`: following the job makes its next attempt where one is due
+        (a Vertex AI failover or restart, in whatever process waits), which :meth:`status` does not."""
+        status: JobStatus = self._backend.watch(self.id)
+        return status
+
     @property
     def state(self) -> JobState:
         return self.status().state
@@ -133,7 +139,7 @@ class JobHandle:
                 on_change(status)
 
         return poll(
-            self.status,
+            self._watch,
             on_change=changed,
             poll_interval=poll_interval,
             max_interval=max_interval,

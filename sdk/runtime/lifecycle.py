@@ -450,6 +450,13 @@ class Lifecycle(Generic[O, P]):
         current = self.store.get(status.id) if record is not None else None
         return self.sync(status, current)
 
+    def watch(self, job_id: str) -> JobStatus:
+        """The job's status for one who follows it to its end (:meth:`JobHandle.wait`): :meth:`status`,
+        and where a backend's job goes on after its attempt ended (a Vertex AI failover or
+        restart), the next attempt made, once whoever else follows the job. :meth:`status`, a
+        one-shot read, makes nothing."""
+        return self.status(job_id)
+
     def _lookup(self, job_id: str) -> JobRecord | None:
         """The store's record of ``job_id`` (None: the store does not know it; a backend that
         can ask its platform by id alone answers for it)."""

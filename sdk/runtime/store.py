@@ -27,7 +27,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ..model import JobState, JobStatus
 from ..errors import JobNotFoundError, StoreError, UsageError
@@ -355,16 +355,28 @@ class JobStore:
 
     def update(self, job_id: str, **values: Any) -> None:
         """Set columns of a job (not its state: use :meth:`set_state`)."""
-        allowed = {f.name for f in fields(JobRecord)} - {"id", "state"}
-        unknown = set(values) - allowed
+        self._columns(values)  # an unknown column fails before anything is written
+        if values:
+            self.change(job_id, lambda _: values)
+
+    def change(self, job_id: str, decide: Callable[[JobRecord], dict[str, Any] | None]) -> dict[str, Any] | None:
+        """Read the job and set the columns ``decide(record)`` returns (None: nothing), in one
+        transaction: no other process writes between the read and the write (a claim). Returns
+        what was set, or None (the job is not there, or ``decide`` said nothing)."""
+        with self._write() as c:
+            row = c.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            values = decide(row_to_job(row)) if row is not None else None
+            if values:
+                data = self._columns(values)
+                c.execute(f"UPDATE jobs SET {', '.join(f'{k} = ?' for k in data)} WHERE id = ?", (*data.values(), job_id))
+            return values
+
+    @staticmethod
+    def _columns(values: dict[str, Any]) -> dict[str, Any]:
+        unknown = set(values) - ({f.name for f in fields(JobRecord)} - {"id", "state"})
         if unknown:
             raise TypeError(f"unknown job columns: {sorted(unknown)}")
-        if not values:
-            return
-        data = {k: json.dumps(v, sort_keys=True) if k in JSON_COLUMNS else v for k, v in values.items()}
-        sets = ", ".join(f"{k} = ?" for k in data)
-        with self._write() as c:
-            c.execute(f"UPDATE jobs SET {sets} WHERE id = ?", (*data.values(), job_id))
+        return {k: json.dumps(v, sort_keys=True) if k in JSON_COLUMNS else v for k, v in values.items()}
 
     def set_state(
         self,

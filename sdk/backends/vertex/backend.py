@@ -138,13 +138,22 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
 
         return read_status(job_id, record, credentials=self.credentials, store=self.store, settings=self.settings)
 
+    def watch(self, job_id: str) -> JobStatus:
+        """The job's status for one who follows it (``JobHandle.wait``): where its attempt ended for
+        want of machines or quota (a candidate left) or retryably (``max_restarts`` left), the next
+        attempt is made, once whoever else follows it (:mod:`.attempts`)."""
+        from .service import watch_status
+
+        return watch_status(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
+
     def logs(self, job_id: str, task: str | None = None, follow: bool = False, tail: int | None = None) -> Iterator[str]:
         """The job's Cloud Logging lines, ``[worker-1] …``; ``follow`` until the job ends."""
         from .service import fetch_logs
 
         return fetch_logs(
-            job_id, task=task, follow=follow, tail=tail, credentials=self.credentials, store=self.store, settings=self.settings
-        )
+            job_id, task=task, follow=follow, tail=tail, credentials=self.credentials, store=self.store, settings=self.settings,
+            echo=self.echo,
+        )  # fmt: skip
 
     def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
         """Ask Vertex AI to cancel the job: CANCELLING until it has ended."""

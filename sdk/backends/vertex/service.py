@@ -27,8 +27,11 @@ from .follow import MAX_POLL_INTERVAL, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
 
+from .attempts import advance, attempts_of, current_attempt, end_attempt, next_step, what_following_does
 from .connect import Echo, make_client, poll_interval, quiet, settings_or_none
 from .creation import created_record
+
+__all__ = ["current_attempt"]  # (kept here for its importers)
 
 if TYPE_CHECKING:
     from ...runtime.settings import Settings
@@ -113,15 +116,17 @@ def locate(
 
 def view_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
     """What Vertex AI's ``job`` says of ``job_id``, with what its record keeps (attempts, links);
-    a failure about to be retried (``max_restarts`` left) is not the job's end: RUNNING."""
+    an attempt that failed with a next one to make (a candidate to fail over to, ``max_restarts``
+    left) is not the job's end: RUNNING, and the message says what following the job does."""
     status = job_status(job, job_id)
     if record is None:
         return status
-    if status.state is JobState.FAILED and _retry_pending(store, job_id, job):
-        # Not the job's end: the follow loop (`tfjob wait`) submits it again.
+    goes_on = what_following_does(job_id, job, store.get(job_id)) if status.state is JobState.FAILED else None
+    if goes_on is not None:
+        # Not the job's end: whoever follows it (`tfjob wait`) makes its next attempt (:mod:`.attempts`).
         status.state = JobState.RUNNING
         status.ended = None
-        status.message = f"this attempt failed ({status.message[:200]}); following the job (`tfjob wait {job_id}`) submits it again"
+        status.message = goes_on
         return status
     current = store.get(job_id)
     if current is not None:
@@ -138,76 +143,15 @@ def _record_status(store: JobStore, job_id: str, job: dict[str, Any], record: Jo
     return status
 
 
-def _retry_pending(store: JobStore, job_id: str, job: dict[str, Any]) -> bool:
-    """Whether ``job`` (an attempt of ``job_id``) failed retryably with ``max_restarts`` left, or
-    for want of quota or machines with a region or machine left to fail over to (:mod:`.failover`)."""
-    from .failover import failover_reason
-    from .follow import retryable_failure
-
-    if failover_reason(job, store.get(job_id)) is not None:
-        return True
-    if retryable_failure(job) is None:
-        return False
-    record = store.get(job_id)
-    limit = record.extra.get("max_restarts") if record is not None else None
-    return isinstance(limit, int) and len(record.extra.get("attempts") or [None]) - 1 < limit  # type: ignore[union-attr]
-
-
-def current_attempt(job_id: str, record: JobRecord | None) -> str:
-    """The Vertex AI id of the job's current attempt (``max_restarts`` re-submits it under a new id)."""
-    current = record.extra.get("current_job") if record is not None else None
-    return current if isinstance(current, str) and current.isdigit() else job_id
-
-
-#: A ``CustomJob``'s fields a user sets (the rest are the service's): what a new attempt sends again.
-_INPUT_FIELDS = ("displayName", "jobSpec", "labels", "encryptionSpec")
-
-
-def _resubmit(store: JobStore, job_id: str, failed: dict[str, Any], reason: str, client: Any, echo: Echo) -> str:
-    """Create the failed attempt's job again (the same spec, ``NAME-attemptN``, a new submission
-    label), record the attempt in ``job_id``'s record; return the new attempt's Vertex AI id."""
-    import re
-    import uuid
-
-    from .client import job_id_of
-    from .render import SUBMISSION_LABEL
-
-    record = store.get(job_id)
-    assert record is not None
-    attempts = list(record.extra.get("attempts") or [{"resource_name": record.extra.get("resource_name", "")}])
-    error = failed.get("error") or {}
-    attempts[-1] = {**attempts[-1], "state": JobState.FAILED.value, "ended": job_status(failed, job_id).ended or time.time(),
-                    "message": str(error.get("message", ""))[:500], "reason": reason}  # fmt: skip
-    number = len(attempts) + 1
-    body = {k: failed[k] for k in _INPUT_FIELDS if k in failed}
-    suffix = f"-attempt{number}"
-    base = re.sub(r"-attempt\d+$", "", str(body.get("displayName", record.name)))
-    body["displayName"] = base[: 128 - len(suffix)] + suffix
-    submission = uuid.uuid4().hex
-    body["labels"] = {**dict(body.get("labels") or {}), SUBMISSION_LABEL: submission}
-    job = client.create_custom_job(body, submission)
-    new_id = job_id_of(job["name"])
-    attempts.append({"resource_name": job["name"]})
-    line = f"attempt {number - 1} ended {reason}: submitted again as attempt {number} ({job['name']})"
-    store.update(job_id, extra={**record.extra, "attempts": attempts, "current_job": new_id, "resource_name": job["name"]})
-    store.note(job_id, line)
-    echo(f"job {job_id} {line}")
-    return new_id
-
-
-def _attempts_of(store: JobStore, job_id: str) -> list[Any]:
-    record = store.get(job_id)
-    return list(record.extra.get("attempts") or []) if record is not None else []
-
-
-def _end_attempt(store: JobStore, job_id: str, status: JobStatus) -> None:
-    """Write the last attempt's end (state and time) into the job's record."""
-    record = store.get(job_id)
-    if record is None or not record.extra.get("attempts"):
-        return
-    attempts = list(record.extra["attempts"])
-    attempts[-1] = {**attempts[-1], "state": status.state.value, "ended": status.ended or time.time()}
-    store.update(job_id, extra={**record.extra, "attempts": attempts})
+def _finish(store: JobStore, job_id: str, final: dict[str, Any], record: JobRecord | None) -> JobStatus:
+    """The job ended with its attempt ``final``: its record brought up to date (the last
+    attempt's end among its attempts); return its status."""
+    status = _record_status(store, job_id, final, record)
+    current = store.get(job_id) if record is not None else None
+    if current is not None and current.extra.get("attempts"):
+        end_attempt(store, job_id, status.state, status.ended)
+        status.extra["attempts"] = attempts_of(store, job_id)
+    return status
 
 
 # -- status / follow / cancel / list -------------------------------------------------------
@@ -318,24 +262,14 @@ def follow_job(
     job_id, record = _settled(store, job_id, client)
     interval = poll_interval(options, settings)
     from ...description.restarts import _count
-    from .follow import retryable_failure
 
     given = record.extra.get("max_restarts") if record is not None else None
     max_restarts = _count(given if given is not None else (options.max_restarts or 0), "--max-restarts", 0)
 
-    def restarts_left() -> bool:
-        current = store.get(job_id)
-        done = len((current.extra.get("attempts") or [None]) if current is not None else [None]) - 1
-        return current is not None and done < max_restarts
-
-    from .failover import fail_over, failover_reason
-
     def on_change(job: dict[str, Any], state: JobState) -> None:
         message = (job.get("error") or {}).get("message", "")
-        retry = state is JobState.FAILED and retryable_failure(job) is not None and restarts_left()
-        retry = retry or (state is JobState.FAILED and failover_reason(job, store.get(job_id)) is not None)
-        if not retry:  # a failure about to be retried is not the job's end
-            _record_status(store, job_id, job, record)
+        if not (state is JobState.FAILED and next_step(job, store.get(job_id), max_restarts) is not None):
+            _record_status(store, job_id, job, record)  # (a failure about to be retried is not the job's end)
         echo(f"job {job_id} {state.value}" + (f": {message}" if message and state.is_terminal else ""))
 
     while True:
@@ -353,18 +287,38 @@ def follow_job(
         except KeyboardInterrupt:
             interrupted(job_id, options, echo=echo, client=client, store=store, settings=settings)
             raise
-        moved = failover_reason(final, record)
-        if moved is not None:
-            _, client = fail_over(store, job_id, final, moved, echo=echo, client=client, make_client=make_client)
-            continue
-        reason = retryable_failure(final)
-        if record is None or reason is None or not restarts_left():
-            status = _record_status(store, job_id, final, record)
-            if record.extra.get("attempts") if record is not None else None:
-                _end_attempt(store, job_id, status)
-                status.extra["attempts"] = _attempts_of(store, job_id)
-            return status
-        _resubmit(store, job_id, final, reason, client, echo)
+        step = None
+        if record is not None:  # the next attempt (a failover, a restart), made once whoever else follows the job
+            step = advance(store, job_id, final, echo=echo, client=client, make_client=make_client, max_restarts=max_restarts)
+        if step is None:
+            return _finish(store, job_id, final, record)
+        if step == "held":
+            sleep(interval)  # another follower is making it
+        else:
+            client = step[1]
+
+
+def watch_status(
+    job_id: str, *, echo: Echo = quiet, credentials: Any = None, store: JobStore, settings: Settings | None = None
+) -> JobStatus:
+    """The job's status for one who follows it to its end (``JobHandle.wait``, ``tfjob wait``,
+    ``tfjob logs --follow``): :func:`fetch_status`, and when its current attempt ended but the
+    job goes on (a failover, a restart), its next attempt made — here, or by another follower,
+    exactly once (:mod:`.attempts`). ``tfjob status`` (:func:`fetch_status`) makes none."""
+    record = find_record(job_id, store=store)
+    if record is None or record.state.is_terminal or record.extra.get("pending"):
+        return fetch_status(job_id, credentials=credentials, store=store, settings=settings)
+    project, region, endpoint = where(record.id, record, settings=settings)
+    client = make_client(project, region, endpoint, echo, credentials)
+    job = client.get_custom_job(current_attempt(record.id, record))
+    if not parse_state(job.get("state")).is_terminal:
+        return _record_status(store, record.id, job, record)
+    step = advance(store, record.id, job, echo=echo, client=client, make_client=make_client)
+    if step is None:
+        return _finish(store, record.id, job, record)
+    if step == "held":  # another follower is making the next attempt: not the end
+        return view_status(store, record.id, job, record)
+    return fetch_status(record.id, credentials=credentials, store=store, settings=settings)
 
 
 def cancel_job(
@@ -418,7 +372,7 @@ def list_jobs(
                 continue  # an earlier attempt
             s.id = str(owner[s.id])
         kept.append(s)
-        if store.get(s.id) is not None and not (s.state is JobState.FAILED and _retry_pending(store, s.id, job)):
+        if store.get(s.id) is not None and not (s.state is JobState.FAILED and next_step(job, store.get(s.id)) is not None):
             store.set_state(s.id, s.state, s.message)
     statuses = kept
     return sorted(statuses, key=lambda s: s.created or 0.0, reverse=True)
@@ -446,9 +400,12 @@ def fetch_logs(
     sleep: Callable[[float], None] = time.sleep,
     store: JobStore,
     settings: Settings | None = None,
+    echo: Echo = quiet,
 ) -> Iterator[str]:
-    """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends
-    (reading again every ``interval`` seconds, default :func:`poll_interval` of ``settings``)."""
+    """The job's log lines, ``[worker-1] text``; with ``follow``, until the job ends (reading
+    again every ``interval`` seconds, default :func:`poll_interval` of ``settings``): following
+    it makes its next attempt where one is due, as ``tfjob wait`` does (:func:`watch_status`),
+    and goes on with that attempt's lines."""
     from .auth import ready_credentials
     from .client import is_translatable
     from .errors import translate
@@ -457,7 +414,6 @@ def fetch_logs(
 
     record, project, region, endpoint = locate(job_id, store=store, settings=settings)
     build_filter(job_id, task)  # a bad --task is a usage error before any call
-    logged = current_attempt(record.id, record) if record is not None else job_id
     log_endpoint = logging_endpoint(endpoint)
     credentials = ready_credentials(credentials)
     client = logging_client(project, credentials, log_endpoint)
@@ -465,6 +421,7 @@ def fetch_logs(
     start = format_time(record.created - 60) if record is not None and record.created else None
 
     def read(since: str | None, tail_: int | None = None) -> list[Any]:
+        logged = current_attempt(record.id, store.get(record.id)) if record is not None else job_id  # (the attempt of now)
         try:
             return read_entries(client, project, logged, task, tail=tail_, since=since or start)
         except Exception as e:
@@ -477,9 +434,8 @@ def fetch_logs(
         for entry in first:
             yield entry_line(entry)
         return
-    vertex = make_client(project, region, endpoint, credentials=credentials)
 
     def is_done() -> bool:
-        return fetch_status(job_id, client=vertex, store=store, settings=settings).state.is_terminal
+        return watch_status(job_id, echo=echo, credentials=credentials, store=store, settings=settings).state.is_terminal
 
     yield from follow_lines(EntryFeed(read, first=first, sleep=sleep), is_done, interval=interval or poll_interval(None, settings))
