@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import SpecError
+from .retention import functions_dir, locked
 
 #: The package every function job runs, and its module (``--module``).
 PACKAGE = "tfjob_function"
@@ -263,12 +264,6 @@ def runner_source() -> bytes:
     return (Path(__file__).parent / "runner.py").read_bytes()
 
 
-def functions_dir() -> Path:
-    from ..runtime.settings import tfjob_home
-
-    return tfjob_home() / "functions"
-
-
 def build_package(data: bytes, requirements: Sequence[str], *, found: Sequence[str] = (), by_value: bool = False) -> FunctionPackage:
     """The package of a pickled call, written once under its digest (an unchanged call finds it)."""
     from hashlib import sha256
@@ -287,21 +282,33 @@ def build_package(data: bytes, requirements: Sequence[str], *, found: Sequence[s
     whole = b"".join(name.encode() + b"\0" + str(len(body)).encode() + b"\0" + body for name, body in sorted(files.items()))
     digest: str = sha256(whole).hexdigest()
     directory = functions_dir() / digest[:24]
-    if not (directory / PACKAGE / PAYLOAD).is_file():
-        import shutil
-        import tempfile
-
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
-        try:
-            for name, body in files.items():
-                (partial / name).parent.mkdir(parents=True, exist_ok=True)
-                (partial / name).write_bytes(body)
+    # Found or written under the directory's lock, and touched: a prune (.retention) keeps it.
+    with locked(directory.parent, exclusive=False, wait=True):
+        if (directory / PACKAGE / PAYLOAD).is_file():
             try:
-                os.replace(partial, directory)
+                os.utime(directory)
             except OSError:
-                if not (directory / PACKAGE / PAYLOAD).is_file():
-                    raise
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
+                pass  # not ours to touch (another user's); it is kept a day from when it was made
+        else:
+            _write_package(directory, files)
     return FunctionPackage(directory, digest, by_value, tuple(lines), tuple(found), len(data))
+
+
+def _write_package(directory: Path, files: Mapping[str, bytes]) -> None:
+    """``files`` as the package directory, whole or not at all (a concurrent writer's is as good)."""
+    import shutil
+    import tempfile
+
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
+    try:
+        for name, body in files.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            (partial / name).write_bytes(body)
+        try:
+            os.replace(partial, directory)
+        except OSError:
+            if not (directory / PACKAGE / PAYLOAD).is_file():
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
