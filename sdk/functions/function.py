@@ -125,9 +125,7 @@ class RemoteFunction(Generic[P, R]):
         if job.backend_name in _LOCAL and not job.spec.job_dir and any(job.spec.image_for(role) for role, _ in job.spec.tasks()):
             # Container tasks write only what is mounted: the job dir is (at its own path, writable),
             # a directory of this call's own: nothing else of $TFJOB_HOME is theirs to write.
-            own = functions_dir() / RESULTS / call
-            own.mkdir(parents=True, exist_ok=True)
-            job.spec = job.spec.replace(job_dir=str(own))
+            job.spec = job.spec.replace(job_dir=str(functions_dir() / RESULTS / call))
         uri = f"{_result_base(job)}/{RESULTS}/{call}.pkl"
         job.spec = job.spec.replace(args=("--result", uri, *job.spec.args))
         if not job.options.quiet:
