@@ -130,11 +130,13 @@ class RemoteFunction(Generic[P, R]):
         job.spec = job.spec.replace(args=("--result", uri, *job.spec.args))
         if not job.options.quiet:
             how = "by value (its code)" if built.by_value else "by reference"
+            listed = ", ".join(built.requirements) or "none"
             if built.found or self._requirements is None:
-                reqs = f"requirements found from its imports: {', '.join(built.requirements)} (requirements= gives others)"
+                reqs = f"requirements found from its imports: {listed} (requirements= gives others)"
             else:
-                reqs = f"requirements: {', '.join(built.requirements)}"
-            _echo(f"{what} pickled {how}, {built.size} bytes, in {built.directory}; {reqs}")
+                reqs = f"requirements: {listed}"
+            shipped = f" with cloudpickle {built.cloudpickle}" if built.cloudpickle else ""
+            _echo(f"{what} pickled {how}, {built.size} bytes, in {built.directory}{shipped}; {reqs}")
         return job
 
     def render(self, *args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
