@@ -162,3 +162,16 @@ def test_while_another_process_holds_the_lock_nothing_is_pruned_and_a_package_wa
     assert set(retention.prune(JobStore())) == left  # the lock free again: what no record names goes
     assert not any(p.exists() for p in left)
     assert built[0].is_dir()  # just written: kept
+
+
+def test_the_store_lists_only_the_jobs_whose_spec_holds_the_text() -> None:
+    # What a prune reads of the store: the records of function jobs (a --result argument), not every job's.
+    with JobStore() as store:
+        plain = store.add_new(JobRecord(id="", backend="local", name="plain", state=JobState.SUCCEEDED, spec={"args": ["--steps", "1"]}))
+        fn = store.add_new(
+            JobRecord(id="", backend="vertex", name="fn", state=JobState.SUCCEEDED, spec={"args": ["--result", "gs://b/r.pkl"]})
+        )
+        assert [r.id for r in store.list(spec_holds="--result")] == [fn.id]
+        assert [r.id for r in store.list(backend="local")] == [plain.id]
+        assert [r.id for r in store.list(backend="local", spec_holds="--result")] == []
+        assert {r.id for r in store.list()} == {plain.id, fn.id}

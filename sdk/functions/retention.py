@@ -183,7 +183,7 @@ def prune(store: Any, directory: Path | None = None, *, keep: Iterable[str | Pat
     with locked(directory, exclusive=True, wait=False) as held:
         if not held:
             return []
-        kept = _kept(store.list(), directory) | {Path(p).resolve() for p in keep}
+        kept = _kept(store.list(spec_holds="--result"), directory) | {Path(p).resolve() for p in keep}
         now = time.time()
         for key, paths in _entries(directory).items():
             if key in kept or (not key.name.startswith(_REMOVING) and _recent(paths, now)):
