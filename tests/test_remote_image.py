@@ -17,6 +17,7 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ import tfjob
 from helpers import need_in_ci
 from tfjob.functions import RemoteTraceback
 from tfjob.functions.result import result_uri
+from tfjob.functions.retention import prune
 from tfjob.runtime.store import JobStore
 
 pytestmark = [pytest.mark.containers, pytest.mark.slow]
@@ -105,7 +107,17 @@ def test_a_function_runs_as_containers_of_the_image_and_its_value_comes_back(
     assert uri is not None and Path(uri).is_file()
     # The containers wrote into the job's own directory: nothing else of $TFJOB_HOME is mounted.
     assert record.spec["job_dir"] == str(Path(uri).parent.parent)
-    assert Path(record.spec["job_dir"]).parent == Path(os.environ["TFJOB_HOME"]) / "functions" / "tfjob-results"
+    own = Path(record.spec["job_dir"])
+    assert own.parent == Path(os.environ["TFJOB_HOME"]) / "functions" / "tfjob-results"
+    assert own.stat().st_uid == 1000  # podman's :U gave it (it alone) to the image's user
+    # Pruned as any result once a day old and named by no record (or by one beyond the newest kept).
+    then = time.time() - 2 * 24 * 3600
+    for path in [own, *own.rglob("*")]:
+        os.utime(path, (then, then))
+    assert prune(JobStore()) == []  # its record keeps it
+    with JobStore() as store:
+        store.remove(record.id)
+    assert own in prune(JobStore()) and not own.exists()
 
 
 def test_the_functions_exception_comes_back_as_its_own_type(base_image: str, engine: dict[str, str]) -> None:
