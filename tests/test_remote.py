@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import pytest
 
 import tfjob
@@ -95,7 +96,10 @@ def _check_package(files: dict[str, bytes]) -> None:
     assert {"tfjob_function/function.pkl", "tfjob_function/run.py", "tfjob_function/__init__.py"} <= set(files)
     pickletools.dis(files["tfjob_function/function.pkl"], out=io.StringIO())  # a pickle (read, not loaded)
     requires = files["PKG-INFO"].decode()
-    assert "Requires-Dist: cloudpickle==" in requires and "Requires-Dist: numpy" in requires
+    assert "Requires-Dist: numpy" in requires
+    # cloudpickle travels with the package, this process's own: the task asks no index for it.
+    assert "cloudpickle" not in requires
+    assert files["tfjob_function/_vendor/cloudpickle/__init__.py"] == (Path(cloudpickle.__file__).parent / "__init__.py").read_bytes()
     assert "tensorflow" not in requires  # the image brings its TensorFlow
 
 
@@ -178,9 +182,11 @@ def test_the_runner_writes_to_cloud_storage_and_the_caller_reads_it_back(emulato
     assert read_result("gs://b/fn/tfjob-results/none.pkl", lambda: emulator) is None  # not written (yet)
 
 
-def test_requirements_given_replace_the_found_ones_and_cloudpickle_is_pinned() -> None:
+def test_requirements_given_replace_the_found_ones_and_cloudpickle_is_shipped() -> None:
     given = tfjob.remote(requirements=["pandas>=2"], quiet=True)(train).package(1)
-    assert given.requirements[1:] == ("pandas>=2",) and given.requirements[0].startswith("cloudpickle==") and not given.found
+    assert given.requirements == ("pandas>=2",) and not given.found
+    assert given.cloudpickle == cloudpickle.__version__
+    assert (given.directory / "tfjob_function" / "_vendor" / "cloudpickle" / "cloudpickle.py").is_file()
     assert (given.directory / "requirements.txt").read_text().splitlines() == list(given.requirements)
     found = tfjob.remote(quiet=True)(train).package(1)
     assert "numpy" in found.found and "pandas>=2" not in found.requirements

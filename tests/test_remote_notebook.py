@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 import pytest
 
 from helpers import ROOT, requires_tf
@@ -63,7 +64,8 @@ def test_the_readme_cell_trains_with_parameter_servers_and_gets_its_metrics_back
     assert metrics["devices"] and all("/job:ps" in d for d in metrics["devices"])  # the variables live on the ps
     # The tasks' lines came into the cell, named by task; what was pickled, and the requirements, were said.
     assert "[chief-0] training on chief" in out
-    assert "train pickled by value" in out and "requirements found from its imports: cloudpickle==" in out and "numpy" in out
+    shipped = f"with cloudpickle {cloudpickle.__version__}; requirements found from its imports: "
+    assert "train pickled by value" in out and shipped in out and "numpy" in out
     assert re.search(r"job train-\S+ SUCCEEDED", out)
     assert "raised: ValueError bad lr" in out
     # The submitted job's result from another process (this one), as from another kernel.

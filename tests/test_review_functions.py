@@ -103,3 +103,22 @@ def test_a_local_function_job_with_a_gs_job_dir_reads_its_result_back_and_bounds
     emulator.bucket("b").blob(uri.removeprefix("gs://b/")).delete()
     with pytest.raises(JobFailedError, match="SUCCEEDED but its chief wrote no result at gs://b/fn/"):
         tfjob.get_job(handle.id).result()
+
+
+def test_a_local_container_function_job_mounts_a_directory_of_its_own_only() -> None:
+    # Its job dir was all of $TFJOB_HOME/functions, mounted writable (and chowned by podman's :U)
+    # into every container: a task could rewrite other jobs' packages and results.
+    from tfjob.functions.retention import RESULTS, functions_dir
+
+    remote = tfjob.remote(image="localhost/tfjob:0.1.0", workers=1, quiet=True)(seven)
+    (chief, worker) = remote.render()["tasks"]
+    for task in (chief, worker):
+        argv = task["argv"]
+        mounts = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-v"]
+        writable = [m for m in mounts if not m.endswith(":ro")]
+        (own,) = writable
+        path = Path(own.split(":")[0])
+        assert path.parent == functions_dir() / RESULTS and own == f"{path}:{path}:U"
+        uri = argv[argv.index("--result") + 1]
+        assert Path(uri).is_relative_to(path)
+    assert not (functions_dir() / RESULTS).exists()  # a dry run makes no directory

@@ -18,7 +18,8 @@ import sys
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, ParamSpec, Protocol, TypeVar
 
-from ..errors import SpecError
+from ..errors import SpecError, TfjobError
+from .retention import RESULTS, functions_dir
 
 if TYPE_CHECKING:
     from .package import FunctionPackage
@@ -120,20 +121,22 @@ class RemoteFunction(Generic[P, R]):
 
             # Tasks run in the package's directory: a relative job dir is the caller's, made absolute.
             job.spec = job.spec.replace(job_dir=os.path.abspath(str(job.spec.job_dir)))
+        call = uuid.uuid4().hex
         if job.backend_name in _LOCAL and not job.spec.job_dir and any(job.spec.image_for(role) for role, _ in job.spec.tasks()):
-            from .package import functions_dir
-
-            # Container tasks write only what is mounted: the job dir is (at its own path, writable).
-            job.spec = job.spec.replace(job_dir=str(functions_dir()))
-        uri = f"{_result_base(job)}/tfjob-results/{uuid.uuid4().hex}.pkl"
+            # Container tasks write only what is mounted: the job dir is (at its own path, writable),
+            # a directory of this call's own: nothing else of $TFJOB_HOME is theirs to write.
+            job.spec = job.spec.replace(job_dir=str(functions_dir() / RESULTS / call))
+        uri = f"{_result_base(job)}/{RESULTS}/{call}.pkl"
         job.spec = job.spec.replace(args=("--result", uri, *job.spec.args))
         if not job.options.quiet:
             how = "by value (its code)" if built.by_value else "by reference"
+            listed = ", ".join(built.requirements) or "none"
             if built.found or self._requirements is None:
-                reqs = f"requirements found from its imports: {', '.join(built.requirements)} (requirements= gives others)"
+                reqs = f"requirements found from its imports: {listed} (requirements= gives others)"
             else:
-                reqs = f"requirements: {', '.join(built.requirements)}"
-            _echo(f"{what} pickled {how}, {built.size} bytes, in {built.directory}; {reqs}")
+                reqs = f"requirements: {listed}"
+            shipped = f" with cloudpickle {built.cloudpickle}" if built.cloudpickle else ""
+            _echo(f"{what} pickled {how}, {built.size} bytes, in {built.directory}{shipped}; {reqs}")
         return job
 
     def render(self, *args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
@@ -145,6 +148,7 @@ class RemoteFunction(Generic[P, R]):
         """Start the call as a job and return its handle at once; ``handle.result()`` waits for
         the return value (also from another process: ``tfjob.get_job(handle.id).result()``)."""
         job = self.job(*args, **kwargs)
+        _prune(job)
         handle = job.submit()
         made: ResultHandle[R] = self._maker.handle(job.backend, handle.id, job.store)
         return made
@@ -158,9 +162,22 @@ class RemoteFunction(Generic[P, R]):
             JobFailedError, JobCancelledError: the job failed or was cancelled otherwise.
         """
         job = self.job(*args, **kwargs)
+        _prune(job)
         job_id = job.backend.run(job.spec, job.options)
         handle: ResultHandle[R] = self._maker.handle(job.backend, job_id, job.store)
         return handle.result()
+
+
+def _prune(job: Any) -> None:
+    """What tfjob keeps of earlier function jobs, pruned (:mod:`.retention`) before this one is
+    submitted; its own package and result are fresh, so kept. A prune that fails (a file of
+    another user's, a busy store) leaves things as they are: the job goes on."""
+    from .retention import prune
+
+    try:
+        prune(job.store, keep=[job.spec.package] if job.spec.package else [])
+    except (OSError, TfjobError):
+        pass
 
 
 def _result_base(job: Any) -> str:
@@ -177,8 +194,6 @@ def _result_base(job: Any) -> str:
             )
         return str(job_dir).rstrip("/")
     if backend in _LOCAL:
-        from .package import functions_dir
-
         return str(functions_dir())
     bucket = getattr(job.options, "staging_bucket", None) or getattr(job.options, "default_staging_bucket", None)
     if bucket:

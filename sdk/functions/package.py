@@ -6,6 +6,8 @@ The package is a bare trainer directory, ``$TFJOB_HOME/functions/<digest>/``::
     tfjob_function/__init__.py
     tfjob_function/run.py      the runner (tfjob.functions.runner), stdlib and cloudpickle
     tfjob_function/function.pkl  cloudpickle of (function, args, kwargs)
+    tfjob_function/_vendor/cloudpickle/  this process's cloudpickle (its sources), which the
+                               runner imports: no image needs it, no index is asked for it
 
 named by the digest of what it holds, so every backend takes it as any trainer directory
 (the local backend runs it in place; Vertex AI stages its sdist under its sha256, so an
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import SpecError
+from .retention import functions_dir, locked
 
 #: The package every function job runs, and its module (``--module``).
 PACKAGE = "tfjob_function"
@@ -40,6 +43,10 @@ PAYLOAD = "function.pkl"
 REQUIREMENTS = "requirements.txt"
 #: The largest pickled call shipped (a package is staged and shipped whole: pass data by URI).
 MAX_PAYLOAD = 64 * 1024 * 1024
+#: Where the package carries this process's cloudpickle (the runner puts it first on sys.path).
+VENDOR = "_vendor"
+#: The most bytes of cloudpickle's sources shipped (3.1 has 60 KB).
+MAX_SHIPPED = 1024 * 1024
 #: Distributions an image for TensorFlow jobs brings itself: never listed, so the image's
 #: TensorFlow stays the one the tasks run (tfjob-bootstrap is tfjob inside a task).
 IMAGE_PROVIDED = frozenset(
@@ -65,6 +72,8 @@ class FunctionPackage:
         requirements: the lines of its ``requirements.txt``.
         found: the distributions found from the function's imports (empty when given).
         size: the pickle's size in bytes.
+        cloudpickle: the version of this process's cloudpickle, shipped in the package
+            (``tfjob_function/_vendor``); None when it is a requirement instead.
     """
 
     directory: Path
@@ -73,6 +82,7 @@ class FunctionPackage:
     requirements: tuple[str, ...]
     found: tuple[str, ...]
     size: int
+    cloudpickle: str | None = None
 
 
 def _normal(name: str) -> str:
@@ -238,6 +248,25 @@ def cloudpickle_requirement() -> str:
     return f"cloudpickle=={importlib.metadata.version('cloudpickle')}"
 
 
+def shipped_cloudpickle() -> dict[str, bytes]:
+    """This process's cloudpickle, as the package's files ``tfjob_function/_vendor/cloudpickle/``
+    (its modules' sources, their license in them): the task unpickles with the very code that
+    pickled, on any image, without a package index. Empty when it is not a directory of
+    modules within :data:`MAX_SHIPPED` (then it is a requirement, pinned to this version)."""
+    import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    where = Path(str(getattr(cloudpickle, "__file__", "") or ".")).parent
+    files = {f"{PACKAGE}/{VENDOR}/__init__.py": b""}
+    total = 0
+    for path in sorted(where.glob("*.py")):
+        body = path.read_bytes()
+        total += len(body)
+        if total > MAX_SHIPPED:
+            return {}
+        files[f"{PACKAGE}/{VENDOR}/cloudpickle/{path.name}"] = body
+    return files if f"{PACKAGE}/{VENDOR}/cloudpickle/__init__.py" in files else {}
+
+
 def given_requirements(requirements: Any) -> list[str]:
     """``requirements=``: a requirements file's path, or the lines themselves, each checked."""
     from ..description.requirements import read_requirements
@@ -263,18 +292,13 @@ def runner_source() -> bytes:
     return (Path(__file__).parent / "runner.py").read_bytes()
 
 
-def functions_dir() -> Path:
-    from ..runtime.settings import tfjob_home
-
-    return tfjob_home() / "functions"
-
-
 def build_package(data: bytes, requirements: Sequence[str], *, found: Sequence[str] = (), by_value: bool = False) -> FunctionPackage:
     """The package of a pickled call, written once under its digest (an unchanged call finds it)."""
     from hashlib import sha256
 
     lines = list(requirements)
-    if not any(
+    shipped = shipped_cloudpickle()
+    if not shipped and not any(
         _normal(line.split("=")[0].split("<")[0].split(">")[0].split("~")[0].split("[")[0].strip()) == "cloudpickle" for line in lines
     ):
         lines.insert(0, cloudpickle_requirement())
@@ -283,25 +307,39 @@ def build_package(data: bytes, requirements: Sequence[str], *, found: Sequence[s
         f"{PACKAGE}/__init__.py": b"",
         f"{PACKAGE}/run.py": runner_source(),
         f"{PACKAGE}/{PAYLOAD}": data,
+        **shipped,
     }
     whole = b"".join(name.encode() + b"\0" + str(len(body)).encode() + b"\0" + body for name, body in sorted(files.items()))
     digest: str = sha256(whole).hexdigest()
     directory = functions_dir() / digest[:24]
-    if not (directory / PACKAGE / PAYLOAD).is_file():
-        import shutil
-        import tempfile
-
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
-        try:
-            for name, body in files.items():
-                (partial / name).parent.mkdir(parents=True, exist_ok=True)
-                (partial / name).write_bytes(body)
+    # Found or written under the directory's lock, and touched: a prune (.retention) keeps it.
+    with locked(directory.parent, exclusive=False, wait=True):
+        if (directory / PACKAGE / PAYLOAD).is_file():
             try:
-                os.replace(partial, directory)
+                os.utime(directory)
             except OSError:
-                if not (directory / PACKAGE / PAYLOAD).is_file():
-                    raise
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return FunctionPackage(directory, digest, by_value, tuple(lines), tuple(found), len(data))
+                pass  # not ours to touch (another user's); it is kept a day from when it was made
+        else:
+            _write_package(directory, files)
+    shipped_version = importlib.metadata.version("cloudpickle") if shipped else None
+    return FunctionPackage(directory, digest, by_value, tuple(lines), tuple(found), len(data), shipped_version)
+
+
+def _write_package(directory: Path, files: Mapping[str, bytes]) -> None:
+    """``files`` as the package directory, whole or not at all (a concurrent writer's is as good)."""
+    import shutil
+    import tempfile
+
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=directory.parent))
+    try:
+        for name, body in files.items():
+            (partial / name).parent.mkdir(parents=True, exist_ok=True)
+            (partial / name).write_bytes(body)
+        try:
+            os.replace(partial, directory)
+        except OSError:
+            if not (directory / PACKAGE / PAYLOAD).is_file():
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)

@@ -1,7 +1,8 @@
 """The module a function job's tasks run (``tfjob_function.run``): stdlib and cloudpickle only.
 
 tfjob copies this file into every function package it builds, beside the pickled function
-(``function.pkl``), so the package runs on any image that has the bootstrap and cloudpickle.
+(``function.pkl``) and the caller's cloudpickle (``_vendor/cloudpickle``, put first on
+``sys.path`` here), so the package runs on any image that has the bootstrap.
 The bootstrap runs it as the trainer module on the tasks that run a module (the chief, and
 each worker under ``multi-worker``); parameter servers — and workers under
 ``parameter-server`` — serve TensorFlow and never get here.
@@ -21,6 +22,16 @@ import sys
 
 #: The pickled call beside this file: ``(function, args, kwargs)``.
 PAYLOAD = "function.pkl"
+#: The caller's cloudpickle, shipped beside this file (``_vendor/cloudpickle``): a pickle's
+#: format is its cloudpickle's, and the image need not have it.
+VENDOR = "_vendor"
+
+
+def use_shipped_cloudpickle() -> None:
+    """Put the package's own cloudpickle first on ``sys.path`` (before the image's, if any)."""
+    vendor = os.path.join(os.path.dirname(os.path.abspath(__file__)), VENDOR)
+    if os.path.isfile(os.path.join(vendor, "cloudpickle", "__init__.py")) and vendor not in sys.path:
+        sys.path.insert(0, vendor)
 
 
 def task_name() -> str:
@@ -92,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if not result:
         print("error: tfjob_function.run needs --result URI (tfjob gives it)", file=sys.stderr)
         return 2
+    use_shipped_cloudpickle()
     import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), PAYLOAD), "rb") as f:

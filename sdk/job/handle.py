@@ -573,6 +573,7 @@ class FunctionHandle(JobHandle, Generic[_R]):
             JobCancelledError: the job was cancelled.
         """
         from ..functions.result import load_outcome, raise_outcome, read_result, result_uri
+        from ..functions.retention import removed_note
 
         status = self.wait()
         spec = self.spec() or {}
@@ -585,7 +586,8 @@ class FunctionHandle(JobHandle, Generic[_R]):
             raise_outcome(outcome, self.id)
         if status.state is JobState.SUCCEEDED:
             if outcome is None:
-                raise JobFailedError(f"job {self.id} SUCCEEDED but its chief wrote no result at {uri}", job_id=self.id)
+                note = removed_note(uri)
+                raise JobFailedError(f"job {self.id} SUCCEEDED but its chief wrote no result at {uri}{note}", job_id=self.id)
             value: _R = outcome["value"]
             return value
         JobHandle.result(self)  # raises: FAILED, LOST, CANCELLED, with the diagnosis

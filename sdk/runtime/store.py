@@ -341,13 +341,10 @@ class JobStore:
             raise UsageError(f"job id {id_or_prefix!r} is ambiguous ({ids}); give more of it")
         return row_to_job(rows[0])
 
-    def list(self, limit: int | None = None, backend: str | None = None) -> list[JobRecord]:
-        """Jobs, newest first."""
-        sql = "SELECT * FROM jobs"
-        params: tuple[Any, ...] = ()
-        if backend:
-            sql += " WHERE backend = ?"
-            params = (backend,)
+    def list(self, limit: int | None = None, backend: str | None = None, spec_holds: str | None = None) -> list[JobRecord]:
+        """Jobs, newest first (with ``spec_holds``: whose stored spec JSON holds that ASCII text, a cheap first filter)."""
+        sql = "SELECT * FROM jobs WHERE (? IS NULL OR backend = ?) AND (? IS NULL OR instr(spec, ?) > 0)"
+        params: tuple[Any, ...] = (backend or None, backend, spec_holds or None, spec_holds)
         sql += " ORDER BY created DESC, id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
