@@ -2,8 +2,7 @@
 
 The figure is bench's ``resubmit.unchanged`` (≤ 6× ``python -c pass``); these tests hold the
 reasons it is fast: a dry run of an unchanged census trainer imports neither the ``build``
-library nor ``importlib.metadata``, ``tarfile`` or a Google client (``uuid`` is click's own
-import); versions are read from
+library nor ``importlib.metadata``, ``tarfile`` or a Google client; versions are read from
 dist-info names (and agree with ``importlib.metadata``); the bootstrap wheel is not made
 again from unchanged sources, and a damaged one is.
 """
@@ -85,15 +84,3 @@ def test_a_site_directory_is_listed_once_until_it_changes(tmp_path: Path, monkey
     (tmp_path / "baz-2.0.dist-info").mkdir()
     assert requirements._dist_infos(str(tmp_path)) == {"foo_bar": "1.0", "baz": "2.0"} and len(listed) == 2
     assert requirements._dist_infos(str(tmp_path / "absent")) == {}
-
-
-def test_a_submission_id_is_a_random_version_4_uuid_made_without_importing_uuid() -> None:
-    import uuid
-
-    from tfjob.backends.vertex.submission import uuid4_hex
-
-    ids = {uuid4_hex() for _ in range(200)}
-    assert len(ids) == 200
-    for text in ids:
-        parsed = uuid.UUID(hex=text)
-        assert (parsed.hex, parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)

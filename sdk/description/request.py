@@ -162,7 +162,7 @@ def with_role_resources(request: JobRequest, role: str, cpu: Any, memory: Any) -
     return with_role(request, role, resources=resources, accelerator=None, machine_type=None)
 
 
-def role_values(request: JobRequest) -> dict[str, Any]:
+def named_values(request: JobRequest) -> dict[str, Any]:
     """Every value ``request`` was given, by the knob that names it (``worker_machine_type``,
     ``workers``, ``args``): for the checks whose messages name the knob."""
     from .replicas import COUNT_FIELDS
@@ -227,7 +227,7 @@ class Given:
 
     def values(self) -> dict[str, Any]:
         """Every value given, by the knob that names it: for the checks whose messages name it."""
-        return {**role_values(self.request), **self.options, **self.settings}
+        return {**named_values(self.request), **self.options, **self.settings}
 
 
 def sort_keywords(values: Mapping[str, Any], lands: Mapping[str, str], fallbacks: tuple[str, ...] = ()) -> Given:
@@ -272,6 +272,6 @@ def build_spec(keywords: Mapping[str, Any]) -> JobSpec:
 
 
 __all__ = [
-    "PLACES", "UNFLAGGED", "Accelerator", "Given", "build_spec", "JobRequest", "keyword_lands", "place", "role_values", "sort_keywords",
+    "PLACES", "UNFLAGGED", "Accelerator", "Given", "build_spec", "JobRequest", "keyword_lands", "place", "named_values", "sort_keywords",
     "with_role", "with_role_resources",
 ]  # fmt: skip

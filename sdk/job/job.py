@@ -278,7 +278,7 @@ class Job:
         #: What the job was made from, as given (before its --config file): a study whose hparams
         #: file also describes the trials' job makes it again with this over the file's.
         self._given = given
-        self._made_with = (store, backend_object)
+        self._given_store = store
         self._backend_object = backend_object
         self._bound: tuple[Backend | None, Backend] | None = None
         self._build(given)
@@ -318,7 +318,7 @@ class Job:
         """This job made again over ``file_values`` (the flat keywords of a file describing it,
         e.g. an hparams file's trial job): what this job was given wins; its store and backend
         object (with their clients) are kept."""
-        return job_from_given(self._given.over(sort_given(file_values)), self._made_with[0], self._backend_object, self._typed)
+        return job_from_given(self._given.over(sort_given(file_values)), self._given_store, self._backend_object, self._typed)
 
     @property
     def store(self) -> JobStore:
