@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import threading
@@ -48,18 +49,6 @@ def child_setup(parent: int, cgroup: contain.JobCgroup | None = None) -> Callabl
             os._exit(70)
 
     return setup
-
-
-def which(program: str, path: str) -> str | None:
-    """``shutil.which(program, path=path)``; a program named by its path (the interpreter, a
-    container engine) is checked as shutil checks it, without importing shutil (and the
-    compression modules it loads) into every ``tfjob submit``."""
-    if os.path.dirname(program):
-        ok = os.path.exists(program) and os.access(program, os.F_OK | os.X_OK) and not os.path.isdir(program)
-        return program if ok else None
-    import shutil
-
-    return shutil.which(program, path=path)
 
 
 class TaskProcesses(LauncherState):
@@ -156,7 +145,7 @@ class TaskProcesses(LauncherState):
         prefix = self._fast_start()
         if prefix and (plan.argv[0], plan.env.get("PATH")) not in self._programs:
             # setpriv would start, and then fail to run it: say so as Popen would have.
-            if which(plan.argv[0], plan.env.get("PATH") or os.defpath) is None:
+            if shutil.which(plan.argv[0], path=plan.env.get("PATH") or os.defpath) is None:
                 raise BackendError(f"could not start task {plan.name} ({plan.argv[0]}): no such program, or not executable")
             self._programs.add((plan.argv[0], plan.env.get("PATH")))
         try:
