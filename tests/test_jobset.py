@@ -379,3 +379,12 @@ def test_golden_manifests(kind: str) -> None:
     text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
     path = GOLDEN / f"{kind}.yaml"
     assert golden_text(path, text) == text
+
+
+@pytest.mark.parametrize("backend", ["jobset", "trainjob"])
+def test_a_job_without_an_image_is_refused_naming_its_own_backend(backend: str) -> None:
+    from tfjob import Job
+
+    job = Job("gs://b/t.tar.gz", "trainer.task", workers=1, backend=backend)
+    with pytest.raises(SpecError, match=f"backend='{backend}' runs container images, and the chief and worker pools have none"):
+        job.render()

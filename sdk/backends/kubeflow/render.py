@@ -250,14 +250,14 @@ def check_name_room(name: str, suffix: str, what: str) -> None:
         )
 
 
-def _check_spec(spec: JobSpec, options: KubernetesOptions) -> None:
+def _check_spec(spec: JobSpec, options: KubernetesOptions, backend: str = "kubeflow") -> None:
     check_name_room(spec.name, _longest_service_suffix(spec), "task services")
     missing = [pool.role for pool in spec.pools if not spec.image_for(pool.role)]
     if missing:
         pools = f"{' and '.join(missing)} pool{'s have' if len(missing) > 1 else ' has'}"
         raise SpecError(
             field="backend",
-            value=Word("kubeflow"),
+            value=Word(backend),
             problem=f"runs container images, and the {pools} none: pass {{image}} (a trainer image built FROM the tfjob base image, or the base image itself with PACKAGE_PATH)",
         )
     if spec.package or spec.packages:

@@ -76,7 +76,7 @@ def _downward(name: str, label: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{label}']"}}}
 
 
-def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
+def render_jobset(spec: JobSpec, options: Any = None, backend: str = "jobset") -> dict[str, Any]:
     """The JobSet manifest for ``spec``.
 
     Args:
@@ -85,6 +85,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
             ``strategy``, ``tf_config``, the pod options (``cpu``, ``memory``, ``gpu``,
             ``pod_template``) and the run policy (``max_restarts``, else ``backoff_limit``, as
             the JobSet's ``maxRestarts``, ``ttl_seconds_after_finished``, ``suspend``, ``queue``).
+        backend: the backend an error names (``jobset``; ``trainjob`` for a TrainJob's runtime).
 
     Raises:
         SpecError: the job cannot run as a JobSet (no image, a name Kubernetes refuses…).
@@ -93,7 +94,7 @@ def render_jobset(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     from .pod import known_roles, load_pod_template, parse_role_values
 
     options = options_as(KubernetesOptions, options)
-    _check_spec(spec, options)
+    _check_spec(spec, options, backend)
     check_name_room(spec.name, _hostname_suffix(spec), "pods' hostnames")
     policies = _restart_policies(options)
     backoff = _whole(options.backoff_limit, "backoff_limit", DEFAULT_BACKOFF_LIMIT)

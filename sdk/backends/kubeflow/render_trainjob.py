@@ -39,7 +39,7 @@ def trainer_role(spec: JobSpec) -> str:
 def render_runtime(spec: JobSpec, options: Any = None) -> dict[str, Any]:
     """The ``ClusterTrainingRuntime`` (cluster-scoped) of this job's shape and image."""
     options = options_as(KubernetesOptions, options)
-    jobset = render_jobset(spec, options)
+    jobset = render_jobset(spec, options, "trainjob")
     role = trainer_role(spec)
     body = copy.deepcopy(jobset["spec"])
     body.pop("ttlSecondsAfterFinished", None)  # the TrainJob's lifecycle decides
