@@ -11,11 +11,10 @@ out of ``jobs/``: a symbolic link is removed as a link, never its target.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ..model import JobState
 from .records import JobRecord, row_to_job
@@ -101,48 +100,124 @@ def leftovers(store: JobStore) -> list[Path]:
         return []
 
 
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
 def tree_size(path: Path) -> int:
-    """The bytes of the files under ``path``, links not followed (a link counts as itself)."""
+    """The bytes of the files under ``path``, links not followed (a link counts as itself); any depth."""
     try:
         if path.is_symlink() or not path.is_dir():
             return path.lstat().st_size
     except OSError:
         return 0
     total = 0
-    for root, _, files in os.walk(path):  # iterative; links to directories are not entered
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
+    try:
+        pending = [os.open(path, _DIR_FLAGS)]
+    except OSError:
+        return 0
+    while pending:  # a stack of open directories, not recursion
+        fd = pending.pop()
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append(os.open(entry.name, _DIR_FLAGS, dir_fd=fd))
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     return total
 
 
 def remove_tree(path: Path) -> list[str]:
-    """Remove ``path`` and everything under it, never following a link (a link is removed as a
-    link); a directory without write permission is given it (it is tfjob's) and tried again.
-    Returns what could not be removed, one line each."""
+    """Remove ``path`` and everything under it, at any depth, never following a link (a link is
+    removed as a link; each directory is opened relative to its parent, without following one);
+    a directory without permissions is given them (it is tfjob's) and tried again. Returns what
+    could not be removed, one line each."""
     failed: list[str] = []
-
-    def retry(func: object, name: str, info: object) -> None:
-        parent = os.path.dirname(name)
-        try:
-            if not os.path.islink(parent):
-                os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(name) and not os.path.islink(name):
-                os.chmod(name, stat.S_IRWXU)
-                shutil.rmtree(name)
-            else:
-                os.unlink(name)
-        except OSError as e:
-            failed.append(f"{name}: {e.strerror or e}")
-
-    if path.is_symlink():
-        try:
-            path.unlink()
-        except OSError as e:
-            failed.append(f"{path}: {e.strerror or e}")
-        return failed
-    if path.is_dir():
-        shutil.rmtree(path, onerror=retry)
+    try:
+        if path.is_symlink() or not path.is_dir():
+            if path.is_symlink() or path.exists():
+                path.unlink()
+            return failed
+        top = os.open(path, _DIR_FLAGS)
+    except OSError as e:
+        return [f"{path}: {e.strerror or e}"]
+    # Each frame: the directory's fd, its name in its parent, the names in it that could not go.
+    stack: list[tuple[int, str, set[str]]] = [(top, "", set())]
+    while stack:
+        fd, name, skipped = stack[-1]
+        child = _step(fd, skipped, failed, path)
+        if child is not None:
+            stack.append(child)
+            continue
+        os.close(fd)
+        stack.pop()
+        if stack:
+            parent, _, parent_skipped = stack[-1]
+            if not _try(lambda: os.rmdir(name, dir_fd=parent), parent):
+                parent_skipped.add(name)
+                failed.append(f"{path}/…/{name}: not empty or not removable")
+    if not failed and not _try(lambda: os.rmdir(path), None):
+        failed.append(f"{path}: cannot remove it")
     return failed
+
+
+def _step(fd: int, skipped: set[str], failed: list[str], root: Path) -> tuple[int, str, set[str]] | None:
+    """Remove the files of the directory open at ``fd``; the first subdirectory left, opened
+    (to be emptied next), or None when only what could not be removed is left."""
+    try:
+        with os.scandir(fd) as it:
+            entries = [e for e in it if e.name not in skipped]
+    except OSError as e:
+        failed.append(f"{root}: {e.strerror or e}")
+        return None
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            if not _try(lambda: os.unlink(entry.name, dir_fd=fd), fd):
+                skipped.add(entry.name)
+                failed.append(f"{root}/…/{entry.name}: cannot remove it")
+            continue
+        try:
+            return os.open(entry.name, _DIR_FLAGS, dir_fd=fd), entry.name, set()
+        except PermissionError:
+            try:  # a directory of the job's without read or search permission
+                os.chmod(entry.name, stat.S_IRWXU, dir_fd=fd)
+                return os.open(entry.name, _DIR_FLAGS, dir_fd=fd), entry.name, set()
+            except OSError:
+                pass
+        except OSError:
+            pass
+        skipped.add(entry.name)
+        failed.append(f"{root}/…/{entry.name}: cannot open it")
+    return None
+
+
+def _try(action: Callable[[], None], dir_fd: int | None) -> bool:
+    """Run ``action``; on a permission error, give the directory open at ``dir_fd`` write
+    permission and run it again. Whether it was done (a name already gone counts as done)."""
+    for attempt in (0, 1):
+        try:
+            action()
+            return True
+        except FileNotFoundError:
+            return True
+        except PermissionError:
+            if attempt or dir_fd is None:
+                return False
+            try:
+                os.chmod(dir_fd, stat.S_IRWXU)
+            except OSError:
+                return False
+        except OSError:
+            return False
+    return False
