@@ -187,3 +187,28 @@ def test_prune_pages_through_the_store(tmp_path: Path) -> None:
     removed = [d.id for d in prune(store, 10.0, now=100.0)]
     assert len(removed) == 23 and [r.id for r in store.list()] == ["live"]
     store.close()
+
+
+def _times(n: int) -> int:
+    return n * 7
+
+
+def test_a_function_jobs_result_goes_with_its_record_and_its_package_once_unnamed() -> None:
+    import tfjob
+    from tfjob.functions.result import result_uri
+
+    handle = tfjob.remote(quiet=True)(_times).submit(3)
+    assert handle.result() == 21
+    spec = handle.spec() or {}
+    result, package = Path(str(result_uri(spec["args"]))), Path(spec["package"])
+    assert result.exists() and package.is_dir()
+    removed = handle.remove()
+    assert removed.id == handle.id and str(result) in removed.paths and removed.bytes > 0
+    assert not result.exists() and not list(result.parent.glob(f"{handle.id}*"))
+    assert package.is_dir()  # shared by every call of the function: kept while recent
+    then = time.time() - 2 * 86400
+    for path in [package, *package.rglob("*")]:
+        os.utime(path, (then, then), follow_symlinks=False)
+    pruned = _cli("prune", "--yes")
+    assert pruned.exit_code == 0 and "removed 0 jobs" in pruned.stderr, pruned.stderr
+    assert not package.exists()  # no record names it any more, and it is a day old
