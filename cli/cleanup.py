@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from tfjob import JobNotFoundError, UsageError
+from tfjob import TfjobError, UsageError
 
 from .app import CONTEXT_SETTINGS, app
 
@@ -40,9 +40,13 @@ def rm(job_ids: tuple[str, ...], force: bool) -> None:
     for job_id in job_ids:
         try:
             done = get_job(job_id).remove(force=force)
-        except (JobNotFoundError, UsageError) as e:
+        except UsageError as e:  # an unknown id, one that has not ended
             click.echo(f"error: {e}", err=True)
             refused += 1
+            continue
+        except TfjobError as e:  # --force: the job did not end in time
+            click.echo(f"error: {e}", err=True)
+            failed += 1
             continue
         _said(done)
         failed += bool(done.failed)

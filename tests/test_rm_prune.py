@@ -15,7 +15,7 @@ from helpers import one_error
 from tfjob.cli.main import app
 from tfjob.job.removal import prune
 from tfjob.model import JobState
-from tfjob.runtime.removal import ended_before, remove_tree
+from tfjob.runtime.removal import ended_before, remove_tree, take_ended
 from tfjob.runtime.store import JobRecord, JobStore
 
 
@@ -212,3 +212,29 @@ def test_a_function_jobs_result_goes_with_its_record_and_its_package_once_unname
     pruned = _cli("prune", "--yes")
     assert pruned.exit_code == 0 and "removed 0 jobs" in pruned.stderr, pruned.stderr
     assert not package.exists()  # no record names it any more, and it is a day old
+
+
+def test_a_cloud_id_never_names_a_directory_and_a_new_job_under_a_taken_id_keeps_its_own() -> None:
+    stray = _home() / "jobs" / "default" / "census"
+    stray.mkdir(parents=True)
+    (stray / "f").write_text("not tfjob's to remove by this id")
+    _record("default/census", backend="kubeflow")
+    done = _cli("rm", "default/census")
+    assert done.exit_code == 0 and "ran on kubeflow" in done.stderr, done.stderr
+    assert (stray / "f").exists()
+    # The record and the directory are taken in one transaction: the directory is renamed aside,
+    # so a job recorded later under the same id (a new run) has a directory of its own.
+    _record("same-1")
+    (_home() / "jobs" / "same-1").mkdir()
+    (_home() / "jobs" / "same-1" / "old.log").write_text("old")
+    with JobStore() as store:
+        taken = take_ended(store, "same-1")
+        assert taken is not None and taken.taken and taken.aside is not None and store.get("same-1") is None
+        store.add(JobRecord(id="same-1", backend="local", name="same", state=JobState.RUNNING))
+        (_home() / "jobs" / "same-1").mkdir()
+        (_home() / "jobs" / "same-1" / "new.log").write_text("new")
+        assert remove_tree(taken.aside) == []
+        refused = take_ended(store, "same-1")
+        assert refused is not None and not refused.taken and store.get("same-1") is not None
+        store.set_state("same-1", JobState.CANCELLED, "test over")
+    assert (_home() / "jobs" / "same-1" / "new.log").read_text() == "new" and not taken.aside.exists()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ..errors import JobNotFoundError, UsageError
+from ..errors import JobNotFoundError, JobTimeoutError, UsageError
 from ..runtime import removal as taking
 
 if TYPE_CHECKING:
@@ -55,8 +55,8 @@ def keeps_user_outputs(store: JobStore, record: JobRecord) -> Path | None:
     """The job's ``--job-dir`` when it lies in (or holds) tfjob's directory of the job: the user's
     outputs, which a removal must keep; else None."""
     user = _local_path(record)
-    own = taking.job_dir_of(store, record.id).resolve()
-    if user is not None and (user.is_relative_to(own) or own.is_relative_to(user)):
+    own = taking.job_dir_of(store, record.id)
+    if user is not None and own is not None and (user.is_relative_to(own.resolve()) or own.resolve().is_relative_to(user)):
         return user
     return None
 
@@ -91,7 +91,7 @@ def take(store: JobStore, job_id: str, *, dry_run: bool = False) -> Removal | No
     if dry_run:
         if not record.state.is_terminal:
             raise _not_ended(record)
-        done = Removal(record.id, record.backend, 0 if kept else taking.tree_size(own))
+        done = Removal(record.id, record.backend, 0 if kept or own is None else taking.tree_size(own))
     else:
         taken = taking.take_ended(store, job_id, keep_files=kept is not None)
         if taken is None:
@@ -133,7 +133,13 @@ def remove(handle: Any, *, force: bool = False, timeout: float = FORCE_WAIT) -> 
         record = store.get(handle.id) or record
     if not record.state.is_terminal and force:
         handle.cancel()
-        handle.wait(timeout)
+        try:
+            handle.wait(timeout)
+        except JobTimeoutError:
+            raise JobTimeoutError(
+                f"job {handle.id} did not end within {timeout:g}s of its cancel, so it was not removed; "
+                f"`tfjob wait {handle.id}` waits for it, then `tfjob rm {handle.id}`"
+            ) from None
     done = take(store, handle.id)
     if done is None:
         raise JobNotFoundError(f"no job {handle.id!r} in {store.path}; `tfjob list` shows the known jobs")

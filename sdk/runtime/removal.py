@@ -37,8 +37,11 @@ class Taken:
     aside: Path | None = None
 
 
-def job_dir_of(store: JobStore, job_id: str) -> Path:
-    """The directory tfjob keeps a job's files in: ``jobs/<id>`` beside the store's file."""
+def job_dir_of(store: JobStore, job_id: str) -> Path | None:
+    """The directory tfjob keeps a job's files in: ``jobs/<id>`` beside the store's file; None for
+    an id that is no plain name there (a cloud job's ``projects/…/customJobs/N``, ``NAMESPACE/NAME``)."""
+    if not job_id or "/" in job_id or "\\" in job_id or "\0" in job_id or job_id.startswith("."):
+        return None
     return store.jobs_dir / job_id
 
 
@@ -52,7 +55,8 @@ def take_ended(store: JobStore, job_id: str, *, keep_files: bool = False) -> Tak
         record = row_to_job(row)
         if not record.state.is_terminal:
             return Taken(record, False)
-        aside = None if keep_files else _put_aside(job_dir_of(store, job_id))
+        own = job_dir_of(store, job_id)
+        aside = None if keep_files or own is None else _put_aside(own)
         for table, column in (("events", "job_id"), ("tasks", "job_id"), ("requests", "job_id"), ("jobs", "id")):
             c.execute(f"DELETE FROM {table} WHERE {column} = ?", (job_id,))
         return Taken(record, True, aside)
