@@ -85,7 +85,8 @@ def prune(older_than: str, backend: str | None, dry_run: bool, yes: bool) -> Non
         if not count:
             click.echo(f"no ended job older than {older_than}", err=True)
             return
-        if not click.confirm(f"remove these {count} jobs ({human_size(size)})?", err=True):
+        these = "this job" if count == 1 else f"these {count} jobs"
+        if not click.confirm(f"remove {these} ({human_size(size)})?", err=True):
             click.echo("nothing removed", err=True)
             return
     count = size = failed = 0

@@ -4,12 +4,13 @@ under ``$TFJOB_HOME``, on real local jobs and records of cloud jobs; nothing of 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from pathlib import Path
 
 from click.testing import CliRunner
 from local_helpers import no_leftover_jobs  # noqa: F401 - autouse: no cluster outlives a failed test
-from local_helpers import assert_no_survivors, job_processes, probe_args, wait_for_reports
+from local_helpers import TFJOB, assert_no_survivors, job_processes, probe_args, wait_for_reports
 from helpers import one_error
 
 from tfjob.cli.main import app
@@ -238,3 +239,30 @@ def test_a_cloud_id_never_names_a_directory_and_a_new_job_under_a_taken_id_keeps
         assert refused is not None and not refused.taken and store.get("same-1") is not None
         store.set_state("same-1", JobState.CANCELLED, "test over")
     assert (_home() / "jobs" / "same-1" / "new.log").read_text() == "new" and not taken.aside.exists()
+
+
+def _prune_on_a_terminal(answer: str) -> subprocess.CompletedProcess[str]:
+    """``tfjob prune`` with a terminal for stdin (a pseudo-terminal), answering its question."""
+    main, secondary = os.openpty()
+    try:
+        proc = subprocess.Popen([TFJOB, "prune"], stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        os.write(main, answer.encode() + b"\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(main)
+        os.close(secondary)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def test_prune_on_a_terminal_asks_first() -> None:
+    _record("old-a", age=40 * 86400)
+    _record("new-a", age=60)
+    declined = _prune_on_a_terminal("n")
+    assert declined.returncode == 0 and "remove this job (0 B)?" in declined.stderr and "nothing removed" in declined.stderr
+    assert declined.stdout.split()[:1] == ["old-a"]
+    with JobStore() as store:
+        assert store.get("old-a") is not None
+    accepted = _prune_on_a_terminal("y")
+    assert accepted.returncode == 0 and "removed 1 job, 0 B" in accepted.stderr, accepted.stderr
+    with JobStore() as store:
+        assert [r.id for r in store.list()] == ["new-a"]
