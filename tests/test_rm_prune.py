@@ -114,7 +114,7 @@ def test_a_job_dir_inside_the_jobs_own_directory_is_kept() -> None:
     _record("inside-1", spec={"job_dir": str(outputs)})
     done = _cli("rm", "inside-1")
     assert done.exit_code == 0, done.stderr
-    assert f"kept {own}: it holds job inside-1's --job-dir {outputs}" in done.stderr
+    assert f"kept {own}: job inside-1's --job-dir {outputs} overlaps it" in done.stderr
     assert (outputs / "model.bin").read_bytes() == b"weights" and (own / "chief-0.log").exists()
     with JobStore() as store:
         assert store.get("inside-1") is None
@@ -266,3 +266,17 @@ def test_prune_on_a_terminal_asks_first() -> None:
     assert accepted.returncode == 0 and "removed 1 job, 0 B" in accepted.stderr, accepted.stderr
     with JobStore() as store:
         assert [r.id for r in store.list()] == ["new-a"]
+
+
+def test_a_job_dir_that_holds_tfjob_home_keeps_the_jobs_directory() -> None:
+    # A real job whose --job-dir is $TFJOB_HOME itself: its outputs and tfjob's directory of it mix.
+    job_id = _run("--", "--lines", "1", workers=0, job_dir=_home())
+    own = _home() / "jobs" / job_id
+    reports = sorted((_home() / "tasks").glob("*.json"))
+    assert own.is_dir() and reports
+    done = _cli("rm", job_id)
+    assert done.exit_code == 0, done.stderr
+    assert f"kept {own}: job {job_id}'s --job-dir {_home()} overlaps it" in done.stderr
+    assert own.is_dir() and sorted((_home() / "tasks").glob("*.json")) == reports
+    with JobStore() as store:
+        assert store.get(job_id) is None

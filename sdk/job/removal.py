@@ -108,7 +108,7 @@ def take(store: JobStore, job_id: str, *, dry_run: bool = False) -> Removal | No
         done.paths += [str(p) for p in paths]
         done.bytes += size
     if kept is not None:
-        done.notes.append(f"kept {own}: it holds job {record.id}'s --job-dir {kept} (your outputs); remove it yourself when done")
+        done.notes.append(f"kept {own}: job {record.id}'s --job-dir {kept} overlaps it (your outputs); remove it yourself when done")
     if record.backend != "local":
         done.notes.append(_cloud_note(record))
     return done
