@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 #: How long ``--force`` waits for a job it cancelled to end before it gives up.
 FORCE_WAIT = 120.0
-#: The default of ``tfjob prune --older-than``.
-DEFAULT_AGE = "30d"
 
 
 @dataclass
