@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: How long ``--force`` waits for a job it cancelled to end before it gives up.
 FORCE_WAIT = 120.0
+#: How long a removal waits for an ended local job's launcher to exit.
+LAUNCHER_WAIT = 10.0
 
 
 @dataclass
@@ -138,10 +140,26 @@ def remove(handle: Any, *, force: bool = False, timeout: float = FORCE_WAIT) -> 
                 f"job {handle.id} did not end within {timeout:g}s of its cancel, so it was not removed; "
                 f"`tfjob wait {handle.id}` waits for it, then `tfjob rm {handle.id}`"
             ) from None
+    _launcher_gone(store.get(handle.id) or record)
     done = take(store, handle.id)
     if done is None:
         raise JobNotFoundError(f"no job {handle.id!r} in {store.path}; `tfjob list` shows the known jobs")
     return done
+
+
+def _launcher_gone(record: JobRecord, within: float = LAUNCHER_WAIT) -> None:
+    """Let an ended local job's launcher (another process) finish its last writes to the job's
+    directory (the summary, tasks.json) and exit, for a moment at most, before it is removed."""
+    import os
+
+    from ..runtime.processes import process_alive
+
+    pid = record.supervisor_pid
+    if record.backend != "local" or not record.state.is_terminal or not pid or pid == os.getpid():
+        return
+    deadline = time.monotonic() + within
+    while process_alive(pid, record.supervisor_start) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def prune(
