@@ -24,6 +24,7 @@ def _register() -> None:
     # Each module adds its commands to ``app``; imported here so the order of help is fixed.
     from . import submit  # noqa: F401
     from . import jobs  # noqa: F401
+    from . import cleanup  # noqa: F401
     from . import init  # noqa: F401
     from . import build  # noqa: F401
     from . import tune  # noqa: F401

@@ -46,6 +46,7 @@ _LAZY = {
     "explain": "tfjob.results.diagnosis",
     "load_settings": "tfjob.runtime.settings",
     "JobStore": "tfjob.runtime.store",
+    "prune_jobs": "tfjob.job.removal:prune",
     "job_from_keywords": "tfjob.job.job",
     "tuning_from_keywords": "tfjob.tune",
     "get_template": "tfjob.scaffold",
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from .description.spec import JobSpec as JobSpec, ScaleTier as ScaleTier, check_image as check_image
     from .description.spec import parse_duration as parse_duration, parse_key_values as parse_key_values
     from .runtime.store import JobStore as JobStore
+    from .job.removal import prune as _prune_jobs
     from .tuning.study import StudySpec as StudySpec
     from .tune import check_result as _check_study_result
     from .tuning.trials import render_study_status as render_study_status
@@ -106,6 +108,7 @@ if TYPE_CHECKING:
     estimated_cost = _estimated_cost
     job_knobs = _job_knobs
     machine_catalog = _machine_catalog
+    prune_jobs = _prune_jobs
     render_metrics = _render_metrics
 
 __getattr__, _NAMES = lazy_names(__name__, _LAZY)

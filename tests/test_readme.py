@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from helpers import BIN, CRDS, ROOT, requires_tf
+from helpers import BIN, CRDS, ROOT, readme_section_blocks, requires_tf
 from fakes.gcs import storage_emulator
 from fakes.kube_api import FakeKube, kube_fixture
 from fakes.vertex_api import FakeVertex, write_service_account
@@ -343,3 +343,17 @@ def test_the_readme_container_section_runs(tmp_path: Path, base_image: str, podm
             ["podman", "images", "-q", "--filter", "label=dev.tfjob.build.key"], capture_output=True, text=True, env=podman_env
         )
         podman_ci.remove_images(podman_env, *sorted(set(listed.stdout.split())))
+
+
+def test_the_cleaning_up_section_runs(tmp_path: Path) -> None:
+    """The section "Cleaning up", run as written: the job's record and directory go; the prunes list, then remove, nothing newer than 30 days."""
+    [block] = readme_section_blocks("### Cleaning up")
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    home = Path(os.environ["TFJOB_HOME"])
+    job_id = done.stdout.split()[-1]
+    assert "would remove 0 jobs, 0 B" in done.stderr and "removed 0 jobs, 0 B" in done.stderr
+    assert "freed" in done.stderr and not (home / "jobs" / job_id).exists()
+    assert not any((home / "jobs").iterdir())
+    assert subprocess.run([str(BIN / "tfjob"), "list", "--json"], env=env, capture_output=True, text=True).stdout.strip() == "[]"

@@ -224,3 +224,33 @@ def _put_aside(path: Path, directory: Path, aside: list[Path]) -> bool:
     except OSError:
         return False
     return True
+
+
+def forget(record: Any, directory: Path | None = None) -> tuple[list[Path], int]:
+    """Remove the result a function job's record names under ``directory`` (default
+    ``$TFJOB_HOME/functions``), once its record is gone (``tfjob rm``, ``tfjob prune``): its
+    ``<id>.pkl``, its own directory, partial writes. Its package is shared by every call of the
+    same function: :func:`prune` removes it once no record names it. A result in a job dir the
+    caller gave is theirs: not touched. Returns what was removed and its bytes."""
+    directory = (functions_dir() if directory is None else directory).resolve()
+    results = directory / RESULTS
+    mine = {p for p in _named(record, directory) if p.parent == results}
+    if not mine or not results.is_dir():
+        return [], 0
+    removed: list[Path] = []
+    aside: list[Path] = []
+    size = 0
+    with locked(directory, exclusive=True, wait=True):
+        try:
+            names = os.listdir(results)[:_MAX_ENTRIES]
+        except OSError:
+            names = []
+        for name in names:
+            path = results / name
+            if not name.startswith(".") and results / _key(name) in mine:
+                size += _size(path)
+                if _put_aside(path, directory, aside):
+                    removed.append(path)
+    for path in aside:
+        shutil.rmtree(path, ignore_errors=True)
+    return removed, size

@@ -20,12 +20,12 @@ from ..errors import (
 from ..runtime.lifecycle import poll
 from ..runtime.settings import load_settings
 
-
 if TYPE_CHECKING:
     from ..platforms import StrPath
     from ..results import Diagnosis, JobMetrics, JobOutputs  # (read when a job has ended: not on a submit's path)
     from ..runtime.settings import Settings
     from ..runtime.store import JobStore
+    from .removal import Removal
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -406,6 +406,12 @@ class JobHandle:
         has already ended is left as it ended.
         """
         self._backend.cancel(self.id)
+
+    def remove(self, force: bool = False) -> Removal:
+        """Remove the ended job's record and tfjob's files of it here (``force``: cancel it first): :mod:`tfjob.job.removal`."""
+        from .removal import remove
+
+        return remove(self, force=force)
 
 
 #: Lines of a failing task read for a diagnosis where its status carries none.
