@@ -27,7 +27,7 @@ from .follow import MAX_POLL_INTERVAL, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
 
-from .attempts import advance, attempts_of, current_attempt, end_attempt, next_step, what_following_does
+from .attempts import advance, attempts_of, current_attempt, end_attempt, end_cancelled, next_step, what_following_does
 from .connect import Echo, make_client, poll_interval, quiet, settings_or_none
 from .creation import created_record
 
@@ -117,10 +117,17 @@ def locate(
 def view_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
     """What Vertex AI's ``job`` says of ``job_id``, with what its record keeps (attempts, links);
     an attempt that failed with a next one to make (a candidate to fail over to, ``max_restarts``
-    left) is not the job's end: RUNNING, and the message says what following the job does."""
+    left) is not the job's end: RUNNING, and the message says what following the job does —
+    unless a cancel was asked for: with no attempt running, the job ends CANCELLED now
+    (:func:`.attempts.end_cancelled`, recorded)."""
     status = job_status(job, job_id)
     if record is None:
         return status
+    if status.state is JobState.FAILED:
+        end_cancelled(store, job_id, job)
+        ended = store.get(job_id)
+        if ended is not None and ended.state is JobState.CANCELLED:
+            return store.status(job_id)  # a cancel stopped its next attempt: the record's end
     goes_on = what_following_does(job_id, job, store.get(job_id)) if status.state is JobState.FAILED else None
     if goes_on is not None:
         # Not the job's end: whoever follows it (`tfjob wait`) makes its next attempt (:mod:`.attempts`).
