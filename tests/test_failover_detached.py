@@ -276,3 +276,29 @@ def test_a_follower_ends_cancelled_a_job_asked_to_stop_between_attempts(
         record = store.get(job_id)
     assert record.state is JobState.CANCELLED and record.message.startswith("cancelled between attempts: attempt 1 ended with a stockout")
     assert [(a["state"], a["reason"]) for a in record.extra["attempts"]] == [("FAILED", "a stockout")]
+
+
+def test_an_attempt_made_as_a_cancel_came_is_cancelled(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    """The cancel recorded while a follower, under its claim, creates attempt 2: that attempt is
+    cancelled as soon as it is created, and the job ends CANCELLED, nothing left running."""
+    fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
+    job_id = submitted(tfjob_exe, trainer, fake)
+    create = fake.create
+
+    def cancelled_meanwhile(project: str, region: str, body: dict[str, Any]) -> dict[str, Any]:
+        if region == "us-east4":
+            with JobStore() as store:
+                assert store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+        return create(project, region, body)
+
+    fake.create = cancelled_meanwhile  # type: ignore[method-assign]
+    waited = run([tfjob_exe, "wait", job_id])
+    assert waited.returncode == 130, waited.stderr
+    assert creates(fake) == TO_US_EAST4
+    [second] = [v for k, v in fake.jobs.items() if k != job_id]
+    assert second["state"] == "JOB_STATE_CANCELLED"
+    assert any(m == "POST" and p.endswith(":cancel") and second["name"] in p for m, p, _ in fake.requests)
+    with JobStore() as store:
+        record = store.get(job_id)
+    assert record.state is JobState.CANCELLED
+    assert [(a["region"], a["state"]) for a in record.extra["attempts"]] == [("us-central1", "FAILED"), ("us-east4", "CANCELLED")]
