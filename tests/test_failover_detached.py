@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 import test_vertex_e2e as e2e
@@ -258,17 +259,25 @@ def test_a_cancel_between_attempts_ends_the_job_cancelled(emulator: object, fake
         assert store.get(job_id).state is JobState.CANCELLED
 
 
+@pytest.mark.parametrize("reader", ["wait", "list --remote"])
 def test_a_follower_ends_cancelled_a_job_asked_to_stop_between_attempts(
-    emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str
+    emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str, reader: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cancel recorded (CANCELLING) once attempt 1 had ended with a stockout, before tfjob read that
-    end: whoever follows the job then makes no attempt and ends it CANCELLED, the stockout among its attempts."""
+    end: whoever reads it next (`tfjob wait`, `tfjob list --remote`) makes no attempt and ends it
+    CANCELLED, the stockout among its attempts."""
     fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
     job_id = submitted(tfjob_exe, trainer, fake)
     while fake.jobs[job_id]["state"] != "JOB_STATE_FAILED":  # the stand-in moves a step at each read
         fake.advance(job_id)
     with JobStore() as store:
         assert store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+    if reader == "list --remote":
+        monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+        monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
+        listed = run([tfjob_exe, "list", "--remote", "--backend", "vertex", "--json"])
+        assert listed.returncode == 0, listed.stderr
+        assert [(j["id"], j["state"]) for j in json.loads(listed.stdout)] == [(job_id, "CANCELLED")]
     waited = run([tfjob_exe, "wait", job_id])
     assert waited.returncode == 130, waited.stderr
     assert creates(fake) == TO_US_EAST4[:1]

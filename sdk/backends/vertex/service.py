@@ -378,6 +378,8 @@ def list_jobs(
             if owner[s.id] is None:
                 continue  # an earlier attempt
             s.id = str(owner[s.id])
+        if store.get(s.id) is not None and s.state is JobState.FAILED and end_cancelled(store, s.id, job):
+            s = store.status(s.id)  # a cancel stopped its next attempt: CANCELLED, not its attempt's FAILED
         kept.append(s)
         if store.get(s.id) is not None and not (s.state is JobState.FAILED and next_step(job, store.get(s.id)) is not None):
             store.set_state(s.id, s.state, s.message)
