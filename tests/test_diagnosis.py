@@ -90,6 +90,10 @@ def test_a_trainers_failure_quoting_a_stockout_is_the_trainers_failure() -> None
     found = diagnose(JobStatus("j1", "vertex", "j", JobState.FAILED, message=own, failed_task="worker-0",
                                extra={"task_exit_code": 1, "log_tail": tail}))  # fmt: skip
     assert [d.code for d in found] == ["missing-module", "trainer-failed"]
+    # AI Platform names no task in the status: its message does.
+    legacy = "The replica master 0 exited with a non-zero status of 1. ZONE_RESOURCE_POOL_EXHAUSTED in us-central1-a"
+    [d] = diagnose(JobStatus("j1", "aiplatform", "j", JobState.FAILED, message=legacy))
+    assert d.code == "trainer-failed" and d.task == "master 0" and "exited with code 1" in d.cause
     # A stockout the platform ended the job for (no replica's exit) is still one.
     [d] = diagnose(JobStatus("j1", "vertex", "j", JobState.FAILED, message="Resources are insufficient in region: us-central1."))
     assert d.code == "capacity-stockout"

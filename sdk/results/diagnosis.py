@@ -277,6 +277,11 @@ def diagnose(
     return found
 
 
+#: A platform's word that a replica of the trainer exited non-zero: "The replica workerpool1-0 exited
+#: with a non-zero status of 1." (Vertex AI), "The replica master 0 exited with a non-zero status of 1." (AI Platform).
+_REPLICA_EXIT = LazyPattern(r"\breplica ([\w-]{1,40}(?: \d{1,6})?) (?:[^.\n]{0,80} )?exited with a non-zero status of (-?\d{1,4})\b")
+
+
 def capacity_of(status: JobStatus) -> Diagnosis | None:
     """A quota, stockout, unschedulable pod or unadmitted queue that holds or failed the job
     (:mod:`tfjob.results.capacity`), read from its message, its waiting reason and its tasks' reasons.
@@ -316,7 +321,14 @@ def _quoted_capacity(status: JobStatus, found: Capacity) -> Diagnosis | None:
 
     code = status.extra.get("task_exit_code")
     task = status.failed_task
-    if status.state is not JobState.FAILED or not task or not isinstance(code, int) or isinstance(code, bool) or code == 0:
+    if status.state is not JobState.FAILED:
+        return None
+    if not task or not isinstance(code, int) or isinstance(code, bool):
+        said = _REPLICA_EXIT.search(status.message[:MAX_TEXT])  # a platform that names no task (AI Platform's message)
+        if said is None:
+            return None
+        task, code = said.group(1), int(said.group(2))
+    if code == 0:
         return None
     what = describe(found)
     return Diagnosis(
@@ -324,7 +336,7 @@ def _quoted_capacity(status: JobStatus, found: Capacity) -> Diagnosis | None:
         task,
         f"the trainer failed: {task} exited with code {code} — the program's own failure, so the job was not tried "
         f"elsewhere; its message quotes a capacity error ({what}), not the reason the job ended",
-        f"read {task}'s log (`tfjob logs {status.id} --task {task}`) for why the program exited; the capacity error "
+        f"read {task}'s log (`tfjob logs {status.id}{'' if ' ' in task else ' --task ' + task}`) for why the program exited; the capacity error "
         "is one the program met or printed (a call of its own to a cloud API), not the job's machines",
         status.message[:MAX_EVIDENCE],
     )
