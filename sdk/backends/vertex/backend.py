@@ -155,24 +155,15 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
             echo=self.echo,
         )  # fmt: skip
 
-    def cancel(self, job_id: str) -> None:
-        """Ask the job to stop (:meth:`Lifecycle.cancel`); a job between attempts — its attempt
-        ended for want of machines or quota, or retryably, and the next not made — has nothing
-        running: it ends CANCELLED at once (:func:`.attempts.end_cancelled`)."""
-        super().cancel(job_id)
-        record = self._lookup(job_id)
-        if (
-            record is not None
-            and record.state is JobState.CANCELLING
-            and (record.extra.get("failover") or record.extra.get("max_restarts"))
-        ):
-            self.status(job_id)
-
     def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
-        """Ask Vertex AI to cancel the job: CANCELLING until it has ended."""
-        from .service import request_cancel
+        """Ask Vertex AI to cancel the job: CANCELLING until it has ended — CANCELLED at once when it
+        is between attempts (nothing runs: :func:`.service.cancel_job`)."""
+        from .service import cancel_job
 
-        request_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
+        cancel_job(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
+        now = self._lookup(job_id)
+        if now is not None and now.state is JobState.CANCELLED:
+            return JobState.CANCELLED, now.message
         return JobState.CANCELLING, "cancel requested"
 
     # -- after the job: its model in the Model Registry, its metrics in its Experiment run ----

@@ -331,22 +331,33 @@ def watch_status(
 def cancel_job(
     job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
 ) -> None:
-    """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    record = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
-    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
+    """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended. A job between
+    attempts (its attempt ended, the next not made) has nothing running: it ends CANCELLED now
+    (:func:`.attempts.end_cancelled`)."""
+    record, ended = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
+    record_cancel(store, record, JobState.CANCELLING, "cancel requested", only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING))
+    if record is not None and ended is not None:
+        end_cancelled(store, record.id, ended)
 
 
 def request_cancel(
     job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
-) -> JobRecord | None:
+) -> tuple[JobRecord | None, dict[str, Any] | None]:
     """Ask Vertex AI to cancel the job's current attempt (a pending submission is looked up first);
-    return its record (None: not recorded here). The record is not changed."""
+    return its record (None: not recorded here) and, for a job that may go on after an attempt
+    (a failover candidate or restarts left) whose current attempt has ended, that attempt: then
+    nothing runs and nothing is asked. The record is not changed."""
     _, project, region, endpoint = locate(job_id, store=store, settings=settings)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
-    client.cancel_custom_job(current_attempt(job_id, record))
+    attempt = current_attempt(job_id, record)
+    if record is not None and (record.extra.get("failover") or record.extra.get("max_restarts")):
+        job = client.get_custom_job(attempt)
+        if parse_state(job.get("state")).is_terminal:
+            return record, job
+    client.cancel_custom_job(attempt)
     echo(f"asked Vertex AI to cancel job {job_id}")
-    return record
+    return record, None
 
 
 def list_jobs(
