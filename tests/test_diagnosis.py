@@ -77,6 +77,28 @@ def test_vertex_reads_the_failing_task_log_when_the_status_has_none() -> None:
     assert asked == ["chief-0"] and [d.code for d in found] == ["missing-module"]
 
 
+def test_a_trainers_failure_quoting_a_stockout_is_the_trainers_failure() -> None:
+    """A replica's non-zero exit is the program's failure, whatever its message quotes (as the failover rules)."""
+    own = "The replica workerpool1-0 exited with a non-zero status of 1. Resources are insufficient in region: us-central1."
+    status = JobStatus("j1", "vertex", "j", JobState.FAILED, message=own, failed_task="worker-0", extra={"task_exit_code": 1})
+    [d] = diagnose(status)
+    assert d.code == "trainer-failed" and d.task == "worker-0"
+    assert d.cause.startswith("the trainer failed: worker-0 exited with code 1") and "quotes a capacity error" in d.cause
+    assert "a stockout" in d.cause and "--region" not in d.fix and "tfjob logs j1 --task worker-0" in d.fix
+    # What its log says comes first; the quoted capacity error after.
+    tail = (DATA / "missing.log").read_text()
+    found = diagnose(JobStatus("j1", "vertex", "j", JobState.FAILED, message=own, failed_task="worker-0",
+                               extra={"task_exit_code": 1, "log_tail": tail}))  # fmt: skip
+    assert [d.code for d in found] == ["missing-module", "trainer-failed"]
+    # AI Platform names no task in the status: its message does.
+    legacy = "The replica master 0 exited with a non-zero status of 1. ZONE_RESOURCE_POOL_EXHAUSTED in us-central1-a"
+    [d] = diagnose(JobStatus("j1", "aiplatform", "j", JobState.FAILED, message=legacy))
+    assert d.code == "trainer-failed" and d.task == "master 0" and "exited with code 1" in d.cause
+    # A stockout the platform ended the job for (no replica's exit) is still one.
+    [d] = diagnose(JobStatus("j1", "vertex", "j", JobState.FAILED, message="Resources are insufficient in region: us-central1."))
+    assert d.code == "capacity-stockout"
+
+
 def test_out_of_memory_as_each_platform_says_it() -> None:
     # AI Platform / Vertex AI's job error (tensorflow/models#5591, #9352).
     platform = "The replica master 0 ran out-of-memory and exited with a non-zero status of 9(SIGKILL)"

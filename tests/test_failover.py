@@ -104,6 +104,15 @@ def test_the_trainers_own_failure_never_fails_over(emulator: object, fake: FakeV
     out = run(two_regions(tfjob_exe, trainer, fake))
     assert out.returncode == 1
     assert len(creates(fake)) == 1 and "attempt 2" not in out.stderr
+    # The diagnosis says the same: the trainer failed (its task, its exit code); the stockout is only quoted.
+    assert "diagnosis (worker-0): the trainer failed: worker-0 exited with code 1" in out.stderr, out.stderr
+    assert "quotes a capacity error (the machines asked for are not available in us-central1 now (a stockout))" in out.stderr
+    assert "now (a stockout)\n" not in out.stderr and "--region A,B" not in out.stderr  # no stockout diagnosis, no failover advice
+    job_id = next(iter(fake.jobs))
+    status = CliRunner().invoke(app, ["status", job_id, "--json"])
+    assert status.exit_code == 0, status.output
+    data = json.loads(status.stdout)
+    assert [d["code"] for d in data["diagnoses"]] == ["trainer-failed"] and data["failure"]["exit_code"] == 1
 
 
 def test_a_region_the_bucket_cannot_serve_is_refused_before_anything_is_created(

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 import test_vertex_e2e as e2e
@@ -232,14 +233,81 @@ def test_a_next_region_refusing_the_create_ends_the_job_failed_with_every_attemp
     assert again.returncode == 1 and creates(fake) == TO_US_EAST4
 
 
-def test_no_next_attempt_once_a_cancel_was_asked_for(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+def test_a_cancel_between_attempts_ends_the_job_cancelled(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
     fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
     job_id = submitted(tfjob_exe, trainer, fake)
-    read_until_failed(job_id, fake)
+    read_until_failed(job_id, fake)  # attempt 1 ended with a stockout: `tfjob wait` would try us-east4
     cancel = run([tfjob_exe, "cancel", job_id])
     assert cancel.returncode == 0, cancel.stderr
+    with JobStore() as store:  # nothing was running: CANCELLED at once, as Vertex AI ends a job it cancels
+        record, events = store.get(job_id), store.events(job_id)
+    assert record.state is JobState.CANCELLED and "next_attempt" not in record.extra
+    assert [(a["region"], a["state"], a["reason"]) for a in record.extra["attempts"]] == [("us-central1", "FAILED", "a stockout")]
+    assert STOCKOUT in record.extra["attempts"][0]["message"]
+    said = "cancelled between attempts: attempt 1 ended with a stockout in us-central1"
+    assert events[-1][1] is JobState.CANCELLED and said in events[-1][2] and "no attempt 2 was made" in events[-1][2]
+    assert record.message == events[-1][2]
+    status = run([tfjob_exe, "status", job_id])
+    assert status.returncode == 0 and "CANCELLED" in status.stdout and said in status.stdout, status.stdout
+    data = json.loads(run([tfjob_exe, "status", job_id, "--json"]).stdout)
+    assert data["state"] == "CANCELLED" and [(a["state"], a["reason"]) for a in data["extra"]["attempts"]] == [("FAILED", "a stockout")]
     waited = run([tfjob_exe, "wait", job_id])
-    assert waited.returncode == 1, waited.stderr
-    assert creates(fake) == TO_US_EAST4[:1] and "attempt 2" not in waited.stderr
+    assert waited.returncode == 130, waited.stderr  # as `tfjob wait` ends for every cancelled job
+    assert f"job {job_id} CANCELLED: {said}" in waited.stderr and "Traceback" not in waited.stderr
+    assert creates(fake) == TO_US_EAST4[:1] and "attempt 2" not in waited.stderr.replace("no attempt 2 was made", "")
     with JobStore() as store:
-        assert store.get(job_id).state is JobState.FAILED
+        assert store.get(job_id).state is JobState.CANCELLED
+
+
+@pytest.mark.parametrize("reader", ["wait", "list --remote"])
+def test_a_follower_ends_cancelled_a_job_asked_to_stop_between_attempts(
+    emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cancel recorded (CANCELLING) once attempt 1 had ended with a stockout, before tfjob read that
+    end: whoever reads it next (`tfjob wait`, `tfjob list --remote`) makes no attempt and ends it
+    CANCELLED, the stockout among its attempts."""
+    fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
+    job_id = submitted(tfjob_exe, trainer, fake)
+    while fake.jobs[job_id]["state"] != "JOB_STATE_FAILED":  # the stand-in moves a step at each read
+        fake.advance(job_id)
+    with JobStore() as store:
+        assert store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+    if reader == "list --remote":
+        monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "p")
+        monkeypatch.setenv("TFJOB_API_ENDPOINT", fake.endpoint)
+        listed = run([tfjob_exe, "list", "--remote", "--backend", "vertex", "--json"])
+        assert listed.returncode == 0, listed.stderr
+        assert [(j["id"], j["state"]) for j in json.loads(listed.stdout)] == [(job_id, "CANCELLED")]
+    waited = run([tfjob_exe, "wait", job_id])
+    assert waited.returncode == 130, waited.stderr
+    assert creates(fake) == TO_US_EAST4[:1]
+    with JobStore() as store:
+        record = store.get(job_id)
+    assert record.state is JobState.CANCELLED and record.message.startswith("cancelled between attempts: attempt 1 ended with a stockout")
+    assert [(a["state"], a["reason"]) for a in record.extra["attempts"]] == [("FAILED", "a stockout")]
+
+
+def test_an_attempt_made_as_a_cancel_came_is_cancelled(emulator: object, fake: FakeVertex, trainer: Path, tfjob_exe: str) -> None:
+    """The cancel recorded while a follower, under its claim, creates attempt 2: that attempt is
+    cancelled as soon as it is created, and the job ends CANCELLED, nothing left running."""
+    fake.next_jobs.append(ENDS_IN_A_STOCKOUT)
+    job_id = submitted(tfjob_exe, trainer, fake)
+    create = fake.create
+
+    def cancelled_meanwhile(project: str, region: str, body: dict[str, Any]) -> dict[str, Any]:
+        if region == "us-east4":
+            with JobStore() as store:
+                assert store.set_state(job_id, JobState.CANCELLING, "cancel requested")
+        return create(project, region, body)
+
+    fake.create = cancelled_meanwhile  # type: ignore[method-assign]
+    waited = run([tfjob_exe, "wait", job_id])
+    assert waited.returncode == 130, waited.stderr
+    assert creates(fake) == TO_US_EAST4
+    [second] = [v for k, v in fake.jobs.items() if k != job_id]
+    assert second["state"] == "JOB_STATE_CANCELLED"
+    assert any(m == "POST" and p.endswith(":cancel") and second["name"] in p for m, p, _ in fake.requests)
+    with JobStore() as store:
+        record = store.get(job_id)
+    assert record.state is JobState.CANCELLED
+    assert [(a["region"], a["state"]) for a in record.extra["attempts"]] == [("us-central1", "FAILED"), ("us-east4", "CANCELLED")]

@@ -15,12 +15,15 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..lazy import LazyPattern
 from .oom import cgroup_oom_kills as cgroup_oom_kills  # its home: read at every local job's start
 from ..model import JobState, JobStatus
 from . import Diagnosis
+
+if TYPE_CHECKING:
+    from .capacity import Capacity
 
 #: How much of a log is read for patterns (its end): a runaway line cannot stall a status.
 MAX_TEXT = 64 * 1024
@@ -268,13 +271,26 @@ def diagnose(
         found.append(hang)
     short = capacity_of(status)
     if short is not None and short.code not in {d.code for d in found}:
-        found.insert(0, short)
+        # A capacity shortage is why the job ended: first. A trainer's own failure that quotes one
+        # comes after what its log says.
+        found.insert(len(found) if short.code == "trainer-failed" else 0, short)
     return found
+
+
+#: A platform's word that a replica of the trainer exited non-zero: "The replica workerpool1-0 exited
+#: with a non-zero status of 1." (Vertex AI), "The replica master 0 exited with a non-zero status of 1." (AI Platform).
+_REPLICA_EXIT = LazyPattern(r"\breplica ([\w-]{1,40}(?: \d{1,6})?) (?:[^.\n]{0,80} )?exited with a non-zero status of (-?\d{1,4})\b")
 
 
 def capacity_of(status: JobStatus) -> Diagnosis | None:
     """A quota, stockout, unschedulable pod or unadmitted queue that holds or failed the job
-    (:mod:`tfjob.results.capacity`), read from its message, its waiting reason and its tasks' reasons."""
+    (:mod:`tfjob.results.capacity`), read from its message, its waiting reason and its tasks' reasons.
+
+    A job that failed because a task of the trainer exited non-zero (its ``failed_task`` and
+    ``extra["task_exit_code"]``: "The replica workerpool1-0 exited with a non-zero status of 1. …")
+    failed by the program's own doing, whatever words its message quotes — as the failover never
+    moves it elsewhere: a capacity error in that message is said to be quoted, not diagnosed
+    (:func:`_quoted_capacity`)."""
     from .capacity import capacity_diagnosis, classify
 
     if status.state.is_terminal and status.state not in (JobState.FAILED, JobState.LOST):
@@ -285,6 +301,9 @@ def capacity_of(status: JobStatus) -> Diagnosis | None:
     for task, text in texts:
         found = classify(text) if text else None
         if found is not None:
+            own = _quoted_capacity(status, found)
+            if own is not None:
+                return own
             return capacity_diagnosis(
                 found,
                 backend=status.backend,
@@ -293,6 +312,34 @@ def capacity_of(status: JobStatus) -> Diagnosis | None:
                 task=task,
             )
     return None
+
+
+def _quoted_capacity(status: JobStatus, found: Capacity) -> Diagnosis | None:
+    """Where the job failed because its trainer exited non-zero: that failure, its message's
+    capacity words (``found``, a :class:`~tfjob.results.capacity.Capacity`) said to be quoted; else None."""
+    from .capacity import describe
+
+    code = status.extra.get("task_exit_code")
+    task = status.failed_task
+    if status.state is not JobState.FAILED:
+        return None
+    if not task or not isinstance(code, int) or isinstance(code, bool):
+        said = _REPLICA_EXIT.search(status.message[:MAX_TEXT])  # a platform that names no task (AI Platform's message)
+        if said is None:
+            return None
+        task, code = said.group(1), int(said.group(2))
+    if code == 0:
+        return None
+    what = describe(found)
+    return Diagnosis(
+        "trainer-failed",
+        task,
+        f"the trainer failed: {task} exited with code {code} — the program's own failure, so the job was not tried "
+        f"elsewhere; its message quotes a capacity error ({what}), not the reason the job ended",
+        f"read {task}'s log (`tfjob logs {status.id}{'' if ' ' in task else ' --task ' + task}`) for why the program exited; the capacity error "
+        "is one the program met or printed (a call of its own to a cloud API), not the job's machines",
+        status.message[:MAX_EVIDENCE],
+    )
 
 
 def evaluator_hang(status: JobStatus, dialect: str | None = None, strategy: str | None = None) -> Diagnosis | None:

@@ -16,8 +16,9 @@ see the claim, look again later, and follow the attempt the record then names. A
 new attempt's submission label before the create: a claim whose process died (or that is older
 than :data:`CLAIM_SECONDS`), or whose create failed, is taken over, and the job it may have
 created is looked up by that label before one is created. No attempt is made once a cancel
-was asked for (the job ends as its last attempt did). A one-shot read (``tfjob status``)
-claims nothing: it says what following the job would do.
+was asked for: the job then ends CANCELLED, its ended attempt's failure (a stockout…) kept
+among its attempts (:func:`end_cancelled`). A one-shot read (``tfjob status``) claims nothing:
+it says what following the job would do.
 """
 
 from __future__ import annotations
@@ -144,12 +145,19 @@ def advance(
         return None
     try:
         if step[0] == "failover":
-            return fail_over(store, job_id, ended, step[1], echo=echo, client=client, make_client=make_client,
+            made = fail_over(store, job_id, ended, step[1], echo=echo, client=client, make_client=make_client,
                              submission=said["submission_id"], look_first=bool(said["look_first"]))  # fmt: skip
-        return restart(store, job_id, ended, step[1], client, echo, submission=said["submission_id"], look_first=bool(said["look_first"]))
+        else:
+            made = restart(
+                store, job_id, ended, step[1], client, echo, submission=said["submission_id"], look_first=bool(said["look_first"])
+            )
     except BaseException:
         _give_up(store, job_id, said)
         raise
+    now = store.get(job_id)
+    if made is not None and now is not None and now.state is JobState.CANCELLING:
+        made[1].cancel_custom_job(made[0])  # a cancel came while it was being made: it ends CANCELLED as it was asked
+    return made
 
 
 def _follow_moved(store: JobStore, job_id: str, client: Any, make_client: Callable[..., Any], echo: Echo) -> tuple[str, Any]:
@@ -198,6 +206,48 @@ def restart(
     return new_id, client
 
 
+def cancelled_between(job_id: str, job: dict[str, Any], record: JobRecord | None) -> tuple[str, list[Any]] | None:
+    """When a cancel was asked for (CANCELLING) while the job had no attempt running — its current
+    attempt ``job`` ended FAILED with a next one due, and no follower is making it — what its
+    CANCELLED end says and its attempts (the ended one's end and why); else None."""
+    from dataclasses import replace
+
+    from .client import job_id_of
+    from .follow import job_status
+
+    ended = job_id_of(str(job.get("name", "")))
+    if record is None or record.state is not JobState.CANCELLING or current_attempt(job_id, record) != ended:
+        return None
+    held = record.extra.get(CLAIM)
+    if isinstance(held, dict) and held.get("after") == ended and _live(held):
+        return None  # a follower that claimed it before the cancel is making it: it cancels it (:func:`advance`)
+    step = next_step(job, replace(record, state=JobState.RUNNING))
+    if step is None:
+        return None  # the attempt's own end is the job's
+    first = {"resource_name": record.extra.get("resource_name", ""), "region": region_of(str(record.extra.get("resource_name", "")))}
+    attempts = list(record.extra.get("attempts") or [first])
+    message = str((job.get("error") or {}).get("message", ""))[:500]
+    attempts[-1] = {**attempts[-1], "state": JobState.FAILED.value, "ended": job_status(job, job_id).ended or time.time(),
+                    "message": message, "reason": step[1]}  # fmt: skip
+    where = region_of(str(job.get("name", "")))
+    number = len(attempts)
+    line = (f"cancelled between attempts: attempt {number} ended with {step[1]}" + (f" in {where}" if where else "")
+            + f" ({message[:200]}); no attempt {number + 1} was made")  # fmt: skip
+    return line, attempts
+
+
+def end_cancelled(store: JobStore, job_id: str, job: dict[str, Any]) -> bool:
+    """End the job CANCELLED when a cancel stopped its next attempt (:func:`cancelled_between`),
+    its attempts recorded; True if it did."""
+    record = store.get(job_id)
+    found = cancelled_between(job_id, job, record)
+    if found is None or record is None:
+        return False
+    line, attempts = found
+    extra = {k: v for k, v in record.extra.items() if k != CLAIM}
+    return store.set_state(job_id, JobState.CANCELLED, line, only_from=(JobState.CANCELLING,), extra={**extra, "attempts": attempts})
+
+
 def attempts_of(store: JobStore, job_id: str) -> list[Any]:
     record = store.get(job_id)
     return list(record.extra.get("attempts") or []) if record is not None else []
@@ -209,8 +259,8 @@ def end_attempt(store: JobStore, job_id: str, state: JobState, ended: float | No
     if record is None or not record.extra.get("attempts"):
         return
     attempts = list(record.extra["attempts"])
-    if isinstance(attempts[-1], dict) and attempts[-1].get("state") == "REFUSED":
-        return  # (every candidate left refused the create: the job ended with the attempt before)
+    if isinstance(attempts[-1], dict) and (attempts[-1].get("state") == "REFUSED" or attempts[-1].get("reason")):
+        return  # (every candidate left refused the create, or a cancel stopped the next: its end is written)
     attempts[-1] = {**attempts[-1], "state": state.value, "ended": ended or time.time()}
     store.update(job_id, extra={**record.extra, "attempts": attempts})
 

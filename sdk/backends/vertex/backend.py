@@ -156,10 +156,14 @@ class VertexBackend(Lifecycle[VertexOptions, "Submission"]):
         )  # fmt: skip
 
     def _cancel(self, job_id: str, record: JobRecord | None) -> tuple[JobState, str]:
-        """Ask Vertex AI to cancel the job: CANCELLING until it has ended."""
-        from .service import request_cancel
+        """Ask Vertex AI to cancel the job: CANCELLING until it has ended — CANCELLED at once when it
+        is between attempts (nothing runs: :func:`.service.cancel_job`)."""
+        from .service import cancel_job
 
-        request_cancel(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
+        cancel_job(job_id, echo=self.echo, credentials=self.credentials, store=self.store, settings=self.settings)
+        now = self._lookup(job_id)
+        if now is not None and now.state is JobState.CANCELLED:
+            return JobState.CANCELLED, now.message
         return JobState.CANCELLING, "cancel requested"
 
     # -- after the job: its model in the Model Registry, its metrics in its Experiment run ----

@@ -27,7 +27,7 @@ from .follow import MAX_POLL_INTERVAL, job_status, parse_state
 from .options import VertexOptions
 from .submission import DEFAULT_REGION
 
-from .attempts import advance, attempts_of, current_attempt, end_attempt, next_step, what_following_does
+from .attempts import advance, attempts_of, current_attempt, end_attempt, end_cancelled, next_step, what_following_does
 from .connect import Echo, make_client, poll_interval, quiet, settings_or_none
 from .creation import created_record
 
@@ -117,10 +117,17 @@ def locate(
 def view_status(store: JobStore, job_id: str, job: dict[str, Any], record: JobRecord | None) -> JobStatus:
     """What Vertex AI's ``job`` says of ``job_id``, with what its record keeps (attempts, links);
     an attempt that failed with a next one to make (a candidate to fail over to, ``max_restarts``
-    left) is not the job's end: RUNNING, and the message says what following the job does."""
+    left) is not the job's end: RUNNING, and the message says what following the job does —
+    unless a cancel was asked for: with no attempt running, the job ends CANCELLED now
+    (:func:`.attempts.end_cancelled`, recorded)."""
     status = job_status(job, job_id)
     if record is None:
         return status
+    if status.state is JobState.FAILED:
+        end_cancelled(store, job_id, job)
+        ended = store.get(job_id)
+        if ended is not None and ended.state is JobState.CANCELLED:
+            return store.status(job_id)  # a cancel stopped its next attempt: the record's end
     goes_on = what_following_does(job_id, job, store.get(job_id)) if status.state is JobState.FAILED else None
     if goes_on is not None:
         # Not the job's end: whoever follows it (`tfjob wait`) makes its next attempt (:mod:`.attempts`).
@@ -324,22 +331,33 @@ def watch_status(
 def cancel_job(
     job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
 ) -> None:
-    """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended."""
-    record = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
-    record_cancel(store, record, JobState.CANCELLING, "cancel requested")
+    """Ask Vertex AI to cancel the job; the store shows CANCELLING until it has ended. A job between
+    attempts (its attempt ended, the next not made) has nothing running: it ends CANCELLED now
+    (:func:`.attempts.end_cancelled`)."""
+    record, ended = request_cancel(job_id, echo=echo, client=client, credentials=credentials, store=store, settings=settings)
+    record_cancel(store, record, JobState.CANCELLING, "cancel requested", only_from=(JobState.QUEUED, JobState.PENDING, JobState.RUNNING))
+    if record is not None and ended is not None:
+        end_cancelled(store, record.id, ended)
 
 
 def request_cancel(
     job_id: str, *, echo: Echo = quiet, client: Any = None, credentials: Any = None, store: JobStore, settings: Settings | None = None
-) -> JobRecord | None:
+) -> tuple[JobRecord | None, dict[str, Any] | None]:
     """Ask Vertex AI to cancel the job's current attempt (a pending submission is looked up first);
-    return its record (None: not recorded here). The record is not changed."""
+    return its record (None: not recorded here) and, for a job that may go on after an attempt
+    (a failover candidate or restarts left) whose current attempt has ended, that attempt: then
+    nothing runs and nothing is asked. The record is not changed."""
     _, project, region, endpoint = locate(job_id, store=store, settings=settings)
     client = client or make_client(project, region, endpoint, echo, credentials)
     job_id, record = _settled(store, job_id, client)
-    client.cancel_custom_job(current_attempt(job_id, record))
+    attempt = current_attempt(job_id, record)
+    if record is not None and (record.extra.get("failover") or record.extra.get("max_restarts")):
+        job = client.get_custom_job(attempt)
+        if parse_state(job.get("state")).is_terminal:
+            return record, job
+    client.cancel_custom_job(attempt)
     echo(f"asked Vertex AI to cancel job {job_id}")
-    return record
+    return record, None
 
 
 def list_jobs(
@@ -371,6 +389,8 @@ def list_jobs(
             if owner[s.id] is None:
                 continue  # an earlier attempt
             s.id = str(owner[s.id])
+        if store.get(s.id) is not None and s.state is JobState.FAILED and end_cancelled(store, s.id, job):
+            s = store.status(s.id)  # a cancel stopped its next attempt: CANCELLED, not its attempt's FAILED
         kept.append(s)
         if store.get(s.id) is not None and not (s.state is JobState.FAILED and next_step(job, store.get(s.id)) is not None):
             store.set_state(s.id, s.state, s.message)
