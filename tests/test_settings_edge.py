@@ -32,7 +32,7 @@ SDK = ROOT / "sdk"
 EDGE_MODULES = {
     "runtime/settings.py": "defines load_settings",
     "job/job.py": "Job(...) resolves its settings once, when it is made",
-    "job/handle.py": "JobHandle / get_job / list_jobs resolve them once, when none are given",
+    "job/binding.py": "JobHandle / get_job / list_jobs resolve them once, when none are given (tfjob.job.binding)",
     "_internal.py": "re-exports load_settings for the CLI (tfjob build), calling nothing",
 }
 

@@ -9,7 +9,8 @@
 
 from __future__ import annotations
 
-from .handle import FunctionHandle as FunctionHandle, JobHandle as JobHandle, bind_store as bind_store
+from .binding import bind_store as bind_store
+from .handle import FunctionHandle as FunctionHandle, JobHandle as JobHandle
 from .handle import get_job as get_job, list_jobs as list_jobs
 from .job import Job as Job
 from .keywords import check_backend_keywords as check_backend_keywords, job_keywords as job_keywords

@@ -32,7 +32,8 @@ from .keywords import (
     _SETTING_FIELDS, _check_build, _check_kinds, _chosen_backend, _refuse_nul, _typed_names, backend_options,
     check_backend_keywords, default_job_name, job_keywords, platform_values, sort_given, typed_given,
 )  # fmt: skip
-from .handle import FunctionHandle, JobHandle, _the_store, bind_settings, bind_store
+from .binding import _the_store, bind_settings, bind_store
+from .handle import FunctionHandle, JobHandle
 
 if TYPE_CHECKING:
     from ..functions.function import RemoteFunction
