@@ -341,27 +341,14 @@ def save_figure(fig: Any, path: str) -> None:
     Raises:
         LocalFileError: the file could not be written (a full disk, a read-only directory).
     """
-    import tempfile
-
-    from ..errors import LocalFileError
+    from .outputs import write_file
 
     plt = _pyplot()
     png = not path.lower().endswith(".svg")
     try:
-        folder, name = os.path.split(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder or ".")
-        try:
-            from .outputs import file_mode
-
-            os.fchmod(fd, file_mode(path))
-            with os.fdopen(fd, "wb") as f:
-                fig.savefig(f, format="png" if png else "svg", dpi=110, metadata={"Software": None} if png else {"Date": None})
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as e:
-        raise LocalFileError(f"could not write {path}: {e.strerror or e}") from None
+        write_file(
+            path, lambda f: fig.savefig(f, format="png" if png else "svg", dpi=110, metadata={"Software": None} if png else {"Date": None})
+        )
     finally:
         plt.close(fig)
 

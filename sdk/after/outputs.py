@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from ..errors import BackendError, LocalFileError, UsageError
 from ..results import JobOutputs, OutputFile
@@ -265,6 +265,16 @@ def write_text_file(path: str | Path, text: str) -> None:
     Raises:
         LocalFileError: the file could not be written (a full disk, a read-only directory).
     """
+    write_file(path, lambda f: f.write(text.encode("utf-8")))
+
+
+def write_file(path: str | Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` with ``write`` (given the open file), in one go: into a temporary file
+    beside it, with the mode the file has (or would get), then renamed over it.
+
+    Raises:
+        LocalFileError: the file could not be written (a full disk, a read-only directory).
+    """
     import tempfile
 
     target = Path(path)
@@ -272,8 +282,8 @@ def write_text_file(path: str | Path, text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
         try:
             os.fchmod(fd, file_mode(target))
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:
+                write(f)
             os.replace(tmp, target)
         except BaseException:
             os.unlink(tmp)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..errors import SpecError
-from .replicas import ROLES, Accelerator, Resources, ScaleTier
+from .replicas import ROLES, Resources, ScaleTier
 from .shape import RoleRequest, Shape, as_accelerator, build_pools
 from .spec import JobSpec
 
@@ -272,6 +272,6 @@ def build_spec(keywords: Mapping[str, Any]) -> JobSpec:
 
 
 __all__ = [
-    "PLACES", "UNFLAGGED", "Accelerator", "Given", "build_spec", "JobRequest", "keyword_lands", "place", "named_values", "sort_keywords",
+    "PLACES", "UNFLAGGED", "Given", "build_spec", "JobRequest", "keyword_lands", "place", "named_values", "sort_keywords",
     "with_role", "with_role_resources",
 ]  # fmt: skip

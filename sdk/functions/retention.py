@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -101,21 +100,6 @@ def _named(record: Any, directory: Path) -> set[Path]:
     return out
 
 
-def _size(path: Path) -> int:
-    """The bytes under ``path`` (a file or a directory), not following links."""
-    try:
-        if not path.is_dir() or path.is_symlink():
-            return path.lstat().st_size
-    except OSError:
-        return 0
-    total = 0
-    for root, _, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_size
-    return total
-
-
 def _entries(directory: Path) -> dict[Path, list[Path]]:
     """The prunable entries of ``directory``: key → the paths that are it (a results entry may
     be a file, a directory and partial writes)."""
@@ -140,6 +124,8 @@ def _entries(directory: Path) -> dict[Path, list[Path]]:
 def _kept(records: Iterable[Any], directory: Path) -> set[Path]:
     """The entries the job records keep: every one a job not ended names; those the newest
     :data:`KEEP_JOBS` ended ones name, up to :data:`KEEP_BYTES`, newest first."""
+    from ..runtime.removal import tree_size  # (the job store's module: not on the packaging path)
+
     kept: set[Path] = set()
     counted: set[Path] = set()
     jobs = total = 0
@@ -153,7 +139,7 @@ def _kept(records: Iterable[Any], directory: Path) -> set[Path]:
         jobs += 1
         if jobs > KEEP_JOBS:
             continue
-        total += sum(_size(p) for p in named - counted)
+        total += sum(tree_size(p) for p in named - counted)
         counted |= named
         if total <= KEEP_BYTES:
             kept |= named
@@ -175,6 +161,8 @@ def prune(store: Any, directory: Path | None = None, *, keep: Iterable[str | Pat
     ``$TFJOB_HOME/functions``), given the jobs ``store`` records, and ``keep`` (the package of
     the job about to be submitted); return what was removed. Nothing when another process holds
     the lock (it prunes, or finds a package)."""
+    from ..runtime.removal import remove_tree  # (the job store's module: not on the packaging path)
+
     directory = (functions_dir() if directory is None else directory).resolve()
     if not directory.is_dir():
         return []
@@ -195,7 +183,7 @@ def prune(store: Any, directory: Path | None = None, *, keep: Iterable[str | Pat
                     removed.append(path)
     # Directories are removed outside the lock: renamed aside first, no package is half there.
     for path in aside:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)  # what cannot go stays aside, named .removing-: the next prune tries again
     return removed
 
 
@@ -232,6 +220,8 @@ def forget(record: Any, directory: Path | None = None) -> tuple[list[Path], int]
     ``<id>.pkl``, its own directory, partial writes. Its package is shared by every call of the
     same function: :func:`prune` removes it once no record names it. A result in a job dir the
     caller gave is theirs: not touched. Returns what was removed and its bytes."""
+    from ..runtime.removal import remove_tree, tree_size  # (the job store's module: not on the packaging path)
+
     directory = (functions_dir() if directory is None else directory).resolve()
     results = directory / RESULTS
     mine = {p for p in _named(record, directory) if p.parent == results}
@@ -248,9 +238,9 @@ def forget(record: Any, directory: Path | None = None) -> tuple[list[Path], int]
         for name in names:
             path = results / name
             if not name.startswith(".") and results / _key(name) in mine:
-                size += _size(path)
+                size += tree_size(path)
                 if _put_aside(path, directory, aside):
                     removed.append(path)
     for path in aside:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)  # what cannot go stays aside, named .removing-: the next prune tries again
     return removed, size

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..runtime.settings import load_settings
 
 if TYPE_CHECKING:
+    from ..backends import Backend
     from ..runtime.settings import Settings
     from ..runtime.store import JobStore
 
@@ -57,3 +58,15 @@ def bind_settings(backend: Any, settings: Settings | None) -> Any:
     if settings is None or with_settings is None or getattr(backend, "has_settings", True):
         return backend
     return with_settings(settings)
+
+
+def bound_backend(base: Backend | None, name: str, store: JobStore | None, settings: Settings) -> Backend:
+    """The backend a job or a handle uses: ``base`` (a backend object given) bound to ``store``
+    and ``settings`` (:func:`bind_store`), else the registry's backend called ``name`` made with
+    them; without a store (a render), bound to the settings alone."""
+    from ..backends import get_backend
+
+    if base is None:
+        return get_backend(name, store, settings)
+    bound: Backend = bind_store(base, store, settings) if store is not None else bind_settings(base, settings)
+    return bound

@@ -18,7 +18,7 @@ from ..errors import (
     SpecError,
 )
 from ..runtime.lifecycle import poll
-from .binding import _the_settings, _the_store, bind_store
+from .binding import _the_settings, _the_store, bound_backend
 
 if TYPE_CHECKING:
     from ..platforms import StrPath
@@ -85,10 +85,7 @@ class JobHandle:
     def _backend(self) -> Any:
         base = self._backend_object
         if self._bound is None or self._bound[0] is not base:
-            self._bound = (
-                base,
-                get_backend(self.backend_name, self.store, self.settings) if base is None else bind_store(base, self.store, self.settings),
-            )
+            self._bound = (base, bound_backend(base, self.backend_name, self.store, self.settings))
         return self._bound[1]
 
     def status(self) -> JobStatus:

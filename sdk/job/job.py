@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, ParamSpec, Sequence, TypeVar
 
-from ..backends import BACKENDS, Backend, backend_class, get_backend
+from ..backends import BACKENDS, Backend, backend_class
 from ..model import Strategy, SubmitOptions, TFConfigMode
 from ..errors import (
     NOTHING,
@@ -32,7 +32,7 @@ from .keywords import (
     _SETTING_FIELDS, _check_build, _check_kinds, _chosen_backend, _refuse_nul, _typed_names, backend_options,
     check_backend_keywords, default_job_name, job_keywords, platform_values, sort_given, typed_given,
 )  # fmt: skip
-from .binding import _the_store, bind_settings, bind_store
+from .binding import _the_store, bound_backend
 from .handle import FunctionHandle, JobHandle
 
 if TYPE_CHECKING:
@@ -238,14 +238,10 @@ class Job:
 
     def _take_backend(self, values: dict[str, Any], store: JobStore | None) -> Backend | None:
         """A backend object given as ``backend=`` (its clients injected): returned, with its name
-        in ``values`` in its place; and the job's store chosen (the given one, the object's own,
-        else the user's when first needed: a render needs none, so no sqlite3 on the dry-run path)."""
+        in ``values`` in its place (a store given beside one with a store of its own is refused)."""
         given_backend: Any = values.get("backend")
         if store is not None and getattr(given_backend, "has_store", False) and given_backend.store is not store:
             raise SpecError(f"store={store!r} and a backend object with a store of its own ({given_backend.store!r}): give the store once")
-        self._store: JobStore | None = (
-            store if store is not None else (given_backend.store if getattr(given_backend, "has_store", False) else None)
-        )
         if given_backend is None or isinstance(given_backend, str):
             return None
         name = getattr(given_backend, "name", None)
@@ -280,6 +276,10 @@ class Job:
         #: file also describes the trials' job makes it again with this over the file's.
         self._given = given
         self._given_store = store
+        # The store: the one given, else the backend object's own, else the user's when first
+        # needed (a render needs none: no sqlite3 on the dry-run path).
+        own = backend_object.store if backend_object is not None and getattr(backend_object, "has_store", False) else None
+        self._store: JobStore | None = store if store is not None else own
         self._backend_object = backend_object
         self._bound: tuple[Backend | None, Backend] | None = None
         self._build(given)
@@ -333,7 +333,7 @@ class Job:
         """The backend object as given or registered, with the job's settings, before it is given
         the job's store (a render needs none)."""
         base = self._backend_object
-        return get_backend(self.backend_name, settings=self.settings) if base is None else bind_settings(base, self.settings)
+        return bound_backend(base, self.backend_name, None, self.settings)
 
     @property
     def backend(self) -> Backend:
@@ -342,10 +342,7 @@ class Job:
         :attr:`settings` (resolved once, when the job was made) unless it was made with its own."""
         base = self._backend_object
         if self._bound is None or self._bound[0] is not base:
-            self._bound = (
-                base,
-                get_backend(self.backend_name, self.store, self.settings) if base is None else bind_store(base, self.store, self.settings),
-            )
+            self._bound = (base, bound_backend(base, self.backend_name, self.store, self.settings))
         return self._bound[1]
 
     def build_image(self, push: bool = True) -> BuiltImage | None:
@@ -546,8 +543,6 @@ def job_from_given(
     job = Job.__new__(Job)
     job._typed = dict(typed or {})
     with job._in_typed_words():
-        own = backend_object.store if backend_object is not None and getattr(backend_object, "has_store", False) else None
-        job._store = store if store is not None else own
         job._start(given, store, backend_object)
     return job
 

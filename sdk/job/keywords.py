@@ -214,15 +214,11 @@ def _check_build(spec: JobSpec, options: SubmitOptions, backend: str) -> None:
         )
 
 
+@functools.lru_cache(maxsize=1)
 def lands() -> dict[str, str]:
     """Where each keyword :class:`Job` and the flat form take lands in the typed model: every
     knob's declaration (:attr:`tfjob.description.knobs.Knob.lands`, each backend's too) and the
     keywords with no flag (:data:`tfjob.description.request.UNFLAGGED`)."""
-    return _lands()
-
-
-@functools.lru_cache(maxsize=1)
-def _lands() -> dict[str, str]:
     table = {k.name: k.lands for k in knobs().values()}
     table.update(keyword_lands())
     return table
