@@ -85,6 +85,33 @@ def test_the_functions_exception_is_re_raised_with_its_remote_traceback() -> Non
     assert str(again.value) == "bad lr"
 
 
+def only_a_worker_fails(seconds: float) -> str:
+    """Raises on worker 0 at once; the chief waits long enough for that failure to end the job."""
+    import time
+
+    task = tfjob.task()
+    if task.role == "worker":
+        raise KeyError(f"worker {task.index} has no shard")
+    time.sleep(seconds)
+    return "the chief's value"
+
+
+def test_a_workers_exception_that_ends_the_job_comes_back_as_its_own_type() -> None:
+    """Every task runs the call (multi-worker): a worker's call raising ends the job before the
+    chief's has returned; the caller gets the worker's exception, its traceback and its task."""
+    remote = tfjob.remote(workers=1, strategy="multi-worker", quiet=True)(only_a_worker_fails)
+    with pytest.raises(KeyError, match="worker 0 has no shard") as raised:
+        remote.run(120)
+    cause = raised.value.__cause__
+    assert isinstance(cause, RemoteTraceback) and "in only_a_worker_fails" in cause.text
+    assert any("task worker-0 of job only-a-worker-fails-" in note for note in getattr(raised.value, "__notes__", []))
+    with JobStore() as store:
+        (record,) = store.list()
+    assert_no_survivors(job_processes(record.id))
+    with pytest.raises(KeyError, match="worker 0 has no shard"):
+        tfjob.get_job(record.id).result()
+
+
 def _members(sdist: bytes) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(sdist), mode="r:gz") as tar:
         return {m.name.split("/", 1)[1]: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]

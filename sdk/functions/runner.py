@@ -39,6 +39,11 @@ def task_name() -> str:
     return f"{os.environ.get('TFJOB_TASK_TYPE') or 'chief'}-{os.environ.get('TFJOB_TASK_INDEX') or '0'}"
 
 
+def task_outcome_uri(result: str, task: str) -> str:
+    """Where a task other than the chief keeps the outcome of a call that raised: beside the result."""
+    return f"{result}.{task}"
+
+
 def is_chief() -> bool:
     return os.environ.get("TFJOB_IS_CHIEF", "1") == "1"
 
@@ -112,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         value = fn(*fn_args, **fn_kwargs)
     except BaseException as error:  # sys.exit() and KeyboardInterrupt too: the caller says which
-        if is_chief():
-            write(result, cloudpickle.dumps(_outcome_of(error, task)))
+        # The chief's outcome is the call's; another task's failure is kept beside it, for when
+        # that task ends the job before the chief has written one.
+        write(result if is_chief() else task_outcome_uri(result, task), cloudpickle.dumps(_outcome_of(error, task)))
         raise
     if is_chief():
         try:

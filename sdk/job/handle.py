@@ -526,11 +526,13 @@ class FunctionHandle(JobHandle, Generic[_R]):
 
         Raises:
             the function's own exception (its type, with the remote traceback as its cause and
-            a note naming the task), when the chief's call raised one;
+            a note naming the task), when the chief's call raised one, or the call of the task
+            whose failure ended the job before the chief's had;
             JobFailedError: another task failed, or the job failed before the call ended;
             JobCancelledError: the job was cancelled.
         """
         from ..functions.result import load_outcome, raise_outcome, read_result, result_uri
+        from ..functions.runner import task_outcome_uri
         from ..functions.retention import removed_note
 
         status = self.wait()
@@ -540,6 +542,11 @@ class FunctionHandle(JobHandle, Generic[_R]):
             raise JobFailedError(f"job {self.id} is not a function job (it has no --result argument)", job_id=self.id)
         data = read_result(uri, self._storage)
         outcome = load_outcome(data, uri) if data is not None else None
+        if outcome is None and status.state is not JobState.SUCCEEDED and status.failed_task:
+            # Another task's call raised and ended the job before the chief wrote its outcome.
+            failed = task_outcome_uri(uri, status.failed_task)
+            data = read_result(failed, self._storage)
+            outcome = load_outcome(data, failed) if data is not None else None
         if outcome is not None and not outcome["ok"]:
             raise_outcome(outcome, self.id)
         if status.state is JobState.SUCCEEDED:
